@@ -1,0 +1,1 @@
+"""formwork: a structured-generation engine."""
