@@ -1,0 +1,110 @@
+"""The one dispatch point the engine calls: Triton for CUDA tensors, torch reference otherwise.
+
+`FORMWORK_KERNEL_BACKEND=triton|torch` forces a backend. Forcing `triton` on CPU tensors needs
+`TRITON_INTERPRET=1` in the environment before triton is first imported; triton modules are only
+imported when the Triton backend is actually used.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+from types import ModuleType
+
+import torch
+
+from formwork.kernels import reference
+from formwork.kernels.errors import KernelBackendError
+from formwork.kernels.sampling_tensors import SamplingTensors
+from formwork.kernels.validation import (
+    check_attention_inputs,
+    check_bitmask_inputs,
+    check_kv_write_inputs,
+    check_sample_inputs,
+)
+
+BACKEND_ENV = "FORMWORK_KERNEL_BACKEND"
+BACKENDS = ("triton", "torch")
+
+
+def select_backend(tensor: torch.Tensor) -> str:
+    """'triton' or 'torch' for a call whose main operand is `tensor` (env override first)."""
+    forced = os.environ.get(BACKEND_ENV, "").strip().lower()
+    if forced:
+        if forced not in BACKENDS:
+            raise KernelBackendError(f"{BACKEND_ENV}={forced!r}; expected one of {BACKENDS}")
+        if forced == "triton":
+            _check_triton_usable(tensor)
+        return forced
+    if tensor.is_cuda and importlib.util.find_spec("triton") is not None:
+        return "triton"
+    return "torch"
+
+
+def _check_triton_usable(tensor: torch.Tensor) -> None:
+    if importlib.util.find_spec("triton") is None:
+        raise KernelBackendError(f"{BACKEND_ENV}=triton but the triton package is not installed")
+    if not tensor.is_cuda and os.environ.get("TRITON_INTERPRET") != "1":
+        raise KernelBackendError(
+            f"{BACKEND_ENV}=triton with {tensor.device} tensors needs TRITON_INTERPRET=1 set before "
+            "triton is imported"
+        )
+
+
+def _triton(module: str) -> ModuleType:
+    return importlib.import_module(f"formwork.kernels.triton.{module}")
+
+
+def write_kv_cache(
+    key: torch.Tensor,
+    value: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    slot_mapping: torch.Tensor,
+) -> None:
+    """Scatter key/value [tokens, kv_heads, head_dim] into the paged pool; slot -1 is padding."""
+    check_kv_write_inputs(key, value, k_cache, v_cache, slot_mapping)
+    if select_backend(k_cache) == "triton":
+        _triton("kv_cache").write_kv_cache(key, value, k_cache, v_cache, slot_mapping)
+    else:
+        reference.write_kv_cache(key, value, k_cache, v_cache, slot_mapping)
+
+
+def paged_attention(
+    query: torch.Tensor,
+    k_cache: torch.Tensor,
+    v_cache: torch.Tensor,
+    block_tables: torch.Tensor,
+    seq_lens: torch.Tensor,
+    query_start_loc: torch.Tensor,
+    scale: float,
+    sliding_window: int | None = None,
+) -> torch.Tensor:
+    """Causal paged attention of each sequence's new tokens; returns [tokens, heads, head_dim]."""
+    check_attention_inputs(query, k_cache, v_cache, block_tables, seq_lens, query_start_loc, sliding_window)
+    args = (query, k_cache, v_cache, block_tables, seq_lens, query_start_loc, scale, sliding_window)
+    if select_backend(query) == "triton":
+        return _triton("attention").paged_attention(*args)
+    return reference.paged_attention(*args)
+
+
+def apply_token_bitmask(
+    logits: torch.Tensor, bitmask: torch.Tensor, indices: torch.Tensor | None = None
+) -> None:
+    """In place: disallowed tokens -> -inf, for all rows or only the rows in `indices`."""
+    check_bitmask_inputs(logits, bitmask, indices)
+    if select_backend(logits) == "triton":
+        _triton("bitmask").apply_token_bitmask(logits, bitmask, indices)
+    else:
+        reference.apply_token_bitmask(logits, bitmask, indices)
+
+
+def sample(
+    logits: torch.Tensor, params: SamplingTensors, bitmask: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Masked temperature/top-k/top-p/min-p Gumbel-max sampling; returns (token_ids, logprobs)."""
+    check_sample_inputs(logits, params, bitmask)
+    if select_backend(logits) == "triton":
+        return _triton("sampling").sample(logits, params, bitmask)
+    return reference.sample(logits, params, bitmask)
