@@ -1,0 +1,94 @@
+"""ForwardBatch: the flattened inputs and paged-attention metadata of one model step."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import Tensor
+
+
+class ForwardBatchError(ValueError):
+    """The scheduled sequences cannot form a valid batch (empty step, short block table, ...)."""
+
+
+@dataclass
+class ForwardBatch:
+    """All tensors live on the runner's device.
+
+    input_ids       int64 [T]    new tokens of all scheduled sequences, concatenated
+    positions       int64 [T]    position of each new token in its sequence
+    slot_mapping    int64 [T]    where each new token's K/V goes in the paged pool (block * block_size + offset)
+    block_tables    int32 [S, max_blocks]  (unused entries 0)
+    seq_lens        int32 [S]    context length including this step's tokens
+    query_start_loc int32 [S+1]  offsets of each sequence's new tokens in ``input_ids``
+    logits_indices  int64 [L]    rows whose next-token logits are wanted
+    """
+
+    input_ids: Tensor
+    positions: Tensor
+    slot_mapping: Tensor
+    block_tables: Tensor
+    seq_lens: Tensor
+    query_start_loc: Tensor
+    logits_indices: Tensor
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.input_ids.shape[0])
+
+    @property
+    def num_seqs(self) -> int:
+        return int(self.seq_lens.shape[0])
+
+    @classmethod
+    def build(cls, seqs: list[tuple[list[int], int, list[int]]], block_size: int, logits_for: list[bool],
+              device: torch.device | str = "cpu") -> "ForwardBatch":
+        """Flatten ``seqs`` = [(new_token_ids, num_computed_tokens, block_table), ...] into one batch.
+
+        ``logits_for[s]`` says whether sequence ``s`` wants the logits of its last new token (False in the
+        middle of a chunked prefill).
+        """
+        if not seqs:
+            raise ForwardBatchError("a forward batch needs at least one sequence")
+        if len(logits_for) != len(seqs):
+            raise ForwardBatchError(f"logits_for has {len(logits_for)} entries for {len(seqs)} sequences")
+        if block_size <= 0:
+            raise ForwardBatchError(f"block_size must be positive, got {block_size}")
+        query_lens = np.array([len(new) for new, _, _ in seqs], dtype=np.int64)
+        computed = np.array([num_computed for _, num_computed, _ in seqs], dtype=np.int64)
+        seq_lens = computed + query_lens
+        for s, (new, num_computed, table) in enumerate(seqs):
+            if not new:
+                raise ForwardBatchError(f"sequence {s} has no new tokens")
+            if num_computed < 0:
+                raise ForwardBatchError(f"sequence {s} has negative num_computed_tokens {num_computed}")
+            if len(table) * block_size < seq_lens[s]:
+                raise ForwardBatchError(f"sequence {s}: block table of {len(table)} blocks x {block_size} cannot "
+                                        f"hold {int(seq_lens[s])} tokens")
+        max_blocks = max(len(table) for _, _, table in seqs)
+        tables = np.zeros((len(seqs), max_blocks), dtype=np.int64)
+        for s, (_, _, table) in enumerate(seqs):
+            tables[s, :len(table)] = table
+
+        query_start_loc = np.zeros(len(seqs) + 1, dtype=np.int64)
+        np.cumsum(query_lens, out=query_start_loc[1:])
+        seq_index = np.repeat(np.arange(len(seqs)), query_lens)
+        positions = np.arange(int(query_lens.sum()), dtype=np.int64) - query_start_loc[seq_index] + computed[seq_index]
+        slot_mapping = tables[seq_index, positions // block_size] * block_size + positions % block_size
+        logits_indices = query_start_loc[1:][np.asarray(logits_for, dtype=bool)] - 1
+        input_ids = np.fromiter((t for new, _, _ in seqs for t in new), dtype=np.int64, count=len(seq_index))
+
+        def to(array: np.ndarray, dtype: torch.dtype) -> Tensor:
+            return torch.from_numpy(array).to(device=device, dtype=dtype)
+
+        return cls(
+            input_ids=to(input_ids, torch.int64),
+            positions=to(positions, torch.int64),
+            slot_mapping=to(slot_mapping, torch.int64),
+            block_tables=to(tables, torch.int32),
+            seq_lens=to(seq_lens, torch.int32),
+            query_start_loc=to(query_start_loc, torch.int32),
+            logits_indices=to(logits_indices, torch.int64),
+        )

@@ -1,0 +1,189 @@
+"""Llama-family decoder models (Llama 1/2/3, Qwen2/2.5, Mistral) on a paged KV cache, in plain torch.
+
+The model consumes flattened batches (``ForwardBatch``: the new tokens of all sequences concatenated)
+and runs attention through ``formwork.kernels.write_kv_cache`` + ``paged_attention``. Parameter names
+follow Hugging Face except for two fused projections (``qkv_proj`` <- q/k/v_proj, ``gate_up_proj`` <-
+gate/up_proj); ``packed_modules`` tells the loader how checkpoint names map onto them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import torch
+from torch import nn
+
+from formwork import kernels
+from formwork.core.forward_batch import ForwardBatch
+from formwork.core.models.layers import Embedding, Linear, MergedLinear, RMSNorm, SwiGLUMLP
+from formwork.core.models.rope import (
+    RotaryEmbedding,
+    UnsupportedRopeError,
+    apply_rotary,
+    compute_inv_freq,
+    rope_parameters,
+)
+
+
+class UnsupportedConfigError(ValueError):
+    """A config value of a supported architecture that this implementation does not handle."""
+
+
+@dataclass(frozen=True)
+class LlamaArgs:
+    """The architecture hyper-parameters, normalised from a Hugging Face config."""
+
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    rms_norm_eps: float
+    qkv_bias: bool
+    o_bias: bool
+    mlp_bias: bool
+    tie_word_embeddings: bool
+    sliding_windows: tuple[int | None, ...]  # per layer; None = full attention
+    rope: dict
+    max_positions: int
+
+    @classmethod
+    def from_hf_config(cls, config) -> "LlamaArgs":
+        act = getattr(config, "hidden_act", "silu")
+        if act not in ("silu", "swish"):
+            raise UnsupportedConfigError(f"hidden_act {act!r} is not supported (Llama-family models use silu)")
+        num_heads = config.num_attention_heads
+        num_kv_heads = getattr(config, "num_key_value_heads", None) or num_heads
+        if num_heads % num_kv_heads:
+            raise UnsupportedConfigError(
+                f"num_attention_heads ({num_heads}) is not a multiple of num_key_value_heads ({num_kv_heads})")
+        head_dim = getattr(config, "head_dim", None) or config.hidden_size // num_heads
+        attention_bias = bool(getattr(config, "attention_bias", False))
+        rope = rope_parameters(config)
+        try:
+            compute_inv_freq(head_dim, rope, config.max_position_embeddings)
+        except (UnsupportedRopeError, KeyError) as exc:
+            raise UnsupportedConfigError(f"rope scaling {rope}: {exc!r}") from exc
+        return cls(
+            vocab_size=config.vocab_size,
+            hidden_size=config.hidden_size,
+            intermediate_size=config.intermediate_size,
+            num_layers=config.num_hidden_layers,
+            num_heads=num_heads,
+            num_kv_heads=num_kv_heads,
+            head_dim=head_dim,
+            rms_norm_eps=config.rms_norm_eps,
+            qkv_bias=attention_bias,
+            o_bias=attention_bias,
+            mlp_bias=bool(getattr(config, "mlp_bias", False)),
+            tie_word_embeddings=bool(getattr(config, "tie_word_embeddings", False)),
+            sliding_windows=sliding_windows(config),
+            rope=rope,
+            max_positions=config.max_position_embeddings,
+        )
+
+
+def sliding_windows(config) -> tuple[int | None, ...]:
+    """Per-layer sliding window: from ``layer_types`` when the config has them (Qwen2), else the config's
+    ``sliding_window`` on every layer (Mistral), else none (Llama)."""
+    window = getattr(config, "sliding_window", None)
+    layer_types = getattr(config, "layer_types", None)
+    if layer_types:
+        return tuple(window if t == "sliding_attention" else None for t in layer_types)
+    return (window,) * config.num_hidden_layers
+
+
+class LlamaAttention(nn.Module):
+    def __init__(self, args: LlamaArgs, layer_idx: int, *, dtype: torch.dtype, device):
+        super().__init__()
+        self.num_heads, self.num_kv_heads, self.head_dim = args.num_heads, args.num_kv_heads, args.head_dim
+        q_size, kv_size = self.num_heads * self.head_dim, self.num_kv_heads * self.head_dim
+        self.qkv_proj = MergedLinear(args.hidden_size, [q_size, kv_size, kv_size], ["q_proj", "k_proj", "v_proj"],
+                                     args.qkv_bias, dtype=dtype, device=device)
+        self.o_proj = Linear(q_size, args.hidden_size, args.o_bias, dtype=dtype, device=device)
+        self.scale = self.head_dim ** -0.5
+        self.sliding_window = args.sliding_windows[layer_idx]
+
+    def forward(self, hidden: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, batch: ForwardBatch,
+                k_cache: torch.Tensor, v_cache: torch.Tensor) -> torch.Tensor:
+        num_tokens = hidden.shape[0]
+        q, k, v = self.qkv_proj.split(self.qkv_proj(hidden))
+        q = q.view(num_tokens, self.num_heads, self.head_dim)
+        k = k.view(num_tokens, self.num_kv_heads, self.head_dim)
+        v = v.view(num_tokens, self.num_kv_heads, self.head_dim)
+        q, k = apply_rotary(q, k, cos, sin)
+        kernels.write_kv_cache(k, v, k_cache, v_cache, batch.slot_mapping)
+        out = kernels.paged_attention(q, k_cache, v_cache, batch.block_tables, batch.seq_lens,
+                                      batch.query_start_loc, self.scale, self.sliding_window)
+        return self.o_proj(out.reshape(num_tokens, self.num_heads * self.head_dim))
+
+
+class LlamaDecoderLayer(nn.Module):
+    def __init__(self, args: LlamaArgs, layer_idx: int, *, dtype: torch.dtype, device):
+        super().__init__()
+        self.input_layernorm = RMSNorm(args.hidden_size, args.rms_norm_eps, dtype=dtype, device=device)
+        self.self_attn = LlamaAttention(args, layer_idx, dtype=dtype, device=device)
+        self.post_attention_layernorm = RMSNorm(args.hidden_size, args.rms_norm_eps, dtype=dtype, device=device)
+        self.mlp = SwiGLUMLP(args.hidden_size, args.intermediate_size, args.mlp_bias, dtype=dtype, device=device)
+
+    def forward(self, hidden, cos, sin, batch, k_cache, v_cache) -> torch.Tensor:
+        hidden = hidden + self.self_attn(self.input_layernorm(hidden), cos, sin, batch, k_cache, v_cache)
+        return hidden + self.mlp(self.post_attention_layernorm(hidden))
+
+
+class LlamaModel(nn.Module):
+    def __init__(self, args: LlamaArgs, *, dtype: torch.dtype, device):
+        super().__init__()
+        self.embed_tokens = Embedding(args.vocab_size, args.hidden_size, dtype=dtype, device=device)
+        self.layers = nn.ModuleList(LlamaDecoderLayer(args, i, dtype=dtype, device=device)
+                                    for i in range(args.num_layers))
+        self.norm = RMSNorm(args.hidden_size, args.rms_norm_eps, dtype=dtype, device=device)
+        self.rotary_emb = RotaryEmbedding(args.head_dim, args.rope, args.max_positions, device=device)
+
+    def forward(self, batch: ForwardBatch, kv_caches: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+        hidden = self.embed_tokens(batch.input_ids)
+        cos, sin = self.rotary_emb(batch.positions, hidden.dtype)
+        for layer, (k_cache, v_cache) in zip(self.layers, kv_caches):
+            hidden = layer(hidden, cos, sin, batch, k_cache, v_cache)
+        return self.norm(hidden)
+
+
+class LlamaForCausalLM(nn.Module):
+    """Llama 1/2/3 (incl. Llama 3.1 rope scaling); the base of the Qwen2 and Mistral variants."""
+
+    packed_modules = {"q_proj": "qkv_proj", "k_proj": "qkv_proj", "v_proj": "qkv_proj",
+                      "gate_proj": "gate_up_proj", "up_proj": "gate_up_proj"}
+
+    def __init__(self, hf_config, *, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu"):
+        super().__init__()
+        self.args = self.make_args(hf_config)
+        self.model = LlamaModel(self.args, dtype=dtype, device=device)
+        self.lm_head = None if self.args.tie_word_embeddings else Linear(
+            self.args.hidden_size, self.args.vocab_size, False, dtype=dtype, device=device)
+
+    @classmethod
+    def make_args(cls, hf_config) -> LlamaArgs:
+        return LlamaArgs.from_hf_config(hf_config)
+
+    def forward(self, batch: ForwardBatch, kv_caches: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+        """Final hidden states [num_tokens, hidden_size] of every new token in the batch."""
+        return self.model(batch, kv_caches)
+
+    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """float32 logits [rows, vocab_size] for the given hidden-state rows."""
+        weight = self.model.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
+        return torch.nn.functional.linear(hidden, weight).float()
+
+
+class Qwen2ForCausalLM(LlamaForCausalLM):
+    """Qwen2 / Qwen2.5: Llama with biases on q/k/v (not on o_proj) and optional per-layer sliding window."""
+
+    @classmethod
+    def make_args(cls, hf_config) -> LlamaArgs:
+        return replace(LlamaArgs.from_hf_config(hf_config), qkv_bias=True, o_bias=False)
+
+
+class MistralForCausalLM(LlamaForCausalLM):
+    """Mistral: Llama with a sliding attention window (``sliding_window``) on every layer."""
