@@ -1,0 +1,126 @@
+"""Requests and their sequences: the units the scheduler moves between waiting and running."""
+
+from __future__ import annotations
+
+import enum
+import itertools
+from typing import Any
+
+from formwork.core.metrics import RequestMetrics
+from formwork.core.sampling_params import SamplingParams
+
+
+class SequenceStatus(enum.Enum):
+    WAITING = "waiting"
+    WAITING_FOR_GRAMMAR = "waiting_for_grammar"  # the scheduler skips it until its grammar is ready
+    RUNNING = "running"
+    FINISHED_STOPPED = "stop"
+    FINISHED_LENGTH = "length"
+    FINISHED_ABORTED = "abort"
+    FINISHED_ERROR = "error"
+
+    @property
+    def is_finished(self) -> bool:
+        return self in _FINISHED
+
+    @property
+    def finish_reason(self) -> str | None:
+        """OpenAI/vLLM finish reason (`stop`, `length`, `abort`, `error`), None while unfinished."""
+        return self.value if self.is_finished else None
+
+
+_FINISHED = {SequenceStatus.FINISHED_STOPPED, SequenceStatus.FINISHED_LENGTH,
+             SequenceStatus.FINISHED_ABORTED, SequenceStatus.FINISHED_ERROR}
+
+_seq_ids = itertools.count()
+
+
+class Sequence:
+    """One completion being generated: its tokens, KV blocks and progress.
+
+    `token_ids` is the prompt followed by the generated tokens; `num_computed_tokens` of them have
+    their K/V in the cache. After preemption by recompute the blocks are gone and
+    `num_computed_tokens` is 0, so the next prefill covers prompt and generated tokens alike.
+    """
+
+    def __init__(self, request: "Request", index: int, seed: int):
+        self.seq_id = next(_seq_ids)
+        self.request = request
+        self.index = index
+        self.seed = seed
+        self.token_ids: list[int] = list(request.prompt_token_ids)
+        self.num_prompt_tokens = len(self.token_ids)
+        self.num_computed_tokens = 0
+        self.block_table: list[int] = []
+        self.block_hashes: list[bytes] = []  # chained hashes of the full blocks of token_ids
+        self.num_hashed_blocks = 0          # leading blocks of block_table registered in the prefix cache
+        self.status = SequenceStatus.WAITING
+        self.num_preemptions = 0
+        self.cumulative_logprob = 0.0
+        self.logprobs: list[dict[int, Any]] | None = [] if request.params.logprobs is not None else None
+        self.output_text = ""
+        self.stop_reason: int | str | None = None
+        self.detokenizer: Any = None  # set by the engine (IncrementalDetokenizer)
+
+    @property
+    def request_id(self) -> str:
+        return self.request.request_id
+
+    @property
+    def params(self) -> SamplingParams:
+        return self.request.params
+
+    @property
+    def priority(self) -> int:
+        return self.request.priority
+
+    @property
+    def num_tokens(self) -> int:
+        return len(self.token_ids)
+
+    @property
+    def num_output_tokens(self) -> int:
+        return len(self.token_ids) - self.num_prompt_tokens
+
+    @property
+    def output_token_ids(self) -> list[int]:
+        return self.token_ids[self.num_prompt_tokens:]
+
+    @property
+    def sort_key(self) -> tuple[int, float, int]:
+        """Scheduling order: lower priority value first, then arrival (FCFS), then creation."""
+        return (self.request.priority, self.request.arrival_time, self.seq_id)
+
+    def append_token(self, token_id: int, logprob: float) -> None:
+        self.token_ids.append(token_id)
+        self.cumulative_logprob += logprob
+
+    def __repr__(self) -> str:
+        return (f"Sequence(id={self.seq_id}, request={self.request_id!r}, index={self.index}, "
+                f"status={self.status.name}, tokens={self.num_tokens}, computed={self.num_computed_tokens})")
+
+
+class Request:
+    """A user request: a prompt, its sampling parameters and `params.n` sequences."""
+
+    def __init__(self, request_id: str, prompt: str | None, prompt_token_ids: list[int],
+                 params: SamplingParams, *, arrival_time: float, priority: int = 0,
+                 seeds: list[int] | None = None):
+        self.request_id = request_id
+        self.prompt = prompt
+        self.prompt_token_ids = list(prompt_token_ids)
+        self.params = params
+        self.priority = priority
+        self.arrival_time = arrival_time
+        self.metrics = RequestMetrics(arrival_time=arrival_time, num_prompt_tokens=len(prompt_token_ids))
+        self.error: str | None = None
+        self.structured_output: Any = None  # per-request constraint state, owned by the grammar manager
+        seeds = seeds if seeds is not None else [0] * params.n
+        self.seqs = [Sequence(self, i, seeds[i]) for i in range(params.n)]
+
+    @property
+    def is_finished(self) -> bool:
+        return all(seq.status.is_finished for seq in self.seqs)
+
+    def __repr__(self) -> str:
+        return f"Request(id={self.request_id!r}, prompt_tokens={len(self.prompt_token_ids)}, n={len(self.seqs)})"
