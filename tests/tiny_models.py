@@ -163,7 +163,7 @@ def build_tiny_model(out_dir: Path, name: str = "llama", *, seed: int = 0, shard
     config = _hf_config(model_type, {**preset, **overrides}, len(tokenizer), [im_end, eot], eot)
     torch.manual_seed(seed)
     model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
-    _spread_norm_weights(model, seed)
+    _randomise_constant_inits(model, seed)
     model = model.to(dtype)
     if shards > 1:
         total = sum(p.numel() * p.element_size() for p in model.state_dict().values())
@@ -174,13 +174,15 @@ def build_tiny_model(out_dir: Path, name: str = "llama", *, seed: int = 0, shard
     return out_dir
 
 
-def _spread_norm_weights(model: torch.nn.Module, seed: int) -> None:
-    """Randomise RMSNorm weights around 1 (HF inits them to exactly 1) so norm loading is tested."""
+def _randomise_constant_inits(model: torch.nn.Module, seed: int) -> None:
+    """HF inits RMSNorm weights to 1 and biases to 0; randomise them so loading them is really tested."""
     gen = torch.Generator().manual_seed(seed + 1)
     with torch.no_grad():
         for name, param in model.named_parameters():
             if name.endswith("norm.weight"):
                 param.copy_(1.0 + 0.2 * torch.randn(param.shape, generator=gen))
+            elif name.endswith(".bias"):
+                param.copy_(0.1 * torch.randn(param.shape, generator=gen))
 
 
 def tiny_model_dir(name: str = "llama", *, seed: int = 0, shards: int = 1,
