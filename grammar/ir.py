@@ -1,0 +1,285 @@
+"""Grammar IR: byte-level regular expressions with intersection, complement and rule references.
+
+Nodes are frozen, hashable dataclasses (hashes are cached, so deep trees are cheap
+to use as dictionary keys).  Build them with the helper constructors (`lit`, `seq`,
+`alt`, `repeat`, `chars`, `regex`...), which normalise as they go.  `Grammar` names
+rules; `RuleRef` refers to one.  In this (regular) compiler, references that do not
+form a cycle are inlined and a cycle raises `RecursionNotSupportedError`.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Union
+
+from formwork.grammar.errors import GrammarError, UndefinedRuleError
+from formwork.grammar.utf8 import complement_code_ranges, normalize_code_ranges, utf8_sequences
+
+
+def _node(cls):
+    """Make `cls` a frozen dataclass whose hash is computed once and cached."""
+    cls = dataclass(frozen=True)(cls)
+    generated = cls.__hash__
+
+    def __hash__(self) -> int:
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = generated(self)
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+    cls.__hash__ = __hash__
+    return cls
+
+
+class Node:
+    """Base class of IR nodes; each denotes a set of byte strings."""
+
+    __slots__ = ()
+
+
+@_node
+class Empty(Node):
+    """Matches only the empty string."""
+
+
+@_node
+class Nothing(Node):
+    """Matches no string at all."""
+
+
+@_node
+class Bytes(Node):
+    """Matches exactly `value`."""
+
+    value: bytes
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.value, bytes):
+            raise TypeError(f"Bytes needs bytes, got {type(self.value).__name__}")
+
+
+@_node
+class ByteSet(Node):
+    """Matches one byte inside any of the inclusive `ranges` (normalised: sorted, merged)."""
+
+    ranges: tuple[tuple[int, int], ...]
+
+    def __post_init__(self) -> None:
+        merged: list[tuple[int, int]] = []
+        for lo, hi in sorted(tuple(r) for r in self.ranges):
+            if not (0 <= lo <= hi <= 255):
+                raise GrammarError(f"invalid byte range ({lo}, {hi})")
+            if merged and lo <= merged[-1][1] + 1:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+            else:
+                merged.append((lo, hi))
+        object.__setattr__(self, "ranges", tuple(merged))
+
+
+def ByteRange(lo: int, hi: int) -> ByteSet:  # noqa: N802 - reads as a node constructor
+    """A single inclusive byte range."""
+    return ByteSet(((lo, hi),))
+
+
+@_node
+class Seq(Node):
+    """Concatenation of `items`."""
+
+    items: tuple[Node, ...]
+
+
+@_node
+class Alt(Node):
+    """Union of `items`."""
+
+    items: tuple[Node, ...]
+
+
+@_node
+class Repeat(Node):
+    """`item` repeated between `min` and `max` times (`max=None`: unbounded)."""
+
+    item: Node
+    min: int = 0
+    max: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.min < 0 or (self.max is not None and self.max < self.min):
+            raise GrammarError(f"invalid repetition bounds {{{self.min},{self.max}}}")
+
+
+@_node
+class And(Node):
+    """Intersection of two languages."""
+
+    a: Node
+    b: Node
+
+
+@_node
+class Not(Node):
+    """Complement of `a` with respect to all valid UTF-8 strings."""
+
+    a: Node
+
+
+@_node
+class RuleRef(Node):
+    """Reference to the grammar rule `name`."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """Named rules and a start rule."""
+
+    rules: Mapping[str, Node]
+    start: str
+    _frozen: tuple = field(init=False, repr=False, compare=True)
+
+    def __post_init__(self) -> None:
+        if self.start not in self.rules:
+            raise UndefinedRuleError(f"start rule {self.start!r} is not defined")
+        for name, node in self.rules.items():
+            if not isinstance(node, Node):
+                raise GrammarError(f"rule {name!r} is {type(node).__name__}, not an IR Node")
+        object.__setattr__(self, "rules", MappingProxyType(dict(self.rules)))
+        object.__setattr__(self, "_frozen", tuple(sorted(self.rules.items())))
+
+    def __hash__(self) -> int:
+        return hash((self._frozen, self.start))
+
+
+# ---------------------------------------------------------------- helpers
+
+EMPTY = Empty()
+NOTHING = Nothing()
+
+
+def lit(text: str | bytes) -> Node:
+    """The literal string (UTF-8 encoded) or bytes."""
+    data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+    return Bytes(data) if data else EMPTY
+
+
+def seq(*items: Node) -> Node:
+    """Concatenation, flattened; adjacent literals merged; Nothing absorbs."""
+    flat: list[Node] = []
+    for item in items:
+        parts = item.items if isinstance(item, Seq) else (item,)
+        for part in parts:
+            if isinstance(part, Nothing):
+                return NOTHING
+            if isinstance(part, Empty):
+                continue
+            if isinstance(part, Bytes) and flat and isinstance(flat[-1], Bytes):
+                flat[-1] = Bytes(flat[-1].value + part.value)
+            else:
+                flat.append(part)
+    if not flat:
+        return EMPTY
+    return flat[0] if len(flat) == 1 else Seq(tuple(flat))
+
+
+def alt(*items: Node) -> Node:
+    """Union, flattened and de-duplicated; Nothing dropped."""
+    flat: dict[Node, None] = {}
+    for item in items:
+        for part in item.items if isinstance(item, Alt) else (item,):
+            if not isinstance(part, Nothing):
+                flat[part] = None
+    if not flat:
+        return NOTHING
+    nodes = tuple(flat)
+    return nodes[0] if len(nodes) == 1 else Alt(nodes)
+
+
+def repeat(node: Node, lo: int = 0, hi: int | None = None) -> Node:
+    """`node` repeated lo..hi times (hi=None: unbounded)."""
+    if lo < 0 or (hi is not None and hi < lo):
+        raise GrammarError(f"invalid repetition bounds {{{lo},{hi}}}")
+    if hi == 0 or isinstance(node, Empty):
+        return EMPTY
+    if isinstance(node, Nothing):
+        return EMPTY if lo == 0 else NOTHING
+    if lo == hi == 1:
+        return node
+    return Repeat(node, lo, hi)
+
+
+def optional(node: Node) -> Node:
+    """Zero or one `node`."""
+    return repeat(node, 0, 1)
+
+
+def _code_point(value: int | str) -> int:
+    if isinstance(value, str):
+        if len(value) != 1:
+            raise GrammarError(f"expected a single character, got {value!r}")
+        return ord(value)
+    return int(value)
+
+
+def chars(ranges: Iterable[tuple[int | str, int | str] | int | str], negate: bool = False) -> Node:
+    """One character from the code point ranges (or their complement), UTF-8 encoded.
+
+    `ranges` holds (lo, hi) pairs or single characters; ends are ints or 1-char strings.
+    Surrogates (U+D800..U+DFFF) are never matched: they are not valid UTF-8.
+    """
+    pairs: list[tuple[int, int]] = []
+    for r in ranges:
+        if isinstance(r, tuple):
+            pairs.append((_code_point(r[0]), _code_point(r[1])))
+        else:
+            cp = _code_point(r)
+            pairs.append((cp, cp))
+    try:
+        norm = normalize_code_ranges(pairs)
+    except ValueError as exc:
+        raise GrammarError(str(exc)) from None
+    if negate:
+        norm = complement_code_ranges(norm)
+    options: list[Node] = []
+    single: list[tuple[int, int]] = []
+    for lo, hi in norm:
+        for byte_seq in utf8_sequences(lo, hi):
+            if len(byte_seq) == 1:
+                single.append(byte_seq[0])
+            else:
+                options.append(seq(*(ByteSet((r,)) for r in byte_seq)))
+    if single:
+        options.insert(0, ByteSet(tuple(single)))
+    return alt(*options)
+
+
+_ANY_CHAR: Node | None = None
+
+
+def any_char() -> Node:
+    """Any single Unicode scalar value, UTF-8 encoded."""
+    global _ANY_CHAR
+    if _ANY_CHAR is None:
+        _ANY_CHAR = chars([(0, 0x10FFFF)])
+    return _ANY_CHAR
+
+
+def any_text() -> Node:
+    """Any valid UTF-8 string."""
+    return repeat(any_char(), 0, None)
+
+
+def regex(pattern: str, search: bool = False) -> Node:
+    """Parse a regular expression (ECMAScript/Python common subset) into IR.
+
+    search=False: the pattern must match the whole string; search=True: JSON Schema
+    `pattern` semantics, i.e. a match anywhere unless anchored with ^ / $.
+    """
+    from formwork.grammar.regex_parser import parse_regex
+
+    return parse_regex(pattern, search=search)
+
+
+NodeLike = Union[Node, Grammar]
