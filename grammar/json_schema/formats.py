@@ -1,0 +1,144 @@
+"""`format` values as regular languages over the decoded string value.
+
+Each supported format is a regex string (plus, for hostnames, length and A-label side conditions
+applied as IR intersections in :func:`format_node`).  Where the exact rule is beyond a regular
+language we stay *sound* and reject the hard cases:
+
+* hostname: at most 3 labels of up to 63 characters, 7 of up to 31 or 15 of up to 15 (always
+  within the 253-character limit); IDNA A-labels (``xn--...``; any label with ``--`` in positions 3-4) are rejected, since
+  validating Punycode and IDNA contextual rules is not regular in practice;
+* time / date-time: leap seconds (``:60``) are accepted only when the offset's minutes are 00, 15,
+  30 or 45 and the time is 23:59 UTC;
+* email: dot-atom or quoted local parts; domains are hostnames or ``[IPv4]`` / ``[IPv6:...]``
+  literals (no general address literals).
+"""
+from __future__ import annotations
+
+from formwork.grammar.ir import And, Node, Not, alt, lit, regex, seq
+
+DIGIT = "[0-9]"
+HEX = "[0-9a-fA-F]"
+
+_LEAP_YY = "(?:0[48]|[2468][048]|[13579][26])"
+LEAP_YEAR = f"(?:[0-9]{{2}}{_LEAP_YY}|{_LEAP_YY}00)"
+DATE = (
+    "(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
+    "|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
+    "|02-(?:0[1-9]|1[0-9]|2[0-8]))"
+    f"|{LEAP_YEAR}-02-29)"
+)
+
+_HH = "(?:[01][0-9]|2[0-3])"
+_MM = "[0-5][0-9]"
+_FRAC = "(?:\\.[0-9]+)?"
+_OFFSET = f"(?:[Zz]|[+-]{_HH}:{_MM})"
+
+
+def _leap_second_times() -> str:
+    """HH:MM:60 with an offset such that the UTC time is 23:59 (offset minutes 00/15/30/45)."""
+    alts = [f"23:59:60{_FRAC}[Zz]"]
+    for sign in (1, -1):
+        for oh in range(24):
+            for om in (0, 15, 30, 45):
+                local = (23 * 60 + 59 + sign * (oh * 60 + om)) % (24 * 60)
+                s = "+" if sign > 0 else "-"
+                alts.append(f"{local // 60:02d}:{local % 60:02d}:60{_FRAC}\\{s}{oh:02d}:{om:02d}")
+    return "(?:" + "|".join(alts) + ")"
+
+
+TIME = f"(?:{_HH}:{_MM}:{_MM}{_FRAC}{_OFFSET}|{_leap_second_times()})"
+DATE_TIME = f"{DATE}[Tt]{TIME}"
+
+_DUR_TIME = "T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)"
+_DUR_DATE = f"(?:[0-9]+Y(?:[0-9]+M(?:[0-9]+D)?)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)(?:{_DUR_TIME})?"
+DURATION = f"P(?:{_DUR_DATE}|{_DUR_TIME}|[0-9]+W)"
+
+_OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
+IPV4 = f"{_OCTET}(?:\\.{_OCTET}){{3}}"
+
+
+def _ipv6() -> str:
+    h = f"{HEX}{{1,4}}"
+    ls32 = f"(?:{h}:{h}|{IPV4})"
+    alts = [f"(?:{h}:){{6}}{ls32}", f"::(?:{h}:){{5}}{ls32}", f"(?:{h})?::(?:{h}:){{4}}{ls32}"]
+    for k in range(1, 7):
+        before = f"(?:(?:{h}:){{0,{k}}}{h})?"
+        after = {1: f"(?:{h}:){{3}}{ls32}", 2: f"(?:{h}:){{2}}{ls32}", 3: f"{h}:{ls32}",
+                 4: ls32, 5: h, 6: ""}[k]
+        alts.append(f"{before}::{after}")
+    return "(?:" + "|".join(alts) + ")"
+
+
+IPV6 = _ipv6()
+UUID = f"{HEX}{{8}}-{HEX}{{4}}-{HEX}{{4}}-{HEX}{{4}}-{HEX}{{12}}"
+
+
+_ATEXT = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
+_LOCAL = f"(?:{_ATEXT}+(?:\\.{_ATEXT}+)*|\"(?:[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e]|\\\\[\\x20-\\x7e])*\")"
+
+# RFC 3986
+_UNRESERVED = "A-Za-z0-9\\-._~"
+_SUB_DELIMS = "!$&'()*+,;="
+_PCT = f"%{HEX}{{2}}"
+_PCHAR = f"(?:[{_UNRESERVED}{_SUB_DELIMS}:@]|{_PCT})"
+_SCHEME = "[A-Za-z][A-Za-z0-9+.\\-]*"
+_USERINFO = f"(?:[{_UNRESERVED}{_SUB_DELIMS}:]|{_PCT})*"
+_IP_LITERAL = f"\\[(?:{IPV6}|[vV]{HEX}+\\.[{_UNRESERVED}{_SUB_DELIMS}:]+)\\]"
+_REG_NAME = f"(?:[{_UNRESERVED}{_SUB_DELIMS}]|{_PCT})*"
+_AUTHORITY = f"(?:{_USERINFO}@)?(?:{_IP_LITERAL}|{_REG_NAME})(?::[0-9]*)?"
+_SEGMENT = f"{_PCHAR}*"
+_SEGMENT_NZ = f"{_PCHAR}+"
+_SEGMENT_NZ_NC = f"(?:[{_UNRESERVED}{_SUB_DELIMS}@]|{_PCT})+"
+_PATH_ABEMPTY = f"(?:/{_SEGMENT})*"
+_PATH_ABSOLUTE = f"/(?:{_SEGMENT_NZ}(?:/{_SEGMENT})*)?"
+_PATH_ROOTLESS = f"{_SEGMENT_NZ}(?:/{_SEGMENT})*"
+_PATH_NOSCHEME = f"{_SEGMENT_NZ_NC}(?:/{_SEGMENT})*"
+_QUERY = f"(?:{_PCHAR}|[/?])*"
+_HIER = f"(?://{_AUTHORITY}{_PATH_ABEMPTY}|{_PATH_ABSOLUTE}|{_PATH_ROOTLESS})?"
+URI = f"{_SCHEME}:{_HIER}(?:\\?{_QUERY})?(?:#{_QUERY})?"
+_RELATIVE = (f"(?://{_AUTHORITY}{_PATH_ABEMPTY}|{_PATH_ABSOLUTE}|{_PATH_NOSCHEME})?"
+             f"(?:\\?{_QUERY})?(?:#{_QUERY})?")
+URI_REFERENCE = f"(?:{URI}|{_RELATIVE})"
+
+FORMAT_REGEXES: dict[str, str] = {
+    "date": DATE, "time": TIME, "date-time": DATE_TIME, "duration": DURATION,
+    "ipv4": IPV4, "ipv6": IPV6, "uuid": UUID, "uri": URI, "uri-reference": URI_REFERENCE,
+}
+
+
+def _label(max_len: int) -> str:
+    return f"[A-Za-z0-9](?:[A-Za-z0-9-]{{0,{max_len - 2}}}[A-Za-z0-9])?"
+
+
+# (max labels, max label length) pairs whose worst case stays within 253 characters; counting
+# the total length exactly multiplies the automaton by 253, so we take a union of these shapes.
+_HOSTNAME_SHAPES = ((3, 63), (7, 31), (15, 15))
+
+
+def _hostname_node() -> Node:
+    """Hostnames: LDH labels, at most 253 chars in total, no A-labels (``??--``)."""
+    shapes = [f"{_label(n)}(?:\\.{_label(n)}){{0,{k - 1}}}" for k, n in _HOSTNAME_SHAPES]
+    structure = regex("(?:" + "|".join(shapes) + ")")
+    a_label = regex("(?:.*\\.)?[A-Za-z0-9]{2}--.*")
+    return And(structure, Not(a_label))
+
+
+def format_node(name: str) -> Node:
+    """The decoded-value language of a supported format; KeyError for unsupported ones."""
+    cached = _CACHE.get(name)
+    if cached is not None:
+        return cached
+    if name == "hostname":
+        node = _hostname_node()
+    elif name == "email":
+        node = seq(regex(_LOCAL), lit("@"),
+                   alt(_hostname_node(), regex(f"\\[(?:{IPV4}|IPv6:{IPV6})\\]")))
+    else:
+        node = regex(FORMAT_REGEXES[name])
+    _CACHE[name] = node
+    return node
+
+
+_CACHE: dict[str, Node] = {}
+
+SUPPORTED = frozenset(FORMAT_REGEXES) | {"hostname", "email"}

@@ -1,0 +1,103 @@
+"""Options of the JSON Schema lowering, and the whitespace policies between JSON tokens.
+
+Whitespace is never unbounded:
+
+* ``"default"``: no newlines; at most one space after ``,`` and ``:`` (and none elsewhere);
+* ``"compact"``: no whitespace at all (``json.dumps(x, separators=(",", ":"))``);
+* ``"free"``: up to ``max_whitespace`` characters of ``[ \\t\\n\\r]`` between any two tokens;
+* :class:`IndentSpec`: pretty printing exactly as ``json.dumps(x, indent=n)`` lays it out
+  (a newline and ``depth * n`` spaces after ``{``, ``[`` and ``,``; ``": "``; empty ``{}`` / ``[]``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from formwork.grammar.errors import GrammarError
+from formwork.grammar.ir import EMPTY, ByteSet, Node, lit, optional, repeat, seq
+
+
+@dataclass(frozen=True)
+class IndentSpec:
+    """Pretty printing with `indent` spaces per nesting level."""
+
+    indent: int = 2
+
+    def __post_init__(self) -> None:
+        if not (0 <= self.indent <= 16):
+            raise GrammarError(f"indent must be within 0..16, got {self.indent}")
+
+
+WhitespaceOption = Union[str, IndentSpec]
+
+
+@dataclass(frozen=True)
+class JsonSchemaOptions:
+    """Everything that changes the lowered language besides the schema itself.
+
+    `max_nesting_depth` bounds the nesting of values whose schema allows *any* JSON (``{}``,
+    ``true``, ``{"type": "object"}`` members...): such values are regular only up to a fixed depth
+    until the context-free compiler lands.
+    """
+
+    whitespace: WhitespaceOption = "default"
+    max_whitespace: int = 4
+    forbid_additional_properties: bool = False
+    lenient: bool = False
+    max_nesting_depth: int = 2
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.whitespace, IndentSpec)
+                or self.whitespace in ("default", "compact", "free")):
+            raise GrammarError(f"unknown whitespace policy {self.whitespace!r}; use 'default', "
+                               "'compact', 'free' or IndentSpec(n)")
+        if not (0 <= self.max_whitespace <= 64):
+            raise GrammarError(f"max_whitespace must be within 0..64, got {self.max_whitespace}")
+        if not (0 <= self.max_nesting_depth <= 8):
+            raise GrammarError(f"max_nesting_depth must be within 0..8, got {self.max_nesting_depth}")
+
+
+_WS_CHARS = ByteSet(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)))
+
+
+class Whitespace:
+    """Separators and bracket padding for one policy; `depth` is the nesting of the container."""
+
+    def __init__(self, options: JsonSchemaOptions):
+        self.policy = options.whitespace
+        self._free = repeat(_WS_CHARS, 0, options.max_whitespace) if options.max_whitespace else EMPTY
+
+    def _newline(self, depth: int) -> Node:
+        assert isinstance(self.policy, IndentSpec)
+        return lit("\n" + " " * (self.policy.indent * depth))
+
+    def open(self, depth: int) -> Node:
+        """After ``{`` / ``[`` of a non-empty container at `depth` (0 = top level)."""
+        if isinstance(self.policy, IndentSpec):
+            return self._newline(depth + 1)
+        return self._free if self.policy == "free" else EMPTY
+
+    def close(self, depth: int) -> Node:
+        """Before ``}`` / ``]`` of a non-empty container."""
+        if isinstance(self.policy, IndentSpec):
+            return self._newline(depth)
+        return self._free if self.policy == "free" else EMPTY
+
+    def comma(self, depth: int) -> Node:
+        """Between two members of a container at `depth`."""
+        if isinstance(self.policy, IndentSpec):
+            return seq(lit(","), self._newline(depth + 1))
+        if self.policy == "free":
+            return seq(self._free, lit(","), self._free)
+        if self.policy == "default":
+            return seq(lit(","), optional(lit(" ")))
+        return lit(",")
+
+    def colon(self) -> Node:
+        if isinstance(self.policy, IndentSpec):
+            return lit(": ")
+        if self.policy == "free":
+            return seq(self._free, lit(":"), self._free)
+        if self.policy == "default":
+            return seq(lit(":"), optional(lit(" ")))
+        return lit(":")

@@ -1,0 +1,139 @@
+"""JSON string literals as byte-level IR: the character model, escapes and length bounds.
+
+Two spellings of a string value are used:
+
+* the **general** spelling (plain strings, length bounds): any character may be written raw (except
+  ``"``, ``\\`` and control characters) or as any JSON escape, including ``\\uXXXX`` and UTF-16
+  surrogate pairs for characters beyond the BMP (a pair counts as ONE character, as it decodes to one
+  code point; lone surrogates are rejected because they are not Unicode scalar values);
+* the **canonical** spelling (keys, ``pattern``, ``format``, ``const``/``enum``): what
+  ``json.dumps(value, ensure_ascii=False)`` writes -- raw characters, ``\\"``, ``\\\\``, ``\\b \\f
+  \\n \\r \\t`` and ``\\u00xx`` (lower-case hex) for the other control characters.
+
+Every language here accepts the canonical spelling of each value it accepts, so two string languages
+share a value exactly when they share a spelling (this keeps ``oneOf`` disjointness checks sound).
+``pattern`` is matched on the decoded value: the pattern's IR (over decoded characters) is rewritten
+character by character into canonical spellings (:func:`encode_decoded`).
+"""
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+from formwork.grammar.ir import (
+    Alt, And, ByteSet, Bytes, Empty, Node, Not, Nothing, Repeat, Seq, alt, chars, lit, repeat, seq,
+)
+
+QUOTE = lit('"')
+_HEX = "0123456789abcdefABCDEF"
+
+# Characters that may appear raw inside a JSON string: everything but '"', '\\' and C0 controls.
+RAW_CHAR = chars([(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF)])
+
+
+def _hex_class(lo: int, hi: int) -> Node:
+    """One hex digit with value in [lo, hi], either case."""
+    ranges = []
+    for v in range(lo, hi + 1):
+        ranges.append(ord("0123456789abcdef"[v]))
+        if v >= 10:
+            ranges.append(ord("ABCDEF"[v - 10]))
+    return ByteSet(tuple((b, b) for b in ranges))
+
+
+_ANY_HEX = _hex_class(0, 15)
+_NON_SURROGATE_U = seq(lit("\\u"), alt(seq(alt(_hex_class(0, 12), _hex_class(14, 15)),
+                                           _ANY_HEX, _ANY_HEX, _ANY_HEX),
+                                       seq(_hex_class(13, 13), _hex_class(0, 7), _ANY_HEX, _ANY_HEX)))
+_HIGH_SURROGATE_U = seq(lit("\\u"), _hex_class(13, 13), _hex_class(8, 11), _ANY_HEX, _ANY_HEX)
+_LOW_SURROGATE_U = seq(lit("\\u"), _hex_class(13, 13), _hex_class(12, 15), _ANY_HEX, _ANY_HEX)
+_SHORT_ESCAPE = seq(lit("\\"), ByteSet(tuple((ord(c), ord(c)) for c in '"\\/bfnrt')))
+
+#: One character of a JSON string in the general spelling (one code point of the value).
+GENERAL_CHAR = alt(RAW_CHAR, _SHORT_ESCAPE, _NON_SURROGATE_U, seq(_HIGH_SURROGATE_U, _LOW_SURROGATE_U))
+
+_SHORT_FORMS = {0x22: '\\"', 0x5C: "\\\\", 0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r",
+                0x09: "\\t"}
+
+
+def canonical_ascii(byte: int) -> str:
+    """The canonical spelling inside a JSON string of the ASCII character `byte`."""
+    return json.dumps(chr(byte), ensure_ascii=False)[1:-1]
+
+
+#: One character of a JSON string in the canonical spelling.
+CANONICAL_CHAR = alt(RAW_CHAR, *(lit(canonical_ascii(b)) for b in [*range(0x20), 0x22, 0x5C]))
+
+
+def string_content(min_length: int = 0, max_length: Optional[int] = None,
+                   canonical: bool = False) -> Node:
+    """The text between the quotes of a string whose value has min..max code points."""
+    char = CANONICAL_CHAR if canonical else GENERAL_CHAR
+    return repeat(char, min_length, max_length)
+
+
+def quoted(content: Node) -> Node:
+    return seq(QUOTE, content, QUOTE)
+
+
+def literal_content(value: str) -> Node:
+    """The canonical spelling of `value` between the quotes."""
+    return lit(json.dumps(value, ensure_ascii=False)[1:-1])
+
+
+def _encode_byteset(node: ByteSet) -> Node:
+    """Rewrite the ASCII members of a decoded-character byte class into canonical spellings.
+
+    Non-ASCII bytes are parts of multi-byte UTF-8 characters and are written raw.
+    """
+    raw: list[tuple[int, int]] = []
+    escaped: list[Node] = []
+    for lo, hi in node.ranges:
+        for b in range(lo, min(hi, 0x7F) + 1):
+            if b < 0x20 or b in (0x22, 0x5C):
+                escaped.append(lit(canonical_ascii(b)))
+            else:
+                raw.append((b, b))
+        if hi >= 0x80:
+            raw.append((max(lo, 0x80), hi))
+    parts: list[Node] = [ByteSet(tuple(raw))] if raw else []
+    return alt(*parts, *escaped)
+
+
+def encode_decoded(node: Node) -> Node:
+    """Map a language of decoded string values to the language of their canonical spellings.
+
+    Works on the IR produced by the regex parser (or any IR over UTF-8 text): each ASCII byte is a
+    whole character, so rewriting ASCII bytes (``"``, ``\\``, controls) into their escapes is exact.
+    """
+    memo: dict[Node, Node] = {}
+
+    def go(n: Node) -> Node:
+        got = memo.get(n)
+        if got is not None:
+            return got
+        if isinstance(n, ByteSet):
+            out = _encode_byteset(n)
+        elif isinstance(n, Bytes):
+            out = seq(*(_encode_byteset(ByteSet(((b, b),))) if b < 0x80 else Bytes(bytes([b]))
+                        for b in n.value))
+        elif isinstance(n, Seq):
+            out = seq(*(go(x) for x in n.items))
+        elif isinstance(n, Alt):
+            out = alt(*(go(x) for x in n.items))
+        elif isinstance(n, Repeat):
+            out = repeat(go(n.item), n.min, n.max)
+        elif isinstance(n, And):
+            out = And(go(n.a), go(n.b))
+        elif isinstance(n, Not):
+            # complement of the decoded language, then re-encoded: canonical spellings of all
+            # strings minus the encoded language
+            out = And(string_content(canonical=True), Not(go(n.a)))
+        elif isinstance(n, (Empty, Nothing)):
+            out = n
+        else:
+            raise TypeError(f"cannot encode IR node {type(n).__name__}")
+        memo[n] = out
+        return out
+
+    return go(node)
