@@ -1,0 +1,161 @@
+"""One traversal of everything a schema reaches from its root through `$ref`: resolves every
+reference (failing fast on dangling ones), records the reference graph, and classifies every
+keyword met (unsupported / unknown / ignored) with its JSON pointer.
+
+Definitions (`$defs`, `definitions`) are visited only when a `$ref` reaches them, so a library
+of unused definitions does not make a schema unenforceable.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from formwork.schemas.drafts import Draft, draft_of
+from formwork.schemas.errors import SchemaTooLargeError
+from formwork.schemas.keywords import (ANNOTATION_KEYWORDS, DEFINITION_CONTAINERS, KeywordKind,
+                                       classify)
+from formwork.schemas.metaschema import check_meta_schema
+from formwork.schemas.pointer import child
+from formwork.schemas.problems import Problem, Severity
+from formwork.schemas.refs import Location, RefIndex
+from formwork.schemas.walk import ref_overrides_siblings, subschemas
+
+if TYPE_CHECKING:
+    from referencing._core import Resolver  # the public type, defined privately
+
+#: Most subschema visits one analysis may make (guards against reference blow-ups).
+MAX_VISITS = 200_000
+
+_SEVERITY = {
+    KeywordKind.UNSUPPORTED: Severity.ERROR,
+    KeywordKind.UNKNOWN: Severity.WARNING,
+    KeywordKind.IGNORED: Severity.WARNING,
+}
+
+
+@dataclass(frozen=True)
+class RefSite:
+    """A `$ref` keyword: the location of its schema object, the ref text and its target."""
+
+    location: Location
+    ref: str
+    target: Location
+
+
+@dataclass
+class Analysis:
+    """What the traversal found. `target_sites[t]` lists the `$ref` sites evaluated when
+    target `t` is evaluated (without following other refs), each with whether the path from
+    `t` to it descends into a member of the instance."""
+
+    root: Location
+    sites: dict[Location, RefSite] = field(default_factory=dict)
+    targets: dict[Location, Any] = field(default_factory=dict)
+    target_drafts: dict[Location, Draft] = field(default_factory=dict)
+    target_sites: dict[Location, list[tuple[Location, bool]]] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Frame:
+    schema: Any
+    location: Location
+    resolver: Resolver[Any]
+    draft: Draft
+    in_unsupported: bool
+    descended: bool
+
+
+class _Analyser:
+    def __init__(self, index: RefIndex, root: Any, draft: Draft) -> None:
+        self.index = index
+        self.root_draft = draft
+        self.result = Analysis(root=Location(index.root_uri, ""))
+        self.pending: list[tuple[Any, Location, Resolver[Any], Draft]] = [
+            (root, self.result.root, index.resolver, draft)]
+        self.reported: set[Location] = set()
+        self.checked_documents = {index.root_uri}
+        self.visits = 0
+
+    def run(self) -> Analysis:
+        while self.pending:
+            schema, location, resolver, draft = self.pending.pop()
+            if location in self.result.targets:
+                continue
+            self.result.targets[location] = schema
+            self.result.target_drafts[location] = draft
+            self.result.target_sites[location] = self._walk_target(schema, location, resolver, draft)
+        return self.result
+
+    def _walk_target(self, schema: Any, location: Location, resolver: Resolver[Any],
+                     draft: Draft) -> list[tuple[Location, bool]]:
+        found: list[tuple[Location, bool]] = []
+        stack = [_Frame(schema, location, resolver, draft, False, False)]
+        while stack:
+            frame = stack.pop()
+            self.visits += 1
+            if self.visits > MAX_VISITS:
+                raise SchemaTooLargeError(f"more than {MAX_VISITS} subschema visits through "
+                                          "$ref; the schema is too large to analyse")
+            if not isinstance(frame.schema, dict):
+                continue
+            node_draft = draft_of(frame.schema, frame.draft,
+                                  pointer=self.index.display(frame.location))
+            if not frame.in_unsupported and frame.location not in self.reported:
+                self.reported.add(frame.location)
+                self._classify(frame.schema, frame.location, node_draft)
+            ref = frame.schema.get("$ref")
+            if ref is not None:
+                found.append((frame.location, frame.descended))
+                self._follow(ref, frame, node_draft)
+            children = []
+            for sub in subschemas(frame.schema, node_draft.name):
+                if sub.keyword in DEFINITION_CONTAINERS:
+                    continue
+                verdict = classify(sub.keyword, frame.schema[sub.keyword], node_draft.name,
+                                   frame.schema)
+                children.append(_Frame(
+                    sub.schema,
+                    Location(frame.location.uri, child(frame.location.pointer, *sub.tokens)),
+                    self.index.enter(sub.schema, frame.resolver, node_draft.specification),
+                    node_draft,
+                    frame.in_unsupported or verdict.kind is KeywordKind.UNSUPPORTED,
+                    frame.descended or sub.descends))
+            stack.extend(reversed(children))
+        return found
+
+    def _follow(self, ref: Any, frame: _Frame, draft: Draft) -> None:
+        site = child(self.index.display(frame.location), "$ref")
+        target, resolver, location = self.index.resolve(ref, frame.resolver, site=site)
+        self.result.sites[frame.location] = RefSite(frame.location, ref, location)
+        if location in self.result.targets:
+            return
+        target_draft = draft
+        if location.uri != frame.location.uri:
+            document = self.index.documents.get(location.uri)
+            target_draft = draft_of(document, self.root_draft, pointer=location.uri + "#")
+            if location.uri not in self.checked_documents and document is not None:
+                self.checked_documents.add(location.uri)
+                check_meta_schema(document, target_draft, base=location.uri + "#")
+        self.pending.append((target, location, resolver, target_draft))
+
+    def _classify(self, schema: dict[str, Any], location: Location, draft: Draft) -> None:
+        where = self.index.display(location)
+        only_ref = ref_overrides_siblings(schema, draft.name)
+        for keyword, value in schema.items():
+            pointer = child(where, keyword)
+            if only_ref and keyword != "$ref" and keyword not in DEFINITION_CONTAINERS \
+                    and keyword not in ANNOTATION_KEYWORDS:
+                self.result.problems.append(Problem(
+                    pointer, keyword, "ignored: draft-07 ignores every keyword next to $ref",
+                    Severity.WARNING))
+                continue
+            verdict = classify(keyword, value, draft.name, schema)
+            severity = _SEVERITY.get(verdict.kind)
+            if severity is not None and verdict.reason:
+                self.result.problems.append(Problem(pointer, keyword, verdict.reason, severity))
+
+
+def analyse(index: RefIndex, root: Any, draft: Draft) -> Analysis:
+    """Traverse `root` and everything its references reach; see the module docstring."""
+    return _Analyser(index, root, draft).run()

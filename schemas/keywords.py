@@ -1,0 +1,238 @@
+"""THE list of JSON Schema keywords formwork knows, enforces, ignores, or rejects (and why).
+
+The grammar compiler enforces exactly `SUPPORTED_KEYWORDS` (plus `format` values in
+`SUPPORTED_FORMATS`); `ANNOTATION_KEYWORDS` are accepted and ignored; every keyword in
+`UNSUPPORTED_KEYWORDS` is reported with its reason (an error, or a warning when lenient).
+Keywords a draft does not define are ignored by JSON Schema itself and reported as warnings.
+
+`classify(keyword, value, draft)` is the single decision point; it also covers value-dependent
+cases (`multipleOf` with a fractional divisor, `format` values, regexes with lookarounds,
+`uniqueItems: false`, ...).
+"""
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+from typing import Any
+
+DRAFT_2020_12 = "2020-12"
+DRAFT_07 = "draft-07"
+
+#: Keywords whose semantics the grammar compiler enforces exactly.
+SUPPORTED_KEYWORDS = frozenset({
+    # structure and references
+    "$schema", "$id", "$anchor", "$ref", "$defs", "definitions",
+    # any type
+    "type", "enum", "const", "anyOf", "oneOf", "allOf",
+    # objects
+    "properties", "required", "additionalProperties", "patternProperties",
+    "minProperties", "maxProperties",
+    # arrays
+    "items", "prefixItems", "additionalItems", "minItems", "maxItems",
+    # strings
+    "minLength", "maxLength", "pattern", "format",
+    # numbers
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+})
+
+#: `format` values the compiler turns into a regular language.
+SUPPORTED_FORMATS = frozenset({
+    "date-time", "date", "time", "duration", "email", "hostname", "ipv4", "ipv6",
+    "uuid", "uri", "uri-reference",
+})
+
+#: Keywords with no effect on which instances are valid: accepted and ignored.
+ANNOTATION_KEYWORDS = frozenset({
+    "title", "description", "default", "examples", "$comment", "deprecated", "readOnly",
+    "writeOnly", "contentMediaType", "contentEncoding", "contentSchema", "$vocabulary",
+})
+
+#: Keywords formwork cannot enforce, with the reason reported to the user.
+UNSUPPORTED_KEYWORDS: dict[str, str] = {
+    "uniqueItems": "uniqueItems: true needs every array element compared with every other one; "
+                   "that is not expressible as a regular or context-free constraint",
+    "not": "not: complementing an arbitrary subschema (including its objects and arrays) is not "
+           "expressible as a context-free constraint",
+    "if": "if/then/else: a conditional needs the complement of the `if` schema on the `else` "
+          "branch, which is not expressible as a context-free constraint",
+    "dependentRequired": "dependentRequired: which keys are required depends on which other keys "
+                         "appear in any order; the grammar would grow exponentially with the keys",
+    "dependentSchemas": "dependentSchemas: a subschema that applies only when a key is present, "
+                        "anywhere in the object, cannot be fixed while generating left to right",
+    "dependencies": "dependencies: (draft-07 form of dependentRequired/dependentSchemas) depends "
+                    "on which other keys appear, in any order",
+    "unevaluatedProperties": "unevaluatedProperties: depends on annotations collected from "
+                             "every applicator at run time; not supported",
+    "unevaluatedItems": "unevaluatedItems: depends on annotations collected from every "
+                        "applicator at run time; not supported",
+    "contains": "contains: 'at least one element matches' combined with arbitrary other elements "
+                "is not supported by the JSON lowering",
+    "minContains": "minContains: counting elements that match `contains` is not supported",
+    "maxContains": "maxContains: counting elements that match `contains` is not supported",
+    "propertyNames": "propertyNames: constraining keys by a subschema is not supported "
+                     "(use patternProperties with additionalProperties: false)",
+    "$dynamicRef": "$dynamicRef: resolution depends on the dynamic scope at validation time",
+    "$recursiveRef": "$recursiveRef: draft 2019-09 dynamic reference, not supported",
+    "$recursiveAnchor": "$recursiveAnchor: draft 2019-09 dynamic reference, not supported",
+}
+
+#: Keywords each supported draft defines; anything else is an unknown (ignored) keyword.
+DRAFT_KEYWORDS: dict[str, frozenset[str]] = {
+    DRAFT_2020_12: frozenset({
+        "$schema", "$id", "$anchor", "$dynamicAnchor", "$ref", "$dynamicRef", "$defs",
+        "$vocabulary", "$comment", "definitions",
+        "type", "enum", "const", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
+        "properties", "patternProperties", "additionalProperties", "propertyNames",
+        "required", "minProperties", "maxProperties", "dependentRequired", "dependentSchemas",
+        "unevaluatedProperties", "prefixItems", "items", "contains", "minContains",
+        "maxContains", "minItems", "maxItems", "uniqueItems", "unevaluatedItems",
+        "minLength", "maxLength", "pattern", "format", "minimum", "maximum",
+        "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+        "title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly",
+        "contentMediaType", "contentEncoding", "contentSchema",
+    }),
+    DRAFT_07: frozenset({
+        "$schema", "$id", "$ref", "$comment", "definitions",
+        "type", "enum", "const", "allOf", "anyOf", "oneOf", "not", "if", "then", "else",
+        "properties", "patternProperties", "additionalProperties", "propertyNames",
+        "required", "minProperties", "maxProperties", "dependencies",
+        "items", "additionalItems", "contains", "minItems", "maxItems", "uniqueItems",
+        "minLength", "maxLength", "pattern", "format", "minimum", "maximum",
+        "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+        "title", "description", "default", "examples", "readOnly", "writeOnly",
+        "contentMediaType", "contentEncoding",
+    }),
+}
+
+
+class Shape(enum.Enum):
+    """How a keyword holds subschemas."""
+
+    SCHEMA = "schema"                      # a single subschema
+    SCHEMA_LIST = "list"                   # a list of subschemas
+    SCHEMA_MAP = "map"                     # an object whose values are subschemas
+    SCHEMA_OR_LIST = "schema-or-list"      # draft-07 `items`
+    MAP_OF_SCHEMA_OR_STRINGS = "deps"      # draft-07 `dependencies`
+
+
+#: Keywords holding subschemas, per draft, with their shape.
+SUBSCHEMA_KEYWORDS: dict[str, dict[str, Shape]] = {
+    DRAFT_2020_12: {
+        "$defs": Shape.SCHEMA_MAP, "definitions": Shape.SCHEMA_MAP,
+        "allOf": Shape.SCHEMA_LIST, "anyOf": Shape.SCHEMA_LIST, "oneOf": Shape.SCHEMA_LIST,
+        "not": Shape.SCHEMA, "if": Shape.SCHEMA, "then": Shape.SCHEMA, "else": Shape.SCHEMA,
+        "properties": Shape.SCHEMA_MAP, "patternProperties": Shape.SCHEMA_MAP,
+        "additionalProperties": Shape.SCHEMA, "propertyNames": Shape.SCHEMA,
+        "dependentSchemas": Shape.SCHEMA_MAP, "unevaluatedProperties": Shape.SCHEMA,
+        "prefixItems": Shape.SCHEMA_LIST, "items": Shape.SCHEMA, "contains": Shape.SCHEMA,
+        "unevaluatedItems": Shape.SCHEMA,
+    },
+    DRAFT_07: {
+        "definitions": Shape.SCHEMA_MAP,
+        "allOf": Shape.SCHEMA_LIST, "anyOf": Shape.SCHEMA_LIST, "oneOf": Shape.SCHEMA_LIST,
+        "not": Shape.SCHEMA, "if": Shape.SCHEMA, "then": Shape.SCHEMA, "else": Shape.SCHEMA,
+        "properties": Shape.SCHEMA_MAP, "patternProperties": Shape.SCHEMA_MAP,
+        "additionalProperties": Shape.SCHEMA, "propertyNames": Shape.SCHEMA,
+        "dependencies": Shape.MAP_OF_SCHEMA_OR_STRINGS,
+        "items": Shape.SCHEMA_OR_LIST, "additionalItems": Shape.SCHEMA,
+        "contains": Shape.SCHEMA,
+    },
+}
+
+#: Subschema keywords whose subschemas apply to a member of the instance (a property value,
+#: an element, or a key), not to the instance itself. A `$ref` cycle passing through one of
+#: these consumes input on every turn; a cycle through none of them never terminates.
+INSTANCE_DESCENDING = frozenset({
+    "properties", "patternProperties", "additionalProperties", "propertyNames",
+    "unevaluatedProperties", "prefixItems", "items", "additionalItems", "contains",
+    "unevaluatedItems",
+})
+
+#: Keywords holding definitions only reachable through `$ref`.
+DEFINITION_CONTAINERS = frozenset({"$defs", "definitions"})
+
+# A lookaround or a backreference: beyond a regular language.
+_NON_REGULAR_REGEX = re.compile(r"\(\?<?[=!]|\\[1-9]|\\k<")
+
+
+class KeywordKind(enum.Enum):
+    """What formwork does with a keyword."""
+
+    SUPPORTED = "supported"        # enforced by the grammar compiler
+    ANNOTATION = "annotation"      # no effect on validity; ignored
+    IGNORED = "ignored"            # no effect in this position (e.g. `then` without `if`)
+    UNSUPPORTED = "unsupported"    # would change validity, cannot be enforced
+    UNKNOWN = "unknown"            # not a keyword of the draft; JSON Schema ignores it
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The classification of one keyword occurrence, with a reason when not plainly supported."""
+
+    kind: KeywordKind
+    reason: str = ""
+
+
+def regex_problem(pattern: str) -> str | None:
+    """Why `pattern` is not a regular expression formwork can compile, or None if it is."""
+    if _NON_REGULAR_REGEX.search(pattern):
+        return ("lookarounds and backreferences are not regular; the pattern cannot be compiled "
+                "to an automaton")
+    try:
+        re.compile(pattern)
+    except re.error as error:
+        return (f"not in the supported regex syntax (the ECMAScript/Python common subset; "
+                f"e.g. \\p{{...}} and \\cX are not): {error}")
+    return None
+
+
+def _is_integral(value: Any) -> bool:
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+
+
+def classify(keyword: str, value: Any, draft: str, siblings: dict[str, Any] | None = None) -> Verdict:
+    """Classify `keyword: value` in a schema object of `draft` (`siblings` is that object)."""
+    siblings = siblings or {}
+    if keyword not in DRAFT_KEYWORDS[draft]:
+        return Verdict(KeywordKind.UNKNOWN, f"{keyword!r} is not a {draft} keyword; JSON Schema "
+                                            "ignores it (a typo?)")
+    if keyword in ANNOTATION_KEYWORDS:
+        return Verdict(KeywordKind.ANNOTATION)
+    if keyword == "format":
+        if value in SUPPORTED_FORMATS:
+            return Verdict(KeywordKind.SUPPORTED)
+        return Verdict(KeywordKind.UNSUPPORTED,
+                       f"format {value!r} is not enforced; supported formats: "
+                       + ", ".join(sorted(SUPPORTED_FORMATS)))
+    if keyword == "multipleOf" and not _is_integral(value):
+        return Verdict(KeywordKind.UNSUPPORTED,
+                       f"multipleOf {value!r}: only integer divisors are enforced (a fractional "
+                       "divisor is not a regular constraint over decimal spellings)")
+    if keyword == "pattern" and isinstance(value, str):
+        reason = regex_problem(value)
+        if reason:
+            return Verdict(KeywordKind.UNSUPPORTED, f"pattern {value!r}: {reason}")
+    if keyword == "patternProperties" and isinstance(value, dict):
+        for key in value:
+            reason = regex_problem(key)
+            if reason:
+                return Verdict(KeywordKind.UNSUPPORTED, f"patternProperties {key!r}: {reason}")
+    if keyword == "$dynamicAnchor":
+        return Verdict(KeywordKind.IGNORED, "acts as a plain anchor for $ref")
+    if keyword == "uniqueItems" and value is False:
+        return Verdict(KeywordKind.IGNORED)
+    if keyword in ("then", "else") and "if" not in siblings:
+        return Verdict(KeywordKind.IGNORED, f"{keyword!r} without 'if' has no effect")
+    if keyword == "if" and "then" not in siblings and "else" not in siblings:
+        return Verdict(KeywordKind.IGNORED, "'if' without 'then' or 'else' has no effect")
+    if keyword in ("then", "else"):
+        return Verdict(KeywordKind.UNSUPPORTED, f"{keyword!r} is part of an if/then/else "
+                                                "conditional: " + UNSUPPORTED_KEYWORDS["if"])
+    if keyword in ("minContains", "maxContains") and "contains" not in siblings:
+        return Verdict(KeywordKind.IGNORED, f"{keyword!r} without 'contains' has no effect")
+    if keyword in UNSUPPORTED_KEYWORDS:
+        return Verdict(KeywordKind.UNSUPPORTED, UNSUPPORTED_KEYWORDS[keyword])
+    if keyword in SUPPORTED_KEYWORDS:
+        return Verdict(KeywordKind.SUPPORTED)
+    raise AssertionError(f"keyword {keyword!r} of {draft} is not classified")  # pragma: no cover

@@ -1,0 +1,98 @@
+"""Checking a schema against its draft's meta-schema with jsonschema."""
+from __future__ import annotations
+
+import reprlib
+from functools import lru_cache
+from typing import Any
+
+from jsonschema import FormatChecker
+from jsonschema.exceptions import ValidationError, best_match
+
+from formwork.schemas.drafts import Draft
+from formwork.schemas.errors import MetaSchemaError
+from formwork.schemas.keywords import SUBSCHEMA_KEYWORDS, Shape
+from formwork.schemas.pointer import join_pointer
+from formwork.schemas.problems import Problem, Severity
+
+_MAX_PROBLEMS = 50
+_short = reprlib.Repr()
+_short.maxstring = 60
+_short.maxother = 60
+_short.maxlist = 4
+_short.maxdict = 4
+_short.maxlevel = 2
+
+
+@lru_cache(maxsize=None)
+def _meta_validator(draft: Draft) -> Any:
+    """The meta-schema validator, checking formats except "regex": patterns are ECMA-262, which
+    Python's `re` does not fully accept; `keywords.classify` reports those it cannot handle."""
+    cls = draft.validator
+    formats = [name for name in cls.FORMAT_CHECKER.checkers if name != "regex"]
+    return cls(cls.META_SCHEMA, format_checker=FormatChecker(formats))
+
+
+def _message(error: ValidationError) -> str:
+    """A readable one-line reason: the most specific sub-error, without huge instance reprs."""
+    if error.context:
+        error = best_match(error.context)
+    instance = _short.repr(error.instance)
+    validator, expected = error.validator, error.validator_value
+    if validator == "type":
+        return f"{instance} is not of type {_short.repr(expected)}"
+    if validator == "enum":
+        return f"{instance} is not one of {_short.repr(expected)}"
+    if validator == "format":
+        return f"{instance} is not a valid {expected!r}"
+    message = error.message
+    return message if len(message) <= 200 else message[:197] + "..."
+
+
+def _keyword_at(path: list[Any], draft: Draft) -> str:
+    """The schema keyword an error path ends in (skipping property names and indices)."""
+    layout = SUBSCHEMA_KEYWORDS[draft.name]
+    keyword, expect = "", "keyword"
+    for token in path:
+        if expect == "member" or (expect == "member-or-keyword" and isinstance(token, int)):
+            expect = "keyword"
+            continue
+        if expect == "value":
+            break
+        keyword = str(token)
+        shape = layout.get(keyword)
+        if shape is None:
+            expect = "value"
+        elif shape is Shape.SCHEMA:
+            expect = "keyword"
+        elif shape is Shape.SCHEMA_OR_LIST:
+            expect = "member-or-keyword"
+        else:
+            expect = "member"
+    return keyword
+
+
+def meta_schema_problems(schema: Any, draft: Draft, *, base: str = "") -> list[Problem]:
+    """Every way `schema` fails `draft`'s meta-schema, as problems with JSON pointers (prefixed
+    by `base`), deduplicated, at most 50."""
+    problems: list[Problem] = []
+    seen: set[tuple[str, str]] = set()
+    errors = sorted(_meta_validator(draft).iter_errors(schema),
+                    key=lambda e: [str(p) for p in e.absolute_path])
+    for error in errors:
+        pointer = base + join_pointer(error.absolute_path)
+        keyword = _keyword_at(list(error.absolute_path), draft)
+        reason = _message(error)
+        if (pointer, reason) in seen:
+            continue
+        seen.add((pointer, reason))
+        problems.append(Problem(pointer, keyword, reason, Severity.ERROR))
+        if len(problems) >= _MAX_PROBLEMS:
+            break
+    return problems
+
+
+def check_meta_schema(schema: Any, draft: Draft, *, base: str = "") -> None:
+    """Raise `MetaSchemaError` listing each problem unless `schema` is valid for `draft`."""
+    problems = meta_schema_problems(schema, draft, base=base)
+    if problems:
+        raise MetaSchemaError(problems)

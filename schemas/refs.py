@@ -1,0 +1,194 @@
+"""`$ref` resolution with `referencing`: the documents a schema can reach (the root and a
+registry of others, never the network) and the location of every object in them."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, NamedTuple
+from urllib.parse import urldefrag
+
+import referencing.exceptions
+import referencing.jsonschema
+from jsonschema_specifications import REGISTRY as SPECIFICATIONS
+from referencing import Registry, Resource, Specification
+
+from formwork.schemas.drafts import DRAFT_2020_12_SPEC, Draft
+from formwork.schemas.errors import UnresolvableRefError
+from formwork.schemas.pointer import child, from_fragment
+from formwork.schemas.source import MAX_DEPTH, checked_copy
+
+if TYPE_CHECKING:
+    from referencing._core import Resolver  # the public type, defined privately
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    """Where a subschema sits: the URI of its document ("" for an anonymous root) and a JSON
+    pointer inside it."""
+
+    uri: str
+    pointer: str
+
+
+class ResolvedRef(NamedTuple):
+    """A resolved `$ref`: the target subschema, the resolver to use inside it (its base URI),
+    and its location: a JSON pointer in the root document, or `uri#pointer` elsewhere."""
+
+    schema: Any
+    resolver: Resolver[Any]
+    pointer: str
+
+
+_METASCHEMA_PREFIXES = ("https://json-schema.org/draft/2020-12/", "http://json-schema.org/draft-07/")
+
+
+def _no_network(uri: str) -> Resource[Any]:
+    raise referencing.exceptions.NoSuchResource(ref=uri)
+
+
+def _specification(contents: Any, default: Specification[Any]) -> Specification[Any]:
+    dialect = contents.get("$schema") if isinstance(contents, dict) else None
+    if not isinstance(dialect, str):
+        return default
+    try:
+        return referencing.jsonschema.specification_with(dialect, default=default)
+    except referencing.jsonschema.UnknownDialect:
+        return default
+
+
+def _positions(uri: str, document: Any) -> dict[int, Location]:
+    """The location of every JSON object in `document`, by object identity."""
+    positions: dict[int, Location] = {}
+    stack: list[tuple[Any, str]] = [(document, "")]
+    while stack:
+        node, pointer = stack.pop()
+        if isinstance(node, dict):
+            positions.setdefault(id(node), Location(uri, pointer))
+            stack.extend((value, child(pointer, key)) for key, value in node.items())
+        elif isinstance(node, list):
+            stack.extend((value, child(pointer, index)) for index, value in enumerate(node))
+    return positions
+
+
+class SchemaRegistry:
+    """Documents that `$ref`s may name, by URI (copied and indexed once; reuse it across
+    `load_schema` calls). The official 2020-12 and draft-07 meta-schemas are always included
+    (from the installed `jsonschema-specifications`, not the network)."""
+
+    def __init__(self, documents: Mapping[str, Any] | None = None, *,
+                 default_draft: Draft | None = None, max_depth: int = MAX_DEPTH) -> None:
+        default = (default_draft or DRAFT_2020_12_SPEC).specification
+        self.documents: dict[str, Any] = dict(_metaschemas())
+        self.positions: dict[int, Location] = dict(_metaschema_positions())
+        pairs = [(uri, Resource(contents=doc, specification=_specification(doc, default)))
+                 for uri, doc in self.documents.items()]
+        for uri, document in (documents or {}).items():
+            if not isinstance(uri, str):
+                raise TypeError(f"registry keys are URIs (str), not {type(uri).__name__}")
+            uri = uri.rstrip("#")
+            document = checked_copy(document, max_depth)
+            self.documents[uri] = document
+            self.positions.update(_positions(uri, document))
+            pairs.append((uri, Resource(contents=document,
+                                        specification=_specification(document, default))))
+        self.registry: Registry[Any] = Registry(retrieve=_no_network).with_resources(pairs).crawl()
+
+
+@lru_cache(maxsize=1)
+def _metaschemas() -> dict[str, Any]:
+    """The 2020-12 and draft-07 meta-schema documents (vocabularies included)."""
+    return {uri: SPECIFICATIONS[uri].contents for uri in SPECIFICATIONS
+            if uri.startswith(_METASCHEMA_PREFIXES)}
+
+
+@lru_cache(maxsize=1)
+def _metaschema_positions() -> dict[int, Location]:
+    positions: dict[int, Location] = {}
+    for uri, document in _metaschemas().items():
+        positions.update(_positions(uri, document))
+    return positions
+
+
+@lru_cache(maxsize=1)
+def empty_registry() -> SchemaRegistry:
+    """The registry with only the meta-schemas (shared by loads that pass no registry)."""
+    return SchemaRegistry()
+
+
+class RefIndex:
+    """The root document plus registry documents, a `referencing` resolver over them, and the
+    `Location` of every JSON object they contain (for naming `$ref` targets)."""
+
+    def __init__(self, root: Any, draft: Draft, registry: SchemaRegistry | None = None) -> None:
+        registry = registry or empty_registry()
+        root_resource = Resource(contents=root,
+                                 specification=_specification(root, draft.specification))
+        self.root_uri = root_resource.id() or ""
+        self.documents: Mapping[str, Any] = {**registry.documents, self.root_uri: root}
+        self.resolver: Resolver[Any] = registry.registry.resolver_with_root(root_resource)
+        self._shared_positions = registry.positions
+        self._root_positions = _positions(self.root_uri, root)
+
+    def display(self, location: Location) -> str:
+        """A JSON pointer for the root document, `uri#pointer` for other documents."""
+        if location.uri == self.root_uri:
+            return location.pointer
+        return f"{location.uri}#{location.pointer}"
+
+    def location_of(self, schema: Any) -> Location | None:
+        """The location of a JSON object of one of the documents (None for booleans/others)."""
+        if not isinstance(schema, dict):
+            return None
+        return self._root_positions.get(id(schema)) or self._shared_positions.get(id(schema))
+
+    def enter(self, schema: Any, resolver: Resolver[Any], spec: Specification[Any]) -> Resolver[Any]:
+        """The resolver to use inside `schema` (which may set a new base URI with `$id`)."""
+        if not isinstance(schema, dict):
+            return resolver
+        return resolver.in_subresource(Resource(contents=schema,
+                                                specification=_specification(schema, spec)))
+
+    def resolve(self, ref: str, resolver: Resolver[Any] | None = None, *,
+                site: str | None = None) -> tuple[Any, Resolver[Any], Location]:
+        """Resolve `ref` against `resolver` (the root's by default); `site` names the `$ref` in
+        error messages. The target must be a schema (an object or a boolean)."""
+        resolver = resolver or self.resolver
+        if not isinstance(ref, str):
+            raise UnresolvableRefError(f"$ref must be a string, not {type(ref).__name__}",
+                                       pointer=site)
+        try:
+            resolved = resolver.lookup(ref)
+        except referencing.exceptions.PointerToNowhere:
+            raise UnresolvableRefError(f"$ref {ref!r}: the JSON pointer leads nowhere",
+                                       pointer=site) from None
+        except (referencing.exceptions.NoSuchAnchor, referencing.exceptions.InvalidAnchor):
+            raise UnresolvableRefError(f"$ref {ref!r}: no such anchor", pointer=site) from None
+        except referencing.exceptions.Unresolvable:
+            raise UnresolvableRefError(
+                f"$ref {ref!r}: the document is not in the registry (formwork never fetches "
+                "schemas from the network; pass it in `registry`)", pointer=site) from None
+        except (KeyError, IndexError, TypeError, ValueError):
+            raise UnresolvableRefError(f"$ref {ref!r}: the JSON pointer leads nowhere",
+                                       pointer=site) from None
+        contents = resolved.contents
+        if not isinstance(contents, (dict, bool)):
+            raise UnresolvableRefError(f"$ref {ref!r} points to a {type(contents).__name__}, "
+                                       "not a schema", pointer=site)
+        location = self.location_of(contents) or self._boolean_location(ref, resolver)
+        return contents, resolved.resolver, location
+
+    def _boolean_location(self, ref: str, resolver: Resolver[Any]) -> Location:
+        """Where a boolean target sits: its enclosing object's location plus the fragment."""
+        uri_part, fragment = urldefrag(ref)
+        base = resolver.lookup(uri_part + "#" if uri_part else "#")
+        base_location = self.location_of(base.contents)
+        if base_location is None:  # the whole document is a boolean schema
+            return Location(uri_part, "")
+        return Location(base_location.uri, base_location.pointer + from_fragment(fragment))
+
+    def lookup(self, ref: str, resolver: Resolver[Any] | None = None, *,
+               site: str | None = None) -> ResolvedRef:
+        """Like `resolve`, with the location displayed as in problem reports."""
+        schema, inner, location = self.resolve(ref, resolver, site=site)
+        return ResolvedRef(schema, inner, self.display(location))

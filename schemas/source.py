@@ -1,0 +1,172 @@
+"""Reading a schema from a dict, JSON text, bytes or a file, within size and depth limits."""
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from formwork.schemas.errors import (InvalidJSONError, SchemaFileError, SchemaTooDeepError,
+                                     SchemaTooLargeError)
+from formwork.schemas.pointer import join_pointer
+
+#: Largest schema source accepted, in bytes.
+MAX_SOURCE_BYTES = 4 * 1024 * 1024
+#: Deepest nesting of JSON objects/arrays accepted (the root container is depth 1).
+MAX_DEPTH = 256
+
+Source = dict[str, Any] | bool | str | bytes | os.PathLike[str]
+
+
+def load_source(source: Source, *, max_bytes: int = MAX_SOURCE_BYTES,
+                max_depth: int = MAX_DEPTH) -> tuple[Any, str]:
+    """The schema value of `source` and a label for messages ("<dict>", "<text>" or the path).
+
+    A `str` is JSON text when it starts (after whitespace) with `{`, `[` or `"`, or is `true` /
+    `false`; any other `str` is a path. Dicts are copied (the document must not change later).
+    """
+    if isinstance(source, (dict, bool)):
+        return checked_copy(source, max_depth), "<dict>"
+    if isinstance(source, (bytes, bytearray)):
+        return parse_json_bytes(bytes(source), max_bytes=max_bytes, max_depth=max_depth), "<bytes>"
+    if isinstance(source, str) and _looks_like_json(source):
+        if len(source) > max_bytes:
+            raise SchemaTooLargeError(f"schema text is {len(source)} characters; the limit is "
+                                      f"{max_bytes}")
+        return parse_json_text(source, max_depth=max_depth), "<text>"
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        return parse_json_bytes(read_file(path, max_bytes=max_bytes), max_bytes=max_bytes,
+                                max_depth=max_depth), str(path)
+    raise TypeError(f"a schema source is a dict, bool, JSON text, bytes or a path, "
+                    f"not {type(source).__name__}")
+
+
+def _looks_like_json(text: str) -> bool:
+    stripped = text.lstrip()
+    return stripped[:1] in ("{", "[", '"') or stripped.rstrip() in ("true", "false")
+
+
+def read_file(path: Path, *, max_bytes: int = MAX_SOURCE_BYTES) -> bytes:
+    """The bytes of a schema file, refusing directories, unreadable and oversized files."""
+    try:
+        if path.is_dir():
+            raise SchemaFileError(f"{path} is a directory, not a schema file")
+        with path.open("rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size > max_bytes:
+                raise SchemaTooLargeError(f"{path} is {size} bytes; the limit is {max_bytes}")
+            data = handle.read(max_bytes + 1)
+    except FileNotFoundError:
+        raise SchemaFileError(f"{path}: no such file") from None
+    except PermissionError:
+        raise SchemaFileError(f"{path}: permission denied") from None
+    except OSError as error:
+        raise SchemaFileError(f"{path}: cannot read: {error.strerror or error}") from None
+    if len(data) > max_bytes:
+        raise SchemaTooLargeError(f"{path} is larger than the limit of {max_bytes} bytes")
+    return data
+
+
+def parse_json_bytes(data: bytes, *, max_bytes: int = MAX_SOURCE_BYTES,
+                     max_depth: int = MAX_DEPTH) -> Any:
+    """Decode UTF-8 (a BOM is allowed) and parse; binary data is an `InvalidJSONError`."""
+    if len(data) > max_bytes:
+        raise SchemaTooLargeError(f"schema is {len(data)} bytes; the limit is {max_bytes}")
+    if b"\x00" in data:
+        raise InvalidJSONError("binary data (NUL bytes), not JSON text")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        raise InvalidJSONError(f"not UTF-8 text (byte {error.start}); a binary file?") from None
+    return parse_json_text(text, max_depth=max_depth)
+
+
+def _reject_constant(name: str) -> Any:
+    raise InvalidJSONError(f"{name} is not valid JSON")
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise InvalidJSONError(f"duplicate key {key!r} in an object")
+        obj[key] = value
+    return obj
+
+
+def parse_json_text(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
+    """Strict JSON: no NaN/Infinity, no duplicate keys, nesting at most `max_depth`."""
+    if not text.strip():
+        raise InvalidJSONError("empty input, not JSON")
+    try:
+        value = json.loads(text, parse_constant=_reject_constant,
+                           object_pairs_hook=_no_duplicate_keys)
+    except json.JSONDecodeError as error:
+        raise InvalidJSONError(f"invalid JSON at line {error.lineno} column {error.colno}: "
+                               f"{error.msg}") from None
+    except RecursionError:
+        raise SchemaTooDeepError(f"nesting deeper than the limit of {max_depth}") from None
+    check_depth(value, max_depth)
+    return value
+
+
+def check_depth(value: Any, max_depth: int = MAX_DEPTH) -> int:
+    """The nesting depth of a parsed JSON value; `SchemaTooDeepError` past `max_depth`."""
+    deepest = 0
+    stack: list[tuple[Any, int, tuple[str | int, ...]]] = [(value, 1, ())]
+    while stack:
+        node, depth, path = stack.pop()
+        if isinstance(node, dict):
+            items: Any = node.items()
+        elif isinstance(node, list):
+            items = enumerate(node)
+        else:
+            continue
+        if depth > max_depth:
+            raise SchemaTooDeepError(f"nesting deeper than the limit of {max_depth}",
+                                     pointer=join_pointer(path))
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1, path + (key,)) for key, child in items)
+    return deepest
+
+
+def checked_copy(value: Any, max_depth: int = MAX_DEPTH) -> Any:
+    """A deep copy of a Python JSON value, checking types, finite numbers and the depth limit
+    (which also stops self-referencing dicts)."""
+    def invalid(path: tuple[str | int, ...], why: str) -> InvalidJSONError:
+        return InvalidJSONError(why, pointer=join_pointer(path))
+
+    def scalar(node: Any, path: tuple[str | int, ...]) -> Any:
+        if node is None or isinstance(node, (bool, int, str)):
+            return node
+        if isinstance(node, float):
+            if not math.isfinite(node):
+                raise invalid(path, f"{node} is not a JSON number")
+            return node
+        raise invalid(path, f"a {type(node).__name__} is not a JSON value")
+
+    if not isinstance(value, (dict, list, tuple)):
+        return scalar(value, ())
+    root: Any = {} if isinstance(value, dict) else []
+    stack: list[tuple[Any, Any, int, tuple[str | int, ...]]] = [(value, root, 1, ())]
+    while stack:
+        src, dst, depth, path = stack.pop()
+        if depth > max_depth:
+            raise SchemaTooDeepError(f"nesting deeper than the limit of {max_depth}",
+                                     pointer=join_pointer(path))
+        pairs = src.items() if isinstance(src, dict) else enumerate(src)
+        for key, item in pairs:
+            if isinstance(src, dict) and not isinstance(key, str):
+                raise invalid(path, f"object key {key!r} is not a string")
+            if isinstance(item, (dict, list, tuple)):
+                copy = {} if isinstance(item, dict) else []
+                stack.append((item, copy, depth + 1, path + (key,)))
+            else:
+                copy = scalar(item, path + (key,))
+            if isinstance(dst, dict):
+                dst[key] = copy
+            else:
+                dst.append(copy)
+    return root
