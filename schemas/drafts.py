@@ -73,7 +73,7 @@ def draft_of(schema: Any, default: Draft, *, pointer: str = "") -> Draft:
     if draft is not None:
         return draft
     known = next((name for name in _KNOWN_UNSUPPORTED if name in uri), None)
-    why = f"draft {known} is not supported" if known else "unknown dialect"
+    why = f"{known} is not supported" if known else "unknown dialect"
     raise UnknownDraftError(f"$schema {uri!r}: {why}; formwork supports 2020-12 "
                             f"({DRAFT_2020_12_SPEC.uri}) and draft-07 ({DRAFT_07_SPEC.uri})",
                             pointer=pointer + "/$schema")

@@ -7,6 +7,10 @@ from formwork.schemas.pointer import display
 from formwork.schemas.problems import Problem
 
 
+def _shorten(pointer: str, limit: int = 120) -> str:
+    return pointer if len(pointer) <= limit else pointer[:limit - 3] + "..."
+
+
 class SchemaError(Exception):
     """Base class: a schema could not be loaded, checked or resolved."""
 
@@ -15,7 +19,7 @@ class SchemaError(Exception):
         self.pointer = pointer
         self.problems = list(problems)
         self.reason = message
-        where = f"at {display(pointer)}: " if pointer is not None else ""
+        where = f"at {_shorten(display(pointer))}: " if pointer is not None else ""
         super().__init__(where + message)
 
 

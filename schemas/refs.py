@@ -173,8 +173,8 @@ class RefIndex:
                                        pointer=site) from None
         contents = resolved.contents
         if not isinstance(contents, (dict, bool)):
-            raise UnresolvableRefError(f"$ref {ref!r} points to a {type(contents).__name__}, "
-                                       "not a schema", pointer=site)
+            raise UnresolvableRefError(f"$ref {ref!r} points to {contents!r:.40}, which is not a "
+                                       "schema (an object or a boolean)", pointer=site)
         location = self.location_of(contents) or self._boolean_location(ref, resolver)
         return contents, resolved.resolver, location
 
