@@ -1,0 +1,132 @@
+"""Compiling constraints to CompiledGrammar objects, with a cache by canonical spec."""
+from __future__ import annotations
+
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+
+import torch
+
+from formwork.grammar.automaton import compile_dfa
+from formwork.grammar.budget import CompileBudget
+from formwork.grammar.dfa import DFA
+from formwork.grammar.errors import GrammarError
+from formwork.grammar.ir import Grammar, Node, alt, lit, regex
+from formwork.grammar.matcher import Matcher
+from formwork.grammar.token_mask import TokenMaskCache
+from formwork.grammar.vocabulary import Vocabulary
+
+
+def allocate_token_bitmask(batch_size: int, vocab_size: int) -> torch.Tensor:
+    """Zeroed int32 mask buffer (batch_size, ceil(vocab_size / 32)); bit 1 = allowed."""
+    if batch_size < 1 or vocab_size < 1:
+        raise GrammarError(f"bad bitmask shape: batch {batch_size}, vocab {vocab_size}")
+    return torch.zeros((batch_size, (vocab_size + 31) // 32), dtype=torch.int32)
+
+
+class CompiledGrammar:
+    """A constraint compiled against one vocabulary; make one `matcher()` per request."""
+
+    def __init__(self, dfa: DFA, vocab: Vocabulary, mask_cache: TokenMaskCache,
+                 compile_seconds: float = 0.0, spec: Hashable | None = None):
+        self.dfa = dfa
+        self.vocab = vocab
+        self.mask_cache = mask_cache
+        self.compile_seconds = compile_seconds
+        self.spec = spec
+        self.warnings: list[str] = []
+        if dfa.is_empty():
+            raise GrammarError("the constraint matches no string at all")
+
+    @property
+    def num_states(self) -> int:
+        return self.dfa.num_states
+
+    def matcher(self, max_step_seconds: float | None = 1.0) -> Matcher:
+        return Matcher(self, max_step_seconds=max_step_seconds)
+
+    def __repr__(self) -> str:
+        return f"CompiledGrammar(states={self.num_states}, spec={self.spec!r:.60})"
+
+
+class GrammarCompiler:
+    """Compiles constraints for one vocabulary.
+
+    `cache_size` compiled grammars are kept, keyed by their canonical spec
+    (`cache_enabled=False` turns that off, e.g. for benchmarks).  The token-mask cache
+    (`mask_cache_size` states) is always shared by every grammar of this compiler.
+    """
+
+    def __init__(self, vocab: Vocabulary, cache_size: int = 256, cache_enabled: bool = True,
+                 mask_cache_size: int = 4096, budget: CompileBudget | None = None):
+        self.vocab = vocab
+        self.cache_size = cache_size
+        self.cache_enabled = cache_enabled
+        self.budget = budget or CompileBudget()
+        self.mask_cache = TokenMaskCache(vocab, mask_cache_size)
+        self._grammars: OrderedDict[Hashable, CompiledGrammar] = OrderedDict()
+
+    def _budget(self) -> CompileBudget:
+        b = self.budget
+        return CompileBudget(b.max_nfa_states, b.max_dfa_states, b.max_seconds)
+
+    def compile_grammar(self, grammar: Node | Grammar, spec: Hashable | None = None) -> CompiledGrammar:
+        """Compile an IR node or Grammar; `spec` (default: the IR itself) is the cache key."""
+        if not isinstance(grammar, (Node, Grammar)):
+            raise GrammarError(f"expected an IR Node or Grammar, got {type(grammar).__name__}")
+        return self._cached(("ir", grammar) if spec is None else spec, lambda: grammar)
+
+    def compile_regex(self, pattern: str, search: bool = False) -> CompiledGrammar:
+        """Full-match regex (search=True: match anywhere unless anchored)."""
+        return self._cached(("regex", pattern, search), lambda: regex(pattern, search=search))
+
+    def compile_choice(self, choices: Sequence[str]) -> CompiledGrammar:
+        """Exactly one of the given strings."""
+        if isinstance(choices, str) or not choices:
+            raise GrammarError("compile_choice needs a non-empty list of strings")
+        for c in choices:
+            if not isinstance(c, str):
+                raise GrammarError(f"choices must be strings, got {type(c).__name__}")
+        return self._cached(("choice", tuple(choices)), lambda: alt(*(lit(c) for c in choices)))
+
+    def _cached(self, key: Hashable, build: Callable[[], Node | Grammar]) -> CompiledGrammar:
+        if self.cache_enabled:
+            got = self._grammars.get(key)
+            if got is not None:
+                self._grammars.move_to_end(key)
+                return got
+        start = time.perf_counter()
+        dfa = compile_dfa(build(), self._budget())
+        compiled = CompiledGrammar(dfa, self.vocab, self.mask_cache, time.perf_counter() - start, key)
+        if self.cache_enabled:
+            self._grammars[key] = compiled
+            if len(self._grammars) > self.cache_size:
+                self._grammars.popitem(last=False)
+        return compiled
+
+    def clear_cache(self) -> None:
+        self._grammars.clear()
+
+
+_DEFAULT_COMPILERS: "weakref.WeakKeyDictionary[Vocabulary, GrammarCompiler]" = weakref.WeakKeyDictionary()
+
+
+def default_compiler(vocab: Vocabulary) -> GrammarCompiler:
+    """The shared compiler (grammar and mask caches) of a vocabulary."""
+    compiler = _DEFAULT_COMPILERS.get(vocab)
+    if compiler is None:
+        compiler = _DEFAULT_COMPILERS[vocab] = GrammarCompiler(vocab)
+    return compiler
+
+
+def compile_grammar(grammar: Node | Grammar, vocab: Vocabulary) -> CompiledGrammar:
+    return default_compiler(vocab).compile_grammar(grammar)
+
+
+def compile_regex(pattern: str, vocab: Vocabulary, search: bool = False) -> CompiledGrammar:
+    return default_compiler(vocab).compile_regex(pattern, search=search)
+
+
+def compile_choice(choices: Sequence[str], vocab: Vocabulary) -> CompiledGrammar:
+    return default_compiler(vocab).compile_choice(choices)

@@ -1,0 +1,131 @@
+"""Matcher: per-request state machine over a compiled grammar (masks, accept, rollback)."""
+from __future__ import annotations
+
+import codecs
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+from formwork.grammar.dfa import DEAD, START
+from formwork.grammar.errors import GrammarError
+
+if TYPE_CHECKING:
+    from formwork.grammar.compiler import CompiledGrammar
+
+
+class RollbackError(GrammarError):
+    """rollback() asked for more steps than were accepted."""
+
+
+class Matcher:
+    """Tracks one generation against a CompiledGrammar.
+
+    A step is one accepted token (or one accepted string); `rollback(n)` undoes n steps.
+    A stop token is accepted only where the grammar can end; afterwards the matcher is
+    terminated and accepts nothing (its mask is all zeros).
+    """
+
+    def __init__(self, grammar: "CompiledGrammar", max_step_seconds: float | None = 1.0):
+        self.grammar = grammar
+        self.vocab = grammar.vocab
+        self._dfa = grammar.dfa
+        self._table = grammar.dfa.table
+        self._stops = frozenset(self.vocab.stop_token_ids)
+        self.max_step_seconds = max_step_seconds
+        self._state = START
+        self._terminated = False
+        self._history: list[tuple[int, bool]] = []
+
+    # ------------------------------------------------------------ masks
+    def fill_next_token_bitmask(self, bitmask: torch.Tensor, index: int = 0) -> None:
+        """Write the allowed-token mask for the next step into row `index` of `bitmask`."""
+        words = (self.vocab.vocab_size + 31) // 32
+        if bitmask.dtype != torch.int32 or bitmask.dim() != 2 or bitmask.shape[1] != words:
+            raise GrammarError(
+                f"bitmask must be torch.int32 of shape (batch, {words}); got {tuple(bitmask.shape)} {bitmask.dtype}")
+        row = bitmask[index]
+        if self._terminated:
+            row.zero_()
+            return
+        row.copy_(self.next_token_mask())
+
+    def next_token_mask(self) -> torch.Tensor:
+        """Packed int32 mask of the current state (shared with the cache: do not modify)."""
+        return self.grammar.mask_cache.mask(self._dfa, self._state, self.max_step_seconds)
+
+    # ------------------------------------------------------------ advancing
+    def accept_token(self, token_id: int) -> bool:
+        """Advance by one token; False (state unchanged) if the grammar forbids it."""
+        if self._terminated or not 0 <= token_id < self.vocab.vocab_size:
+            return False
+        if token_id in self._stops:
+            if not self._dfa.accepting[self._state]:
+                return False
+            self._push(self._state, True)
+            return True
+        data = self.vocab.token_bytes[token_id]
+        if data is None:
+            return False
+        nxt = self._dfa.walk(self._state, data)
+        if nxt == DEAD:
+            return False
+        self._push(nxt, False)
+        return True
+
+    def accept_string(self, text: str | bytes) -> bool:
+        """Advance by the bytes of `text` as one step (all or nothing)."""
+        if self._terminated:
+            return False
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        nxt = self._dfa.walk(self._state, data)
+        if nxt == DEAD:
+            return False
+        self._push(nxt, False)
+        return True
+
+    def _push(self, state: int, terminated: bool) -> None:
+        self._history.append((self._state, self._terminated))
+        self._state, self._terminated = state, terminated
+
+    def rollback(self, num_tokens: int = 1) -> None:
+        """Undo the last `num_tokens` steps exactly."""
+        if num_tokens < 0 or num_tokens > len(self._history):
+            raise RollbackError(f"cannot roll back {num_tokens} steps; {len(self._history)} accepted")
+        if num_tokens:
+            self._state, self._terminated = self._history[-num_tokens]
+            del self._history[-num_tokens:]
+
+    def reset(self) -> None:
+        """Back to the start state with an empty history."""
+        self._state, self._terminated = START, False
+        self._history.clear()
+
+    # ------------------------------------------------------------ queries
+    def is_terminated(self) -> bool:
+        """A stop token has been accepted."""
+        return self._terminated
+
+    def can_terminate(self) -> bool:
+        """The output so far is complete, so a stop token is allowed now."""
+        return not self._terminated and bool(self._dfa.accepting[self._state])
+
+    @property
+    def num_accepted(self) -> int:
+        return len(self._history)
+
+    def find_jump_forward_string(self, max_bytes: int = 4096) -> str:
+        """The longest string forced from here (one live byte at each step, not accepting),
+        cut to whole UTF-8 characters."""
+        if self._terminated:
+            return ""
+        table, accepting = self._table, self._dfa.accepting
+        state = self._state
+        out = bytearray()
+        while len(out) < max_bytes and not accepting[state]:
+            live = np.flatnonzero(table[state])
+            if len(live) != 1:
+                break
+            out.append(int(live[0]))
+            state = int(table[state, live[0]])
+        return codecs.getincrementaldecoder("utf-8")(errors="strict").decode(bytes(out), final=False)
