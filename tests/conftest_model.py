@@ -18,6 +18,10 @@ from formwork.core.model_files import ModelFiles
 from formwork.core.model_runner import ModelRunner
 from tiny_models import PRESETS, load_hf_model, tiny_model_dir
 
+# Tiny models gain nothing from intra-op threads, and on the shared 2-core box OpenMP spin-waiting under
+# load makes each forward ~100x slower. (Process-wide: any test session importing this runs single-threaded.)
+torch.set_num_threads(1)
+
 
 # variant name -> (tiny_models preset, config overrides); every preset is also a variant of itself.
 VARIANTS: dict[str, tuple[str, dict]] = {name: (name, {}) for name in PRESETS}
