@@ -6,7 +6,7 @@ from functools import lru_cache
 from typing import Any
 
 from jsonschema import FormatChecker
-from jsonschema.exceptions import ValidationError, best_match
+from jsonschema.exceptions import ValidationError
 
 from formwork.schemas.drafts import Draft
 from formwork.schemas.errors import MetaSchemaError
@@ -32,14 +32,21 @@ def _meta_validator(draft: Draft) -> Any:
     return cls(cls.META_SCHEMA, format_checker=FormatChecker(formats))
 
 
+def _leaf(error: ValidationError) -> ValidationError:
+    """The most specific error below `error` (through anyOf/oneOf): the deepest one, preferring
+    a failed constraint over a mere type mismatch with another branch."""
+    while error.context:
+        error = max(error.context, key=lambda e: (len(e.absolute_path), e.validator != "type"))
+    return error
+
+
 def _message(error: ValidationError) -> str:
-    """A readable one-line reason: the most specific sub-error, without huge instance reprs."""
-    if error.context:
-        error = best_match(error.context)
+    """A readable one-line reason, without huge instance reprs."""
     instance = _short.repr(error.instance)
     validator, expected = error.validator, error.validator_value
     if validator == "type":
-        return f"{instance} is not of type {_short.repr(expected)}"
+        names = expected if isinstance(expected, list) else [expected]
+        return f"{instance} is not of type {' or '.join(repr(name) for name in names)}"
     if validator == "enum":
         return f"{instance} is not one of {_short.repr(expected)}"
     if validator == "format":
@@ -78,7 +85,7 @@ def meta_schema_problems(schema: Any, draft: Draft, *, base: str = "") -> list[P
     seen: set[tuple[str, str]] = set()
     errors = sorted(_meta_validator(draft).iter_errors(schema),
                     key=lambda e: [str(p) for p in e.absolute_path])
-    for error in errors:
+    for error in map(_leaf, errors):
         pointer = base + join_pointer(error.absolute_path)
         keyword = _keyword_at(list(error.absolute_path), draft)
         reason = _message(error)

@@ -45,7 +45,7 @@ def load_source(source: Source, *, max_bytes: int = MAX_SOURCE_BYTES,
 
 def _looks_like_json(text: str) -> bool:
     stripped = text.lstrip()
-    return stripped[:1] in ("{", "[", '"') or stripped.rstrip() in ("true", "false")
+    return not stripped or stripped[:1] in ("{", "[", '"') or stripped.rstrip() in ("true", "false")
 
 
 def read_file(path: Path, *, max_bytes: int = MAX_SOURCE_BYTES) -> bytes:
