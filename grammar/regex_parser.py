@@ -140,6 +140,9 @@ class _Parser:
             return None
         body = self.p[j:end]
         parts = body.split(",")
+        if len(parts) == 2 and not parts[0] and parts[1].isdigit():
+            raise self.unsupported(f"'{{,{parts[1]}}}' is {{0,{parts[1]}}} in Python but literal text in "
+                                   "ECMAScript; write {0,n} or escape the brace")
         if len(parts) > 2 or not parts[0].isdigit() or (len(parts) == 2 and parts[1] and not parts[1].isdigit()):
             return None
         lo = int(parts[0])
