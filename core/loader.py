@@ -3,6 +3,8 @@
 Checkpoint names are Hugging Face's; the model's ``packed_modules`` maps the projections it fuses
 (q/k/v -> qkv_proj, gate/up -> gate_up_proj) so each checkpoint tensor is copied into its slice. Every
 parameter must be filled exactly once: missing, unexpected or mis-shaped tensors raise WeightMismatchError.
+A tied model whose checkpoint nevertheless stores a different ``lm_head.weight`` uses it (as transformers
+does); an identical copy is dropped.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from torch import nn
 
 from formwork.core.model_files import CorruptModelFileError, ModelFiles, WeightMismatchError
 from formwork.core.models import MODEL_REGISTRY
-from formwork.core.models.layers import MergedLinear, WeightShapeError
+from formwork.core.models.layers import MergedLinear, WeightShapeError, copy_checked
 
 # Tensors some checkpoints carry that the model recomputes or does not need.
 IGNORED_SUFFIXES = ("rotary_emb.inv_freq",)
@@ -68,9 +70,7 @@ def _load_tensor(model: nn.Module, params: dict[str, nn.Parameter], name: str, t
     param = params.get(name)
     if param is None:
         return False
-    if tuple(tensor.shape) != tuple(param.shape):
-        raise WeightShapeError(f"{name}: checkpoint shape {tuple(tensor.shape)} != expected {tuple(param.shape)}")
-    param.data.copy_(tensor)
+    copy_checked(param.data, tensor)
     return True
 
 
@@ -79,6 +79,7 @@ def load_weights(model: nn.Module, files: ModelFiles) -> None:
     params = dict(model.named_parameters())
     expected = _expected_names(model)
     tied = model.lm_head is None
+    tied_head: torch.Tensor | None = None  # lm_head.weight stored by a tied checkpoint
     loaded: set[str] = set()
     unexpected: list[str] = []
     for file in files.weight_files:
@@ -88,17 +89,26 @@ def load_weights(model: nn.Module, files: ModelFiles) -> None:
             raise CorruptModelFileError(f"{file} is not a valid safetensors file: {exc}") from exc
         with handle as f:
             for name in f.keys():
-                if name.endswith(IGNORED_SUFFIXES) or (tied and name == "lm_head.weight"):
+                if name.endswith(IGNORED_SUFFIXES):
                     continue
                 try:
                     tensor = f.get_tensor(name)
                 except Exception as exc:
                     raise CorruptModelFileError(f"{file}: tensor {name} cannot be read: {exc}") from exc
+                if tied and name == "lm_head.weight":
+                    tied_head = tensor
+                    continue
                 try:
                     found = name in expected and _load_tensor(model, params, name, tensor)
                 except WeightShapeError as exc:
-                    raise WeightMismatchError(f"{files.path}: shape mismatch for {exc}") from exc
+                    raise WeightMismatchError(f"{files.path}: shape mismatch for {name}: {exc}") from exc
                 (loaded.add if found else unexpected.append)(name)
+    embed = model.model.embed_tokens.weight
+    if tied_head is not None and not torch.equal(tied_head.to(embed.dtype), embed.data):
+        try:
+            model.untie_lm_head(tied_head)
+        except WeightShapeError as exc:
+            raise WeightMismatchError(f"{files.path}: shape mismatch for lm_head.weight: {exc}") from exc
     missing = sorted(expected - loaded)
     if missing or unexpected:
         detail = []

@@ -17,10 +17,10 @@ def _empty(*shape: int, dtype: torch.dtype, device) -> nn.Parameter:
     return nn.Parameter(torch.empty(*shape, dtype=dtype, device=device), requires_grad=False)
 
 
-def copy_checked(target: torch.Tensor, tensor: torch.Tensor, what: str) -> None:
+def copy_checked(target: torch.Tensor, tensor: torch.Tensor) -> None:
     """Copy ``tensor`` into ``target`` (casting dtype/device) after checking the shapes agree."""
     if tuple(tensor.shape) != tuple(target.shape):
-        raise WeightShapeError(f"{what}: checkpoint shape {tuple(tensor.shape)} != expected {tuple(target.shape)}")
+        raise WeightShapeError(f"checkpoint shape {tuple(tensor.shape)} != expected {tuple(target.shape)}")
     target.copy_(tensor)
 
 
@@ -54,8 +54,8 @@ class MergedLinear(Linear):
         i = self.shard_names.index(shard_name)
         param = self.weight if kind == "weight" else self.bias
         if param is None:
-            raise WeightShapeError(f"{shard_name}.{kind}: the model has no {kind} for this layer")
-        copy_checked(param.data.narrow(0, self.offsets[i], self.out_sizes[i]), tensor, f"{shard_name}.{kind}")
+            raise WeightShapeError(f"the model has no {kind} for this layer")
+        copy_checked(param.data.narrow(0, self.offsets[i], self.out_sizes[i]), tensor)
 
     def split(self, y: torch.Tensor) -> list[torch.Tensor]:
         return list(y.split(self.out_sizes, dim=-1))

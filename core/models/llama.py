@@ -15,7 +15,7 @@ from torch import nn
 
 from formwork import kernels
 from formwork.core.forward_batch import ForwardBatch
-from formwork.core.models.layers import Embedding, Linear, MergedLinear, RMSNorm, SwiGLUMLP
+from formwork.core.models.layers import Embedding, Linear, MergedLinear, RMSNorm, SwiGLUMLP, copy_checked
 from formwork.core.models.rope import (
     RotaryEmbedding,
     UnsupportedRopeError,
@@ -166,6 +166,13 @@ class LlamaForCausalLM(nn.Module):
     @classmethod
     def make_args(cls, hf_config) -> LlamaArgs:
         return LlamaArgs.from_hf_config(hf_config)
+
+    def untie_lm_head(self, weight: torch.Tensor) -> None:
+        """Give a tied model its own lm_head (a checkpoint that stores a different ``lm_head.weight`` despite
+        ``tie_word_embeddings``; transformers then uses the stored one too)."""
+        embed = self.model.embed_tokens.weight
+        self.lm_head = Linear(embed.shape[1], embed.shape[0], False, dtype=embed.dtype, device=embed.device)
+        copy_checked(self.lm_head.weight.data, weight)
 
     def forward(self, batch: ForwardBatch, kv_caches: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
         """Final hidden states [num_tokens, hidden_size] of every new token in the batch."""
