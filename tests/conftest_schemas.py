@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from formwork.schemas import SchemaRegistry
+from formwork.schemas import SchemaError, SchemaRegistry, load_schema
 from formwork.schemas.drafts import draft_named
 
 SUITE_DIR = Path(__file__).parent / "data" / "json-schema-test-suite"
@@ -55,3 +55,16 @@ def suite_group(draft: str, file: str, description: str) -> dict[str, Any]:
         if name == file and group["description"] == description:
             return group
     raise KeyError((draft, file, description))
+
+
+@functools.lru_cache(maxsize=None)
+def loaded_suite(draft: str) -> list[tuple[str, dict[str, Any], Any]]:
+    """(file name, group, SchemaDocument or the SchemaError loading raised) for every group."""
+    loaded = []
+    for name, group in suite_groups(draft):
+        try:
+            doc: Any = load_schema(group["schema"], registry=suite_registry(draft), draft=draft)
+        except SchemaError as error:
+            doc = error
+        loaded.append((name, group, doc))
+    return loaded

@@ -1,0 +1,213 @@
+"""The keyword table (`formwork.schemas.keywords`) and the unsupported-keyword report."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from formwork.schemas import (SUPPORTED_FORMATS, SUPPORTED_KEYWORDS, UNSUPPORTED_KEYWORDS,
+                              KeywordKind, Severity, UnsupportedKeywordError, classify,
+                              load_schema)
+from formwork.schemas.keywords import (ANNOTATION_KEYWORDS, DRAFT_07, DRAFT_2020_12,
+                                       DRAFT_KEYWORDS, SUBSCHEMA_KEYWORDS)
+from formwork.schemas.pointer import (InvalidPointerError, escape_token, join_pointer,
+                                      split_pointer, unescape_token)
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest_schemas import loaded_suite  # noqa: E402
+
+# The supported set issue 3 asks the grammar compiler to enforce, verbatim.
+ISSUE_3_SUPPORTED = {
+    "type", "enum", "const", "properties", "required", "additionalProperties",
+    "patternProperties", "minProperties", "maxProperties", "items", "prefixItems",
+    "additionalItems", "minItems", "maxItems", "minLength", "maxLength", "pattern", "format",
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "anyOf", "oneOf",
+    "allOf", "$ref", "$defs", "definitions", "$id", "$anchor", "$schema",
+}
+
+
+# ---- the table ---------------------------------------------------------------------------------
+
+def test_the_supported_set_is_issue_3s():
+    assert SUPPORTED_KEYWORDS == ISSUE_3_SUPPORTED
+    assert SUPPORTED_FORMATS == {"date-time", "date", "time", "duration", "email", "hostname",
+                                 "ipv4", "ipv6", "uuid", "uri", "uri-reference"}
+
+
+def test_supported_unsupported_and_annotations_are_disjoint():
+    assert not SUPPORTED_KEYWORDS & set(UNSUPPORTED_KEYWORDS)
+    assert not SUPPORTED_KEYWORDS & ANNOTATION_KEYWORDS
+    assert not ANNOTATION_KEYWORDS & set(UNSUPPORTED_KEYWORDS)
+    assert all(len(reason) > 30 for reason in UNSUPPORTED_KEYWORDS.values())
+
+
+@pytest.mark.parametrize("draft, validator", [(DRAFT_2020_12, jsonschema.Draft202012Validator),
+                                              (DRAFT_07, jsonschema.Draft7Validator)])
+def test_every_validating_keyword_of_jsonschema_is_supported_or_unsupported(draft, validator):
+    for keyword in validator.VALIDATORS:
+        assert keyword in DRAFT_KEYWORDS[draft]
+        assert keyword in SUPPORTED_KEYWORDS or keyword in UNSUPPORTED_KEYWORDS or keyword in (
+            "then", "else"), keyword
+    for keyword in DRAFT_KEYWORDS[draft]:
+        classify(keyword, True, draft, {})  # every keyword has a verdict
+    assert set(SUBSCHEMA_KEYWORDS[draft]) <= DRAFT_KEYWORDS[draft]
+
+
+@pytest.mark.parametrize("keyword, value, siblings, draft, kind", [
+    ("multipleOf", 3, {}, DRAFT_2020_12, KeywordKind.SUPPORTED),
+    ("multipleOf", 2.0, {}, DRAFT_2020_12, KeywordKind.SUPPORTED),
+    ("multipleOf", 0.5, {}, DRAFT_2020_12, KeywordKind.UNSUPPORTED),
+    ("format", "uuid", {}, DRAFT_2020_12, KeywordKind.SUPPORTED),
+    ("format", "idn-email", {}, DRAFT_2020_12, KeywordKind.UNSUPPORTED),
+    ("pattern", "^[a-z]+$", {}, DRAFT_2020_12, KeywordKind.SUPPORTED),
+    ("pattern", "^(?!x)", {}, DRAFT_2020_12, KeywordKind.UNSUPPORTED),
+    ("pattern", r"(a)\1", {}, DRAFT_2020_12, KeywordKind.UNSUPPORTED),
+    ("pattern", r"\p{L}", {}, DRAFT_2020_12, KeywordKind.UNSUPPORTED),
+    ("patternProperties", {"^a": {}, "(?<=b)": {}}, {}, DRAFT_2020_12, KeywordKind.UNSUPPORTED),
+    ("uniqueItems", False, {}, DRAFT_2020_12, KeywordKind.IGNORED),
+    ("uniqueItems", True, {}, DRAFT_2020_12, KeywordKind.UNSUPPORTED),
+    ("if", {}, {"if": {}}, DRAFT_2020_12, KeywordKind.IGNORED),
+    ("if", {}, {"if": {}, "then": {}}, DRAFT_2020_12, KeywordKind.UNSUPPORTED),
+    ("else", {}, {"else": {}}, DRAFT_2020_12, KeywordKind.IGNORED),
+    ("minContains", 1, {}, DRAFT_2020_12, KeywordKind.IGNORED),
+    ("minContains", 1, {"contains": {}}, DRAFT_2020_12, KeywordKind.UNSUPPORTED),
+    ("$dynamicRef", "#x", {}, DRAFT_2020_12, KeywordKind.UNSUPPORTED),
+    ("$dynamicAnchor", "x", {}, DRAFT_2020_12, KeywordKind.IGNORED),
+    ("title", "T", {}, DRAFT_2020_12, KeywordKind.ANNOTATION),
+    ("contentMediaType", "text/html", {}, DRAFT_07, KeywordKind.ANNOTATION),
+    ("prefixItems", [], {}, DRAFT_07, KeywordKind.UNKNOWN),
+    ("$defs", {}, {}, DRAFT_07, KeywordKind.UNKNOWN),
+    ("additionalItems", {}, {}, DRAFT_2020_12, KeywordKind.UNKNOWN),
+    ("dependencies", {}, {}, DRAFT_07, KeywordKind.UNSUPPORTED),
+    ("minLenght", 1, {}, DRAFT_2020_12, KeywordKind.UNKNOWN),
+])
+def test_classify(keyword, value, siblings, draft, kind):
+    assert classify(keyword, value, draft, siblings).kind is kind
+
+
+# ---- the report --------------------------------------------------------------------------------
+
+def test_report_names_each_keyword_with_its_escaped_pointer():
+    doc = load_schema({
+        "type": "object",
+        "properties": {
+            "a/b": {"type": "array", "uniqueItems": True, "contains": {"type": "string"}},
+            "c~d": {"not": {"uniqueItems": True}},
+            "e": {"type": "string", "format": "iri", "description": "annotations are fine"},
+            "f": {"type": "number", "multipleOf": 0.01},
+            "g": {"if": {"type": "string"}, "then": {"minLength": 1}},
+        },
+        "propertyNames": {"maxLength": 3},
+        "x-vendor": 1,
+    })
+    report = [(p.pointer, p.keyword, p.severity.value) for p in doc.unsupported()]
+    assert report == [  # each schema object's keywords, then its subschemas', depth first
+        ("/propertyNames", "propertyNames", "error"),
+        ("/x-vendor", "x-vendor", "warning"),
+        ("/properties/a~1b/uniqueItems", "uniqueItems", "error"),
+        ("/properties/a~1b/contains", "contains", "error"),
+        ("/properties/c~0d/not", "not", "error"),
+        ("/properties/e/format", "format", "error"),
+        ("/properties/f/multipleOf", "multipleOf", "error"),
+        ("/properties/g/if", "if", "error"),
+        ("/properties/g/then", "then", "error"),
+    ]
+    assert "iri" in doc.unsupported()[5].reason
+
+
+def test_only_reachable_definitions_are_reported_once_each():
+    doc = load_schema({
+        "$defs": {"unused": {"not": {}}, "tags": {"type": "array", "uniqueItems": True}},
+        "properties": {"a": {"$ref": "#/$defs/tags"}, "b": {"$ref": "#/$defs/tags"}},
+    })
+    assert [(p.pointer, p.keyword) for p in doc.unsupported()] == [("/$defs/tags/uniqueItems",
+                                                                    "uniqueItems")]
+
+
+def test_registry_documents_are_reported_with_their_uri():
+    doc = load_schema({"$ref": "https://example.com/s.json#/$defs/x"},
+                      registry={"https://example.com/s.json": {"$defs": {"x": {"not": {}}}}})
+    assert [p.pointer for p in doc.unsupported()] == ["https://example.com/s.json#/$defs/x/not"]
+
+
+def test_draft07_siblings_of_ref_are_ignored_with_a_warning():
+    doc = load_schema({"$schema": "http://json-schema.org/draft-07/schema#",
+                       "definitions": {"s": {"type": "string"}},
+                       "properties": {"a": {"$ref": "#/definitions/s", "maxLength": 3,
+                                            "description": "fine"}}})
+    assert [(p.pointer, p.severity) for p in doc.unsupported()] == [
+        ("/properties/a/maxLength", Severity.WARNING)]
+
+
+def test_lenient_turns_errors_into_warnings_and_require_enforceable_raises():
+    doc = load_schema({"properties": {"tags": {"uniqueItems": True}}})
+    with pytest.raises(UnsupportedKeywordError, match="/properties/tags/uniqueItems") as info:
+        doc.require_enforceable()
+    assert info.value.problems[0].keyword == "uniqueItems"
+    problems = doc.require_enforceable(lenient=True)
+    assert [p.severity for p in problems] == [Severity.WARNING]
+    assert load_schema({"type": "string"}).require_enforceable() == []
+
+
+# ---- against the JSON Schema Test Suite --------------------------------------------------------
+
+def _errors(draft):
+    for name, _group, doc in loaded_suite(draft):
+        if not isinstance(doc, Exception):
+            yield name, {p.keyword for p in doc.problems() if p.severity is Severity.ERROR}
+
+
+# files testing one supported keyword: no error may be reported for any of their groups
+CLEAN_FILES = ["type.json", "properties.json", "required.json", "enum.json", "const.json",
+               "allOf.json", "anyOf.json", "oneOf.json", "items.json", "maxItems.json",
+               "minItems.json", "maxLength.json", "minLength.json", "maxProperties.json",
+               "minProperties.json", "maximum.json", "minimum.json", "exclusiveMaximum.json",
+               "exclusiveMinimum.json", "boolean_schema.json", "refRemote.json", "default.json",
+               "infinite-loop-detection.json", "optional/format/date-time.json",
+               "optional/format/uuid.json", "optional/format/ipv6.json", "optional/bignum.json"]
+# files testing one unsupported keyword: every group reports it
+UNSUPPORTED_FILES = {"contains.json": "contains", "not.json": "not",
+                     "propertyNames.json": "propertyNames"}
+
+
+@pytest.mark.parametrize("draft, extra_clean, extra_unsupported", [
+    (DRAFT_2020_12, ["prefixItems.json", "anchor.json"],
+     {"dependentRequired.json": "dependentRequired", "dependentSchemas.json": "dependentSchemas",
+      "unevaluatedItems.json": "unevaluatedItems",
+      "unevaluatedProperties.json": "unevaluatedProperties"}),
+    (DRAFT_07, ["additionalItems.json", "patternProperties.json"],
+     {"dependencies.json": "dependencies"}),
+])
+def test_suite_files_of_supported_keywords_are_clean_and_unsupported_ones_reported(
+        draft, extra_clean, extra_unsupported):
+    expected_unsupported = {**UNSUPPORTED_FILES, **extra_unsupported}
+    unique = {True: 0, False: 0}
+    for name, errors in _errors(draft):
+        if name in CLEAN_FILES + extra_clean:
+            assert errors == set(), name
+        if name in expected_unsupported:
+            assert expected_unsupported[name] in errors, name
+        if name == "uniqueItems.json":
+            unique["uniqueItems" in errors] += 1
+    assert unique == {True: 3, False: 3}  # the `uniqueItems: false` groups are no-ops
+
+
+# ---- JSON pointers -----------------------------------------------------------------------------
+
+@settings(deadline=None, max_examples=200)
+@given(st.lists(st.text(alphabet=st.sampled_from("a~/01 %é"), max_size=5), max_size=5))
+def test_pointer_escaping_round_trips(tokens):
+    pointer = join_pointer(tokens)
+    assert split_pointer(pointer) == tokens
+    assert all(unescape_token(escape_token(t)) == t for t in tokens)
+    assert pointer == "" or pointer.startswith("/")
+
+
+@pytest.mark.parametrize("bad", ["a/b", "/a~2", "/~"])
+def test_invalid_pointers_are_rejected(bad):
+    with pytest.raises(InvalidPointerError):
+        split_pointer(bad)
