@@ -51,6 +51,19 @@ class IncrementalDetokenizer:
         self.output_text += new_text
         return new_text
 
+    def flush(self) -> str:
+        """At the end of generation, append text still held back for an incomplete character."""
+        if self._read_offset >= len(self._window):
+            return ""
+        decode = self.tokenizer.decode
+        prefix_text = decode(self._window[self._prefix_offset:self._read_offset],
+                             skip_special_tokens=self.skip_special_tokens)
+        full_text = decode(self._window[self._prefix_offset:], skip_special_tokens=self.skip_special_tokens)
+        new_text = full_text[len(prefix_text):]
+        self._read_offset = len(self._window)
+        self.output_text += new_text
+        return new_text
+
     def check_stop(self, num_new_chars: int) -> str | None:
         """Look for a stop string overlapping the last `num_new_chars` characters. On a match, trim
         the text after it (or at its start unless stop strings are included) and return it."""

@@ -147,6 +147,8 @@ class Scheduler:
             self.waiting.remove(seq)
             seq.status = SequenceStatus.RUNNING
             bisect.insort(self.running, seq, key=_key)
+            if seq.request.metrics.first_scheduled_time is None:
+                seq.request.metrics.num_cached_tokens = num_cached
             seq.request.metrics.on_scheduled(t)
             out.scheduled.append(ScheduledSequence(seq, num_new))
             budget -= num_new

@@ -57,6 +57,7 @@ class Sequence:
         self.status = SequenceStatus.WAITING
         self.num_preemptions = 0
         self.cumulative_logprob = 0.0
+        self.last_token_logprob = 0.0
         self.logprobs: list[dict[int, Any]] | None = [] if request.params.logprobs is not None else None
         self.output_text = ""
         self.stop_reason: int | str | None = None
@@ -93,6 +94,7 @@ class Sequence:
 
     def append_token(self, token_id: int, logprob: float) -> None:
         self.token_ids.append(token_id)
+        self.last_token_logprob = logprob
         self.cumulative_logprob += logprob
 
     def __repr__(self) -> str:

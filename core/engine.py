@@ -1,0 +1,289 @@
+"""LLMEngine: requests in, one `step()` at a time: schedule -> forward -> sample -> postprocess."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+from pathlib import Path
+from typing import Any
+
+from formwork.core.block_manager import BlockManager
+from formwork.core.config import EngineConfig
+from formwork.core.detokenizer import IncrementalDetokenizer
+from formwork.core.forward_batch import ForwardBatch
+from formwork.core.metrics import EngineMetrics, now
+from formwork.core.model_files import ModelFiles, ModelNotFoundError
+from formwork.core.model_runner import ModelRunner
+from formwork.core.outputs import CompletionOutput, Logprob, RequestOutput
+from formwork.core.sampler import Sampler, SamplerOutput
+from formwork.core.sampling_params import SamplingParams
+from formwork.core.scheduler import Scheduler, SchedulerOutput
+from formwork.core.sequence import Request, Sequence, SequenceStatus
+
+logger = logging.getLogger(__name__)
+
+
+class RequestError(ValueError):
+    """A request cannot be accepted (it fails alone; the engine keeps running)."""
+
+
+class InvalidPromptError(RequestError):
+    """The prompt is empty or holds token ids outside the vocabulary."""
+
+
+class PromptTooLongError(RequestError):
+    """The prompt leaves no room to generate within max_model_len."""
+
+
+class DuplicateRequestError(RequestError):
+    """A live request already has this request_id."""
+
+
+def resolve_model_path(model: str | Path | None) -> Path:
+    """`model`, or the embedded demo model directory when `model` is None."""
+    if model is not None:
+        return Path(model)
+    try:
+        from formwork.core.demo import DEMO_MODEL_DIR
+    except ImportError as exc:
+        raise ModelNotFoundError("no model given and the embedded demo model is not available") from exc
+    return Path(DEMO_MODEL_DIR)
+
+
+class LLMEngine:
+    """The synchronous engine. Not thread-safe: one caller drives `add_request`/`abort_request`/`step`."""
+
+    def __init__(self, model: str | Path | ModelFiles | None = None, config: EngineConfig | None = None,
+                 **options: Any):
+        if config is not None and options:
+            raise TypeError("pass either an EngineConfig or engine options, not both")
+        self.config = config = config if config is not None else EngineConfig(**options)
+        self.files = model if isinstance(model, ModelFiles) else ModelFiles.load(resolve_model_path(model))
+        self.tokenizer = self.files.tokenizer
+        bs = config.block_size
+        max_model_len = config.resolve_max_model_len(self.files.max_model_len)
+        bytes_per_block = ModelRunner.kv_bytes_per_block(self.files.hf_config, bs, config.dtype)
+        num_blocks = config.resolve_num_blocks(bytes_per_block, max_model_len)
+        if num_blocks * bs < max_model_len:
+            logger.warning("KV pool holds %d tokens; max_model_len lowered from %d", num_blocks * bs, max_model_len)
+            max_model_len = num_blocks * bs
+        self.max_model_len = max_model_len
+        self.runner = ModelRunner(self.files, num_blocks=num_blocks, block_size=bs, dtype=config.dtype,
+                                  device=config.device)
+        self.vocab_size = self.runner.vocab_size
+        self.eos_token_ids = set(self.files.eos_token_ids)
+        self.metrics = EngineMetrics()
+        self.block_manager = BlockManager(num_blocks, bs, enable_prefix_caching=config.enable_prefix_caching)
+        self.scheduler = Scheduler(self.block_manager, max_num_seqs=config.max_num_seqs,
+                                   max_num_batched_tokens=config.resolve_token_budget(max_model_len),
+                                   enable_chunked_prefill=config.enable_chunked_prefill, metrics=self.metrics)
+        self.sampler = Sampler(self.vocab_size, self.files.eos_token_ids)
+        self.requests: dict[str, Request] = {}
+        self._rng = random.Random(config.seed)
+
+    # ---- requests -------------------------------------------------------------------------------
+
+    def tokenize(self, prompt: str) -> list[int]:
+        """Token ids of a text prompt, with the tokenizer's special tokens (e.g. BOS)."""
+        return list(self.tokenizer(prompt).input_ids)
+
+    def add_request(self, request_id: str, prompt: str | list[int] | None = None,
+                    params: SamplingParams | None = None, *, prompt_token_ids: list[int] | None = None,
+                    priority: int = 0, arrival_time: float | None = None) -> Request:
+        """Queue a request. `prompt` is text or token ids; `prompt_token_ids` overrides the tokenization
+        of a text prompt (e.g. a rendered chat). Raises a `RequestError` if it cannot be served."""
+        if request_id in self.requests:
+            raise DuplicateRequestError(f"request_id {request_id!r} is already in use")
+        params = params if params is not None else SamplingParams()
+        text = prompt if isinstance(prompt, str) else None
+        if prompt_token_ids is None:
+            if prompt is None:
+                raise InvalidPromptError("a request needs a prompt or prompt_token_ids")
+            prompt_token_ids = self.tokenize(prompt) if isinstance(prompt, str) else list(prompt)
+        self._check_prompt(prompt_token_ids)
+        request = Request(request_id, text, prompt_token_ids, params,
+                          arrival_time=now() if arrival_time is None else arrival_time,
+                          priority=priority, seeds=self._seeds(params))
+        for seq in request.seqs:
+            seq.detokenizer = IncrementalDetokenizer(
+                self.tokenizer, request.prompt_token_ids, skip_special_tokens=params.skip_special_tokens,
+                stop=params.stop_strings, include_stop_str_in_output=params.include_stop_str_in_output)
+            self.scheduler.add(seq)
+        self.requests[request_id] = request
+        return request
+
+    def abort_request(self, request_id: str) -> RequestOutput | None:
+        """Cancel a request, freeing its KV blocks now. Returns its final output (None if unknown)."""
+        return self._finish_request(request_id, SequenceStatus.FINISHED_ABORTED)
+
+    def fail_request(self, request_id: str, error: str) -> RequestOutput | None:
+        """End a request with an error (e.g. its grammar failed to compile); the engine keeps running."""
+        request = self.requests.get(request_id)
+        if request is not None:
+            request.error = error
+        return self._finish_request(request_id, SequenceStatus.FINISHED_ERROR)
+
+    def has_unfinished_requests(self) -> bool:
+        return bool(self.requests)
+
+    @property
+    def num_unfinished_requests(self) -> int:
+        return len(self.requests)
+
+    def metrics_snapshot(self) -> dict[str, Any]:
+        """Engine metrics under vLLM's names (see `EngineMetrics.snapshot`)."""
+        return self.metrics.snapshot(num_running=self.scheduler.num_running,
+                                     num_waiting=self.scheduler.num_waiting,
+                                     num_blocks=self.block_manager.num_blocks,
+                                     num_used_blocks=self.block_manager.num_used_blocks)
+
+    # ---- the step -------------------------------------------------------------------------------
+
+    def step(self) -> list[RequestOutput]:
+        """Run one iteration; returns the outputs of requests that produced tokens or finished."""
+        sched = self.scheduler.schedule()
+        if sched.is_empty:
+            return []
+        logit_seqs = [item.seq for item in sched.scheduled if item.wants_logits]
+        sampled = self._run_model(sched, logit_seqs)
+        tokens = {seq.seq_id: (sampled.token_ids[i], sampled.logprobs[i]) for i, seq in enumerate(logit_seqs)}
+        extras = {seq.seq_id: (sampled.top_logprobs[i], sampled.sampled_ranks[i])
+                  for i, seq in enumerate(logit_seqs)}
+        advanced = self.scheduler.update_from_output(sched, tokens)
+        return self._postprocess(advanced, extras)
+
+    def _run_model(self, sched: SchedulerOutput, logit_seqs: list[Sequence]) -> SamplerOutput:
+        items = []
+        for item in sched.scheduled:
+            seq, start = item.seq, item.seq.num_computed_tokens
+            items.append((seq.token_ids[start:start + item.num_new_tokens], start, seq.block_table))
+        batch = ForwardBatch.build(items, self.block_manager.block_size,
+                                   [item.wants_logits for item in sched.scheduled], device=self.runner.device)
+        logits = self.runner.forward(batch)
+        if not logit_seqs:
+            return SamplerOutput([], [], [], [])
+        return self.sampler(logits, logit_seqs)
+
+    def _postprocess(self, advanced: list[Sequence], extras: dict[int, tuple]) -> list[RequestOutput]:
+        t = now()
+        touched: dict[str, list[Sequence]] = {}
+        for seq in advanced:
+            touched.setdefault(seq.request_id, []).append(seq)
+        outputs = []
+        for request_id, seqs in touched.items():
+            request = self.requests[request_id]
+            first = request.metrics.first_token_time is None
+            last = request.metrics.last_token_time
+            request.metrics.on_tokens(t, len(seqs))
+            self.metrics.on_new_tokens(len(seqs), None if first else t - last)
+            if first:
+                self.metrics.on_first_token(request.metrics)
+            try:
+                for seq in seqs:
+                    self._process_new_token(seq, *extras[seq.seq_id])
+            except Exception as exc:  # one request's bad state must not take the engine down
+                logger.exception("request %s failed while processing its output", request_id)
+                request.error = f"{type(exc).__name__}: {exc}"
+                for seq in request.seqs:
+                    self.scheduler.finish(seq, SequenceStatus.FINISHED_ERROR)
+            outputs.append(self._make_output(request))
+            if request.is_finished:
+                self._retire(request)
+        return outputs
+
+    def _process_new_token(self, seq: Sequence, top: list | None, rank: int | None) -> None:
+        params = seq.params
+        token_id = seq.token_ids[-1]
+        if token_id < 0:
+            raise RuntimeError("no token is allowed at this position (the constraint admits nothing)")
+        detok: IncrementalDetokenizer = seq.detokenizer
+        if seq.logprobs is not None:
+            entry = {token_id: Logprob(seq.last_token_logprob, rank, detok.decode_token(token_id))}
+            for tid, lp, r in top or []:
+                entry.setdefault(tid, Logprob(lp, r, detok.decode_token(tid)))
+            seq.logprobs.append(entry)
+        status, stop_reason = None, None
+        may_stop = seq.num_output_tokens >= params.min_tokens
+        is_eos = token_id in self.eos_token_ids and not params.ignore_eos
+        is_stop_token = token_id in params.stop_token_ids
+        if may_stop and (is_eos or is_stop_token):
+            status = SequenceStatus.FINISHED_STOPPED
+            stop_reason = token_id if is_stop_token else None
+            if params.include_stop_str_in_output:
+                detok.append(token_id)
+        else:
+            new_text = detok.append(token_id)
+            stop = detok.check_stop(len(new_text)) if may_stop else None
+            if stop is not None:
+                status, stop_reason = SequenceStatus.FINISHED_STOPPED, stop
+        if status is None and ((params.max_tokens is not None and seq.num_output_tokens >= params.max_tokens)
+                               or seq.num_tokens >= self.max_model_len):
+            status = SequenceStatus.FINISHED_LENGTH
+        if status is not None:
+            if not isinstance(stop_reason, str):
+                stop = detok.check_stop(len(detok.flush())) if may_stop else None
+                if stop is not None:
+                    status, stop_reason = SequenceStatus.FINISHED_STOPPED, stop
+            seq.stop_reason = stop_reason
+            self.scheduler.finish(seq, status)
+
+    # ---- outputs --------------------------------------------------------------------------------
+
+    def _make_output(self, request: Request) -> RequestOutput:
+        finished = request.is_finished
+        completions = []
+        for seq in request.seqs:
+            done = seq.status.is_finished
+            completions.append(CompletionOutput(
+                index=seq.index,
+                text=seq.detokenizer.visible_text(done),
+                token_ids=seq.output_token_ids,
+                cumulative_logprob=seq.cumulative_logprob if seq.logprobs is not None else None,
+                logprobs=list(seq.logprobs) if seq.logprobs is not None else None,
+                finish_reason=seq.status.finish_reason,
+                stop_reason=seq.stop_reason,
+            ))
+        return RequestOutput(request.request_id, request.prompt, request.prompt_token_ids, completions,
+                             finished=finished, metrics=request.metrics, error=request.error,
+                             num_cached_tokens=request.metrics.num_cached_tokens)
+
+    def _finish_request(self, request_id: str, status: SequenceStatus) -> RequestOutput | None:
+        request = self.requests.get(request_id)
+        if request is None:
+            return None
+        for seq in request.seqs:
+            self.scheduler.finish(seq, status)
+        output = self._make_output(request)
+        self._retire(request)
+        return output
+
+    def _retire(self, request: Request) -> None:
+        request.metrics.finished_time = now()
+        reasons = [seq.status.finish_reason for seq in request.seqs]
+        reason = "error" if request.error else next((r for r in reasons if r != "abort"), "abort")
+        self.metrics.on_finished(request.metrics, reason)
+        del self.requests[request.request_id]
+
+    # ---- helpers --------------------------------------------------------------------------------
+
+    def _check_prompt(self, token_ids: list[int]) -> None:
+        if not token_ids:
+            raise InvalidPromptError("the prompt is empty")
+        bad = [t for t in token_ids if not isinstance(t, int) or not 0 <= t < self.vocab_size]
+        if bad:
+            raise InvalidPromptError(f"prompt token ids {bad[:5]} are outside the vocabulary [0, {self.vocab_size})")
+        if len(token_ids) >= self.max_model_len:
+            raise PromptTooLongError(
+                f"the prompt has {len(token_ids)} tokens; this model's maximum context length is "
+                f"{self.max_model_len} tokens, so at most {self.max_model_len - 1} prompt tokens fit")
+
+    def _seeds(self, params: SamplingParams) -> list[int]:
+        """Per-sequence sampling seeds: from `params.seed` (child i > 0 derived from it), else random."""
+        if params.seed is None:
+            return [self._rng.getrandbits(63) for _ in range(params.n)]
+        seeds = [params.seed % 2**63]
+        for i in range(1, params.n):
+            digest = hashlib.sha256(f"{params.seed}:{i}".encode()).digest()
+            seeds.append(int.from_bytes(digest[:8], "little") >> 1)
+        return seeds

@@ -1,0 +1,130 @@
+"""Offline inference: `LLM(model).generate(prompts, params)` and `.chat(messages, params)` (vLLM's API)."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections.abc import Sequence as SequenceABC
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from formwork.core.engine import LLMEngine, RequestError
+from formwork.core.model_files import ChatTemplateError
+from formwork.core.outputs import CompletionOutput, RequestOutput
+from formwork.core.sampling_params import SamplingParams
+
+PromptType = str | list[int]
+Conversation = list[dict[str, Any]]
+
+
+class LLM:
+    """A model plus an engine for batch generation. `model=None` loads the embedded demo model;
+    `engine_options` are `EngineConfig` fields (block_size, max_num_seqs, enable_prefix_caching, ...)."""
+
+    def __init__(self, model: str | Path | None = None, **engine_options: Any):
+        self.engine = LLMEngine(model, **engine_options)
+        self._ids = itertools.count()
+
+    @property
+    def tokenizer(self):
+        return self.engine.tokenizer
+
+    def generate(self, prompts: PromptType | SequenceABC[PromptType],
+                 sampling_params: SamplingParams | SequenceABC[SamplingParams] | None = None,
+                 use_tqdm: bool = True) -> list[RequestOutput]:
+        """Complete every prompt (text or token ids); one `RequestOutput` per prompt, in order.
+        A prompt the engine rejects (too long, empty, bad ids) gets an output with `error` set."""
+        prompt_list = _as_prompt_list(prompts)
+        return self._run([(p, None) for p in prompt_list], sampling_params, use_tqdm)
+
+    def chat(self, messages: Conversation | SequenceABC[Conversation],
+             sampling_params: SamplingParams | SequenceABC[SamplingParams] | None = None,
+             chat_template: str | None = None, add_generation_prompt: bool = True,
+             use_tqdm: bool = True) -> list[RequestOutput]:
+        """Render each conversation with the chat template (the model's, or `chat_template`) and
+        generate the assistant's reply. Accepts one conversation or a list of them."""
+        conversations = [messages] if messages and isinstance(messages[0], dict) else list(messages)
+        requests = []
+        for conversation in conversations:
+            text = self._render_chat(conversation, chat_template, add_generation_prompt)
+            ids = list(self.tokenizer(text, add_special_tokens=False).input_ids)
+            requests.append((text, ids))
+        return self._run(requests, sampling_params, use_tqdm)
+
+    def _render_chat(self, conversation: Conversation, chat_template: str | None,
+                     add_generation_prompt: bool) -> str:
+        if chat_template is None:
+            return self.engine.files.apply_chat_template(conversation, add_generation_prompt=add_generation_prompt)
+        try:
+            return self.tokenizer.apply_chat_template(conversation, chat_template=chat_template, tokenize=False,
+                                                      add_generation_prompt=add_generation_prompt)
+        except Exception as exc:  # jinja errors and bad message shapes
+            raise ChatTemplateError(f"chat template failed: {exc}") from exc
+
+    def _run(self, requests: list[tuple[PromptType, list[int] | None]],
+             sampling_params: SamplingParams | SequenceABC[SamplingParams] | None,
+             use_tqdm: bool) -> list[RequestOutput]:
+        params_list = _as_params_list(sampling_params, len(requests))
+        engine = self.engine
+        order: list[str] = []
+        results: dict[str, RequestOutput] = {}
+        for (prompt, ids), params in zip(requests, params_list):
+            request_id = f"offline-{next(self._ids)}"
+            order.append(request_id)
+            try:
+                engine.add_request(request_id, prompt, params, prompt_token_ids=ids)
+            except RequestError as exc:
+                results[request_id] = _failed_output(request_id, prompt, ids, params, str(exc))
+        bar = _progress_bar(len(order), enabled=use_tqdm)
+        bar.update(len(results))
+        try:
+            while engine.has_unfinished_requests():
+                for output in engine.step():
+                    if output.finished:
+                        results[output.request_id] = output
+                        bar.update(1)
+        except BaseException:
+            for request_id in order:
+                engine.abort_request(request_id)
+            raise
+        finally:
+            bar.close()
+        return [results[request_id] for request_id in order]
+
+
+def _as_prompt_list(prompts: PromptType | SequenceABC[PromptType]) -> list[PromptType]:
+    if isinstance(prompts, str):
+        return [prompts]
+    prompts = list(prompts)
+    if prompts and all(isinstance(t, int) for t in prompts):
+        return [prompts]  # a single token-id prompt
+    for p in prompts:
+        if not isinstance(p, str) and not (isinstance(p, list) and all(isinstance(t, int) for t in p)):
+            raise TypeError(f"a prompt must be a string or a list of token ids, got {type(p).__name__}")
+    return prompts
+
+
+def _as_params_list(params: SamplingParams | SequenceABC[SamplingParams] | None, count: int) -> list[SamplingParams]:
+    if params is None:
+        return [SamplingParams()] * count
+    if isinstance(params, SamplingParams):
+        return [params] * count
+    params = list(params)
+    if len(params) != count:
+        raise ValueError(f"got {len(params)} SamplingParams for {count} prompts")
+    return params
+
+
+def _failed_output(request_id: str, prompt: PromptType, ids: list[int] | None, params: SamplingParams,
+                   error: str) -> RequestOutput:
+    token_ids = ids if ids is not None else (prompt if isinstance(prompt, list) else [])
+    outputs = [CompletionOutput(i, "", [], None, None, finish_reason="error") for i in range(params.n)]
+    return RequestOutput(request_id, prompt if isinstance(prompt, str) else None, list(token_ids), outputs,
+                         finished=True, error=error)
+
+
+def _progress_bar(total: int, enabled: bool) -> tqdm:
+    return tqdm(total=total, desc="Processed prompts", unit="req", file=sys.stderr,
+                disable=not enabled or total < 2, dynamic_ncols=True)

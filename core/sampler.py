@@ -1,0 +1,119 @@
+"""Engine-side sampling: penalties, logit bias and min_tokens in torch, then `kernels.sample`.
+
+Logprobs (the sampled token's and the top-N) are computed from the processed logits (after penalties,
+bias and any grammar mask) at temperature 1, the same distribution `kernels.sample` reports for the
+chosen token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+import torch
+
+from formwork.core.sequence import Sequence
+from formwork.kernels import SamplingTensors, apply_token_bitmask, sample
+
+
+@dataclass
+class SamplerOutput:
+    token_ids: list[int]
+    logprobs: list[float]
+    # per row: (token id, logprob, rank) of the top-N tokens when the row asked for logprobs, else None
+    top_logprobs: list[list[tuple[int, float, int]] | None]
+    sampled_ranks: list[int | None]
+
+
+class Sampler:
+    """Samples one next token per row of logits [rows, vocab], one row per sequence in `seqs`."""
+
+    def __init__(self, vocab_size: int, eos_token_ids: Collection[int]):
+        self.vocab_size = vocab_size
+        self.eos_token_ids = list(eos_token_ids)
+
+    def __call__(self, logits: torch.Tensor, seqs: list[Sequence],
+                 bitmask: torch.Tensor | None = None) -> SamplerOutput:
+        if logits.shape[0] != len(seqs):
+            raise ValueError(f"{logits.shape[0]} rows of logits for {len(seqs)} sequences")
+        logits = logits.float()
+        self._apply_penalties(logits, seqs)
+        self._apply_logit_bias(logits, seqs)
+        self._apply_min_tokens(logits, seqs)
+        params = SamplingTensors.from_lists(
+            temperature=[s.params.temperature for s in seqs],
+            top_k=[max(s.params.top_k, 0) for s in seqs],
+            top_p=[s.params.top_p for s in seqs],
+            min_p=[s.params.min_p for s in seqs],
+            seeds=[s.seed for s in seqs],
+            steps=[s.num_output_tokens for s in seqs],
+            device=logits.device,
+        )
+        token_ids, logprobs = sample(logits, params, bitmask)
+        token_list = token_ids.tolist()
+        top, ranks = self._top_logprobs(logits, seqs, token_ids, bitmask)
+        return SamplerOutput(token_list, logprobs.tolist(), top, ranks)
+
+    def _apply_penalties(self, logits: torch.Tensor, seqs: list[Sequence]) -> None:
+        for row, seq in enumerate(seqs):
+            p = seq.params
+            if not p.needs_penalties:
+                continue
+            out_ids = torch.tensor(seq.output_token_ids, dtype=torch.long, device=logits.device)
+            counts = torch.bincount(out_ids, minlength=self.vocab_size)[:self.vocab_size].to(logits.dtype)
+            if p.repetition_penalty != 1.0:
+                prompt_ids = torch.tensor(seq.token_ids[:seq.num_prompt_tokens], dtype=torch.long,
+                                          device=logits.device)
+                seen = counts > 0
+                seen[prompt_ids] = True
+                row_logits = logits[row]
+                penalised = torch.where(row_logits > 0, row_logits / p.repetition_penalty,
+                                        row_logits * p.repetition_penalty)
+                logits[row] = torch.where(seen, penalised, row_logits)
+            if p.frequency_penalty != 0.0:
+                logits[row] -= p.frequency_penalty * counts
+            if p.presence_penalty != 0.0:
+                logits[row] -= p.presence_penalty * (counts > 0).to(logits.dtype)
+
+    def _apply_logit_bias(self, logits: torch.Tensor, seqs: list[Sequence]) -> None:
+        for row, seq in enumerate(seqs):
+            bias = seq.params.logit_bias
+            if not bias:
+                continue
+            ids = [t for t in bias if t < self.vocab_size]
+            if ids:
+                logits[row, ids] += torch.tensor([bias[t] for t in ids], dtype=logits.dtype, device=logits.device)
+
+    def _apply_min_tokens(self, logits: torch.Tensor, seqs: list[Sequence]) -> None:
+        for row, seq in enumerate(seqs):
+            p = seq.params
+            if seq.num_output_tokens >= p.min_tokens:
+                continue
+            banned = list(p.stop_token_ids) + ([] if p.ignore_eos else self.eos_token_ids)
+            banned = [t for t in banned if t < self.vocab_size]
+            if banned:
+                logits[row, banned] = float("-inf")
+
+    def _top_logprobs(self, logits: torch.Tensor, seqs: list[Sequence], token_ids: torch.Tensor,
+                      bitmask: torch.Tensor | None):
+        rows = [i for i, s in enumerate(seqs) if s.params.logprobs is not None]
+        top: list[list[tuple[int, float, int]] | None] = [None] * len(seqs)
+        ranks: list[int | None] = [None] * len(seqs)
+        if not rows:
+            return top, ranks
+        selected = logits[rows]
+        if bitmask is not None:
+            apply_token_bitmask(selected, bitmask[rows])
+        logprobs = torch.log_softmax(selected, dim=-1)
+        chosen = token_ids[rows].unsqueeze(1)
+        chosen_lp = logprobs.gather(1, chosen)
+        sampled_ranks = (logprobs > chosen_lp).sum(dim=1) + 1
+        max_n = max(seqs[i].params.logprobs for i in rows)
+        if max_n:
+            top_lp, top_ids = logprobs.topk(max_n, dim=1)
+            top_lp, top_ids = top_lp.tolist(), top_ids.tolist()
+        for j, row in enumerate(rows):
+            n = seqs[row].params.logprobs
+            ranks[row] = int(sampled_ranks[j])
+            top[row] = [(top_ids[j][k], top_lp[j][k], k + 1) for k in range(n)] if n else []
+        return top, ranks
