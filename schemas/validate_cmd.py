@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -141,10 +142,15 @@ def run(args: argparse.Namespace, *, stdin: Any = None, out: TextIO | None = Non
     reports = [check_one(source, lenient=args.lenient, draft=args.draft, registry=registry,
                          stdin=stdin) for source in args.files]
     status = max(report.exit_code for report in reports)
-    if args.json:
-        json.dump({"exit_code": status, "lenient": args.lenient,
-                   "schemas": [report.to_json() for report in reports]}, out, indent=2)
-        out.write("\n")
-    else:
-        _print_text(reports, out)
+    try:
+        if args.json:
+            json.dump({"exit_code": status, "lenient": args.lenient,
+                       "schemas": [report.to_json() for report in reports]}, out, indent=2)
+            out.write("\n")
+        else:
+            _print_text(reports, out)
+        out.flush()
+    except BrokenPipeError:  # e.g. `formwork validate *.json | head -1`
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # keep the interpreter's final flush quiet
     return status
