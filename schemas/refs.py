@@ -143,11 +143,22 @@ class RefIndex:
         return self._root_positions.get(id(schema)) or self._shared_positions.get(id(schema))
 
     def enter(self, schema: Any, resolver: Resolver[Any], spec: Specification[Any]) -> Resolver[Any]:
-        """The resolver to use inside `schema` (which may set a new base URI with `$id`)."""
+        """The resolver to use inside `schema` (which may set a new base URI with `$id`).
+
+        Idempotent: entering a schema whose scope `resolver` already has (the root, or a target
+        returned by `resolve`) returns `resolver`, so a relative `$id` is never applied twice.
+        """
         if not isinstance(schema, dict):
             return resolver
-        return resolver.in_subresource(Resource(contents=schema,
-                                                specification=_specification(schema, spec)))
+        resource = Resource(contents=schema, specification=_specification(schema, spec))
+        if resource.id() is None:
+            return resolver
+        try:
+            if resolver.lookup("#").contents is schema:
+                return resolver
+        except referencing.exceptions.Unresolvable:
+            pass
+        return resolver.in_subresource(resource)
 
     def resolve(self, ref: str, resolver: Resolver[Any] | None = None, *,
                 site: str | None = None) -> tuple[Any, Resolver[Any], Location]:

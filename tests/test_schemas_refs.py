@@ -112,6 +112,17 @@ def test_id_relative_refs_and_embedded_resources():
     assert doc.lookup("#it", doc.enter(item, doc.resolver)).pointer == "/$defs/item"
 
 
+def test_entering_is_idempotent_for_relative_ids():
+    doc = load_schema({"$id": "https://example.com/folder/", "$defs": {"sub": {"$id": "sub/", "$defs": {
+        "x": {"type": "integer"}}}}, "$ref": "sub/#/$defs/x"})
+    root_scope = doc.enter(doc.schema, doc.resolver)
+    assert doc.lookup("sub/#/$defs/x", root_scope).pointer == "/$defs/sub/$defs/x"
+    target, resolver, _ = doc.lookup("sub/")
+    inside = doc.enter(target, resolver)
+    assert doc.enter(target, inside) is inside
+    assert doc.lookup("#/$defs/x", inside).pointer == "/$defs/sub/$defs/x"
+
+
 def test_registry_documents_by_absolute_and_relative_uri():
     registry = {"https://example.com/defs.json": {"$defs": {"id": {"type": "string",
                                                                    "format": "uuid"}}},
