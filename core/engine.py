@@ -8,6 +8,8 @@ import random
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from formwork.core.block_manager import BlockManager
 from formwork.core.config import EngineConfig
 from formwork.core.detokenizer import IncrementalDetokenizer
@@ -140,6 +142,7 @@ class LLMEngine:
 
     # ---- the step -------------------------------------------------------------------------------
 
+    @torch.inference_mode()
     def step(self) -> list[RequestOutput]:
         """Run one iteration; returns the outputs of requests that produced tokens or finished."""
         sched = self.scheduler.schedule()
