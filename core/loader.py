@@ -15,6 +15,7 @@ from torch import nn
 
 from formwork.core.model_files import CorruptModelFileError, ModelFiles, WeightMismatchError
 from formwork.core.models import MODEL_REGISTRY
+from formwork.core.models.llama import LlamaForCausalLM
 from formwork.core.models.layers import MergedLinear, WeightShapeError, copy_checked
 
 # Tensors some checkpoints carry that the model recomputes or does not need.
@@ -59,10 +60,11 @@ def _expected_names(model: nn.Module) -> set[str]:
     return names
 
 
-def _load_tensor(model: nn.Module, params: dict[str, nn.Parameter], name: str, tensor: torch.Tensor) -> bool:
+def _load_tensor(model: LlamaForCausalLM, params: dict[str, nn.Parameter], name: str,
+                 tensor: torch.Tensor) -> bool:
     """Copy one checkpoint tensor into the model; False when the model has no place for it."""
     parts = name.split(".")
-    if len(parts) >= 3 and parts[-2] in getattr(model, "packed_modules", {}):
+    if len(parts) >= 3 and parts[-2] in model.packed_modules:
         fused = ".".join(parts[:-2] + [model.packed_modules[parts[-2]]])
         module = model.get_submodule(fused)
         module.load_shard(parts[-2], parts[-1], tensor)
@@ -74,7 +76,7 @@ def _load_tensor(model: nn.Module, params: dict[str, nn.Parameter], name: str, t
     return True
 
 
-def load_weights(model: nn.Module, files: ModelFiles) -> None:
+def load_weights(model: LlamaForCausalLM, files: ModelFiles) -> None:
     """Stream every tensor of the checkpoint into ``model``, checking names and shapes."""
     params = dict(model.named_parameters())
     expected = _expected_names(model)
@@ -126,7 +128,7 @@ def _preview(names: list[str], limit: int = 8) -> str:
 
 
 def load_model(files: ModelFiles, dtype: torch.dtype | str = "auto", device: torch.device | str = "cpu"
-               ) -> nn.Module:
+               ) -> LlamaForCausalLM:
     """Instantiate the registered model class for ``files`` and load its weights (eval mode)."""
     model_cls = MODEL_REGISTRY[files.architecture]
     torch_dtype = resolve_dtype(dtype, files.hf_config, device)

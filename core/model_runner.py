@@ -45,10 +45,11 @@ class ModelRunner:
         self.kv_caches = [(self.kv_cache[0, i], self.kv_cache[1, i]) for i in range(args.num_layers)]
 
     @staticmethod
-    def kv_bytes_per_block(hf_config, block_size: int, dtype: torch.dtype | str) -> int:
-        """Bytes one KV block takes across all layers (K and V), to size ``num_blocks`` from a budget."""
+    def kv_bytes_per_block(hf_config, block_size: int, dtype: torch.dtype | str, device: str = "cpu") -> int:
+        """Bytes one KV block takes across all layers (K and V), to size ``num_blocks`` from a budget.
+        ``dtype``/``device`` as given to the runner ("auto" resolves per device)."""
         layers, kv_heads, head_dim = _kv_shape(hf_config)
-        element = torch.empty((), dtype=resolve_dtype(dtype, hf_config, "cpu")).element_size()
+        element = torch.empty((), dtype=resolve_dtype(dtype, hf_config, device)).element_size()
         return 2 * layers * block_size * kv_heads * head_dim * element
 
     @torch.inference_mode()

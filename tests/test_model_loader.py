@@ -1,6 +1,7 @@
 """ModelFiles / loader: what a model directory yields, each failure mode's typed error, sharding, dtypes;
 ForwardBatch.build's layout and validation."""
 
+import copy
 import json
 import shutil
 import sys
@@ -238,6 +239,10 @@ def test_kv_bytes_per_block_matches_the_pool():
         assert ModelRunner.kv_bytes_per_block(files.hf_config, 8, dtype) * 5 == pool_bytes
     # 2 (K,V) x 2 layers x 8 slots x 2 kv heads x 16 head_dim x 4 bytes
     assert ModelRunner.kv_bytes_per_block(files.hf_config, 8, torch.float32) == 2 * 2 * 8 * 2 * 16 * 4
+    half_config = copy.deepcopy(files.hf_config)
+    half_config.dtype = torch.float16  # "auto" resolves per device: float32 on CPU, float16 on CUDA
+    assert ModelRunner.kv_bytes_per_block(half_config, 8, "auto") == 2 * 2 * 8 * 2 * 16 * 4
+    assert ModelRunner.kv_bytes_per_block(half_config, 8, "auto", device="cuda") == 2 * 2 * 8 * 2 * 16 * 2
 
 
 def test_runner_rejects_bad_pool_sizes():
