@@ -133,7 +133,7 @@ class ModelFiles:
     tokenizer: transformers.PreTrainedTokenizerBase
     generation_config: dict
     chat_template: str | None
-    eos_token_ids: list[int]
+    eos_token_ids: list[int]      # tokenizer eos + generation_config's (config.json's if absent)
     max_model_len: int
     vocab_size: int
     architecture: str = ""
@@ -161,7 +161,9 @@ class ModelFiles:
         tokenizer = _load_tokenizer(path)
         gen_file = path / "generation_config.json"
         generation_config = _read_json(gen_file) if gen_file.is_file() else {}
-        eos = _as_id_list(tokenizer.eos_token_id) + _as_id_list(generation_config.get("eos_token_id"))
+        # transformers' generate stops at generation_config's eos, which defaults to config.json's
+        model_eos = generation_config.get("eos_token_id", getattr(hf_config, "eos_token_id", None))
+        eos = _as_id_list(tokenizer.eos_token_id) + _as_id_list(model_eos)
         return cls(
             path=path,
             hf_config=hf_config,

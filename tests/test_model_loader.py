@@ -6,6 +6,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -28,6 +29,7 @@ from formwork.core.model_files import (  # noqa: E402
     WeightMismatchError,
 )
 from formwork.core.model_runner import ModelRunner  # noqa: E402
+from formwork.core.models.llama import sliding_windows  # noqa: E402
 
 
 @pytest.fixture
@@ -79,11 +81,27 @@ def test_chat_template_from_jinja_file_and_missing(model_copy):
     assert files.apply_chat_template([{"role": "user", "content": "hi"}]) == "[hi]"
 
 
-def test_missing_generation_config_gives_tokenizer_eos_only(model_copy):
+def test_without_generation_config_eos_comes_from_config_json(model_copy):
     (model_copy / "generation_config.json").unlink()
+    eot = ModelFiles.load(model_copy).tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    _edit_json(model_copy / "config.json", eos_token_id=eot)
     files = ModelFiles.load(model_copy)
     assert files.generation_config == {}
-    assert files.eos_token_ids == [files.tokenizer.eos_token_id]
+    assert files.eos_token_ids == [files.tokenizer.eos_token_id, eot]
+
+
+@pytest.mark.parametrize("config, expected", [
+    (dict(num_hidden_layers=3), (None, None, None)),                                          # Llama
+    (dict(num_hidden_layers=3, sliding_window=8), (8, 8, 8)),                                 # Mistral
+    (dict(num_hidden_layers=3, sliding_window=None), (None, None, None)),
+    (dict(num_hidden_layers=3, sliding_window=8, layer_types=["full_attention", "sliding_attention",
+                                                               "sliding_attention"]), (None, 8, 8)),
+    # transformers 4.x Qwen2 configs: no layer_types
+    (dict(num_hidden_layers=3, sliding_window=8, use_sliding_window=False, max_window_layers=1), (None,) * 3),
+    (dict(num_hidden_layers=3, sliding_window=8, use_sliding_window=True, max_window_layers=1), (None, 8, 8)),
+])
+def test_sliding_windows_per_layer(config, expected):
+    assert sliding_windows(SimpleNamespace(**config)) == expected
 
 
 def test_missing_and_non_directory_paths(tmp_path):

@@ -86,13 +86,21 @@ class LlamaArgs:
 
 
 def sliding_windows(config) -> tuple[int | None, ...]:
-    """Per-layer sliding window: from ``layer_types`` when the config has them (Qwen2), else the config's
-    ``sliding_window`` on every layer (Mistral), else none (Llama)."""
+    """Per-layer sliding window (None = full attention).
+
+    transformers >= 5 lists ``layer_types`` (Qwen2); older Qwen2 configs say ``use_sliding_window`` and
+    window the layers from ``max_window_layers`` on; Mistral windows every layer when ``sliding_window`` is
+    set; Llama has no window.
+    """
+    num_layers = config.num_hidden_layers
     window = getattr(config, "sliding_window", None)
     layer_types = getattr(config, "layer_types", None)
     if layer_types:
         return tuple(window if t == "sliding_attention" else None for t in layer_types)
-    return (window,) * config.num_hidden_layers
+    if window is None or getattr(config, "use_sliding_window", True) is False:
+        return (None,) * num_layers
+    first = getattr(config, "max_window_layers", 0) if hasattr(config, "use_sliding_window") else 0
+    return tuple(window if i >= first else None for i in range(num_layers))
 
 
 class LlamaAttention(nn.Module):
