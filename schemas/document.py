@@ -47,7 +47,8 @@ class SchemaDocument:
 
     @property
     def registry_uris(self) -> list[str]:
-        """URIs of the registry documents (besides the root)."""
+        """URIs of the documents `$ref`s may reach besides the root: the registry and the
+        bundled 2020-12 / draft-07 meta-schemas."""
         return sorted(uri for uri in self._index.documents if uri != self._index.root_uri)
 
     def lookup(self, ref: str, resolver: Resolver[Any] | None = None) -> ResolvedRef:

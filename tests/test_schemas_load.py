@@ -6,11 +6,17 @@ import json
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from formwork.schemas import (InvalidJSONError, MetaSchemaError, SchemaError, SchemaFileError,
                               SchemaTooDeepError, SchemaTooLargeError, UnknownDraftError,
                               load_schema)
+from formwork.schemas.drafts import DRAFT_2020_12_SPEC
+from formwork.schemas.keywords import DRAFT_KEYWORDS
+from formwork.schemas.metaschema import is_valid_schema
 from formwork.schemas.pointer import child
 from formwork.schemas.walk import subschemas
 
@@ -252,3 +258,39 @@ def test_schema_errors_share_a_base_class():
     for cls in (InvalidJSONError, MetaSchemaError, SchemaFileError, SchemaTooLargeError,
                 UnknownDraftError):
         assert issubclass(cls, SchemaError)
+
+
+# ---- the fast 2020-12 meta-schema agrees with the official one ---------------------------------
+
+def _official_is_valid(schema):
+    validator = jsonschema.Draft202012Validator
+    formats = [f for f in validator.FORMAT_CHECKER.checkers if f != "regex"]
+    return validator(validator.META_SCHEMA,
+                     format_checker=jsonschema.FormatChecker(formats)).is_valid(schema)
+
+
+def test_fast_meta_schema_agrees_on_every_suite_schema_and_subschema():
+    checked = 0
+    for _name, group in suite_groups("2020-12"):
+        stack = [group["schema"]]
+        while stack:
+            schema = stack.pop()
+            assert is_valid_schema(schema, DRAFT_2020_12_SPEC) == _official_is_valid(schema)
+            stack.extend(sub.schema for sub in subschemas(schema, "2020-12"))
+            checked += 1
+    assert checked > 1000
+
+
+json_scalars = st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-2, 2) | st.sampled_from(
+    ["", "a", "string", "object", "#", "#/$defs/x", "uuid", "^a+$", "(", "http://x/"])
+keywords = st.sampled_from(sorted(DRAFT_KEYWORDS["2020-12"]) + ["x-unknown", "items"])
+schema_like = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keywords, inner, max_size=4),
+    max_leaves=12)
+
+
+@settings(deadline=None, max_examples=150)
+@given(schema_like)
+def test_fast_meta_schema_agrees_on_random_schema_like_values(schema):
+    assert is_valid_schema(schema, DRAFT_2020_12_SPEC) == _official_is_valid(schema)
