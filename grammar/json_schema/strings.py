@@ -21,7 +21,8 @@ import json
 from typing import Optional
 
 from formwork.grammar.ir import (
-    Alt, And, ByteSet, Bytes, Empty, Node, Not, Nothing, Repeat, Seq, alt, chars, lit, repeat, seq,
+    EMPTY, Alt, And, ByteSet, Bytes, Empty, Node, Not, Nothing, Repeat, Seq, alt, chars, lit, repeat,
+    seq,
 )
 
 QUOTE = lit('"')
@@ -79,6 +80,42 @@ def quoted(content: Node) -> Node:
 def literal_content(value: str) -> Node:
     """The canonical spelling of `value` between the quotes."""
     return lit(json.dumps(value, ensure_ascii=False)[1:-1])
+
+
+_ESCAPED_ASCII = [*range(0x20), 0x22, 0x5C]
+_NON_ASCII = chars([(0x80, 0x10FFFF)])
+
+
+def canonical_content_except(names: list[str]) -> Node:
+    """Canonical string contents spelling none of `names`.
+
+    Names of printable ASCII without ``"`` or ``\\`` (the usual case) get a trie walk with no
+    complement; other names fall back to an intersection with a complement.
+    """
+    if not all(n.isascii() and n.isprintable() and '"' not in n and "\\" not in n for n in names):
+        return And(string_content(canonical=True), Not(alt(*(literal_content(n) for n in names))))
+    trie: dict = {}
+    for name in names:
+        node = trie
+        for ch in name:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+    any_rest = repeat(CANONICAL_CHAR, 0, None)
+    escapes = [lit(canonical_ascii(b)) for b in _ESCAPED_ASCII]
+
+    def walk(node: dict) -> Node:
+        children = {ord(c) for c in node if c}
+        raw = [(b, b) for b in range(0x20, 0x80) if b not in (0x22, 0x5C) and b not in children]
+        leave = alt(ByteSet(tuple(raw)), _NON_ASCII, *escapes)
+        options = [seq(leave, any_rest)]
+        if "" not in node:
+            options.append(EMPTY)  # stopping here spells a proper prefix, not a name
+        for c in node:
+            if c:
+                options.append(seq(lit(c), walk(node[c])))
+        return alt(*options)
+
+    return walk(trie)
 
 
 def _encode_byteset(node: ByteSet) -> Node:

@@ -1,0 +1,109 @@
+"""JSON Schema (draft 2020-12 and draft-07) -> grammar IR -> compiled token-mask grammar.
+
+    g = compile_json_schema({"type": "object", "properties": {...}}, vocab)
+    m = g.matcher()
+
+The language accepted is documented in the submodules: `strings` (escapes, canonical spellings,
+lengths in code points), `numbers` (integer and decimal ranges, multipleOf), `formats`, `objects`
+(member order: declared properties in schema order, then extra members), `options` (whitespace).
+Part 1 compiles regular languages only: ``$ref`` cycles raise `RecursionNotSupportedError`, and
+values whose schema allows any JSON nest at most `max_nesting_depth` containers deep.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional
+
+from formwork.grammar.ir import Node
+from formwork.grammar.json_schema.errors import (
+    InvalidSchemaError, OneOfOverlapError, SchemaLoweringError, UnsupportedSchemaError,
+)
+from formwork.grammar.json_schema.cache import compile_cached
+from formwork.grammar.json_schema.lowering import Lowerer
+from formwork.grammar.json_schema.options import IndentSpec, JsonSchemaOptions, WhitespaceOption
+from formwork.schemas import load_schema
+from formwork.schemas.errors import SchemaError
+from formwork.schemas.keywords import UNSUPPORTED_KEYWORDS
+from formwork.schemas.problems import Severity
+
+__all__ = [
+    "IndentSpec", "InvalidSchemaError", "JsonSchemaOptions", "LoweredSchema", "OneOfOverlapError",
+    "SchemaLoweringError", "UnsupportedSchemaError", "compile_json_schema", "lower_json_schema",
+]
+
+
+@dataclass
+class LoweredSchema:
+    """The IR of a schema plus the warnings collected in lenient mode."""
+
+    node: Node
+    warnings: list[str] = field(default_factory=list)
+
+
+def _load(schema: Any, registry: Optional[Mapping[str, Any]], draft: Optional[str]) -> Any:
+    if isinstance(schema, (bytes, bytearray)):
+        schema = schema.decode("utf-8")
+    if isinstance(schema, str):
+        try:
+            schema = json.loads(schema)
+        except json.JSONDecodeError as exc:
+            raise InvalidSchemaError("schema", "", f"not valid JSON: {exc}") from None
+    if not isinstance(schema, (dict, bool)):
+        raise InvalidSchemaError("schema", "", f"a schema is an object or a boolean, not "
+                                                f"{type(schema).__name__}")
+    try:
+        return load_schema(schema, registry=registry, draft=draft)
+    except SchemaError as exc:
+        pointer = getattr(exc, "pointer", None) or ""
+        raise InvalidSchemaError("schema", pointer, str(exc)) from None
+
+
+def lower_json_schema(schema: Any, *, whitespace: WhitespaceOption = "default",
+                      max_whitespace: int = 4, forbid_additional_properties: bool = False,
+                      lenient: bool = False, max_nesting_depth: int = 2,
+                      registry: Optional[Mapping[str, Any]] = None,
+                      draft: Optional[str] = None) -> LoweredSchema:
+    """Lower a schema (dict, bool or JSON text) to grammar IR without compiling it.
+
+    `draft` ("2020-12" or "draft-07") applies when the schema has no `$schema` (default 2020-12).
+    """
+    options = JsonSchemaOptions(whitespace, max_whitespace, forbid_additional_properties,
+                                lenient, max_nesting_depth)
+    doc = _load(schema, registry, draft)
+    lowerer = Lowerer(doc, options)
+    for problem in doc.unsupported():
+        if problem.severity is Severity.ERROR:
+            lowerer.report(problem.keyword, problem.pointer, problem.reason)
+        elif problem.keyword in UNSUPPORTED_KEYWORDS:
+            # not a keyword of this draft, yet validators commonly honour it (e.g. draft-07
+            # `dependencies` in a 2020-12 schema): refuse rather than silently ignore
+            lowerer.report(problem.keyword, problem.pointer, UNSUPPORTED_KEYWORDS[problem.keyword])
+        elif problem.severity is Severity.WARNING:
+            lowerer.warnings.append(f"{problem.keyword} at {problem.pointer or '#'}: {problem.reason}")
+    node = lowerer.lower_root()
+    return LoweredSchema(node, lowerer.warnings)
+
+
+def compile_json_schema(schema: Any, vocab: Any, *, whitespace: WhitespaceOption = "default",
+                        max_whitespace: int = 4, forbid_additional_properties: bool = False,
+                        lenient: bool = False, max_nesting_depth: int = 2,
+                        registry: Optional[Mapping[str, Any]] = None, draft: Optional[str] = None,
+                        compiler: Any = None) -> Any:
+    """Compile a JSON Schema into a `CompiledGrammar` for `vocab`.
+
+    `compiler` is a `GrammarCompiler` (default: the vocabulary's shared one); its budget and token
+    mask cache are used, and when its cache is enabled compiled grammars are kept by the canonical
+    schema text and options.  Raises a `GrammarError` subclass naming the keyword and JSON pointer
+    of anything that cannot be enforced (in lenient mode those become `.warnings` of the result).
+    """
+    from formwork.grammar.compiler import default_compiler
+
+    compiler = compiler or default_compiler(vocab)
+    key = ("json_schema", schema if isinstance(schema, str) else json.dumps(schema, sort_keys=True),
+           repr(whitespace), max_whitespace, forbid_additional_properties, lenient,
+           max_nesting_depth, draft, json.dumps(registry, sort_keys=True) if registry else None)
+    return compile_cached(compiler, key, lambda: lower_json_schema(
+        schema, whitespace=whitespace, max_whitespace=max_whitespace,
+        forbid_additional_properties=forbid_additional_properties, lenient=lenient,
+        max_nesting_depth=max_nesting_depth, registry=registry, draft=draft))

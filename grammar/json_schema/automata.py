@@ -1,0 +1,45 @@
+"""A process-wide cache of sub-automata shared by every JSON Schema compilation.
+
+The lowering marks reusable pieces (string and number leaves, the bounded any-JSON value, format
+languages, pattern languages) with `freeze`, i.e. as `And` nodes, which the automaton builder
+compiles once and splices in wherever they occur.  Keeping one builder alive across compilations
+makes those DFAs a state-level cache: a later schema that uses the same piece reuses its DFA.
+Only sub-automata are shared; no schema's compiled grammar is cached here.
+"""
+from __future__ import annotations
+
+import threading
+
+from formwork.grammar.automaton import AutomatonBuilder
+from formwork.grammar.budget import CompileBudget
+from formwork.grammar.dfa import DFA
+from formwork.grammar.ir import Node
+
+MAX_COMPILATIONS = 512
+
+
+class SharedAutomata:
+    """Compiles IR with a builder whose memo of sub-automata outlives one compilation (renewed
+    every `max_compilations` compilations to bound memory)."""
+
+    def __init__(self, max_compilations: int = MAX_COMPILATIONS):
+        self.max_compilations = max_compilations
+        self._builder = AutomatonBuilder()
+        self._uses = 0
+        self._lock = threading.Lock()
+
+    def compile(self, node: Node, budget: CompileBudget | None = None) -> DFA:
+        """The minimal DFA of `node` under a fresh `budget` (time limit restarts per call)."""
+        with self._lock:
+            self._uses += 1
+            if self._uses > self.max_compilations:
+                self._builder, self._uses = AutomatonBuilder(), 1
+            self._builder.budget = (budget or CompileBudget()).start()
+            return self._builder.dfa(node)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._builder, self._uses = AutomatonBuilder(), 0
+
+
+SHARED = SharedAutomata()

@@ -1,0 +1,41 @@
+"""Compiling lowered schemas: shared sub-automata plus an optional compiled-grammar cache."""
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from formwork.grammar.budget import CompileBudget
+from formwork.grammar.compiler import CompiledGrammar, GrammarCompiler
+from formwork.grammar.json_schema.automata import SHARED
+
+_CACHES: "weakref.WeakKeyDictionary[GrammarCompiler, OrderedDict]" = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+
+
+def compile_cached(compiler: GrammarCompiler, key: Hashable, lower: Callable[[], Any]
+                   ) -> CompiledGrammar:
+    """The grammar for `key`: from the cache when `compiler.cache_enabled`, else lowered (`lower()`
+    returns an object with `.node` and `.warnings`) and compiled with the shared sub-automata
+    under the compiler's budget and token-mask cache."""
+    with _LOCK:
+        cache = _CACHES.setdefault(compiler, OrderedDict())
+        if compiler.cache_enabled and key in cache:
+            cache.move_to_end(key)
+            return cache[key]
+    start = time.perf_counter()
+    lowered = lower()
+    b = compiler.budget
+    dfa = SHARED.compile(lowered.node, CompileBudget(b.max_nfa_states, b.max_dfa_states, b.max_seconds))
+    grammar = CompiledGrammar(dfa, compiler.vocab, compiler.mask_cache,
+                              time.perf_counter() - start, key)
+    grammar.warnings = list(lowered.warnings)
+    if compiler.cache_enabled:
+        with _LOCK:
+            cache[key] = grammar
+            if len(cache) > compiler.cache_size:
+                cache.popitem(last=False)
+    return grammar

@@ -1,0 +1,109 @@
+"""Subschemas with their reference context, and the expansion of a schema into alternatives.
+
+A schema is expanded into a disjunction of conjunctions (`list[list[Sub]]`): ``$ref`` adds its
+target to the conjunction, ``allOf`` adds every branch, ``anyOf``/``oneOf`` multiply the
+alternatives.  The keywords left inside each `Sub` ("local" keywords: type, properties, ...) are
+merged per alternative by the lowering.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import product
+from typing import Any, Callable
+
+from formwork.grammar.errors import GrammarBudgetError, RecursionNotSupportedError
+from formwork.grammar.json_schema.errors import InvalidSchemaError
+from formwork.schemas.errors import SchemaError
+from formwork.schemas.pointer import child
+
+MAX_ALTERNATIVES = 256
+
+#: Keywords consumed by the expansion; everything else is "local".
+APPLICATORS = ("$ref", "allOf", "anyOf", "oneOf")
+
+
+@dataclass(frozen=True, eq=False)
+class Sub:
+    """A subschema, the `referencing` resolver in scope for it, and its JSON pointer."""
+
+    schema: Any
+    resolver: Any
+    pointer: str
+
+    def local(self) -> "Sub":
+        """The same subschema without its applicator keywords."""
+        if not isinstance(self.schema, dict):
+            return self
+        return Sub({k: v for k, v in self.schema.items() if k not in APPLICATORS},
+                   self.resolver, self.pointer)
+
+
+Alternative = list[Sub]
+OneOfCheck = Callable[[Sub, list[list[Alternative]]], None]
+
+
+class Expander:
+    """Expands subschemas of one document (`formwork.schemas.SchemaDocument`)."""
+
+    def __init__(self, doc: Any, check_one_of: OneOfCheck, ref_overrides_siblings: bool):
+        self.doc = doc
+        self.check_one_of = check_one_of
+        self.ref_overrides_siblings = ref_overrides_siblings
+
+    def root(self) -> Sub:
+        return Sub(self.doc.schema, self.doc.enter(self.doc.schema, self.doc.resolver), "")
+
+    def child(self, parent: Sub, *tokens: Any) -> Sub:
+        """The subschema at `tokens` below `parent` (entering its `$id` scope, if any)."""
+        schema = parent.schema
+        for token in tokens:
+            schema = schema[token]
+        return Sub(schema, self.doc.enter(schema, parent.resolver), child(parent.pointer, *tokens))
+
+    def resolve(self, sub: Sub) -> Sub:
+        ref = sub.schema["$ref"]
+        try:
+            target, resolver, pointer = self.doc.lookup(ref, sub.resolver)
+        except SchemaError as exc:
+            raise InvalidSchemaError("$ref", child(sub.pointer, "$ref"), str(exc)) from None
+        return Sub(target, self.doc.enter(target, resolver), pointer)
+
+    def expand(self, sub: Sub, refs: tuple[int, ...] = ()) -> list[Alternative]:
+        """The alternatives (each a conjunction of subschemas) equivalent to `sub`."""
+        schema = sub.schema
+        if schema is True:
+            return [[]]
+        if schema is False:
+            return []
+        alts: list[Alternative] = [[sub]]
+        if "$ref" in schema:
+            target = self.resolve(sub)
+            key = id(target.schema)
+            if isinstance(target.schema, dict) and key in refs:
+                raise RecursionNotSupportedError(
+                    f"$ref at {child(sub.pointer, '$ref')} forms a cycle back to "
+                    f"{target.pointer or '#'}; recursive schemas need the context-free compiler")
+            expanded = self.expand(target, refs + (key,))
+            if self.ref_overrides_siblings:
+                return expanded
+            alts = self._product(alts, expanded, sub)
+        for i, _ in enumerate(schema.get("allOf", ())):
+            alts = self._product(alts, self.expand(self.child(sub, "allOf", i), refs), sub)
+        if "anyOf" in schema:
+            union = [a for i, _ in enumerate(schema["anyOf"])
+                     for a in self.expand(self.child(sub, "anyOf", i), refs)]
+            alts = self._product(alts, union, sub)
+        if "oneOf" in schema:
+            branches = [self.expand(self.child(sub, "oneOf", i), refs)
+                        for i, _ in enumerate(schema["oneOf"])]
+            self.check_one_of(sub, branches)
+            alts = self._product(alts, [a for b in branches for a in b], sub)
+        return alts
+
+    @staticmethod
+    def _product(left: list[Alternative], right: list[Alternative], sub: Sub) -> list[Alternative]:
+        if len(left) * len(right) > MAX_ALTERNATIVES:
+            raise GrammarBudgetError(
+                f"the schema at {sub.pointer or '#'} expands into more than {MAX_ALTERNATIVES} "
+                "alternatives (allOf/anyOf/oneOf combinations)")
+        return [a + b for a, b in product(left, right)]

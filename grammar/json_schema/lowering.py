@@ -1,0 +1,317 @@
+"""JSON Schema -> byte-level grammar IR.
+
+`Lowerer.lower_subs` turns a conjunction of subschemas into IR: it expands references and
+applicators into alternatives (`expand.py`), then merges each alternative's keywords per JSON type.
+Scalars are intersected as regular languages; arrays and objects merge their keywords first so that
+one member order is kept (`objects.py`).  Keywords the lowering cannot enforce exactly are reported
+through `report` (an error, or a warning in lenient mode).
+"""
+from __future__ import annotations
+
+import math
+from decimal import Decimal
+from typing import Any, Optional
+
+from formwork.grammar.errors import RecursionNotSupportedError
+from formwork.grammar.ir import EMPTY, NOTHING, And, Node, Nothing, alt, lit, regex, repeat, seq
+from formwork.grammar.json_schema import formats, numbers
+from formwork.grammar.json_schema.automata import SHARED
+from formwork.grammar.json_schema.errors import OneOfOverlapError, UnsupportedSchemaError
+from formwork.grammar.json_schema.expand import Alternative, Expander, Sub
+from formwork.grammar.json_schema.objects import ObjectLowering
+from formwork.grammar.json_schema.options import IndentSpec, JsonSchemaOptions, Whitespace
+from formwork.grammar.json_schema.strings import encode_decoded, quoted, string_content
+from formwork.grammar.json_schema.values import AnyValue, container, freeze, value_node
+from formwork.schemas.pointer import child
+
+TYPES = ("null", "boolean", "object", "array", "string", "number")
+
+
+class Lowerer:
+    """Lowers the schemas of one document under one set of options."""
+
+    def __init__(self, doc: Any, options: JsonSchemaOptions):
+        self.doc = doc
+        self.options = options
+        self.ws = Whitespace(options)
+        self.any_value = AnyValue(self.ws, isinstance(options.whitespace, IndentSpec))
+        self.expander = Expander(doc, self._check_one_of, doc.draft.name == "draft-07")
+        self.warnings: list[str] = []
+        self._active: list[int] = []
+        self._memo: dict[tuple, Node] = {}
+        self._patterns: dict[str, Node] = {}
+        self._pattern_dfas: dict[str, Any] = {}
+        self._leaves: dict[Any, Node] = {}
+
+    # ------------------------------------------------------------------ helpers
+    def report(self, keyword: str, pointer: str, reason: str,
+               error: type = UnsupportedSchemaError) -> None:
+        """Fail on an unenforceable keyword, or record a warning when lenient."""
+        exc = error(keyword, pointer, reason)
+        if not self.options.lenient:
+            raise exc
+        self.warnings.append(str(exc))
+
+    def pattern_node(self, pattern: str) -> Node:
+        """Decoded-value language of a `pattern` (search semantics)."""
+        node = self._patterns.get(pattern)
+        if node is None:
+            node = self._patterns[pattern] = regex(pattern, search=True)
+        return node
+
+    def pattern_matches(self, pattern: str, text: str) -> bool:
+        dfa = self._pattern_dfas.get(pattern)
+        if dfa is None:
+            dfa = self._pattern_dfas[pattern] = SHARED.compile(self.pattern_node(pattern))
+        return dfa.accepts(text.encode("utf-8"))
+
+    def leaf(self, spec: Any) -> Node:
+        """A frequently repeated scalar language, compiled once per grammar and spliced in
+        (`spec`: a regex string, or ("string", min_length, max_length))."""
+        node = self._leaves.get(spec)
+        if node is None:
+            if isinstance(spec, str):
+                node = regex(spec)
+            else:
+                node = quoted(string_content(spec[1], spec[2]))
+            node = self._leaves[spec] = freeze(node)
+        return node
+
+    def _is_valid(self, value: Any, sub: Sub) -> bool:
+        """jsonschema's verdict for `value` against one (local) subschema, formats asserted."""
+        cls = self.doc.draft.validator
+        validator = cls(sub.schema, format_checker=cls.FORMAT_CHECKER, _resolver=sub.resolver)
+        return validator.is_valid(value)
+
+    # ------------------------------------------------------------------ entry points
+    def lower_root(self) -> Node:
+        return self.lower_subs([self.expander.root()], 0)
+
+    def lower_subs(self, subs: list[Sub], depth: int) -> Node:
+        """The language of values satisfying every subschema in `subs` (none: any value)."""
+        if not subs:
+            return self.any_value(self.options.max_nesting_depth, depth)
+        indent = isinstance(self.options.whitespace, IndentSpec)
+        key = (tuple(id(s.schema) for s in subs), depth if indent else 0)
+        got = self._memo.get(key)
+        if got is not None:
+            return got
+        alts: list[Alternative] = [[]]
+        for s in subs:
+            expanded = self.expander.expand(s)
+            alts = self.expander._product(alts, expanded, s)
+        node = alt(*(self.lower_alternative(a, depth) for a in alts))
+        self._memo[key] = node
+        return node
+
+    def lower_alternative(self, subs: Alternative, depth: int) -> Node:
+        """One conjunction of subschemas whose applicators are already expanded."""
+        if any(s.schema is False for s in subs):
+            return NOTHING
+        subs = [s for s in subs if isinstance(s.schema, dict)]
+        if not subs:
+            return self.any_value(self.options.max_nesting_depth, depth)
+        ids = [id(s.schema) for s in subs]
+        if any(i in self._active for i in ids):
+            raise RecursionNotSupportedError(
+                f"the schema at {subs[0].pointer or '#'} contains itself through $ref; recursive "
+                "schemas need the context-free compiler")
+        self._active.extend(ids)
+        try:
+            return self._lower_alternative(subs, depth)
+        finally:
+            del self._active[-len(ids):]
+
+    def _lower_alternative(self, subs: list[Sub], depth: int) -> Node:
+        for s in subs:
+            for kw in ("const", "enum"):
+                if kw in s.schema:
+                    values = [s.schema["const"]] if kw == "const" else list(s.schema["enum"])
+                    keep = [v for v in values if all(self._is_valid(v, o.local()) for o in subs)]
+                    return alt(*(value_node(v, self.ws, depth) for v in keep))
+        types = set(TYPES) | {"integer"}
+        for s in subs:
+            t = s.schema.get("type")
+            if t is not None:
+                allowed = {t} if isinstance(t, str) else set(t)
+                if "number" in allowed:
+                    allowed.add("integer")
+                types &= allowed
+        parts = []
+        if "null" in types:
+            parts.append(lit("null"))
+        if "boolean" in types:
+            parts.append(alt(lit("true"), lit("false")))
+        if "number" in types or "integer" in types:
+            parts.append(self.lower_number(subs, integer_only="number" not in types))
+        if "string" in types:
+            parts.append(self.lower_string(subs))
+        if "array" in types:
+            parts.append(self.lower_array(subs, depth))
+        if "object" in types:
+            parts.append(ObjectLowering(self, subs, depth).lower())
+        return alt(*parts)
+
+    # ------------------------------------------------------------------ oneOf
+    def _check_one_of(self, sub: Sub, branches: list[list[Alternative]]) -> None:
+        """Branches must be disjoint: no value satisfies two of them (with the siblings)."""
+        local = sub.local()
+        for i in range(len(branches)):
+            for j in range(i + 1, len(branches)):
+                for a in branches[i]:
+                    for b in branches[j]:
+                        both = self.lower_alternative([local, *a, *b], 0)
+                        if isinstance(both, Nothing) or SHARED.compile(both).is_empty():
+                            continue
+                        self.report("oneOf", child(sub.pointer, "oneOf"),
+                                    f"branches {i} and {j} can match the same instance, so "
+                                    "'exactly one' cannot be enforced (lenient: treated as anyOf)",
+                                    OneOfOverlapError)
+                        return
+
+    # ------------------------------------------------------------------ numbers
+    def lower_number(self, subs: list[Sub], integer_only: bool) -> Node:
+        lo: Optional[Decimal] = None
+        hi: Optional[Decimal] = None
+        lo_strict = hi_strict = False
+        divisors: list[int] = []
+        for s in subs:
+            sch = s.schema
+            for kw, strict, is_lo in (("minimum", False, True), ("exclusiveMinimum", True, True),
+                                      ("maximum", False, False), ("exclusiveMaximum", True, False)):
+                if kw not in sch or isinstance(sch[kw], bool):
+                    continue
+                v = Decimal(str(sch[kw]))
+                if is_lo and (lo is None or v > lo or (v == lo and strict)):
+                    lo, lo_strict = v, strict
+                if not is_lo and (hi is None or v < hi or (v == hi and strict)):
+                    hi, hi_strict = v, strict
+            if "multipleOf" in sch:
+                m = Decimal(str(sch["multipleOf"]))
+                if m != m.to_integral_value():
+                    self.report("multipleOf", child(s.pointer, "multipleOf"),
+                                f"fractional divisor {sch['multipleOf']!r} is not supported")
+                    continue
+                divisors.append(int(m))
+        if divisors or integer_only:
+            return self._lower_integer(lo, lo_strict, hi, hi_strict, divisors, subs)
+        pattern = numbers.number_range(lo, lo_strict, hi, hi_strict)
+        return NOTHING if pattern is None else self.leaf(pattern)
+
+    def _lower_integer(self, lo, lo_strict, hi, hi_strict, divisors, subs) -> Node:
+        ilo = None if lo is None else (math.floor(lo) + 1 if lo_strict else math.ceil(lo))
+        ihi = None if hi is None else (math.ceil(hi) - 1 if hi_strict else math.floor(hi))
+        pattern = numbers.integer_range(ilo, ihi)
+        if pattern is None:
+            return NOTHING
+        k = 1
+        for d in divisors:
+            k = k * d // math.gcd(k, d)
+        if k == 1:
+            return self.leaf(pattern)
+        if ilo is not None and ihi is not None:
+            values = numbers.enumerate_multiples(ilo, ihi, k)
+            if values is not None:
+                return alt(*(lit(str(v)) for v in values))
+        node = regex(pattern)
+        for p in numbers.multiple_of_integer(k):
+            node = And(node, regex(p))
+        return node
+
+    # ------------------------------------------------------------------ strings
+    def lower_string(self, subs: list[Sub]) -> Node:
+        min_len, max_len = 0, None
+        content: Optional[Node] = None
+        for s in subs:
+            sch = s.schema
+            min_len = max(min_len, int(sch.get("minLength", 0)))
+            if "maxLength" in sch:
+                m = int(sch["maxLength"])
+                max_len = m if max_len is None else min(max_len, m)
+            extra = []
+            if "pattern" in sch:
+                extra.append(encode_decoded(self.pattern_node(sch["pattern"])))
+            if "format" in sch:
+                fmt = sch["format"]
+                if fmt in formats.SUPPORTED:
+                    extra.append(encode_decoded(formats.format_node(fmt)))
+                else:
+                    self.report("format", child(s.pointer, "format"),
+                                f"format {fmt!r} is not supported")
+            for node in extra:
+                content = node if content is None else And(content, node)
+        if max_len is not None and max_len < min_len:
+            return NOTHING
+        if content is None:
+            return self.leaf(("string", min_len, max_len))
+        if min_len or max_len is not None:
+            content = And(content, string_content(min_len, max_len))
+        return quoted(content)
+
+    # ------------------------------------------------------------------ arrays
+    def lower_array(self, subs: list[Sub], depth: int) -> Node:
+        draft07 = self.doc.draft.name == "draft-07"
+        prefixes: list[list[Sub]] = []
+        rests: list[Optional[Sub]] = []
+        min_items, max_items = 0, None
+        for s in subs:
+            sch = s.schema
+            prefix: list[Sub] = []
+            rest: Optional[Sub] = None
+            items = sch.get("items")
+            if draft07 and isinstance(items, list):
+                prefix = [self.expander.child(s, "items", i) for i in range(len(items))]
+                if "additionalItems" in sch:
+                    rest = self.expander.child(s, "additionalItems")
+            else:
+                if "prefixItems" in sch and not draft07:
+                    prefix = [self.expander.child(s, "prefixItems", i)
+                              for i in range(len(sch["prefixItems"]))]
+                if "items" in sch:
+                    rest = self.expander.child(s, "items")
+            prefixes.append(prefix)
+            rests.append(rest)
+            min_items = max(min_items, int(sch.get("minItems", 0)))
+            if "maxItems" in sch:
+                m = int(sch["maxItems"])
+                max_items = m if max_items is None else min(max_items, m)
+        if max_items is not None and max_items < min_items:
+            return NOTHING
+        longest = max((len(p) for p in prefixes), default=0)
+
+        def element(i: Optional[int]) -> Node:
+            """Element language at position i (None: positions past every prefix)."""
+            conj = []
+            for prefix, rest in zip(prefixes, rests):
+                if i is not None and i < len(prefix):
+                    conj.append(prefix[i])
+                elif rest is not None:
+                    conj.append(rest)
+            return self.lower_subs(conj, depth + 1)
+
+        comma = self.ws.comma(depth)
+        positions = [element(i) for i in range(longest)]
+        tail_elem = element(None)
+        # the first impossible position caps the length
+        for i, node in enumerate(positions + [tail_elem]):
+            if isinstance(node, Nothing):
+                max_items = i if max_items is None else min(max_items, i)
+                break
+        if max_items is not None and max_items < min_items:
+            return NOTHING
+
+        def items_from(i: int) -> Node:
+            """Elements i.. given element i is present (no leading comma)."""
+            if i >= longest:
+                lo = max(0, min_items - i - 1)
+                hi = None if max_items is None else max_items - i - 1
+                return seq(tail_elem, repeat(seq(comma, tail_elem), lo, hi))
+            head = positions[i]
+            if max_items is not None and i + 1 >= max_items:
+                return head
+            more = seq(comma, items_from(i + 1))
+            return seq(head, more if i + 1 < min_items else alt(more, EMPTY))
+
+        if max_items == 0:
+            return lit("[]")
+        return container(self.ws, depth, "[", "]", items_from(0), min_items == 0)

@@ -1,0 +1,191 @@
+"""Objects: merge the object keywords of a conjunction of subschemas and lower them to IR.
+
+Members are emitted in a fixed order: the declared properties (``properties`` in schema order,
+then ``required`` names not declared there), each optional unless required, then any number of
+extra members.  Extra keys never spell a declared name; their values obey every matching
+``patternProperties`` schema, else ``additionalProperties``.  ``minProperties``/``maxProperties``
+count all members.  Keys are canonical JSON strings.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Optional
+
+from formwork.grammar.errors import GrammarBudgetError
+from formwork.grammar.ir import EMPTY, NOTHING, And, Node, Not, Nothing, alt, lit, repeat, seq
+from formwork.grammar.json_schema.expand import Sub
+from formwork.grammar.json_schema.strings import (
+    QUOTE, canonical_content_except, encode_decoded, literal_content, string_content,
+)
+from formwork.grammar.json_schema.values import container, freeze
+
+if TYPE_CHECKING:
+    from formwork.grammar.json_schema.lowering import Lowerer
+
+MAX_PATTERNS = 4
+
+
+@dataclass
+class ObjectPart:
+    """The object keywords of one subschema."""
+
+    sub: Sub
+    props: dict[str, Sub] = field(default_factory=dict)
+    patterns: list[tuple[str, Sub]] = field(default_factory=list)
+    additional: Optional[Sub] = None
+    required: list[str] = field(default_factory=list)
+    min_props: int = 0
+    max_props: Optional[int] = None
+
+
+def object_part(lw: "Lowerer", sub: Sub) -> ObjectPart:
+    s = sub.schema
+    part = ObjectPart(sub)
+    for name in s.get("properties", {}):
+        part.props[name] = lw.expander.child(sub, "properties", name)
+    for pattern in s.get("patternProperties", {}):
+        part.patterns.append((pattern, lw.expander.child(sub, "patternProperties", pattern)))
+    if "additionalProperties" in s:
+        part.additional = lw.expander.child(sub, "additionalProperties")
+    elif lw.options.forbid_additional_properties and (part.props or part.patterns):
+        part.additional = Sub(False, sub.resolver, sub.pointer)
+    part.required = list(s.get("required", []))
+    part.min_props = int(s.get("minProperties", 0))
+    if "maxProperties" in s:
+        part.max_props = int(s["maxProperties"])
+    return part
+
+
+class ObjectLowering:
+    """Lowers the merged object keywords of one alternative at one nesting depth."""
+
+    def __init__(self, lw: "Lowerer", subs: list[Sub], depth: int):
+        self.lw = lw
+        self.ws = lw.ws
+        self.depth = depth
+        self.parts = [object_part(lw, s) for s in subs if isinstance(s.schema, dict)]
+        self.min_props = max([p.min_props for p in self.parts], default=0)
+        maxes = [p.max_props for p in self.parts if p.max_props is not None]
+        self.max_props = min(maxes) if maxes else None
+        names: dict[str, None] = {}
+        for p in self.parts:
+            names.update(dict.fromkeys(p.props))
+        for p in self.parts:
+            names.update(dict.fromkeys(p.required))
+        self.names = list(names)
+        self.required = {n for p in self.parts for n in p.required}
+
+    # ------------------------------------------------------------------ member languages
+    def _matching(self, part: ObjectPart, name: str) -> list[Sub]:
+        return [s for pattern, s in part.patterns if self.lw.pattern_matches(pattern, name)]
+
+    def value_subs(self, name: str) -> list[Sub]:
+        """Every subschema the value of member `name` must satisfy."""
+        out: list[Sub] = []
+        for part in self.parts:
+            matched = self._matching(part, name)
+            out.extend(matched)
+            if name in part.props:
+                out.append(part.props[name])
+            elif not matched and part.additional is not None:
+                out.append(part.additional)
+        return out
+
+    def _member(self, key: Node, value: Node) -> Node:
+        return seq(QUOTE, key, QUOTE, self.ws.colon(), value)
+
+    def declared_members(self) -> Optional[list[tuple[Node, bool]]]:
+        """(member, required) per declared name; None when a required member is impossible."""
+        members = []
+        for name in self.names:
+            value = self.lw.lower_subs(self.value_subs(name), self.depth + 1)
+            required = name in self.required
+            if isinstance(value, Nothing):
+                if required:
+                    return None
+                continue
+            members.append((self._member(literal_content(name), value), required))
+        return members
+
+    def extra_member(self) -> Optional[Node]:
+        """Any member whose key is not declared, or None when there can be none."""
+        patterns = [(i, pattern, s) for i, part in enumerate(self.parts)
+                    for pattern, s in part.patterns]
+        if len(patterns) > MAX_PATTERNS:
+            raise GrammarBudgetError(
+                f"more than {MAX_PATTERNS} patternProperties apply to the object at "
+                f"{self.parts[0].sub.pointer or '#'}")
+        any_key = canonical_content_except(self.names) if self.names else string_content(canonical=True)
+        options = []
+        for mask in range(1 << len(patterns)):
+            key = any_key
+            values: list[Sub] = []
+            for bit, (_, pattern, _) in enumerate(patterns):
+                lang = encode_decoded(self.lw.pattern_node(pattern))
+                key = And(key, lang) if mask >> bit & 1 else And(key, Not(lang))
+            for i, part in enumerate(self.parts):
+                matched = [s for bit, (j, _, s) in enumerate(patterns) if j == i and mask >> bit & 1]
+                if matched:
+                    values.extend(matched)
+                elif part.additional is not None:
+                    values.append(part.additional)
+            if any(v.schema is False for v in values):
+                continue
+            value = self.lw.lower_subs(values, self.depth + 1)
+            if isinstance(value, Nothing):
+                continue
+            options.append(self._member(key, value))
+        return freeze(alt(*options)) if options else None
+
+    # ------------------------------------------------------------------ the member list
+    def lower(self) -> Node:
+        members = self.declared_members()
+        if members is None:
+            return NOTHING
+        extra = self.extra_member()
+        comma = self.ws.comma(self.depth)
+        n = len(members)
+        cap = (self.max_props + 1) if self.max_props is not None else self.min_props
+        memo: dict[tuple[int, int, bool], Node] = {}
+
+        def rest(k: int, count: int, first: bool) -> Node:
+            """Members from declared index k on, `count` emitted so far; `first`: none yet and
+            at least one must follow."""
+            key = (k, count, first)
+            if key in memo:
+                return memo[key]
+            if k == n:
+                node = tail(count, first)
+            else:
+                member, required = members[k]
+                after = rest(k + 1, min(count + 1, cap), False)
+                if not cap and not first:
+                    # without counting, skipping k leads to the same remainder: factor it out
+                    lead = seq(comma, member)
+                    node = seq(lead if required else alt(lead, EMPTY), after)
+                else:
+                    if cap:
+                        after = freeze(after)
+                    take = seq(member, after) if first else seq(comma, member, after)
+                    node = take if required else alt(take, rest(k + 1, count, first))
+            memo[key] = node
+            return node
+
+        def tail(count: int, first: bool) -> Node:
+            lo = max(0, self.min_props - count)
+            hi = None if self.max_props is None else self.max_props - count
+            if first:
+                lo = max(lo, 1)
+            if hi is not None and hi < lo:
+                return NOTHING
+            if extra is None:
+                return EMPTY if lo == 0 else NOTHING
+            if first:
+                return seq(extra, repeat(seq(comma, extra), lo - 1, None if hi is None else hi - 1))
+            return repeat(seq(comma, extra), lo, hi)
+
+        body = rest(0, 0, True)
+        may_be_empty = not self.required and self.min_props == 0
+        if isinstance(body, Nothing):
+            return lit("{}") if may_be_empty else NOTHING
+        return container(self.ws, self.depth, "{", "}", body, may_be_empty)

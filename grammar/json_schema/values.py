@@ -1,0 +1,99 @@
+"""Literal JSON values (``const``/``enum``) and the bounded "any JSON value" language as IR."""
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from formwork.grammar.errors import GrammarError
+from formwork.grammar.ir import And, Node, alt, lit, regex, repeat, seq
+from formwork.grammar.json_schema.numbers import JSON_NUMBER
+from formwork.grammar.json_schema.options import Whitespace
+from formwork.grammar.json_schema.strings import QUOTE, literal_content, quoted, string_content
+
+
+def freeze(node: Node) -> Node:
+    """Ask the automaton builder to compile `node` once and splice the DFA wherever it is used
+    (an intersection with itself is the same language, and `And` operands are memoised)."""
+    return And(node, node)
+
+
+def number_text(value: float | int) -> str:
+    """The canonical spelling of a JSON number: integral values without a fraction."""
+    if isinstance(value, bool):
+        raise GrammarError("booleans are not numbers")
+    if isinstance(value, int):
+        return str(value)
+    if not math.isfinite(value):
+        raise GrammarError(f"{value!r} is not a JSON number")
+    if value.is_integer() and abs(value) < 2 ** 63:
+        return str(int(value))
+    return json.dumps(value)
+
+
+def container(ws: Whitespace, depth: int, open_: str, close: str, items: Node,
+              may_be_empty: bool) -> Node:
+    """``open items close`` with the policy's padding; `items` is the non-empty member list."""
+    full = seq(lit(open_), ws.open(depth), items, ws.close(depth), lit(close))
+    if may_be_empty:
+        return alt(lit(open_ + close), full)
+    return full
+
+
+def value_node(value: Any, ws: Whitespace, depth: int) -> Node:
+    """The spellings of one JSON value (canonical scalars; members in the value's own order)."""
+    if value is None:
+        return lit("null")
+    if value is True:
+        return lit("true")
+    if value is False:
+        return lit("false")
+    if isinstance(value, (int, float)):
+        return lit(number_text(value))
+    if isinstance(value, str):
+        return seq(QUOTE, literal_content(value), QUOTE)
+    if isinstance(value, list):
+        if not value:
+            return lit("[]")
+        items = [value_node(v, ws, depth + 1) for v in value]
+        body = seq(items[0], *(seq(ws.comma(depth), v) for v in items[1:]))
+        return container(ws, depth, "[", "]", body, False)
+    if isinstance(value, dict):
+        if not value:
+            return lit("{}")
+        members = [seq(QUOTE, literal_content(k), QUOTE, ws.colon(), value_node(v, ws, depth + 1))
+                   for k, v in value.items()]
+        body = seq(members[0], *(seq(ws.comma(depth), m) for m in members[1:]))
+        return container(ws, depth, "{", "}", body, False)
+    raise GrammarError(f"{type(value).__name__} is not a JSON value")
+
+
+class AnyValue:
+    """Any JSON value nested at most `levels` containers deep (memoised per level and depth)."""
+
+    def __init__(self, ws: Whitespace, indent_sensitive: bool):
+        self.ws = ws
+        self.indent_sensitive = indent_sensitive
+        self._memo: dict[tuple[int, int], Node] = {}
+        self.scalar = alt(lit("null"), lit("true"), lit("false"), regex(JSON_NUMBER),
+                          quoted(string_content()))
+
+    def __call__(self, levels: int, depth: int) -> Node:
+        key = (levels, depth if self.indent_sensitive else 0)
+        got = self._memo.get(key)
+        if got is not None:
+            return got
+        if levels <= 0:
+            node = self.scalar
+        else:
+            inner = self(levels - 1, depth + 1)
+            ws = self.ws
+            items = seq(inner, repeat(seq(ws.comma(depth), inner), 0, None))
+            member = seq(quoted(string_content(canonical=True)), ws.colon(), inner)
+            members = seq(member, repeat(seq(ws.comma(depth), member), 0, None))
+            node = freeze(alt(self.scalar, container(ws, depth, "[", "]", items, True),
+                              container(ws, depth, "{", "}", members, True)))
+        self._memo[key] = node
+        return node
+
+
