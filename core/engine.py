@@ -103,7 +103,7 @@ class LLMEngine:
             if prompt is None:
                 raise InvalidPromptError("a request needs a prompt or prompt_token_ids")
             prompt_token_ids = self.tokenize(prompt) if isinstance(prompt, str) else list(prompt)
-        self._check_prompt(prompt_token_ids)
+        self.check_prompt(prompt_token_ids)
         request = Request(request_id, text, prompt_token_ids, params,
                           arrival_time=now() if arrival_time is None else arrival_time,
                           priority=priority, seeds=self._seeds(params))
@@ -270,7 +270,8 @@ class LLMEngine:
 
     # ---- helpers --------------------------------------------------------------------------------
 
-    def _check_prompt(self, token_ids: list[int]) -> None:
+    def check_prompt(self, token_ids: list[int]) -> None:
+        """Raise a `RequestError` if these prompt token ids cannot be served."""
         if not token_ids:
             raise InvalidPromptError("the prompt is empty")
         bad = [t for t in token_ids if not isinstance(t, int) or not 0 <= t < self.vocab_size]
