@@ -143,17 +143,17 @@ class _Analyser:
         where = self.index.display(location)
         only_ref = ref_overrides_siblings(schema, draft.name)
         for keyword, value in schema.items():
-            pointer = child(where, keyword)
             if only_ref and keyword != "$ref" and keyword not in DEFINITION_CONTAINERS \
                     and keyword not in ANNOTATION_KEYWORDS:
                 self.result.problems.append(Problem(
-                    pointer, keyword, "ignored: draft-07 ignores every keyword next to $ref",
-                    Severity.WARNING))
+                    child(where, keyword), keyword,
+                    "ignored: draft-07 ignores every keyword next to $ref", Severity.WARNING))
                 continue
             verdict = classify(keyword, value, draft.name, schema)
             severity = _SEVERITY.get(verdict.kind)
             if severity is not None and verdict.reason:
-                self.result.problems.append(Problem(pointer, keyword, verdict.reason, severity))
+                self.result.problems.append(Problem(child(where, keyword), keyword,
+                                                    verdict.reason, severity))
 
 
 def analyse(index: RefIndex, root: Any, draft: Draft) -> Analysis:

@@ -128,7 +128,8 @@ class RefIndex:
         self.documents: Mapping[str, Any] = {**registry.documents, self.root_uri: root}
         self.resolver: Resolver[Any] = registry.registry.resolver_with_root(root_resource)
         self._shared_positions = registry.positions
-        self._root_positions = _positions(self.root_uri, root)
+        self._root = root
+        self._root_positions: dict[int, Location] | None = None  # built on first use
 
     def display(self, location: Location) -> str:
         """A JSON pointer for the root document, `uri#pointer` for other documents."""
@@ -140,6 +141,8 @@ class RefIndex:
         """The location of a JSON object of one of the documents (None for booleans/others)."""
         if not isinstance(schema, dict):
             return None
+        if self._root_positions is None:
+            self._root_positions = _positions(self.root_uri, self._root)
         return self._root_positions.get(id(schema)) or self._shared_positions.get(id(schema))
 
     def enter(self, schema: Any, resolver: Resolver[Any], spec: Specification[Any]) -> Resolver[Any]:
@@ -148,7 +151,7 @@ class RefIndex:
         Idempotent: entering a schema whose scope `resolver` already has (the root, or a target
         returned by `resolve`) returns `resolver`, so a relative `$id` is never applied twice.
         """
-        if not isinstance(schema, dict):
+        if not isinstance(schema, dict) or "$id" not in schema:  # both drafts spell it `$id`
             return resolver
         resource = Resource(contents=schema, specification=_specification(schema, spec))
         if resource.id() is None:
