@@ -1,5 +1,4 @@
-"""ModelFiles / loader: what a model directory yields, each failure mode's typed error, sharding, dtypes;
-ForwardBatch.build's layout and validation."""
+"""ModelFiles / loader: what a model directory yields, each failure mode's typed error, sharding, dtypes."""
 
 import copy
 import json
@@ -16,7 +15,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest_model import hf_logits, load_hf_model, model_files, prefill_logits, variant_dir  # noqa: E402
 from tiny_models import CHAT_TEMPLATE, tiny_model_dir  # noqa: E402
 
-from formwork.core.forward_batch import ForwardBatch, ForwardBatchError  # noqa: E402
 from formwork.core.loader import resolve_dtype  # noqa: E402
 from formwork.core.model_files import (  # noqa: E402
     ChatTemplateError,
@@ -268,33 +266,3 @@ def test_runner_rejects_bad_pool_sizes():
         ModelRunner(model_files("llama"), num_blocks=0)
     with pytest.raises(ValueError, match="block_size"):
         ModelRunner(model_files("llama"), num_blocks=2, block_size=0)
-
-
-def test_forward_batch_layout():
-    batch = ForwardBatch.build(
-        [([5, 6, 7], 0, [3, 1]), ([8], 5, [0, 2]), ([9, 10], 2, [4])],
-        block_size=4, logits_for=[True, True, False])
-    assert batch.input_ids.tolist() == [5, 6, 7, 8, 9, 10]
-    assert batch.positions.tolist() == [0, 1, 2, 5, 2, 3]
-    # seq 1 position 5 -> block_table[1] = 2, offset 1; seq 2 positions 2, 3 -> block 4, offsets 2, 3
-    assert batch.slot_mapping.tolist() == [12, 13, 14, 9, 18, 19]
-    assert batch.block_tables.tolist() == [[3, 1], [0, 2], [4, 0]]
-    assert batch.seq_lens.tolist() == [3, 6, 4]
-    assert batch.query_start_loc.tolist() == [0, 3, 4, 6]
-    assert batch.logits_indices.tolist() == [2, 3]
-    assert batch.block_tables.dtype == torch.int32 and batch.slot_mapping.dtype == torch.int64
-    assert batch.seq_lens.dtype == torch.int32 and batch.query_start_loc.dtype == torch.int32
-    assert batch.input_ids.dtype == torch.int64 and batch.logits_indices.dtype == torch.int64
-    assert (batch.num_tokens, batch.num_seqs) == (6, 3)
-
-
-@pytest.mark.parametrize("seqs, logits_for, message", [
-    ([], [], "at least one sequence"),
-    ([([1], 0, [0])], [True, False], "logits_for has 2 entries"),
-    ([([], 0, [0])], [True], "no new tokens"),
-    ([([1, 2], 3, [0])], [True], "cannot hold 5 tokens"),
-    ([([1], -1, [0])], [True], "negative"),
-])
-def test_forward_batch_rejects_bad_input(seqs, logits_for, message):
-    with pytest.raises(ForwardBatchError, match=message):
-        ForwardBatch.build(seqs, 4, logits_for)
