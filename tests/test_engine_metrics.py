@@ -1,0 +1,70 @@
+"""Per-request and engine metrics after real generation, and the snapshot's vLLM names."""
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from tiny_models import tiny_model_dir  # noqa: E402
+
+from formwork.core import LLM, SamplingParams  # noqa: E402
+from formwork.core.metrics import Histogram  # noqa: E402
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+def test_request_and_engine_metrics():
+    llm = LLM(tiny_model_dir("llama"), block_size=4, max_num_seqs=2)
+    params = SamplingParams(temperature=0, max_tokens=6, ignore_eos=True)
+    prompts = ["Hello world", "The cat sat", "Numbers: 1 2 3"]
+    outputs = llm.generate(prompts, params, use_tqdm=False)
+    for out in outputs:
+        m = out.metrics
+        assert m.num_prompt_tokens == len(out.prompt_token_ids) and m.num_generation_tokens == 6
+        assert 0 <= m.queue_time <= m.time_to_first_token <= m.e2e_latency
+        assert len(m.inter_token_latencies) == 5 and m.time_per_output_token > 0
+    # max_num_seqs=2: the third request queued behind the first two.
+    assert outputs[2].metrics.queue_time >= outputs[0].metrics.queue_time
+    snap = llm.engine.metrics_snapshot()
+    assert snap["vllm:num_requests_running"] == 0 and snap["vllm:num_requests_waiting"] == 0
+    assert snap["vllm:kv_cache_usage_perc"] == 0.0
+    assert snap["vllm:prompt_tokens_total"] == sum(len(o.prompt_token_ids) for o in outputs)
+    assert snap["vllm:generation_tokens_total"] == 18
+    assert snap["vllm:request_success_total"]["length"] == 3
+    assert snap["vllm:time_to_first_token_seconds"]["count"] == 3
+    assert snap["vllm:inter_token_latency_seconds"]["count"] == 15
+    assert snap["vllm:e2e_request_latency_seconds"]["count"] == 3
+    # Same prompts again: prefix cache hits show up in tokens.
+    llm.generate(prompts, params, use_tqdm=False)
+    snap = llm.engine.metrics_snapshot()
+    assert 0 < snap["vllm:prefix_cache_hits_total"] < snap["vllm:prefix_cache_queries_total"]
+
+
+def test_kv_usage_while_running():
+    llm = LLM(tiny_model_dir("llama"), block_size=4, num_gpu_blocks=32)
+    engine = llm.engine
+    engine.add_request("x", "Hello world, how are you", SamplingParams(max_tokens=20, ignore_eos=True))
+    engine.step()
+    snap = engine.metrics_snapshot()
+    used = engine.block_manager.num_used_blocks
+    assert used > 0 and snap["vllm:kv_cache_usage_perc"] == pytest.approx(used / 32)
+    assert snap["vllm:num_requests_running"] == 1
+    engine.abort_request("x")
+    assert engine.metrics_snapshot()["vllm:kv_cache_usage_perc"] == 0.0
+
+
+def test_histogram_is_cumulative():
+    h = Histogram((0.1, 1.0))
+    for v in (0.05, 0.1, 0.5, 3.0):
+        h.observe(v)
+    snap = h.snapshot()
+    assert snap["buckets"] == [(0.1, 2), (1.0, 3), (float("inf"), 4)]
+    assert snap["count"] == 4 and snap["sum"] == pytest.approx(3.65)
