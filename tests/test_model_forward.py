@@ -2,12 +2,13 @@
 
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from formwork.core.models.rope import compute_inv_freq  # noqa: E402
+from formwork.core.models.rope import compute_inv_freq, rope_parameters  # noqa: E402
 from conftest_model import VARIANTS, hf_logits, hf_model, make_runner, prefill_logits  # noqa: E402
 
 PROMPT_LEN = 24  # longer than the sliding windows (8, 6) and than llama3_rope's original context / 4
@@ -68,3 +69,16 @@ def test_rope_scaling_is_exercised(variant):
     rotary.inv_freq, rotary.attention_scaling = compute_inv_freq(runner.model.args.head_dim, plain, 256)
     unscaled = prefill_logits(runner, ids, list(range(6)))
     assert (scaled[1:] - unscaled[1:]).abs().max() > 1e-2
+
+
+@pytest.mark.parametrize("config, expected", [
+    (SimpleNamespace(rope_parameters={"rope_type": "llama3", "rope_theta": 5e5, "factor": 8.0}),
+     {"rope_type": "llama3", "rope_theta": 5e5, "factor": 8.0}),
+    # transformers 4.x attributes: rope_theta + rope_scaling (Llama 2 spelled the kind "type")
+    (SimpleNamespace(rope_theta=1e6, rope_scaling={"type": "linear", "factor": 2.0}),
+     {"type": "linear", "rope_type": "linear", "rope_theta": 1e6, "factor": 2.0}),
+    (SimpleNamespace(rope_theta=1e4, rope_scaling=None), {"rope_type": "default", "rope_theta": 1e4}),
+    (SimpleNamespace(), {"rope_type": "default", "rope_theta": 10000.0}),
+])
+def test_rope_parameters_from_old_and_new_configs(config, expected):
+    assert rope_parameters(config) == expected
