@@ -116,9 +116,12 @@ def test_missing_config(model_copy):
         ModelFiles.load(model_copy)
 
 
-def test_corrupt_config(model_copy):
-    (model_copy / "config.json").write_text("{not json")
-    with pytest.raises(CorruptModelFileError, match="not valid JSON"):
+@pytest.mark.parametrize("name, message", [("config.json", "not valid JSON"),
+                                           ("generation_config.json", "not valid JSON"),
+                                           ("tokenizer.json", "tokenizer cannot be loaded")])
+def test_corrupt_json_files(model_copy, name, message):
+    (model_copy / name).write_text("{not json")
+    with pytest.raises(CorruptModelFileError, match=message):
         ModelFiles.load(model_copy)
 
 
