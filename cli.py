@@ -6,9 +6,10 @@ import argparse
 import sys
 
 from formwork.schemas import validate_cmd
+from formwork.server import serve_cmd
 
 #: Modules providing `add_parser(subparsers)`; each sets `func(args) -> int` as its default.
-COMMANDS = [validate_cmd]
+COMMANDS = [validate_cmd, serve_cmd]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -15,6 +15,7 @@ from formwork import grammar
 from formwork.core.sampling_params import STRUCTURED_OUTPUT_CONSTRAINTS, STRUCTURED_OUTPUT_OPTIONS
 from formwork.grammar import GrammarError, Vocabulary
 from formwork.grammar.compiler import default_compiler
+from formwork.grammar.json_schema import SchemaLoweringError
 from formwork.server.errors import InvalidConstraintError, InvalidRequestError, InvalidTypeError
 from formwork.server.fields import Fields
 
@@ -109,13 +110,12 @@ class ConstraintValidator:
         """Raise `InvalidConstraintError` (param = the request field) if `spec` cannot be enforced."""
         try:
             self._compile(spec)
+        except SchemaLoweringError as exc:
+            where = exc.pointer or "#"
+            reason = exc.reason.removeprefix(f"at {where}: ")
+            raise InvalidConstraintError(f"{param}: {exc.keyword} at {where}: {reason}", param=param) from None
         except GrammarError as exc:
-            pointer = getattr(exc, "pointer", None)
-            keyword = getattr(exc, "keyword", None)
-            detail = f"{param}: {exc}"
-            if keyword is not None and keyword not in str(exc):
-                detail += f" (keyword {keyword!r} at {pointer or '#'})"
-            raise InvalidConstraintError(detail, param=param) from None
+            raise InvalidConstraintError(f"{param}: {exc}", param=param) from None
 
     def _compile(self, spec: dict[str, Any]) -> None:
         if "json" in spec or "json_object" in spec:

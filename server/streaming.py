@@ -8,7 +8,7 @@ part. Every event is `data: <json>\\n\\n`; the stream ends with `data: [DONE]\\n
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +25,7 @@ DONE = "data: [DONE]\n\n"
 
 
 def sse(payload: dict[str, Any]) -> str:
-    return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
+    return "data: " + json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n\n"
 
 
 @dataclass
@@ -138,10 +138,10 @@ class EventStreamResponse(StreamingResponse):
     """A `text/event-stream` response that stops as soon as the client disconnects.
 
     It always races the body against the client's `http.disconnect` (whatever the ASGI spec
-    version), then closes the body generator and awaits `on_close`, which aborts any request still
+    version), then closes the body generator and calls `on_close`, which aborts any request still
     running in the engine, so KV blocks are freed at once."""
 
-    def __init__(self, content: AsyncIterator[str], on_close: Callable[[], Awaitable[None]]):
+    def __init__(self, content: AsyncIterator[str], on_close: Callable[[], None]):
         super().__init__(content, media_type="text/event-stream",
                          headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         self.on_close = on_close
@@ -162,4 +162,4 @@ class EventStreamResponse(StreamingResponse):
         finally:
             with anyio.CancelScope(shield=True):
                 await self.body_iterator.aclose()
-                await self.on_close()
+                self.on_close()

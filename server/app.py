@@ -1,0 +1,271 @@
+"""The Starlette app: OpenAI-compatible routes over an `EngineClient`.
+
+Routes: `POST /v1/completions`, `POST /v1/chat/completions`, `GET /v1/models[/{model}]`, `GET /health`,
+`GET /metrics`. Every failure is an OpenAI error object with its HTTP status. A client that disconnects
+(streaming or not) has its engine requests aborted at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import anyio
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from formwork.server.auth import BearerAuthMiddleware
+from formwork.server.engine_client import EngineClient, merge_streams
+from formwork.server.errors import (APIError, ContextLengthError, EngineUnavailableError, InternalError,
+                                    InvalidJSONBodyError, MethodNotAllowedError, ModelNotFoundError,
+                                    PayloadTooLargeError, RouteNotFoundError)
+from formwork.server.metrics_text import CONTENT_TYPE, render_metrics
+from formwork.server.protocol import (ChatCompletionRequest, CompletionRequest, GenerationRequest,
+                                      parse_chat_request, parse_completion_request)
+from formwork.server.responses import chat_body, chat_choice, completion_body, completion_choice
+from formwork.server.streaming import EventStreamResponse, chat_chunks, completion_chunks
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+DEFAULT_MAX_SCHEMA_BYTES = 256 * 1024
+
+
+@dataclass
+class ServerConfig:
+    """What the HTTP layer needs besides the engine."""
+
+    served_model_name: str
+    api_key: str | None = None
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    max_schema_bytes: int = DEFAULT_MAX_SCHEMA_BYTES
+    model_root: str | None = None
+
+
+class OpenAIServer:
+    """Route handlers bound to one engine and config."""
+
+    def __init__(self, engine: EngineClient, config: ServerConfig):
+        self.engine = engine
+        self.config = config
+        self.created = int(time.time())
+
+    # ---- plumbing ---------------------------------------------------------------------------------
+
+    async def _json_body(self, request: Request) -> dict[str, Any]:
+        limit = self.config.max_body_bytes
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise PayloadTooLargeError(f"the request body is {declared} bytes; the limit is {limit} bytes")
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise PayloadTooLargeError(f"the request body exceeds the limit of {limit} bytes")
+            chunks.append(chunk)
+        try:
+            body = json.loads(b"".join(chunks))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise InvalidJSONBodyError(f"the request body is not valid JSON: {exc}") from None
+        if not isinstance(body, dict):
+            raise InvalidJSONBodyError("the request body must be a JSON object")
+        return body
+
+    def _check_model(self, request: GenerationRequest) -> None:
+        if request.model != self.config.served_model_name:
+            raise ModelNotFoundError(f"The model `{request.model}` does not exist; this server serves "
+                                     f"`{self.config.served_model_name}`", param="model")
+
+    def _check_healthy(self) -> None:
+        if not self.engine.is_healthy:
+            raise EngineUnavailableError("the engine has stopped; restart the server")
+
+    def _check_context(self, prompt_ids: list[list[int]], max_tokens: int | None) -> None:
+        limit = self.engine.max_model_len
+        for ids in prompt_ids:
+            wanted = len(ids) + (max_tokens or 0)
+            if len(ids) >= limit or wanted > limit:
+                asked = f"{wanted} tokens ({len(ids)} in the prompt, {max_tokens or 0} in the completion)"
+                raise ContextLengthError(f"This model's maximum context length is {limit} tokens. However, you "
+                                         f"requested {asked}. Please reduce the length of the prompt or "
+                                         "max_tokens.", param="messages" if max_tokens is None else "max_tokens")
+
+    async def _check_constraint(self, request: GenerationRequest) -> None:
+        """Compile the constraint in a worker thread: a bad one is a 400 before admission."""
+        if request.constraint is not None:
+            await anyio.to_thread.run_sync(self.engine.check_constraint, request.constraint,
+                                           request.constraint_param)
+
+    # ---- generation -------------------------------------------------------------------------------
+
+    async def _generate(self, http: Request, request: GenerationRequest, prefix: str, prompts: list[list[int]],
+                        texts: list[str | None], params: Any, render) -> Response:
+        """Admit one engine request per prompt, then stream or collect the results."""
+        response_id = f"{prefix}-{request.request_id or uuid.uuid4().hex}"
+        ids = [f"{response_id}-{i}" for i in range(len(prompts))]
+        streams = []
+        try:
+            for request_id, ids_, text in zip(ids, prompts, texts):
+                streams.append(self.engine.generate(request_id, ids_, params, prompt=text,
+                                                    priority=request.priority))
+        except BaseException:
+            self.engine.abort(ids)
+            raise
+        created = int(time.time())
+        if request.stream:
+            chunks = render(merge_streams(streams), response_id, created)
+            return EventStreamResponse(chunks, on_close=lambda: self.engine.abort(ids))
+        try:
+            finals = await _until_disconnect(http, asyncio.gather(*(_last(s) for s in streams)))
+        finally:
+            self.engine.abort(ids)
+        if finals is None:  # the client left; nobody reads this response
+            return Response(status_code=499)
+        return JSONResponse(render(finals, response_id, created))
+
+    async def completions(self, http: Request) -> Response:
+        request = parse_completion_request(await self._json_body(http), self.config.max_schema_bytes)
+        self._check_model(request)
+        self._check_healthy()
+        prompts = [self.engine.tokenize(p) if isinstance(p, str) else list(p) for p in request.prompts]
+        self._check_context(prompts, request.max_tokens)
+        await self._check_constraint(request)
+        params = request.sampling_params(request.max_tokens, request.logprobs)
+        texts = [p if isinstance(p, str) else None for p in request.prompts]
+        echo = [t if t is not None else self.engine.decode(ids) for t, ids in zip(texts, prompts)] \
+            if request.echo else None
+        return await self._generate(http, request, "cmpl", prompts, texts, params,
+                                    _completion_renderer(request, self.config.served_model_name, echo))
+
+    async def chat_completions(self, http: Request) -> Response:
+        request = parse_chat_request(await self._json_body(http), self.config.max_schema_bytes)
+        self._check_model(request)
+        self._check_healthy()
+        text, ids = self.engine.render_chat(request.messages)
+        self._check_context([ids], request.max_tokens)
+        await self._check_constraint(request)
+        params = request.sampling_params(request.max_tokens, request.num_logprobs)
+        return await self._generate(http, request, "chatcmpl", [ids], [text], params,
+                                    _chat_renderer(request, self.config.served_model_name, self.engine.token_bytes))
+
+    # ---- other routes -----------------------------------------------------------------------------
+
+    def _model_card(self) -> dict[str, Any]:
+        return {"id": self.config.served_model_name, "object": "model", "created": self.created,
+                "owned_by": "formwork", "root": self.config.model_root or self.config.served_model_name,
+                "parent": None, "max_model_len": self.engine.max_model_len}
+
+    async def list_models(self, http: Request) -> Response:
+        return JSONResponse({"object": "list", "data": [self._model_card()]})
+
+    async def retrieve_model(self, http: Request) -> Response:
+        name = http.path_params["model"]
+        if name != self.config.served_model_name:
+            raise ModelNotFoundError(f"The model `{name}` does not exist", param="model")
+        return JSONResponse(self._model_card())
+
+    async def health(self, http: Request) -> Response:
+        self._check_healthy()
+        return Response(status_code=200)
+
+    async def metrics(self, http: Request) -> Response:
+        text = render_metrics(self.engine.metrics_snapshot(), self.config.served_model_name)
+        return PlainTextResponse(text, media_type=CONTENT_TYPE)
+
+
+def _completion_renderer(request: CompletionRequest, model: str, echo: list[str] | None):
+    def render(source, response_id: str, created: int):
+        if request.stream:
+            return completion_chunks(source, response_id=response_id, created=created, model=model,
+                                     n=request.n, logprobs=request.logprobs, include_usage=request.include_usage,
+                                     echo_prompts=echo)
+        choices = [completion_choice(p * request.n + c.index, c, prefix=echo[p] if echo else "",
+                                     logprobs=request.logprobs)
+                   for p, output in enumerate(source) for c in output.outputs]
+        return completion_body(response_id, created, model, choices, list(source))
+    return render
+
+
+def _chat_renderer(request: ChatCompletionRequest, model: str, token_bytes):
+    top = request.num_logprobs
+
+    def render(source, response_id: str, created: int):
+        if request.stream:
+            return chat_chunks(source, response_id=response_id, created=created, model=model, n=request.n,
+                               top_logprobs=top, include_usage=request.include_usage, token_bytes=token_bytes)
+        choices = [chat_choice(c, top_logprobs=top, token_bytes=token_bytes) for c in source[0].outputs]
+        return chat_body(response_id, created, model, choices, list(source))
+    return render
+
+
+async def _last(stream):
+    final = None
+    async for output in stream:
+        final = output
+    return final
+
+
+async def _wait_disconnect(http: Request) -> None:
+    while (await http.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _until_disconnect(http: Request, work: Awaitable[T]) -> T | None:
+    """`work`'s result, or None (with `work` cancelled) if the client disconnects first."""
+    task = asyncio.ensure_future(work)
+    watcher = asyncio.ensure_future(_wait_disconnect(http))
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()
+            logger.info("client disconnected; request cancelled")
+    return None if task.cancelled() else task.result()
+
+
+async def _api_error(http: Request, exc: APIError) -> Response:
+    return exc.to_response()
+
+
+async def _http_error(http: Request, exc: HTTPException) -> Response:
+    if exc.status_code == 404:
+        return RouteNotFoundError(f"no route for {http.method} {http.url.path}").to_response()
+    if exc.status_code == 405:
+        return MethodNotAllowedError(f"{http.method} is not allowed on {http.url.path}").to_response()
+    return JSONResponse({"error": {"message": str(exc.detail), "type": "invalid_request_error", "param": None,
+                                   "code": None}}, status_code=exc.status_code)
+
+
+async def _unexpected_error(http: Request, exc: Exception) -> Response:
+    logger.exception("unhandled error on %s %s", http.method, http.url.path)
+    return InternalError(f"internal server error: {type(exc).__name__}: {exc}").to_response()
+
+
+def build_app(engine: EngineClient, config: ServerConfig) -> Starlette:
+    """The ASGI app serving `engine` under `config.served_model_name`."""
+    server = OpenAIServer(engine, config)
+    routes = [
+        Route("/v1/completions", server.completions, methods=["POST"]),
+        Route("/v1/chat/completions", server.chat_completions, methods=["POST"]),
+        Route("/v1/models", server.list_models, methods=["GET"]),
+        Route("/v1/models/{model:path}", server.retrieve_model, methods=["GET"]),
+        Route("/health", server.health, methods=["GET"]),
+        Route("/metrics", server.metrics, methods=["GET"]),
+    ]
+    app = Starlette(routes=routes, exception_handlers={APIError: _api_error, HTTPException: _http_error,
+                                                      Exception: _unexpected_error})
+    if config.api_key:
+        app.add_middleware(BearerAuthMiddleware, api_key=config.api_key)
+    app.state.server = server
+    return app

@@ -1,0 +1,154 @@
+"""The server's view of the engine: tokenization, chat rendering, constraint checks and request streams.
+
+`EngineClient` wraps the core `AsyncLLMEngine` and turns its errors into API errors: an engine
+refusal (bad prompt, duplicate id) is a 400, a full waiting queue a 503 with Retry-After, a dead
+engine a 503, a request that fails inside the engine a 500.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from formwork.core.async_engine import AsyncLLMEngine, EngineDeadError, EngineOverloadedError
+from formwork.core.config import EngineConfig
+from formwork.core.engine import PromptTooLongError, RequestError
+from formwork.core.events import RequestFailedError
+from formwork.core.model_files import ChatTemplateError
+from formwork.core.outputs import RequestOutput
+from formwork.core.sampling_params import SamplingParams
+from formwork.grammar import Vocabulary
+from formwork.server.constraints import ConstraintValidator
+from formwork.server.errors import (ContextLengthError, EngineUnavailableError, InternalError,
+                                    InvalidRequestError, ServerOverloadedError)
+
+_END = object()
+
+
+class EngineClient:
+    """Everything the routes ask of the engine (an `AsyncLLMEngine`)."""
+
+    def __init__(self, engine: AsyncLLMEngine):
+        self.engine = engine
+        core = engine.engine  # the LLMEngine: model files, tokenizer, limits
+        self.files = core.files
+        self.tokenizer = core.tokenizer
+        self.max_model_len: int = core.max_model_len
+        self.vocab = Vocabulary.from_pretrained(self.tokenizer, vocab_size=core.vocab_size,
+                                                stop_token_ids=core.eos_token_ids)
+        self.validator = ConstraintValidator(self.vocab)
+
+    @classmethod
+    def from_model(cls, model_dir: str | Path, **options: Any) -> "EngineClient":
+        """Load a model directory; `options` are `EngineConfig` fields (None means the default)."""
+        config = EngineConfig(**{k: v for k, v in options.items() if v is not None})
+        return cls(AsyncLLMEngine(model_dir, config))
+
+    # ---- lifecycle --------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.engine.start()
+
+    def shutdown(self) -> None:
+        self.engine.shutdown()
+
+    @property
+    def is_healthy(self) -> bool:
+        return self.engine.is_healthy
+
+    def metrics_snapshot(self) -> dict[str, Any]:
+        return self.engine.metrics_snapshot()
+
+    # ---- requests ---------------------------------------------------------------------------------
+
+    def generate(self, request_id: str, prompt_token_ids: list[int], params: SamplingParams, *,
+                 prompt: str | None, priority: int) -> AsyncIterator[RequestOutput]:
+        """Admit a request (raising an API error at once if refused) and iterate its cumulative outputs."""
+        try:
+            stream = self.engine.generate(request_id, prompt, params, prompt_token_ids=prompt_token_ids,
+                                          priority=priority)
+        except PromptTooLongError as exc:
+            raise ContextLengthError(str(exc), param="messages") from None
+        except RequestError as exc:
+            raise InvalidRequestError(str(exc)) from None
+        except EngineOverloadedError as exc:
+            raise ServerOverloadedError(f"the server is overloaded: {exc}") from None
+        except EngineDeadError as exc:
+            raise EngineUnavailableError(str(exc)) from None
+        return _api_failures(stream)
+
+    def abort(self, request_ids: list[str]) -> None:
+        """Cancel requests now (unknown or finished ids are ignored); frees their KV blocks."""
+        self.engine.abort(request_ids)
+
+    # ---- prompts ----------------------------------------------------------------------------------
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(self.tokenizer(text).input_ids)
+
+    def decode(self, token_ids: list[int]) -> str:
+        return self.tokenizer.decode(token_ids)
+
+    def render_chat(self, messages: list[dict[str, Any]]) -> tuple[str, list[int]]:
+        """The conversation rendered with the model's chat template, and its token ids."""
+        try:
+            text = self.files.apply_chat_template(messages, add_generation_prompt=True)
+        except ChatTemplateError as exc:
+            raise InvalidRequestError(str(exc), param="messages") from None
+        return text, list(self.tokenizer(text, add_special_tokens=False).input_ids)
+
+    def token_bytes(self, token_id: int, text: str) -> bytes:
+        """The exact bytes of a generated token (its text's UTF-8 for special tokens)."""
+        raw = self.vocab.token_bytes[token_id] if 0 <= token_id < self.vocab.vocab_size else None
+        return raw if raw is not None else text.encode()
+
+    def check_constraint(self, spec: dict[str, Any], param: str) -> None:
+        self.validator.check(spec, param)
+
+    def describe(self) -> str:
+        cfg = self.files.hf_config
+        return (f"{Path(self.files.path).name} ({cfg.model_type}, {cfg.num_hidden_layers} layers, hidden "
+                f"{cfg.hidden_size}), vocab {self.vocab.vocab_size}, max_model_len {self.max_model_len}")
+
+
+async def _api_failures(stream: AsyncIterator[RequestOutput]) -> AsyncIterator[RequestOutput]:
+    """`stream` with a request failing inside the engine turned into a 500 API error."""
+    try:
+        async for output in stream:
+            yield output
+    except RequestFailedError as exc:
+        raise InternalError(f"the request failed: {exc}", code="request_failed") from None
+
+
+async def merge_streams(streams: list[AsyncIterator[RequestOutput]]) -> AsyncIterator[tuple[int, RequestOutput]]:
+    """Interleave several request streams as `(stream_index, output)` in arrival order."""
+    if len(streams) == 1:
+        async for output in streams[0]:
+            yield 0, output
+        return
+    queue: asyncio.Queue = asyncio.Queue()
+
+    async def pump(index: int, stream: AsyncIterator[RequestOutput]) -> None:
+        try:
+            async for output in stream:
+                await queue.put((index, output))
+        except Exception as exc:  # handed to the consumer, which re-raises it
+            await queue.put((index, exc))
+        await queue.put((index, _END))
+
+    tasks = [asyncio.ensure_future(pump(i, s)) for i, s in enumerate(streams)]
+    try:
+        remaining = len(tasks)
+        while remaining:
+            index, item = await queue.get()
+            if item is _END:
+                remaining -= 1
+            elif isinstance(item, Exception):
+                raise item
+            else:
+                yield index, item
+    finally:
+        for task in tasks:
+            task.cancel()

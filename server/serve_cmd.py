@@ -1,0 +1,111 @@
+"""`formwork serve`: load a model (or the embedded demo model) and serve the OpenAI API with uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import time
+from pathlib import Path
+
+logger = logging.getLogger("formwork.serve")
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """Bytes from `1073741824`, `512MiB`, `2G`, `256m` (binary units)."""
+    match = _SIZE.match(text)
+    if match is None:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (use e.g. 512MiB, 2GiB or a byte count)")
+    value = int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"size must be positive, got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "serve", help="serve a model over the OpenAI-compatible HTTP API",
+        description="Serve a Hugging Face model directory (default: the embedded demo model) with "
+                    "/v1/completions, /v1/chat/completions, /v1/models, /health and /metrics.")
+    parser.add_argument("--model", default=None, help="model directory (default: the embedded demo model)")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--served-model-name", default=None,
+                        help="model name clients must send (default: --model as given, or the demo's name)")
+    parser.add_argument("--max-model-len", type=_positive_int, default=None, help="context limit in tokens")
+    parser.add_argument("--max-num-seqs", type=_positive_int, default=64, help="sequences per batch")
+    parser.add_argument("--max-num-batched-tokens", type=_positive_int, default=2048, help="tokens per step")
+    parser.add_argument("--kv-cache-memory", type=parse_size, default=None,
+                        help="KV-cache budget, e.g. 256MiB (default: the engine's)")
+    parser.add_argument("--max-waiting-requests", type=_positive_int, default=256,
+                        help="waiting-queue limit; beyond it requests get 503 with Retry-After")
+    parser.add_argument("--no-prefix-caching", action="store_true", help="disable the prefix cache")
+    parser.add_argument("--seed", type=int, default=0, help="engine seed for unseeded requests")
+    parser.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY' on /v1 routes")
+    parser.add_argument("--max-body-bytes", type=parse_size, default=None, help="request body limit (413)")
+    parser.add_argument("--max-schema-bytes", type=parse_size, default=None, help="constraint size limit (400)")
+    parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    parser.set_defaults(func=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the model, build the app and run uvicorn until interrupted; returns the exit code."""
+    import uvicorn
+
+    from formwork.core.model_files import ModelLoadError
+    from formwork.server.app import ServerConfig, build_app
+    from formwork.server.engine_client import EngineClient
+
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        model_dir, default_name = _resolve_model(args.model)
+        started = time.perf_counter()
+        logger.info("loading model from %s ...", model_dir)
+        engine = EngineClient.from_model(
+            model_dir, max_model_len=args.max_model_len, max_num_seqs=args.max_num_seqs,
+            max_num_batched_tokens=args.max_num_batched_tokens, kv_cache_memory=args.kv_cache_memory,
+            max_waiting_requests=args.max_waiting_requests, enable_prefix_caching=not args.no_prefix_caching,
+            seed=args.seed)
+    except (ModelLoadError, FileNotFoundError, ValueError) as exc:
+        logger.error("cannot load the model: %s", exc)
+        return 1
+    logger.info("loaded in %.1fs: %s", time.perf_counter() - started, engine.describe())
+    config = ServerConfig(served_model_name=args.served_model_name or default_name, api_key=args.api_key,
+                          model_root=str(model_dir))
+    if args.max_body_bytes:
+        config.max_body_bytes = args.max_body_bytes
+    if args.max_schema_bytes:
+        config.max_schema_bytes = args.max_schema_bytes
+    app = build_app(engine, config)
+    logger.info("serving %r on http://%s:%d (auth %s)", config.served_model_name, args.host, args.port,
+                "on" if args.api_key else "off")
+    engine.start()
+    try:
+        uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level,
+                                      timeout_graceful_shutdown=5)).run()
+    finally:
+        engine.shutdown()
+    return 0
+
+
+def _resolve_model(model: str | None) -> tuple[Path, str]:
+    """The model directory and its default served name."""
+    if model is not None:
+        return Path(model), model
+    from formwork.core.demo import DEMO_MODEL_NAME, demo_model_dir
+
+    return demo_model_dir(), DEMO_MODEL_NAME

@@ -1,0 +1,92 @@
+"""Helpers for server tests: run `formwork serve` as a subprocess on a free loopback port.
+
+    server = ServerProcess.start(model_dir, "--api-key", "k")
+    server.url  # http://127.0.0.1:PORT
+    server.stop()
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+STARTUP_TIMEOUT = 180.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ServerProcess:
+    """A live `formwork serve` subprocess; its log is kept in a temp file for failure messages."""
+
+    def __init__(self, proc: subprocess.Popen, port: int, log_path: Path):
+        self.proc = proc
+        self.port = port
+        self.url = f"http://127.0.0.1:{port}"
+        self.log_path = log_path
+
+    @classmethod
+    def start(cls, model: str | Path | None, *args: str) -> "ServerProcess":
+        port = free_port()
+        log = Path(tempfile.mkstemp(prefix="formwork-serve-", suffix=".log")[1])
+        cmd = [sys.executable, "-m", "formwork.cli", "serve", "--port", str(port), "--log-level", "info", *args]
+        if model is not None:
+            cmd += ["--model", str(model)]
+        env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO_ROOT, env=env)
+        server = cls(proc, port, log)
+        server.wait_ready()
+        return server
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_ready(self) -> None:
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"formwork serve exited with {self.proc.returncode}:\n{self.log()}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=2.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"formwork serve did not become healthy in {STARTUP_TIMEOUT}s:\n{self.log()}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log_path.unlink(missing_ok=True)
+
+
+_SHARED: dict[tuple, ServerProcess] = {}
+
+
+def shared_server(model: str | Path | None, *args: str) -> ServerProcess:
+    """One server per (model, args) for the whole test session, stopped at interpreter exit."""
+    key = (str(model), args)
+    server = _SHARED.get(key)
+    if server is None or server.proc.poll() is not None:
+        server = _SHARED[key] = ServerProcess.start(model, *args)
+        atexit.register(server.stop)
+    return server
