@@ -1,0 +1,218 @@
+"""Offline engine benchmark: formwork (continuous batching, paged KV) vs transformers `generate`
+(static batches), on the same workload and the same small random Llama, side by side.
+
+    .venv/bin/python benchmarks/engine.py [--requests 64] [--hf-batch-size 16] [--threads 1] [--write]
+
+Workload: `--requests` prompts of random token ids with lengths uniform in [--min-len, --max-len] and
+output lengths drawn from the same range (ignore_eos, greedy), all submitted at t=0. Reported per
+system: output tokens/s, request throughput, TTFT and TPOT (p50/p99), and greedy agreement of the
+two systems' tokens. For transformers, token timestamps come from a logits processor called at every
+decoding step of a batch; a request's TTFT is its batch's first step, TPOT spans its own tokens only.
+`--write` stores the table in benchmarks/results/engine.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+MODEL_SHAPE = dict(hidden_size=256, intermediate_size=688, num_hidden_layers=4, num_attention_heads=8,
+                   num_key_value_heads=4, max_position_embeddings=1024)
+
+
+def build_model(out_dir: Path) -> Path:
+    from tiny_models import build_tiny_model  # the tests' tiny BPE tokenizer + a random Llama
+
+    return build_tiny_model(out_dir, "llama", seed=0, **MODEL_SHAPE)
+
+
+def make_workload(num_requests: int, vocab_size: int, min_len: int, max_len: int, seed: int):
+    rng = random.Random(seed)
+    work = []
+    for _ in range(num_requests):
+        prompt = [rng.randrange(3, vocab_size) for _ in range(rng.randint(min_len, max_len))]
+        work.append((prompt, rng.randint(min_len, max_len)))
+    return work
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+def summarize(name: str, wall: float, ttft: list[float], tpot: list[float], out_tokens: int, n: int) -> dict:
+    return dict(system=name, wall=wall, tok_s=out_tokens / wall, req_s=n / wall,
+                ttft_p50=percentile(ttft, 0.5), ttft_p99=percentile(ttft, 0.99),
+                tpot_p50=percentile(tpot, 0.5), tpot_p99=percentile(tpot, 0.99))
+
+
+def run_formwork(model_dir: Path, work, args) -> tuple[dict, list[list[int]]]:
+    from formwork.core import LLMEngine, SamplingParams
+
+    engine = LLMEngine(model_dir, block_size=16, max_num_seqs=args.max_num_seqs,
+                       max_num_batched_tokens=args.max_num_batched_tokens, enable_prefix_caching=True)
+    warm = SamplingParams(temperature=0, max_tokens=4, ignore_eos=True)
+    engine.add_request("warmup", work[0][0][:16], warm)
+    while engine.has_unfinished_requests():
+        engine.step()
+    start = time.monotonic()
+    for i, (prompt, out_len) in enumerate(work):
+        engine.add_request(str(i), prompt, SamplingParams(temperature=0, max_tokens=out_len, ignore_eos=True),
+                           arrival_time=start)
+    finals = {}
+    while engine.has_unfinished_requests():
+        for out in engine.step():
+            if out.finished:
+                finals[out.request_id] = out
+    wall = time.monotonic() - start
+    outs = [finals[str(i)] for i in range(len(work))]
+    ttft = [o.metrics.time_to_first_token for o in outs]
+    tpot = [o.metrics.time_per_output_token for o in outs if o.metrics.time_per_output_token is not None]
+    tokens = [o.outputs[0].token_ids for o in outs]
+    return summarize("formwork", wall, ttft, tpot, sum(map(len, tokens)), len(work)), tokens
+
+
+class _StepClock:
+    """A transformers logits processor that timestamps every decoding step."""
+
+    def __init__(self):
+        self.times: list[float] = []
+
+    def __call__(self, input_ids, scores):
+        self.times.append(time.monotonic())
+        return scores
+
+
+def run_transformers(model_dir: Path, work, args) -> tuple[dict, list[list[int]]]:
+    from transformers import AutoModelForCausalLM, LogitsProcessorList
+
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32).eval()
+    pad = 0
+
+    def generate(batch, clock=None):
+        width = max(len(p) for p, _ in batch)
+        ids = torch.tensor([[pad] * (width - len(p)) + p for p, _ in batch])
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p, _ in batch])
+        with torch.no_grad():
+            out = model.generate(ids, attention_mask=mask, max_new_tokens=max(n for _, n in batch),
+                                 min_new_tokens=max(n for _, n in batch), do_sample=False,
+                                 pad_token_id=pad, eos_token_id=None,
+                                 logits_processor=LogitsProcessorList([clock]) if clock else None)
+        return out[:, width:].tolist()
+
+    generate([(work[0][0][:16], 4)])  # warmup
+    start = time.monotonic()
+    ttft, tpot, tokens = [], [], []
+    for b in range(0, len(work), args.hf_batch_size):
+        batch = work[b:b + args.hf_batch_size]
+        clock = _StepClock()
+        generated = generate(batch, clock)
+        for (prompt, out_len), row in zip(batch, generated):
+            ttft.append(clock.times[0] - start)
+            if out_len > 1:
+                tpot.append((clock.times[out_len - 1] - clock.times[0]) / (out_len - 1))
+            tokens.append(row[:out_len])
+    wall = time.monotonic() - start
+    name = f"transformers (static batch {args.hf_batch_size})"
+    return summarize(name, wall, ttft, tpot, sum(map(len, tokens)), len(work)), tokens
+
+
+def agreement(a: list[list[int]], b: list[list[int]]) -> float:
+    """Fraction of requests whose greedy tokens agree up to the first divergence of >= 90% of length."""
+    same = 0
+    for x, y in zip(a, b):
+        prefix = next((i for i, (p, q) in enumerate(zip(x, y)) if p != q), min(len(x), len(y)))
+        same += prefix >= 0.9 * len(x)
+    return same / len(a)
+
+
+def render(rows: list[dict], args, agree: float, ratio: float) -> str:
+    lines = [
+        "| system | wall s | output tok/s | req/s | TTFT p50 s | TTFT p99 s | TPOT p50 ms | TPOT p99 ms |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        lines.append(f"| {r['system']} | {r['wall']:.2f} | {r['tok_s']:.1f} | {r['req_s']:.2f} | "
+                     f"{r['ttft_p50']:.2f} | {r['ttft_p99']:.2f} | {r['tpot_p50'] * 1e3:.1f} | "
+                     f"{r['tpot_p99'] * 1e3:.1f} |")
+    lines.append("")
+    lines.append(f"Throughput ratio formwork / transformers: **{ratio:.2f}x**; greedy agreement "
+                 f"(>= 90% of tokens identical before any divergence): {agree:.0%}.")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=64)
+    parser.add_argument("--min-len", type=int, default=16)
+    parser.add_argument("--max-len", type=int, default=256)
+    parser.add_argument("--hf-batch-size", type=int, default=16)
+    parser.add_argument("--max-num-seqs", type=int, default=64)
+    parser.add_argument("--max-num-batched-tokens", type=int, default=2048)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--write", action="store_true", help="write benchmarks/results/engine.md")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    with tempfile.TemporaryDirectory() as tmp:
+        model_dir = build_model(Path(tmp) / "model")
+        from transformers import AutoConfig
+
+        vocab = AutoConfig.from_pretrained(model_dir).vocab_size
+        work = make_workload(args.requests, vocab, args.min_len, args.max_len, args.seed)
+        fw, fw_tokens = run_formwork(model_dir, work, args)
+        hf, hf_tokens = run_transformers(model_dir, work, args)
+    ratio = fw["tok_s"] / hf["tok_s"]
+    table = render([fw, hf], args, agreement(fw_tokens, hf_tokens), ratio)
+    print(table)
+    if args.write:
+        write_results(table, args)
+    return 0
+
+
+def write_results(table: str, args) -> None:
+    import transformers
+
+    shape = ", ".join(f"{k}={v}" for k, v in MODEL_SHAPE.items())
+    text = f"""# Engine benchmark: formwork vs transformers `generate`
+
+Command: `.venv/bin/python benchmarks/engine.py --requests {args.requests} --hf-batch-size {args.hf_batch_size} \
+--threads {args.threads} --write`
+
+Workload: {args.requests} requests, random-token prompts of {args.min_len}-{args.max_len} tokens and outputs of \
+{args.min_len}-{args.max_len} tokens (greedy, ignore_eos), all submitted at t=0. Model: random Llama \
+({shape}; the tests' ~400-token BPE vocabulary), float32.
+formwork: max_num_seqs={args.max_num_seqs}, max_num_batched_tokens={args.max_num_batched_tokens}, block_size=16, \
+torch reference kernels. transformers: static batches of {args.hf_batch_size}, left padding, each batch runs to \
+its longest output.
+
+{table}
+
+Machine: {platform.machine()} {platform.processor() or ''} ({torch.get_num_threads()} torch thread(s), \
+2 shared cores), Python {platform.python_version()}, torch {torch.__version__}, transformers \
+{transformers.__version__}. Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; the box is shared \
+with other jobs, so absolute numbers are noisy (the ratio is the point).
+"""
+    out = REPO / "benchmarks" / "results" / "engine.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
