@@ -181,3 +181,67 @@ def test_json_equality_treats_ints_and_floats_alike_but_not_booleans(a, b):
     assert json_equal(a, b) == (json.dumps(_floats(a), sort_keys=True)
                                 == json.dumps(_floats(b), sort_keys=True))
     assert not json_equal(True, 1) and not json_equal(0, False)
+
+
+# ---- random schemas: the normal form validates like the original -------------------------------
+
+TYPES = ["null", "boolean", "object", "array", "number", "integer", "string"]
+small_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-2, 2) | st.sampled_from([0.5, 1.0, "a", "b"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("ab"), inner,
+                                                                max_size=2),
+    max_leaves=6)
+
+
+@st.composite
+def random_schemas(draw, draft, depth=2, refs=True):
+    """Small schemas over the keywords normalisation rewrites, in `draft`'s spelling; `refs`:
+    whether they may contain `$ref: #/definitions/d` (not inside `d` itself: no cycles)."""
+    leaves = [True, False, {}] + ([{"$ref": "#/definitions/d"}] if refs else [])
+    if depth == 0 or draw(st.integers(0, 4)) == 0:
+        return draw(st.sampled_from(leaves))
+    schema = {}
+    if draw(st.booleans()):
+        schema["type"] = draw(st.sampled_from(TYPES) | st.lists(st.sampled_from(TYPES), min_size=1,
+                                                               max_size=3, unique=True))
+    if draw(st.booleans()):
+        schema["enum"] = draw(st.lists(small_json, min_size=1, max_size=3))
+    if draw(st.integers(0, 3)) == 0:
+        schema["const"] = draw(small_json)
+    sub = random_schemas(draft, depth - 1, refs)
+    if draw(st.booleans()):
+        if draft == DRAFT_07 and draw(st.booleans()):
+            schema["items"] = draw(st.lists(sub, min_size=1, max_size=2))
+            if draw(st.booleans()):
+                schema["additionalItems"] = draw(sub)
+        else:
+            schema["items"] = draw(sub)
+            if draft == DRAFT_2020_12 and draw(st.booleans()):
+                schema["prefixItems"] = draw(st.lists(sub, min_size=1, max_size=2))
+    if draw(st.booleans()):
+        schema["properties"] = draw(st.dictionaries(st.sampled_from("ab"), sub, max_size=2))
+        schema["required"] = draw(st.lists(st.sampled_from("ab"), unique=True, max_size=2))
+    if draw(st.integers(0, 2)) == 0:
+        schema[draw(st.sampled_from(["allOf", "anyOf", "oneOf"]))] = draw(
+            st.lists(sub, min_size=1, max_size=2))
+    if refs and draw(st.integers(0, 3)) == 0:
+        schema["$ref"] = "#/definitions/d"
+    return schema
+
+
+@pytest.mark.parametrize("draft", [DRAFT_2020_12, DRAFT_07])
+def test_random_schemas_normalise_to_equivalent_schemas(draft):
+    cls = jsonschema.Draft202012Validator if draft == DRAFT_2020_12 else jsonschema.Draft7Validator
+
+    @settings(deadline=None, max_examples=40)
+    @given(random_schemas(draft), random_schemas(draft, depth=1, refs=False),
+           st.lists(small_json, min_size=1, max_size=8))
+    def check(body, definition, instances):
+        schema = body if isinstance(body, bool) else {**body, "definitions": {"d": definition}}
+        normal = jsonschema.Draft202012Validator(load_schema(schema, draft=draft).normalized()
+                                                 .as_schema())
+        original = cls(schema)
+        for instance in instances:
+            assert original.is_valid(instance) == normal.is_valid(instance), instance
+
+    check()
