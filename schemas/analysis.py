@@ -3,7 +3,8 @@ reference (failing fast on dangling ones), records the reference graph, and clas
 keyword met (unsupported / unknown / ignored) with its JSON pointer.
 
 Definitions (`$defs`, `definitions`) are visited only when a `$ref` reaches them, so a library
-of unused definitions does not make a schema unenforceable.
+of unused definitions does not make a schema unenforceable; unsupported keywords in definitions
+of the root document that nothing reaches are reported as infos.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from formwork.schemas.drafts import Draft, draft_of
-from formwork.schemas.errors import SchemaTooLargeError
+from formwork.schemas.errors import SchemaTooLargeError, UnknownDraftError
 from formwork.schemas.keywords import (ANNOTATION_KEYWORDS, DEFINITION_CONTAINERS, KeywordKind,
                                        classify)
 from formwork.schemas.metaschema import check_meta_schema
@@ -54,6 +55,7 @@ class Analysis:
     target_drafts: dict[Location, Draft] = field(default_factory=dict)
     target_sites: dict[Location, list[tuple[Location, bool]]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    visited: set[Location] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,7 @@ class _Analyser:
                                           "$ref; the schema is too large to analyse")
             if not isinstance(frame.schema, dict):
                 continue
+            self.result.visited.add(frame.location)
             node_draft = draft_of(frame.schema, frame.draft,
                                   pointer=self.index.display(frame.location))
             if not frame.in_unsupported and frame.location not in self.reported:
@@ -156,6 +159,41 @@ class _Analyser:
                                                     verdict.reason, severity))
 
 
+    def report_unreached_definitions(self, root: Any) -> None:
+        """Info problems for unsupported keywords in root-document definitions never reached."""
+        uri = self.index.root_uri
+        stack: list[tuple[Any, str, Draft, bool]] = [(root, "", self.root_draft, False)]
+        while stack:
+            schema, pointer, draft, in_definition = stack.pop()
+            if not isinstance(schema, dict):
+                continue
+            try:
+                draft = draft_of(schema, draft)
+            except UnknownDraftError:
+                continue
+            unreached = in_definition and Location(uri, pointer) not in self.result.visited
+            children = []
+            for sub in subschemas(schema, draft.name):
+                verdict = classify(sub.keyword, schema[sub.keyword], draft.name, schema)
+                if unreached and verdict.kind is KeywordKind.UNSUPPORTED:
+                    continue
+                children.append((sub.schema, child(pointer, *sub.tokens), draft,
+                                 in_definition or sub.keyword in DEFINITION_CONTAINERS))
+            stack.extend(reversed(children))
+            if not unreached:
+                continue
+            for keyword, value in schema.items():
+                verdict = classify(keyword, value, draft.name, schema)
+                if verdict.kind is KeywordKind.UNSUPPORTED:
+                    self.result.problems.append(Problem(
+                        child(pointer, keyword), keyword,
+                        f"in a definition no $ref reaches (not compiled): {verdict.reason}",
+                        Severity.INFO))
+
+
 def analyse(index: RefIndex, root: Any, draft: Draft) -> Analysis:
     """Traverse `root` and everything its references reach; see the module docstring."""
-    return _Analyser(index, root, draft).run()
+    analyser = _Analyser(index, root, draft)
+    analyser.run()
+    analyser.report_unreached_definitions(root)
+    return analyser.result
