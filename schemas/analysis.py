@@ -4,7 +4,7 @@ keyword met (unsupported / unknown / ignored) with its JSON pointer.
 
 Definitions (`$defs`, `definitions`) are visited only when a `$ref` reaches them, so a library
 of unused definitions does not make a schema unenforceable; unsupported keywords in definitions
-of the root document that nothing reaches are reported as infos.
+of the root document that nothing reaches are listed apart (`Analysis.unreached`, as infos).
 """
 from __future__ import annotations
 
@@ -55,6 +55,7 @@ class Analysis:
     target_drafts: dict[Location, Draft] = field(default_factory=dict)
     target_sites: dict[Location, list[tuple[Location, bool]]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    unreached: list[Problem] = field(default_factory=list)
     visited: set[Location] = field(default_factory=set)
 
 
@@ -185,7 +186,7 @@ class _Analyser:
             for keyword, value in schema.items():
                 verdict = classify(keyword, value, draft.name, schema)
                 if verdict.kind is KeywordKind.UNSUPPORTED:
-                    self.result.problems.append(Problem(
+                    self.result.unreached.append(Problem(
                         child(pointer, keyword), keyword,
                         f"in a definition no $ref reaches (not compiled): {verdict.reason}",
                         Severity.INFO))

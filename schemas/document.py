@@ -87,9 +87,11 @@ class SchemaDocument:
 
     def problems(self, *, lenient: bool = False) -> list[Problem]:
         """Everything to tell a user: `unsupported()` (errors become warnings when `lenient`),
-        an error for a reference cycle that never descends into the instance, and one info
-        per reference cycle (recursion is supported)."""
+        infos for unsupported keywords in definitions no `$ref` reaches, an error for a
+        reference cycle that never descends into the instance, and one info per reference
+        cycle (recursion is supported)."""
         found = [p.as_warning() if lenient else p for p in self.unsupported()]
+        found.extend(self._analysis.unreached)
         graph = ref_graph(self._analysis)
         stuck = non_descending_cycle(graph)
         if stuck is not None:
