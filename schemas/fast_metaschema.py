@@ -6,9 +6,10 @@ checked schema, which costs ~4x the validation itself. For the standard dialect,
 resolves to the top meta-schema, so the same constraints can be written as one self-contained
 document: each vocabulary inlined into the top `allOf`, their `$defs` merged (the names are
 distinct), `$dynamicRef: "#meta"` as `$ref: "#"`; and since every part is just `type` plus
-`properties` over distinct keywords, the `allOf` collapses into one `properties` (another 2x). Built at first use from the installed
-`jsonschema-specifications`; `tests/test_schemas_load.py` checks it agrees with the official
-meta-schema. Only validity is decided with it: errors are reported by the official one.
+`properties` over distinct keywords, the `allOf` collapses into one `properties` (another 2x).
+Built at first use from the installed `jsonschema-specifications`; `tests/test_schemas_load.py`
+checks it agrees with the official meta-schema. Only validity is decided with it: errors are
+reported by the official one.
 """
 from __future__ import annotations
 
