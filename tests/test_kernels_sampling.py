@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest_kernels import pack_bitmask  # noqa: E402
 
-from formwork.kernels import SamplingTensors, sample  # noqa: E402
+from formwork.kernels import SamplingTensors, sample, select_backend  # noqa: E402
 
 BACKEND = os.environ.get("FORMWORK_KERNEL_BACKEND", "torch")
 P_VALUE_FLOOR = 1e-4
@@ -27,6 +27,10 @@ P_VALUE_FLOOR = 1e-4
 @pytest.fixture(autouse=True)
 def _backend(monkeypatch):
     monkeypatch.setenv("FORMWORK_KERNEL_BACKEND", BACKEND)
+
+
+def test_backend_under_test_is_the_one_dispatched():
+    assert select_backend(torch.zeros(1)) == BACKEND
 
 
 def _params(batch, temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, seeds=None, steps=None):
