@@ -51,21 +51,6 @@ def child(pointer: str, *tokens: str | int) -> str:
     return pointer + join_pointer(tokens)
 
 
-def resolve_pointer(document: object, pointer: str) -> object:
-    """The value `pointer` designates in `document`; KeyError/IndexError when absent."""
-    value = document
-    for token in split_pointer(pointer):
-        if isinstance(value, list):
-            if not token.isdigit() or (token != "0" and token.startswith("0")):
-                raise KeyError(token)
-            value = value[int(token)]
-        elif isinstance(value, dict):
-            value = value[token]
-        else:
-            raise KeyError(token)
-    return value
-
-
 def to_fragment(pointer: str) -> str:
     """The pointer as a URI fragment (percent-encoded), without the leading '#'."""
     return quote(pointer, safe="/~!$&'()*+,;=:@")
