@@ -15,7 +15,7 @@ from formwork.core.config import EngineConfig
 from formwork.core.detokenizer import IncrementalDetokenizer
 from formwork.core.forward_batch import ForwardBatch
 from formwork.core.metrics import EngineMetrics, now
-from formwork.core.model_files import ModelFiles, ModelNotFoundError
+from formwork.core.model_files import ModelFiles
 from formwork.core.model_runner import ModelRunner
 from formwork.core.outputs import CompletionOutput, Logprob, RequestOutput
 from formwork.core.sampler import Sampler, SamplerOutput
@@ -46,11 +46,9 @@ def resolve_model_path(model: str | Path | None) -> Path:
     """`model`, or the embedded demo model directory when `model` is None."""
     if model is not None:
         return Path(model)
-    try:
-        from formwork.core.demo import DEMO_MODEL_DIR
-    except ImportError as exc:
-        raise ModelNotFoundError("no model given and the embedded demo model is not available") from exc
-    return Path(DEMO_MODEL_DIR)
+    from formwork.core.demo import demo_model_dir  # the demo model is package data, loaded on demand
+
+    return demo_model_dir()
 
 
 class LLMEngine:

@@ -75,3 +75,14 @@ def test_bad_engine_options_raise_config_error():
         LLM(tiny_model_dir("qwen2"), max_model_len=10_000)
     with pytest.raises(TypeError):
         LLM(tiny_model_dir("qwen2"), not_an_option=1)
+
+
+def test_model_none_loads_the_demo_model_dir(monkeypatch, tmp_path):
+    from formwork.core import demo
+
+    monkeypatch.setattr(demo, "DEMO_MODEL_DIR", tmp_path / "absent")
+    with pytest.raises(demo.DemoModelMissingError):
+        LLM()
+    monkeypatch.setattr(demo, "DEMO_MODEL_DIR", tiny_model_dir("qwen2"))
+    out = LLM(num_gpu_blocks=16).generate("Hello", GREEDY, use_tqdm=False)
+    assert len(out[0].outputs[0].token_ids) == 5
