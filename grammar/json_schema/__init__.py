@@ -20,11 +20,13 @@ from formwork.grammar.json_schema.errors import (
     InvalidSchemaError, OneOfOverlapError, SchemaLoweringError, UnsupportedSchemaError,
 )
 from formwork.grammar.json_schema.cache import compile_cached
+from formwork.grammar.json_schema.expand import plain_unevaluated
 from formwork.grammar.json_schema.lowering import Lowerer
 from formwork.grammar.json_schema.options import IndentSpec, JsonSchemaOptions, WhitespaceOption
 from formwork.schemas import load_schema
 from formwork.schemas.errors import SchemaError
 from formwork.schemas.keywords import UNSUPPORTED_KEYWORDS
+from formwork.schemas.pointer import split_pointer
 from formwork.schemas.problems import Severity
 
 __all__ = [
@@ -59,6 +61,20 @@ def _load(schema: Any, registry: Optional[Mapping[str, Any]], draft: Optional[st
         raise InvalidSchemaError("schema", pointer, str(exc)) from None
 
 
+def _handled_here(doc: Any, problem: Any) -> bool:
+    """`unevaluated*` with no in-place applicator beside it is enforced by the lowering (it acts
+    as additionalProperties / items); the schema front end flags every use."""
+    if problem.keyword not in ("unevaluatedProperties", "unevaluatedItems") or "#" in problem.pointer:
+        return False
+    schema = doc.schema
+    try:
+        for token in split_pointer(problem.pointer)[:-1]:
+            schema = schema[int(token)] if isinstance(schema, list) else schema[token]
+    except (KeyError, IndexError, ValueError, TypeError):
+        return False
+    return plain_unevaluated(schema, problem.keyword)
+
+
 def lower_json_schema(schema: Any, *, whitespace: WhitespaceOption = "default",
                       max_whitespace: int = 4, forbid_additional_properties: bool = False,
                       lenient: bool = False, max_nesting_depth: int = 2,
@@ -73,6 +89,8 @@ def lower_json_schema(schema: Any, *, whitespace: WhitespaceOption = "default",
     doc = _load(schema, registry, draft)
     lowerer = Lowerer(doc, options)
     for problem in doc.unsupported():
+        if _handled_here(doc, problem):
+            continue
         if problem.severity is Severity.ERROR:
             lowerer.report(problem.keyword, problem.pointer, problem.reason)
         elif problem.keyword in UNSUPPORTED_KEYWORDS:

@@ -29,6 +29,8 @@ class Sub:
     schema: Any
     resolver: Any
     pointer: str
+    #: IR languages the value must NOT spell (set on the synthetic members `oneOf` adds)
+    exclude: tuple = ()
 
     def local(self) -> "Sub":
         """The same subschema without its applicator keywords."""
@@ -39,15 +41,27 @@ class Sub:
 
 
 Alternative = list[Sub]
-OneOfCheck = Callable[[Sub, list[list[Alternative]]], None]
+
+# In-place applicators whose annotations `unevaluated*` would have to collect.
+_ANNOTATING = ("allOf", "anyOf", "oneOf", "$ref", "$dynamicRef", "if", "then", "else",
+               "dependentSchemas", "contains", "not")
+
+
+def plain_unevaluated(schema: Any, keyword: str) -> bool:
+    """True when `keyword` (unevaluatedProperties/unevaluatedItems) in `schema` sees only the
+    annotations of the same object's properties/patternProperties/prefixItems: it then acts
+    exactly like additionalProperties / items."""
+    return isinstance(schema, dict) and keyword in schema and \
+        not any(k in schema for k in _ANNOTATING)
+OneOfResolver = Callable[[Sub, list[list[Alternative]]], list[Alternative]]
 
 
 class Expander:
     """Expands subschemas of one document (`formwork.schemas.SchemaDocument`)."""
 
-    def __init__(self, doc: Any, check_one_of: OneOfCheck, ref_overrides_siblings: bool):
+    def __init__(self, doc: Any, resolve_one_of: OneOfResolver, ref_overrides_siblings: bool):
         self.doc = doc
-        self.check_one_of = check_one_of
+        self.resolve_one_of = resolve_one_of
         self.ref_overrides_siblings = ref_overrides_siblings
 
     def root(self) -> Sub:
@@ -96,8 +110,7 @@ class Expander:
         if "oneOf" in schema:
             branches = [self.expand(self.child(sub, "oneOf", i), refs)
                         for i, _ in enumerate(schema["oneOf"])]
-            self.check_one_of(sub, branches)
-            alts = self._product(alts, [a for b in branches for a in b], sub)
+            alts = self._product(alts, self.resolve_one_of(sub, branches), sub)
         return alts
 
     @staticmethod

@@ -13,18 +13,38 @@ from decimal import Decimal
 from typing import Any, Optional
 
 from formwork.grammar.errors import RecursionNotSupportedError
-from formwork.grammar.ir import EMPTY, NOTHING, And, Node, Nothing, alt, lit, regex, repeat, seq
+from formwork.grammar.ir import EMPTY, NOTHING, And, Node, Not, Nothing, alt, lit, regex, repeat, seq
 from formwork.grammar.json_schema import formats, numbers
 from formwork.grammar.json_schema.automata import SHARED
-from formwork.grammar.json_schema.errors import OneOfOverlapError, UnsupportedSchemaError
-from formwork.grammar.json_schema.expand import Alternative, Expander, Sub
+from formwork.grammar.json_schema.errors import UnsupportedSchemaError
+from formwork.grammar.json_schema.expand import Alternative, Expander, Sub, plain_unevaluated
 from formwork.grammar.json_schema.objects import ObjectLowering
+from formwork.grammar.json_schema.one_of import CANONICAL_SCALARS, resolve_one_of
 from formwork.grammar.json_schema.options import IndentSpec, JsonSchemaOptions, Whitespace
 from formwork.grammar.json_schema.strings import encode_decoded, quoted, string_content
 from formwork.grammar.json_schema.values import AnyValue, container, freeze, value_node
 from formwork.schemas.pointer import child
 
 TYPES = ("null", "boolean", "object", "array", "string", "number")
+
+# Reusable IR pieces per whitespace policy, shared by every compilation so that the automaton
+# builder's memo finds them by identity (equal-but-distinct deep nodes cost a deep comparison).
+_ANY_VALUES: dict[tuple, AnyValue] = {}
+_LEAVES: dict[tuple, dict[Any, Node]] = {}
+
+
+def _ws_key(options: JsonSchemaOptions) -> tuple:
+    return (repr(options.whitespace), options.max_whitespace)
+
+
+def _shared_any_value(options: JsonSchemaOptions) -> AnyValue:
+    key = _ws_key(options)
+    got = _ANY_VALUES.get(key)
+    if got is None:
+        got = _ANY_VALUES[key] = AnyValue(Whitespace(options),
+                                          isinstance(options.whitespace, IndentSpec))
+    return got
+
 
 
 class Lowerer:
@@ -34,14 +54,15 @@ class Lowerer:
         self.doc = doc
         self.options = options
         self.ws = Whitespace(options)
-        self.any_value = AnyValue(self.ws, isinstance(options.whitespace, IndentSpec))
-        self.expander = Expander(doc, self._check_one_of, doc.draft.name == "draft-07")
+        self.any_value = _shared_any_value(options)
+        self.expander = Expander(doc, lambda sub, branches: resolve_one_of(self, sub, branches),
+                                 doc.draft.name == "draft-07")
         self.warnings: list[str] = []
         self._active: list[int] = []
         self._memo: dict[tuple, Node] = {}
         self._patterns: dict[str, Node] = {}
         self._pattern_dfas: dict[str, Any] = {}
-        self._leaves: dict[Any, Node] = {}
+        self._leaves = _LEAVES.setdefault(_ws_key(options), {})
 
     # ------------------------------------------------------------------ helpers
     def report(self, keyword: str, pointer: str, reason: str,
@@ -108,7 +129,13 @@ class Lowerer:
         """One conjunction of subschemas whose applicators are already expanded."""
         if any(s.schema is False for s in subs):
             return NOTHING
-        subs = [s for s in subs if isinstance(s.schema, dict)]
+        excluded = [x for s in subs for x in s.exclude]
+        node = self._lower_dicts([s for s in subs if isinstance(s.schema, dict)], depth)
+        if excluded and not isinstance(node, Nothing):
+            node = And(And(node, CANONICAL_SCALARS), Not(alt(*excluded)))
+        return node
+
+    def _lower_dicts(self, subs: list[Sub], depth: int) -> Node:
         if not subs:
             return self.any_value(self.options.max_nesting_depth, depth)
         ids = [id(s.schema) for s in subs]
@@ -151,23 +178,6 @@ class Lowerer:
         if "object" in types:
             parts.append(ObjectLowering(self, subs, depth).lower())
         return alt(*parts)
-
-    # ------------------------------------------------------------------ oneOf
-    def _check_one_of(self, sub: Sub, branches: list[list[Alternative]]) -> None:
-        """Branches must be disjoint: no value satisfies two of them (with the siblings)."""
-        local = sub.local()
-        for i in range(len(branches)):
-            for j in range(i + 1, len(branches)):
-                for a in branches[i]:
-                    for b in branches[j]:
-                        both = self.lower_alternative([local, *a, *b], 0)
-                        if isinstance(both, Nothing) or SHARED.compile(both).is_empty():
-                            continue
-                        self.report("oneOf", child(sub.pointer, "oneOf"),
-                                    f"branches {i} and {j} can match the same instance, so "
-                                    "'exactly one' cannot be enforced (lenient: treated as anyOf)",
-                                    OneOfOverlapError)
-                        return
 
     # ------------------------------------------------------------------ numbers
     def lower_number(self, subs: list[Sub], integer_only: bool) -> Node:
@@ -269,6 +279,8 @@ class Lowerer:
                               for i in range(len(sch["prefixItems"]))]
                 if "items" in sch:
                     rest = self.expander.child(s, "items")
+                elif plain_unevaluated(sch, "unevaluatedItems"):
+                    rest = self.expander.child(s, "unevaluatedItems")
             prefixes.append(prefix)
             rests.append(rest)
             min_items = max(min_items, int(sch.get("minItems", 0)))

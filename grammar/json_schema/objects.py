@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Optional
 
 from formwork.grammar.errors import GrammarBudgetError
 from formwork.grammar.ir import EMPTY, NOTHING, And, Node, Not, Nothing, alt, lit, repeat, seq
-from formwork.grammar.json_schema.expand import Sub
+from formwork.grammar.json_schema.expand import Sub, plain_unevaluated
 from formwork.grammar.json_schema.strings import (
     QUOTE, canonical_content_except, encode_decoded, literal_content, string_content,
 )
@@ -47,6 +47,8 @@ def object_part(lw: "Lowerer", sub: Sub) -> ObjectPart:
         part.patterns.append((pattern, lw.expander.child(sub, "patternProperties", pattern)))
     if "additionalProperties" in s:
         part.additional = lw.expander.child(sub, "additionalProperties")
+    elif plain_unevaluated(s, "unevaluatedProperties"):
+        part.additional = lw.expander.child(sub, "unevaluatedProperties")
     elif lw.options.forbid_additional_properties and (part.props or part.patterns):
         part.additional = Sub(False, sub.resolver, sub.pointer)
     part.required = list(s.get("required", []))

@@ -1,0 +1,109 @@
+"""``oneOf``: exactly one branch must match.
+
+For each pair of branches we lower their conjunction (with the sibling keywords) at the schema
+level, so that objects merge into one member order.  If it is empty the branches are disjoint and
+``oneOf`` is a plain union.  Otherwise, when every shared value is a scalar (no object or array can
+match both), a branch keeps only its values outside the other branch: its strings are intersected
+with the complement of the overlap.  That is exact because both sides are restricted to canonical
+scalar spellings (the overlap's lowering accepts the canonical spelling of each value it accepts),
+unless a format whose language we over-constrain (hostname, email, time, date-time) is involved.
+Anything else overlapping is an error (lenient: a warning, and the union).
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from formwork.grammar.ir import ByteSet, Node, Nothing, alt, any_text, lit, regex, seq
+from formwork.grammar.json_schema.automata import SHARED
+from formwork.grammar.json_schema.errors import OneOfOverlapError
+from formwork.grammar.json_schema.expand import Alternative, Sub
+from formwork.grammar.json_schema.strings import quoted, string_content
+from formwork.schemas.pointer import child
+
+if TYPE_CHECKING:
+    from formwork.grammar.json_schema.lowering import Lowerer
+
+ALL_TYPES = frozenset({"null", "boolean", "object", "array", "string", "number", "integer"})
+_INEXACT_FORMATS = frozenset({"hostname", "email", "time", "date-time"})
+
+#: Top-level values spelled canonically: integral numbers without a fraction, no trailing zeros
+#: or exponents, canonical strings; containers are left alone.
+CANONICAL_SCALARS: Node = alt(
+    lit("null"), lit("true"), lit("false"),
+    regex(r"(?:0|-?[1-9][0-9]*|-?(?:0|[1-9][0-9]*)\.[0-9]*[1-9])"),
+    quoted(string_content(canonical=True)),
+    seq(ByteSet(((ord("["), ord("[")), (ord("{"), ord("{")))), any_text()),
+)
+
+
+def _value_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def possible_types(subs: Alternative) -> set[str]:
+    """JSON types a value satisfying every subschema may have (structural over-approximation)."""
+    types = set(ALL_TYPES)
+    for s in subs:
+        if s.schema is False:
+            return set()
+        if not isinstance(s.schema, dict):
+            continue
+        t = s.schema.get("type")
+        if t is not None:
+            allowed = {t} if isinstance(t, str) else set(t)
+            if "number" in allowed:
+                allowed.add("integer")
+            types &= allowed
+        for kw in ("const", "enum"):
+            if kw in s.schema:
+                values = [s.schema["const"]] if kw == "const" else s.schema["enum"]
+                found = {_value_type(v) for v in values}
+                if "number" in found:
+                    found.add("integer")
+                types &= found
+    return types
+
+
+def _inexact(subs: Alternative) -> bool:
+    return any(isinstance(s.schema, dict) and s.schema.get("format") in _INEXACT_FORMATS
+               for s in subs)
+
+
+def resolve_one_of(lw: "Lowerer", sub: Sub, branches: list[list[Alternative]]) -> list[Alternative]:
+    """The alternatives of ``oneOf`` at `sub`, with exclusions added where branches overlap."""
+    local = sub.local()
+    out: list[Alternative] = []
+    for i, branch in enumerate(branches):
+        for a in branch:
+            excluded: list[Node] = []
+            for j, other in enumerate(branches):
+                if j == i:
+                    continue
+                for b in other:
+                    both = [local, *a, *b]
+                    overlap = lw.lower_alternative(both, 0)
+                    if isinstance(overlap, Nothing) or SHARED.compile(overlap).is_empty():
+                        continue
+                    types = possible_types(both)
+                    if types & {"object", "array"} or _inexact(both):
+                        lw.report("oneOf", child(sub.pointer, "oneOf"),
+                                  f"branches {min(i, j)} and {max(i, j)} can match the same "
+                                  "instance, so 'exactly one' cannot be enforced (lenient: "
+                                  "treated as anyOf)", OneOfOverlapError)
+                        return [a for br in branches for a in br]
+                    excluded.append(overlap)
+            if excluded:
+                marker = Sub(True, sub.resolver, child(sub.pointer, "oneOf", i),
+                             exclude=(alt(*excluded),))
+                out.append([*a, marker])
+            else:
+                out.append(a)
+    return out
