@@ -1,9 +1,9 @@
 """Prometheus text exposition (format 0.0.4) of the engine's metrics snapshot.
 
 The snapshot maps metric names (vLLM's, plus `formwork:` ones) to values: a number is a gauge, or a
-counter when the name ends in `_total`; a dict with `"type": "histogram"` holds cumulative buckets;
-any other dict is a counter split by one label (e.g. `finished_reason`). Every sample carries a
-`model_name` label, as vLLM's do.
+counter when the name ends in `_total` (except those listed in `GAUGES`); a dict with
+`"type": "histogram"` holds cumulative buckets; any other dict is a counter split by one label
+(e.g. `finished_reason`). Every sample carries a `model_name` label, as vLLM's do.
 """
 
 from __future__ import annotations
@@ -32,6 +32,9 @@ HELP = {
     "vllm:request_prompt_tokens": "Number of prefill tokens per request.",
     "vllm:request_generation_tokens": "Number of generation tokens per request.",
 }
+
+# Numbers named `*_total` that are gauges all the same (a pool size, not a running count).
+GAUGES = {"formwork:kv_cache_blocks_total"}
 
 # Label used to split dict-valued counters, by metric name (default: "reason").
 SPLIT_LABELS = {"vllm:request_success_total": "finished_reason"}
@@ -74,7 +77,7 @@ def render_metrics(snapshot: dict[str, Any], model_name: str) -> str:
             for key, count in value.items():
                 lines.append(f"{name}{_labels(base, **{label: str(key)})} {_number(count)}")
         else:
-            kind = "counter" if name.endswith("_total") else "gauge"
+            kind = "counter" if name.endswith("_total") and name not in GAUGES else "gauge"
             lines += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}",
                       f"{name}{_labels(base)} {_number(value)}"]
     return "\n".join(lines) + "\n"

@@ -21,6 +21,13 @@ import httpx
 REPO_ROOT = Path(__file__).resolve().parent.parent
 STARTUP_TIMEOUT = 180.0
 
+# The shared tiny-model server of the server tests.
+API_KEY = "test-key"
+MODEL = "tiny"
+AUTH = {"Authorization": f"Bearer {API_KEY}"}
+TINY_SERVER_ARGS = ("--served-model-name", MODEL, "--api-key", API_KEY, "--max-body-bytes", "64KiB",
+                    "--max-schema-bytes", "8KiB", "--max-num-seqs", "32")
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -90,3 +97,10 @@ def shared_server(model: str | Path | None, *args: str) -> ServerProcess:
         server = _SHARED[key] = ServerProcess.start(model, *args)
         atexit.register(server.stop)
     return server
+
+
+def tiny_server(*extra_args: str) -> ServerProcess:
+    """The session's server on the tiny random Llama of `tiny_models` (plus `extra_args`)."""
+    from tiny_models import tiny_model_dir
+
+    return shared_server(tiny_model_dir("llama"), *TINY_SERVER_ARGS, *extra_args)

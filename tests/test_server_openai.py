@@ -11,20 +11,15 @@ import openai
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest_server import shared_server  # noqa: E402
-from tiny_models import tiny_model_dir  # noqa: E402
+from conftest_server import API_KEY, MODEL, tiny_server  # noqa: E402
 
-API_KEY = "test-key"
-MODEL = "tiny"
-SERVER_ARGS = ("--served-model-name", MODEL, "--api-key", API_KEY, "--max-body-bytes", "64KiB",
-               "--max-schema-bytes", "8KiB", "--max-num-seqs", "32")
 MESSAGES = [{"role": "user", "content": "Hello world! How are you today?"}]
 GREEDY = dict(temperature=0, max_tokens=12, extra_body={"ignore_eos": True})
 
 
 @pytest.fixture(scope="module")
 def server():
-    return shared_server(tiny_model_dir("llama"), *SERVER_ARGS)
+    return tiny_server()
 
 
 @pytest.fixture(scope="module")
