@@ -27,8 +27,8 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 
-MODEL_SHAPE = dict(hidden_size=256, intermediate_size=688, num_hidden_layers=4, num_attention_heads=8,
-                   num_key_value_heads=4, max_position_embeddings=1024)
+MODEL_SHAPE = dict(hidden_size=256, intermediate_size=688, num_hidden_layers=4, num_attention_heads=4,
+                   num_key_value_heads=2, max_position_embeddings=1024)
 
 
 def build_model(out_dir: Path) -> Path:
@@ -110,8 +110,7 @@ def run_transformers(model_dir: Path, work, args) -> tuple[dict, list[list[int]]
         mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p, _ in batch])
         with torch.no_grad():
             out = model.generate(ids, attention_mask=mask, max_new_tokens=max(n for _, n in batch),
-                                 min_new_tokens=max(n for _, n in batch), do_sample=False,
-                                 pad_token_id=pad, eos_token_id=None,
+                                 do_sample=False, pad_token_id=pad, eos_token_id=None,
                                  logits_processor=LogitsProcessorList([clock]) if clock else None)
         return out[:, width:].tolist()
 

@@ -72,13 +72,14 @@ class LLMEngine:
         self.runner = ModelRunner(self.files, num_blocks=num_blocks, block_size=bs, dtype=config.dtype,
                                   device=config.device)
         self.vocab_size = self.runner.vocab_size
-        self.eos_token_ids = set(self.files.eos_token_ids)
+        self.eos_token_ids = list(self.files.eos_token_ids)
+        self._eos_set = frozenset(self.eos_token_ids)
         self.metrics = EngineMetrics()
         self.block_manager = BlockManager(num_blocks, bs, enable_prefix_caching=config.enable_prefix_caching)
         self.scheduler = Scheduler(self.block_manager, max_num_seqs=config.max_num_seqs,
                                    max_num_batched_tokens=config.resolve_token_budget(max_model_len),
                                    enable_chunked_prefill=config.enable_chunked_prefill, metrics=self.metrics)
-        self.sampler = Sampler(self.vocab_size, self.files.eos_token_ids)
+        self.sampler = Sampler(self.vocab_size, self.eos_token_ids)
         self.requests: dict[str, Request] = {}
         self._rng = random.Random(config.seed)
 
@@ -206,7 +207,7 @@ class LLMEngine:
             seq.logprobs.append(entry)
         status, stop_reason = None, None
         may_stop = seq.num_output_tokens >= params.min_tokens
-        is_eos = token_id in self.eos_token_ids and not params.ignore_eos
+        is_eos = token_id in self._eos_set and not params.ignore_eos
         is_stop_token = token_id in params.stop_token_ids
         if may_stop and (is_eos or is_stop_token):
             status = SequenceStatus.FINISHED_STOPPED
