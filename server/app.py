@@ -12,7 +12,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -23,6 +23,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
+from formwork.core.outputs import RequestOutput
+from formwork.core.sampling_params import SamplingParams
 from formwork.server.auth import BearerAuthMiddleware
 from formwork.server.engine_client import EngineClient, merge_streams
 from formwork.server.errors import (APIError, ContextLengthError, EngineUnavailableError, InternalError,
@@ -31,7 +33,8 @@ from formwork.server.errors import (APIError, ContextLengthError, EngineUnavaila
 from formwork.server.metrics_text import CONTENT_TYPE, render_metrics
 from formwork.server.protocol import (ChatCompletionRequest, CompletionRequest, GenerationRequest,
                                       parse_chat_request, parse_completion_request)
-from formwork.server.responses import chat_body, chat_choice, completion_body, completion_choice
+from formwork.server.responses import (TokenBytes, chat_body, chat_choice, completion_body,
+                                       completion_choice)
 from formwork.server.streaming import EventStreamResponse, chat_chunks, completion_chunks
 
 logger = logging.getLogger(__name__)
@@ -109,21 +112,22 @@ class OpenAIServer:
     # ---- generation -------------------------------------------------------------------------------
 
     async def _generate(self, http: Request, request: GenerationRequest, prefix: str, prompts: list[list[int]],
-                        texts: list[str | None], params: Any, render) -> Response:
+                        texts: list[str | None], params: SamplingParams,
+                        renderer: CompletionRenderer | ChatRenderer) -> Response:
         """Admit one engine request per prompt, then stream or collect the results."""
         response_id = f"{prefix}-{request.request_id or uuid.uuid4().hex}"
         ids = [f"{response_id}-{i}" for i in range(len(prompts))]
         streams = []
         try:
-            for request_id, ids_, text in zip(ids, prompts, texts):
-                streams.append(self.engine.generate(request_id, ids_, params, prompt=text,
+            for request_id, token_ids, text in zip(ids, prompts, texts):
+                streams.append(self.engine.generate(request_id, token_ids, params, prompt=text,
                                                     priority=request.priority))
         except BaseException:
             self.engine.abort(ids)
             raise
         created = int(time.time())
         if request.stream:
-            chunks = render(merge_streams(streams), response_id, created)
+            chunks = renderer.chunks(merge_streams(streams), response_id, created)
             return EventStreamResponse(chunks, on_close=lambda: self.engine.abort(ids))
         try:
             finals = await _until_disconnect(http, asyncio.gather(*(_last(s) for s in streams)))
@@ -131,32 +135,32 @@ class OpenAIServer:
             self.engine.abort(ids)
         if finals is None:  # the client left; nobody reads this response
             return Response(status_code=499)
-        return JSONResponse(render(finals, response_id, created))
+        return JSONResponse(renderer.body(finals, response_id, created))
 
     async def completions(self, http: Request) -> Response:
         request = parse_completion_request(await self._json_body(http), self.config.max_schema_bytes)
         self._check_model(request)
         self._check_healthy()
+        params = request.sampling_params(request.max_tokens, request.logprobs)
         prompts = [self.engine.tokenize(p) if isinstance(p, str) else list(p) for p in request.prompts]
         self._check_context(prompts, request.max_tokens)
         await self._check_constraint(request)
-        params = request.sampling_params(request.max_tokens, request.logprobs)
         texts = [p if isinstance(p, str) else None for p in request.prompts]
         echo = [t if t is not None else self.engine.decode(ids) for t, ids in zip(texts, prompts)] \
             if request.echo else None
         return await self._generate(http, request, "cmpl", prompts, texts, params,
-                                    _completion_renderer(request, self.config.served_model_name, echo))
+                                    CompletionRenderer(request, self.config.served_model_name, echo))
 
     async def chat_completions(self, http: Request) -> Response:
         request = parse_chat_request(await self._json_body(http), self.config.max_schema_bytes)
         self._check_model(request)
         self._check_healthy()
+        params = request.sampling_params(request.max_tokens, request.num_logprobs)
         text, ids = self.engine.render_chat(request.messages)
         self._check_context([ids], request.max_tokens)
         await self._check_constraint(request)
-        params = request.sampling_params(request.max_tokens, request.num_logprobs)
         return await self._generate(http, request, "chatcmpl", [ids], [text], params,
-                                    _chat_renderer(request, self.config.served_model_name, self.engine.token_bytes))
+                                    ChatRenderer(request, self.config.served_model_name, self.engine.token_bytes))
 
     # ---- other routes -----------------------------------------------------------------------------
 
@@ -183,29 +187,42 @@ class OpenAIServer:
         return PlainTextResponse(text, media_type=CONTENT_TYPE)
 
 
-def _completion_renderer(request: CompletionRequest, model: str, echo: list[str] | None):
-    def render(source, response_id: str, created: int):
-        if request.stream:
-            return completion_chunks(source, response_id=response_id, created=created, model=model,
-                                     n=request.n, logprobs=request.logprobs, include_usage=request.include_usage,
-                                     echo_prompts=echo)
-        choices = [completion_choice(p * request.n + c.index, c, prefix=echo[p] if echo else "",
-                                     logprobs=request.logprobs)
-                   for p, output in enumerate(source) for c in output.outputs]
-        return completion_body(response_id, created, model, choices, list(source))
-    return render
+class CompletionRenderer:
+    """`/v1/completions` output: SSE chunks or a `text_completion` body."""
+
+    def __init__(self, request: CompletionRequest, model: str, echo: list[str] | None):
+        self.request, self.model, self.echo = request, model, echo
+
+    def chunks(self, updates: AsyncIterator[tuple[int, RequestOutput]], response_id: str,
+               created: int) -> AsyncIterator[str]:
+        r = self.request
+        return completion_chunks(updates, response_id=response_id, created=created, model=self.model, n=r.n,
+                                 logprobs=r.logprobs, include_usage=r.include_usage, echo_prompts=self.echo)
+
+    def body(self, finals: list[RequestOutput], response_id: str, created: int) -> dict[str, Any]:
+        r = self.request
+        choices = [completion_choice(p * r.n + c.index, c, prefix=self.echo[p] if self.echo else "",
+                                     logprobs=r.logprobs)
+                   for p, output in enumerate(finals) for c in output.outputs]
+        return completion_body(response_id, created, self.model, choices, finals)
 
 
-def _chat_renderer(request: ChatCompletionRequest, model: str, token_bytes):
-    top = request.num_logprobs
+class ChatRenderer:
+    """`/v1/chat/completions` output: SSE chunks or a `chat.completion` body."""
 
-    def render(source, response_id: str, created: int):
-        if request.stream:
-            return chat_chunks(source, response_id=response_id, created=created, model=model, n=request.n,
-                               top_logprobs=top, include_usage=request.include_usage, token_bytes=token_bytes)
-        choices = [chat_choice(c, top_logprobs=top, token_bytes=token_bytes) for c in source[0].outputs]
-        return chat_body(response_id, created, model, choices, list(source))
-    return render
+    def __init__(self, request: ChatCompletionRequest, model: str, token_bytes: TokenBytes):
+        self.request, self.model, self.token_bytes = request, model, token_bytes
+
+    def chunks(self, updates: AsyncIterator[tuple[int, RequestOutput]], response_id: str,
+               created: int) -> AsyncIterator[str]:
+        r = self.request
+        return chat_chunks(updates, response_id=response_id, created=created, model=self.model, n=r.n,
+                           top_logprobs=r.num_logprobs, include_usage=r.include_usage, token_bytes=self.token_bytes)
+
+    def body(self, finals: list[RequestOutput], response_id: str, created: int) -> dict[str, Any]:
+        choices = [chat_choice(c, top_logprobs=self.request.num_logprobs, token_bytes=self.token_bytes)
+                   for c in finals[0].outputs]
+        return chat_body(response_id, created, self.model, choices, finals)
 
 
 async def _last(stream):

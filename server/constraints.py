@@ -9,6 +9,7 @@ JSON pointer; the compiled grammar lands in the compiler's cache.
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 from formwork import grammar
@@ -105,11 +106,13 @@ class ConstraintValidator:
     def __init__(self, vocab: Vocabulary):
         self.vocab = vocab
         self.compiler = default_compiler(vocab)
+        self._lock = threading.Lock()  # the compiler's caches are not thread-safe
 
     def check(self, spec: dict[str, Any], param: str) -> None:
         """Raise `InvalidConstraintError` (param = the request field) if `spec` cannot be enforced."""
         try:
-            self._compile(spec)
+            with self._lock:
+                self._compile(spec)
         except SchemaLoweringError as exc:
             where = exc.pointer or "#"
             reason = exc.reason.removeprefix(f"at {where}: ")
