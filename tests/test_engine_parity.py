@@ -64,19 +64,13 @@ ENGINE_SETUPS = {
 }
 
 
-# Every setup on Llama; the other architectures get the setups that stress their differences
-# (Qwen2's biases, Mistral's sliding window across chunk and block boundaries).
-SETUPS_PER_MODEL = {
-    "llama": list(ENGINE_SETUPS),
-    "qwen2": ["default", "preemption_tiny_pool"],
-    "mistral_swa": ["default", "chunked_tiny_budget", "preemption_tiny_pool"],
-}
+MODELS = ["llama", "qwen2", "mistral_swa"]
 
 
-@pytest.mark.parametrize("name", list(SETUPS_PER_MODEL))
+@pytest.mark.parametrize("name", MODELS)
 def test_batched_greedy_matches_hf(name):
     path, expected = reference(name)
-    for setup in SETUPS_PER_MODEL[name]:
+    for setup in ENGINE_SETUPS:
         llm = LLM(path, **ENGINE_SETUPS[setup])
         outputs = llm.generate(PROMPTS, GREEDY, use_tqdm=False)
         assert [o.outputs[0].token_ids for o in outputs] == expected, setup
@@ -90,7 +84,7 @@ def test_batched_greedy_matches_hf(name):
                 assert out.outputs[0].text == llm.tokenizer.decode(want, skip_special_tokens=True)
 
 
-@pytest.mark.parametrize("name", ["llama", "mistral_swa"])
+@pytest.mark.parametrize("name", MODELS)
 def test_single_requests_then_prefix_hits_match_hf(name):
     path, expected = reference(name)
     llm = LLM(path, block_size=4)
