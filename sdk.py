@@ -1,0 +1,143 @@
+"""The typed SDK: ask for a type, get an instance of it back.
+
+    llm = formwork.LLM()                                    # in-process (the demo model by default)
+    person = llm.generate(messages, output_type=Person)     # -> Person
+    client = formwork.Client("http://127.0.0.1:8000")       # any OpenAI-compatible server
+    person = client.generate(messages, output_type=Person)
+
+`LLM` is `formwork.core.llm.LLM` plus typed outputs: without `output_type`, `generate` keeps vLLM's
+behaviour (a list of `RequestOutput`). Output types and errors: see `formwork.sdk_output` and
+`formwork.sdk_errors`; the HTTP clients: `formwork.sdk_client`.
+"""
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from formwork.core.engine import RequestError
+from formwork.core.llm import LLM as _EngineLLM
+from formwork.core.outputs import RequestOutput
+from formwork.core.sampling_params import SamplingParams
+from formwork.sdk_client import AsyncClient, Client
+from formwork.sdk_errors import (APIConnectionError, APIError, APITimeoutError, AuthenticationError,
+                                 BadRequestError, FormworkError, GenerationError, InternalServerError,
+                                 NotFoundError, OutputValidationError, PermissionDeniedError, RateLimitError,
+                                 ServiceUnavailableError, TruncatedOutputError, UnsupportedOutputTypeError)
+from formwork.sdk_output import (DEFAULT_MAX_TOKENS, Choice, JsonSchema, OutputFormat, PartialText, Regex,
+                                 output_format)
+
+__all__ = [
+    "APIConnectionError", "APIError", "APITimeoutError", "AsyncClient", "AuthenticationError",
+    "BadRequestError", "Choice", "Client", "FormworkError", "GenerationError", "InternalServerError", "JsonSchema",
+    "LLM", "NotFoundError", "OutputFormat", "OutputValidationError", "PartialText", "PermissionDeniedError",
+    "RateLimitError", "Regex", "ServiceUnavailableError", "TruncatedOutputError", "UnsupportedOutputTypeError",
+    "output_format",
+]
+
+Prompt = str | list[dict[str, Any]]
+
+
+class LLM(_EngineLLM):
+    """The offline engine with typed outputs (`generate(prompt, output_type=T)`, `generate_batch`,
+    `stream`). A string prompt is completed as is; a list of chat messages goes through the model's
+    chat template. `**sampling` are `SamplingParams` fields (`max_tokens` defaults to 512)."""
+
+    _stream_ids = itertools.count()
+
+    def generate(self, prompts: Any, sampling_params: Any = None, use_tqdm: bool = True, *,
+                 output_type: Any = None, **sampling: Any) -> Any:
+        """With `output_type` (also accepted in `sampling_params`' place): one prompt or conversation
+        -> a value of that type. Without: vLLM's `generate` (a list of `RequestOutput`)."""
+        if output_type is None and sampling_params is not None and not _is_params(sampling_params):
+            output_type, sampling_params = sampling_params, None
+        if output_type is None:
+            if sampling:  # vLLM's call with SamplingParams fields as keywords
+                sampling_params = self._params(sampling_params, sampling, default_max_tokens=None)
+            return super().generate(prompts, sampling_params, use_tqdm)
+        return self.generate_batch([prompts], output_type, sampling_params, use_tqdm=False, **sampling)[0]
+
+    def generate_batch(self, prompts: Sequence[Prompt], output_type: Any = None,
+                       sampling_params: SamplingParams | None = None, *, use_tqdm: bool = True,
+                       **sampling: Any) -> list[Any]:
+        """Generate for every prompt or conversation in one engine batch; the values in order (the
+        plain texts without `output_type`). The first truncated or invalid output raises."""
+        fmt = output_format(output_type) if output_type is not None else None
+        params = self._params(sampling_params, sampling, fmt=fmt)
+        outputs = super().generate([self._prompt_ids(p) for p in prompts], params, use_tqdm)
+        return [_value(output, fmt, params) for output in outputs]
+
+    def stream(self, prompt: Prompt, output_type: Any = None, sampling_params: SamplingParams | None = None,
+               **sampling: Any) -> Iterator[Any]:
+        """Yield each new piece of text as a `PartialText`, then the parsed value (or the full text)."""
+        fmt = output_format(output_type) if output_type is not None else None
+        params = self._params(sampling_params, sampling, fmt=fmt)
+        request_id = f"sdk-stream-{next(self._stream_ids)}"
+        try:
+            self.engine.add_request(request_id, self._prompt_ids(prompt), params)
+        except RequestError as exc:
+            raise GenerationError(f"the engine rejected the request: {exc}") from exc
+        final: RequestOutput | None = None
+        sent = 0
+        try:
+            while final is None and self.engine.has_unfinished_requests():
+                for output in self.engine.step():
+                    if output.request_id != request_id:
+                        continue
+                    text = output.outputs[0].text
+                    if len(text) > sent:
+                        yield PartialText(text[sent:])
+                        sent = len(text)
+                    if output.finished:
+                        final = output
+        finally:
+            if final is None:
+                self.engine.abort_request(request_id)
+        if final is None:
+            raise GenerationError(f"request {request_id} vanished from the engine before it finished")
+        yield _value(final, fmt, params)
+
+    def _prompt_ids(self, prompt: Prompt) -> list[int]:
+        """Token ids of a text prompt, or of a conversation rendered with the chat template."""
+        if isinstance(prompt, str):
+            return self.engine.tokenize(prompt)
+        if isinstance(prompt, list) and prompt and all(isinstance(m, dict) for m in prompt):
+            text = self.engine.files.apply_chat_template(prompt, add_generation_prompt=True)
+            return list(self.tokenizer(text, add_special_tokens=False).input_ids)
+        raise TypeError("a prompt is a string or a non-empty list of chat messages ({'role': ..., 'content': ...})")
+
+    @staticmethod
+    def _params(given: SamplingParams | None, sampling: dict[str, Any], *, fmt: OutputFormat | None = None,
+                default_max_tokens: int | None = DEFAULT_MAX_TOKENS) -> SamplingParams | None:
+        """`given` (or new params) updated with `sampling` and the output format's constraint."""
+        if given is not None and not isinstance(given, SamplingParams):
+            raise TypeError(f"sampling_params must be a SamplingParams, got {type(given).__name__}")
+        if "structured_outputs" in sampling or (fmt is not None and given is not None and given.structured_outputs):
+            raise TypeError("give either output_type or structured_outputs, not both")
+        if fmt is not None:
+            sampling = {**sampling, "structured_outputs": fmt.structured_outputs}
+            if sampling.get("n", given.n if given is not None else 1) != 1:
+                raise ValueError("a typed generate returns one value per prompt; n must be 1")
+        if given is not None:
+            return given.clone(**sampling) if sampling else given
+        if not sampling and default_max_tokens is None:
+            return None
+        if default_max_tokens is not None:
+            sampling.setdefault("max_tokens", default_max_tokens)
+        return SamplingParams(**sampling)
+
+
+def _is_params(value: Any) -> bool:
+    if isinstance(value, SamplingParams):
+        return True
+    return isinstance(value, (list, tuple)) and bool(value) and all(isinstance(p, SamplingParams) for p in value)
+
+
+def _value(output: RequestOutput, fmt: OutputFormat | None, params: SamplingParams) -> Any:
+    """The typed value (or text) of a finished request; failures raise."""
+    if output.error is not None:
+        raise GenerationError(f"the engine failed request {output.request_id}: {output.error}")
+    completion = output.outputs[0]
+    if fmt is None:
+        return completion.text
+    return fmt.result(completion.text, completion.finish_reason, params.max_tokens)
