@@ -160,11 +160,14 @@ class _StreamReader:
 
 class Client:
     """Synchronous client. `model=None` uses the first model the server lists; `max_concurrency`
-    bounds the parallel requests of `generate_batch`."""
+    bounds the parallel requests of `generate_batch`; `transport` is an httpx transport (proxies,
+    tests)."""
 
     def __init__(self, base_url: str, api_key: str | None = None, *, model: str | None = None,
-                 timeout: float = 120.0, max_concurrency: int = 8) -> None:
-        self._http = httpx.Client(base_url=_base_url(base_url), headers=_headers(api_key), timeout=timeout)
+                 timeout: float = 120.0, max_concurrency: int = 8,
+                 transport: httpx.BaseTransport | None = None) -> None:
+        self._http = httpx.Client(base_url=_base_url(base_url), headers=_headers(api_key), timeout=timeout,
+                                  transport=transport)
         self._model = model
         self.max_concurrency = max_concurrency
 
@@ -244,8 +247,10 @@ class AsyncClient:
     iterator)."""
 
     def __init__(self, base_url: str, api_key: str | None = None, *, model: str | None = None,
-                 timeout: float = 120.0, max_concurrency: int = 8) -> None:
-        self._http = httpx.AsyncClient(base_url=_base_url(base_url), headers=_headers(api_key), timeout=timeout)
+                 timeout: float = 120.0, max_concurrency: int = 8,
+                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+        self._http = httpx.AsyncClient(base_url=_base_url(base_url), headers=_headers(api_key), timeout=timeout,
+                                  transport=transport)
         self._model = model
         self.max_concurrency = max_concurrency
 

@@ -72,6 +72,15 @@ def _convert(tp: Any, value: Any, path: str) -> Any:
     return _container(tp, origin, value, path)
 
 
+def json_equal_scalar(a: Any, b: Any) -> bool:
+    """Equality of JSON scalars: numbers by value (`1 == 1.0`), but `true` is not `1`."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    return type(a) is type(b) and a == b
+
+
 def _expect(ok: bool, result: Any, expected: str, value: Any, path: str) -> Any:
     if not ok:
         raise ValueMismatchError(f"expected {expected}, got {_describe(value)}", path)
@@ -99,7 +108,7 @@ def _parse_string(tp: type, value: Any, path: str) -> Any:
 
 def _literal(tp: Any, value: Any, path: str) -> Any:
     for arg, json_value in zip(typing.get_args(tp), literal_values(tp, path)):
-        if json_value == value and type(json_value) is type(value):
+        if json_equal_scalar(json_value, value):
             return arg
     raise ValueMismatchError(f"expected one of {literal_values(tp, path)!r}, got {_describe(value)}", path)
 
@@ -116,7 +125,7 @@ def _union(tp: Any, value: Any, path: str) -> Any:
 
 def _enum(tp: type[enum.Enum], value: Any, path: str) -> enum.Enum:
     for member in tp:
-        if member.value == value and type(member.value) is type(value):
+        if json_equal_scalar(member.value, value):
             return member
     raise ValueMismatchError(f"expected one of {[m.value for m in tp]!r} ({tp.__name__}), "
                              f"got {_describe(value)}", path)
