@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
+from formwork import sdk_cmd
 from formwork.schemas import validate_cmd
 from formwork.server import serve_cmd
 
 #: Modules providing `add_parser(subparsers)`; each sets `func(args) -> int` as its default.
-COMMANDS = [validate_cmd, serve_cmd]
+COMMANDS = [validate_cmd, serve_cmd, sdk_cmd]
 
 
 def build_parser() -> argparse.ArgumentParser:
