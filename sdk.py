@@ -29,7 +29,7 @@ from formwork.sdk_output import (DEFAULT_MAX_TOKENS, Choice, JsonSchema, OutputF
 
 __all__ = [
     "APIConnectionError", "APIError", "APITimeoutError", "AsyncClient", "AuthenticationError",
-    "BadRequestError", "Choice", "Client", "FormworkError", "GenerationError", "InternalServerError", "JsonSchema",
+    "BadRequestError", "Choice", "Client", "DEFAULT_MAX_TOKENS", "FormworkError", "GenerationError", "InternalServerError", "JsonSchema",
     "LLM", "NotFoundError", "OutputFormat", "OutputValidationError", "PartialText", "PermissionDeniedError",
     "RateLimitError", "Regex", "ServiceUnavailableError", "TruncatedOutputError", "UnsupportedOutputTypeError",
     "output_format",
