@@ -40,7 +40,8 @@ class DFA:
         return bool(self.accepting[self.walk(START, data)])
 
     def byte_classes(self) -> tuple[np.ndarray, np.ndarray]:
-        """(class_of_byte [256], compressed table [S, K]) merging bytes with identical columns."""
+        """(class_of_byte [256], compressed table [S, K]): bytes in one class move every state
+        alike (classes need not be maximal)."""
         if "classes" not in self._cache:
             _, first, inverse = np.unique(self.table.T, axis=0, return_index=True, return_inverse=True)
             # number classes by their smallest byte so the compression is canonical
@@ -114,8 +115,11 @@ def minimize(table_k: np.ndarray, accepting: np.ndarray, start: int, class_of_by
     order = np.concatenate([[dead, start_q], np.setdiff1d(np.arange(count), [dead, start_q])])
     relabel = np.empty(count, dtype=np.int64)
     relabel[order] = np.arange(count)
-    final = relabel[q_table[order]]
-    return DFA(np.ascontiguousarray(final[:, class_of_byte].astype(np.int32)), q_accept[order].copy())
+    final = relabel[q_table[order]].astype(np.int32)
+    dfa = DFA(np.ascontiguousarray(final[:, class_of_byte]), q_accept[order].copy())
+    # byte classes (contiguous byte intervals, numbered by their first byte) come for free here
+    dfa._cache["classes"] = (np.asarray(class_of_byte, dtype=np.int64), np.ascontiguousarray(final))
+    return dfa
 
 
 def _coaccessible(table: np.ndarray, accepting: np.ndarray) -> np.ndarray:

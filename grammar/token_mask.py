@@ -8,12 +8,15 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
+from functools import cached_property
 
 import numpy as np
 import torch
 
 from formwork.grammar.dfa import DFA, DEAD
 from formwork.grammar.errors import GrammarBudgetError
+from formwork.grammar.slices import JSON_STRING_CHARS, TokenSlice
+from formwork.grammar.token_trie import TokenTrie
 from formwork.grammar.vocabulary import Vocabulary
 
 StateKey = tuple[bytes, int]
@@ -32,8 +35,10 @@ def dfa_fingerprint(dfa: DFA) -> bytes:
 class TokenMaskCache:
     """LRU of packed int32 masks keyed by `StateKey`, for one vocabulary."""
 
-    def __init__(self, vocab: Vocabulary, max_entries: int = 4096):
+    def __init__(self, vocab: Vocabulary, max_entries: int = 4096, use_slices: bool = True):
         self.vocab = vocab
+        self.use_slices = use_slices
+        self.sliced = 0
         self.max_entries = max_entries
         self._masks: OrderedDict[StateKey, torch.Tensor] = OrderedDict()
         self.hits = 0
@@ -43,6 +48,7 @@ class TokenMaskCache:
         stop = np.zeros(vocab.vocab_size, dtype=bool)
         stop[list(vocab.stop_token_ids)] = True
         self._stop = stop
+        self._stop_ids = np.array(vocab.stop_token_ids, dtype=np.intp)
 
     def mask(self, dfa: DFA, state: int, max_seconds: float | None = None) -> torch.Tensor:
         """Packed int32 mask (bit 1 = allowed) of `state`, computed on first use; do not modify."""
@@ -53,51 +59,126 @@ class TokenMaskCache:
             self._masks.move_to_end(key)
             return got
         self.misses += 1
-        allowed = allowed_tokens(self.vocab, dfa, state, max_seconds)
-        if dfa.accepting[state]:
-            allowed |= self._stop
-        packed = np.packbits(allowed, bitorder="little")
-        packed = torch.from_numpy(np.pad(packed, (0, self._num_bytes - len(packed))).view(np.int32))
+        trie, base = self.vocab.trie, None
+        if self.use_slices and self._slice.covers(dfa, state):
+            trie, base = self._slice.rest_trie, self._slice.mask_words
+            self.sliced += 1
+        ids = allowed_token_ids(trie, live_trie_nodes(trie, dfa, state, max_seconds))
+        if len(ids) > _GATHER_NODES:
+            allowed = np.zeros(self.vocab.vocab_size, dtype=bool)
+            allowed[ids] = True
+            if dfa.accepting[state]:
+                allowed |= self._stop
+            packed_u8 = np.packbits(allowed, bitorder="little")
+            words = np.pad(packed_u8, (0, self._num_bytes - len(packed_u8))).view(np.int32)
+        else:
+            if dfa.accepting[state]:
+                ids = np.concatenate([ids, self._stop_ids])
+            words = pack_token_ids(ids, self.vocab.vocab_size)
+        if base is not None:
+            words |= base
+        packed = torch.from_numpy(words)
         self._masks[key] = packed
         if len(self._masks) > self.max_entries:
             self._masks.popitem(last=False)
         return packed
 
+    @cached_property
+    def _slice(self) -> TokenSlice:
+        return TokenSlice(self.vocab, JSON_STRING_CHARS)
+
+    def prepare(self) -> None:
+        """Build the vocabulary trie and the slice tables now rather than on the first mask."""
+        self.vocab.trie  # noqa: B018
+        if self.use_slices:
+            self._slice.rest_trie  # noqa: B018
+
     def __len__(self) -> int:
         return len(self._masks)
 
 
-def allowed_tokens(vocab: Vocabulary, dfa: DFA, state: int, max_seconds: float | None = None) -> np.ndarray:
-    """Bool [vocab_size]: text tokens whose bytes can be consumed from `state` without dying.
+_DENSE_FRACTION = 0.2  # expand a level fully once this share of it may be live
+_GATHER_NODES = 20_000  # above this many live nodes, read tokens by gathering over all ids
 
-    Level by level over the trie, expanding only children of live nodes.
+
+def _premultiplied(dfa: DFA) -> np.ndarray:
+    """Flat transition table whose entries are next_state * 256 (so index = entry + byte)."""
+    got = dfa._cache.get("flat256")
+    if got is None:
+        got = dfa._cache["flat256"] = (dfa.table.astype(np.intp) * 256).reshape(-1)
+    return got
+
+
+def live_trie_nodes(trie: TokenTrie, dfa: DFA, state: int, max_seconds: float | None = None) -> list[np.ndarray]:
+    """Global indices of the trie nodes whose byte path stays alive from `state`.
+
+    Level by level: a level is computed densely (every node, dead parents stay dead) while
+    many nodes may be live, otherwise only the children of live nodes are expanded.
     """
-    trie = vocab.trie
-    live = np.zeros(trie.num_nodes + 1, dtype=bool)
     if state == DEAD or trie.max_depth == 0:
-        return live[trie.token_node]
+        return []
     deadline = None if max_seconds is None else time.perf_counter() + max_seconds
-    flat = dfa.table.reshape(-1)
-    nodes = np.arange(len(trie.level_bytes[0]))
+    flat = _premultiplied(dfa)
+    out: list[np.ndarray] = []
+    nodes: np.ndarray | None = None  # None: `states` covers the whole level
     states = flat[state * 256 + trie.level_bytes[0]]
     for d in range(trie.max_depth):
-        keep = states != DEAD
-        nodes, states = nodes[keep], states[keep]
-        if not len(nodes):
+        live = np.flatnonzero(states) if nodes is None else nodes[states != 0]
+        if not len(live):
             break
-        live[trie.level_offset[d] + nodes] = True
+        out.append(live + trie.level_offset[d])
         if d + 1 == trie.max_depth:
             break
         if deadline is not None and time.perf_counter() > deadline:
             raise GrammarBudgetError(f"token mask computation exceeded its step budget of {max_seconds:g} s")
-        lo, hi = trie.child_lo[d][nodes], trie.child_hi[d][nodes]
-        sizes = hi - lo
-        total = int(sizes.sum())
-        if not total:
-            break
-        starts = np.cumsum(sizes) - sizes
-        children = np.repeat(lo - starts, sizes) + np.arange(total)
-        parent_states = np.repeat(states.astype(np.int64), sizes)
-        states = flat[parent_states * 256 + trie.level_bytes[d + 1][children]]
-        nodes = children
-    return live[trie.token_node]
+        next_size = len(trie.level_bytes[d + 1])
+        if len(live) >= _DENSE_FRACTION * next_size:
+            if nodes is not None:
+                full = np.zeros(len(trie.level_bytes[d]), dtype=states.dtype)
+                full[nodes] = states
+                states = full
+            states = flat[states[trie.parent[d + 1]] + trie.level_bytes[d + 1]]
+            nodes = None
+        else:
+            live_states = states[live] if nodes is None else states[states != 0]
+            lo, hi = trie.child_lo[d][live], trie.child_hi[d][live]
+            sizes = hi - lo
+            total = int(sizes.sum())
+            if not total:
+                break
+            starts = np.cumsum(sizes) - sizes
+            nodes = np.repeat(lo - starts, sizes) + np.arange(total)
+            states = flat[np.repeat(live_states, sizes) + trie.level_bytes[d + 1][nodes]]
+    return out
+
+
+def allowed_token_ids(trie: TokenTrie, live_nodes: list[np.ndarray]) -> np.ndarray:
+    """Token ids ending at any of the live nodes."""
+    if not live_nodes:
+        return np.zeros(0, dtype=np.intp)
+    live = np.concatenate(live_nodes)
+    if len(live) > _GATHER_NODES:
+        flags = np.zeros(trie.num_nodes + 1, dtype=bool)
+        flags[live] = True
+        return np.flatnonzero(flags[trie.token_node])
+    lo, hi = trie.end_ptr[live], trie.end_ptr[live + 1]
+    sizes = hi - lo
+    total = int(sizes.sum())
+    starts = np.cumsum(sizes) - sizes
+    return trie.end_tokens[np.repeat(lo - starts, sizes) + np.arange(total)]
+
+
+def allowed_tokens(vocab: Vocabulary, dfa: DFA, state: int, max_seconds: float | None = None) -> np.ndarray:
+    """Bool [vocab_size]: text tokens whose bytes can be consumed from `state` without dying."""
+    out = np.zeros(vocab.vocab_size, dtype=bool)
+    out[allowed_token_ids(vocab.trie, live_trie_nodes(vocab.trie, dfa, state, max_seconds))] = True
+    return out
+
+
+def pack_token_ids(token_ids: np.ndarray, vocab_size: int) -> np.ndarray:
+    """Packed int32 bitmask words with the given token bits set."""
+    words = np.zeros((vocab_size + 31) // 32, dtype=np.int32)
+    packed = words.view(np.uint8)
+    ids = np.asarray(token_ids, dtype=np.intp)
+    np.bitwise_or.at(packed, ids >> 3, np.left_shift(1, ids & 7).astype(np.uint8))
+    return words

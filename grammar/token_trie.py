@@ -12,7 +12,8 @@ import numpy as np
 
 
 class TokenTrie:
-    """Level arrays: `level_bytes[d]`, `child_lo[d]`, `child_hi[d]`, `level_offset[d]`.
+    """Level arrays: `level_bytes[d]`, `parent[d]` (index into level d-1), `child_lo[d]` /
+    `child_hi[d]` (slice of level d+1), `level_offset[d]` (global index of the level's first node).
 
     `token_node[id]` is the global index of the node where token `id` ends; ids that
     are not text (special, empty, padding) point at `num_nodes`, a node that is never live.
@@ -41,6 +42,7 @@ class TokenTrie:
         lcp = self._lcp(matrix, lens)
 
         self.level_bytes: list[np.ndarray] = []
+        self.parent: list[np.ndarray] = []
         self.child_lo: list[np.ndarray] = []
         self.child_hi: list[np.ndarray] = []
         self.level_offset: list[int] = []
@@ -56,10 +58,13 @@ class TokenTrie:
             first_rows = members[new]
             self.level_bytes.append(matrix[first_rows, d].astype(np.int64))
             self.level_offset.append(offset)
-            if d > 0:
+            if d == 0:
+                self.parent.append(np.zeros(len(first_rows), dtype=np.int64))
+            else:
                 # parent (depth d-1 node) of each depth-d node, via its first token
                 pos = np.searchsorted(prev_members, first_rows)
                 parents = prev_node_of_token[pos]
+                self.parent.append(parents)
                 num_prev = len(self.level_bytes[d - 1])
                 self.child_lo.append(np.searchsorted(parents, np.arange(num_prev), side="left"))
                 self.child_hi.append(np.searchsorted(parents, np.arange(num_prev), side="right"))
@@ -74,6 +79,11 @@ class TokenTrie:
         self.num_nodes = offset
         token_node[token_node < 0] = offset
         self.token_node = token_node
+        # inverse map, node -> the token ids ending there (CSR)
+        text = np.flatnonzero(token_node < offset)
+        order = text[np.argsort(token_node[text], kind="stable")]
+        self.end_tokens = order
+        self.end_ptr = np.searchsorted(token_node[order], np.arange(offset + 1))
 
     @staticmethod
     def _lcp(matrix: np.ndarray, lens: np.ndarray) -> np.ndarray:
