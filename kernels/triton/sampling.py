@@ -180,10 +180,11 @@ def _sample_kernel(
             x = _masked_logits(logits_ptr, bitmask_ptr, rows, row_ok, offs,
                                vocab_size, num_words, logits_stride, bitmask_stride, HAS_MASK)
             scaled = (x - center[:, None]) * inv_temp[:, None]
-            keep = (x >= floor[:, None]) & (x > float("-inf")) & (tl.exp(scaled) >= min_p[:, None])
+            keep = (x >= floor[:, None]) & (x > float("-inf"))
+            keep = keep & ((tl.exp(scaled) >= min_p[:, None]) | (x == center[:, None]))
             counter = (step[:, None] << 32) | offs[None, :].to(tl.int64)
             bits = tl.randint(seed[:, None], counter)
-            uniform = ((bits >> 8).to(tl.float32) + 0.5) * (1.0 / 16777216.0)
+            uniform = ((bits >> 9) * 2 + 1).to(tl.float32) * (1.0 / 16777216.0)
             score = tl.where(keep, scaled - tl.log(-tl.log(uniform)), float("-inf"))
             block_best = tl.max(score, axis=1)
             block_arg = tl.argmax(score, axis=1).to(tl.int64) + start
