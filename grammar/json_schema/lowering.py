@@ -94,7 +94,10 @@ class Lowerer:
             if isinstance(spec, str):
                 node = regex(spec)
             else:
-                node = quoted(string_content(spec[1], spec[2]))
+                # length-bounded strings use the canonical spelling: far fewer automaton states
+                # per counted character than the general escape model
+                bounded = spec[1] > 0 or spec[2] is not None
+                node = quoted(string_content(spec[1], spec[2], canonical=bounded))
             node = self._leaves[spec] = freeze(node)
         return node
 
@@ -255,7 +258,7 @@ class Lowerer:
         if content is None:
             return self.leaf(("string", min_len, max_len))
         if min_len or max_len is not None:
-            content = And(content, string_content(min_len, max_len))
+            content = And(content, string_content(min_len, max_len, canonical=True))
         return quoted(content)
 
     # ------------------------------------------------------------------ arrays

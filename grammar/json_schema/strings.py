@@ -2,11 +2,12 @@
 
 Two spellings of a string value are used:
 
-* the **general** spelling (plain strings, length bounds): any character may be written raw (except
+* the **general** spelling (strings with no other constraint): any character may be written raw (except
   ``"``, ``\\`` and control characters) or as any JSON escape, including ``\\uXXXX`` and UTF-16
   surrogate pairs for characters beyond the BMP (a pair counts as ONE character, as it decodes to one
   code point; lone surrogates are rejected because they are not Unicode scalar values);
-* the **canonical** spelling (keys, ``pattern``, ``format``, ``const``/``enum``): what
+* the **canonical** spelling (keys, ``pattern``, ``format``, ``const``/``enum``, strings with
+  ``minLength``/``maxLength``): what
   ``json.dumps(value, ensure_ascii=False)`` writes -- raw characters, ``\\"``, ``\\\\``, ``\\b \\f
   \\n \\r \\t`` and ``\\u00xx`` (lower-case hex) for the other control characters.
 
