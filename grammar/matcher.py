@@ -36,22 +36,34 @@ class Matcher:
         self._state = START
         self._terminated = False
         self._history: list[tuple[int, bool]] = []
+        self._view: tuple[torch.Tensor, int, np.ndarray] | None = None
 
     # ------------------------------------------------------------ masks
     def fill_next_token_bitmask(self, bitmask: torch.Tensor, index: int = 0) -> None:
         """Write the allowed-token mask for the next step into row `index` of `bitmask`."""
-        words = (self.vocab.vocab_size + 31) // 32
-        if bitmask.dtype != torch.int32 or bitmask.dim() != 2 or bitmask.shape[1] != words:
-            raise GrammarError(
-                f"bitmask must be torch.int32 of shape (batch, {words}); got {tuple(bitmask.shape)} {bitmask.dtype}")
-        row = bitmask[index]
+        view = self._numpy_view(bitmask)
         if self._terminated:
-            row.zero_()
-            return
-        row.copy_(self.next_token_mask())
+            view[index] = 0
+        else:
+            view[index] = self.next_token_mask()
 
-    def next_token_mask(self) -> torch.Tensor:
-        """Packed int32 mask of the current state (shared with the cache: do not modify)."""
+    def _numpy_view(self, bitmask: torch.Tensor) -> np.ndarray:
+        """A numpy alias of the (CPU, int32, (batch, words)) bitmask, cached per tensor."""
+        cached = self._view
+        if cached is not None and cached[0] is bitmask and cached[1] == bitmask.data_ptr():
+            return cached[2]
+        words = (self.vocab.vocab_size + 31) // 32
+        if (not isinstance(bitmask, torch.Tensor) or bitmask.dtype != torch.int32 or bitmask.dim() != 2
+                or bitmask.shape[1] != words or bitmask.device.type != "cpu" or not bitmask.is_contiguous()):
+            shape = tuple(bitmask.shape) if isinstance(bitmask, torch.Tensor) else type(bitmask).__name__
+            raise GrammarError(f"bitmask must be a contiguous CPU torch.int32 tensor of shape (batch, {words}); "
+                               f"got {shape}")
+        view = bitmask.numpy()
+        self._view = (bitmask, bitmask.data_ptr(), view)
+        return view
+
+    def next_token_mask(self) -> np.ndarray:
+        """Packed int32 mask words of the current state (shared with the cache: do not modify)."""
         return self.grammar.mask_cache.mask(self._dfa, self._state, self.max_step_seconds)
 
     # ------------------------------------------------------------ advancing

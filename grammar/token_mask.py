@@ -11,7 +11,6 @@ from collections import OrderedDict
 from functools import cached_property
 
 import numpy as np
-import torch
 
 from formwork.grammar.dfa import DFA, DEAD
 from formwork.grammar.errors import GrammarBudgetError
@@ -40,7 +39,7 @@ class TokenMaskCache:
         self.use_slices = use_slices
         self.sliced = 0
         self.max_entries = max_entries
-        self._masks: OrderedDict[StateKey, torch.Tensor] = OrderedDict()
+        self._masks: OrderedDict[StateKey, np.ndarray] = OrderedDict()
         self.hits = 0
         self.misses = 0
         words = (vocab.vocab_size + 31) // 32
@@ -50,7 +49,7 @@ class TokenMaskCache:
         self._stop = stop
         self._stop_ids = np.array(vocab.stop_token_ids, dtype=np.intp)
 
-    def mask(self, dfa: DFA, state: int, max_seconds: float | None = None) -> torch.Tensor:
+    def mask(self, dfa: DFA, state: int, max_seconds: float | None = None) -> np.ndarray:
         """Packed int32 mask (bit 1 = allowed) of `state`, computed on first use; do not modify."""
         key = (dfa_fingerprint(dfa), state)
         got = self._masks.get(key)
@@ -63,21 +62,23 @@ class TokenMaskCache:
         if self.use_slices and self._slice.covers(dfa, state):
             trie, base = self._slice.rest_trie, self._slice.mask_words
             self.sliced += 1
-        ids = allowed_token_ids(trie, live_trie_nodes(trie, dfa, state, max_seconds))
-        if len(ids) > _GATHER_NODES:
-            allowed = np.zeros(self.vocab.vocab_size, dtype=bool)
-            allowed[ids] = True
-            if dfa.accepting[state]:
+        live = walk_trie(trie, dfa, state, max_seconds)
+        accepting = bool(dfa.accepting[state])
+        if live.count > _GATHER_NODES:
+            allowed = live.token_flags()
+            if accepting:
                 allowed |= self._stop
             packed_u8 = np.packbits(allowed, bitorder="little")
-            words = np.pad(packed_u8, (0, self._num_bytes - len(packed_u8))).view(np.int32)
+            words = np.zeros(self._num_bytes // 4, dtype=np.int32)
+            words.view(np.uint8)[: len(packed_u8)] = packed_u8
         else:
-            if dfa.accepting[state]:
-                ids = np.concatenate([ids, self._stop_ids])
-            words = pack_token_ids(ids, self.vocab.vocab_size)
+            ids = live.token_ids()
+            words = pack_token_ids(np.concatenate([ids, self._stop_ids]) if accepting else ids,
+                                   self.vocab.vocab_size)
         if base is not None:
             words |= base
-        packed = torch.from_numpy(words)
+        words.flags.writeable = False
+        packed = words
         self._masks[key] = packed
         if len(self._masks) > self.max_entries:
             self._masks.popitem(last=False)
@@ -109,25 +110,76 @@ def _premultiplied(dfa: DFA) -> np.ndarray:
     return got
 
 
-def live_trie_nodes(trie: TokenTrie, dfa: DFA, state: int, max_seconds: float | None = None) -> list[np.ndarray]:
-    """Global indices of the trie nodes whose byte path stays alive from `state`.
+class LiveNodes:
+    """The result of a trie walk: live nodes as a flag array (dense walks) or index lists."""
+
+    def __init__(self, trie: TokenTrie):
+        self.trie = trie
+        self.flags: np.ndarray | None = None
+        self.lists: list[np.ndarray] = []
+        self.count = 0
+
+    def add_dense(self, offset: int, alive: np.ndarray) -> None:
+        if self.flags is None:
+            self.flags = np.zeros(self.trie.num_nodes + 1, dtype=bool)
+        self.flags[offset: offset + len(alive)] = alive
+        self.count += _GATHER_NODES  # a dense level always takes the gather path
+
+    def add(self, global_nodes: np.ndarray) -> None:
+        self.lists.append(global_nodes)
+        self.count += len(global_nodes)
+
+    def token_flags(self) -> np.ndarray:
+        """Bool per token id (the trie's width): its end node is live."""
+        if self.flags is None:
+            self.flags = np.zeros(self.trie.num_nodes + 1, dtype=bool)
+        for nodes in self.lists:
+            self.flags[nodes] = True
+        self.lists = []
+        return self.flags[self.trie.token_node]
+
+    def token_ids(self) -> np.ndarray:
+        """Ids of the tokens ending at live nodes."""
+        if self.flags is not None or self.count > _GATHER_NODES:
+            return np.flatnonzero(self.token_flags())
+        if not self.lists:
+            return np.zeros(0, dtype=np.intp)
+        live = np.concatenate(self.lists)
+        trie = self.trie
+        lo, hi = trie.end_ptr[live], trie.end_ptr[live + 1]
+        sizes = hi - lo
+        total = int(sizes.sum())
+        starts = np.cumsum(sizes) - sizes
+        return trie.end_tokens[np.repeat(lo - starts, sizes) + np.arange(total)]
+
+
+def walk_trie(trie: TokenTrie, dfa: DFA, state: int, max_seconds: float | None = None) -> LiveNodes:
+    """Trie nodes whose byte path stays alive from `state`.
 
     Level by level: a level is computed densely (every node, dead parents stay dead) while
     many nodes may be live, otherwise only the children of live nodes are expanded.
     """
+    result = LiveNodes(trie)
     if state == DEAD or trie.max_depth == 0:
-        return []
+        return result
     deadline = None if max_seconds is None else time.perf_counter() + max_seconds
     flat = _premultiplied(dfa)
-    out: list[np.ndarray] = []
     nodes: np.ndarray | None = None  # None: `states` covers the whole level
     states = flat[state * 256 + trie.level_bytes[0]]
     for d in range(trie.max_depth):
-        live = np.flatnonzero(states) if nodes is None else nodes[states != 0]
-        if not len(live):
-            break
-        out.append(live + trie.level_offset[d])
-        if d + 1 == trie.max_depth:
+        if nodes is None:
+            alive = states != 0
+            live = np.flatnonzero(alive)
+            if len(live) > _GATHER_NODES // 8:
+                result.add_dense(trie.level_offset[d], alive)
+            elif len(live):
+                result.add(live + trie.level_offset[d])
+        else:
+            keep = states != 0
+            live, states = nodes[keep], states[keep]
+            if len(live):
+                result.add(live + trie.level_offset[d])
+        if not len(live) or d + 1 == trie.max_depth:
             break
         if deadline is not None and time.perf_counter() > deadline:
             raise GrammarBudgetError(f"token mask computation exceeded its step budget of {max_seconds:g} s")
@@ -135,12 +187,12 @@ def live_trie_nodes(trie: TokenTrie, dfa: DFA, state: int, max_seconds: float | 
         if len(live) >= _DENSE_FRACTION * next_size:
             if nodes is not None:
                 full = np.zeros(len(trie.level_bytes[d]), dtype=states.dtype)
-                full[nodes] = states
+                full[live] = states
                 states = full
             states = flat[states[trie.parent[d + 1]] + trie.level_bytes[d + 1]]
             nodes = None
         else:
-            live_states = states[live] if nodes is None else states[states != 0]
+            live_states = states[live] if nodes is None else states
             lo, hi = trie.child_lo[d][live], trie.child_hi[d][live]
             sizes = hi - lo
             total = int(sizes.sum())
@@ -149,30 +201,12 @@ def live_trie_nodes(trie: TokenTrie, dfa: DFA, state: int, max_seconds: float | 
             starts = np.cumsum(sizes) - sizes
             nodes = np.repeat(lo - starts, sizes) + np.arange(total)
             states = flat[np.repeat(live_states, sizes) + trie.level_bytes[d + 1][nodes]]
-    return out
-
-
-def allowed_token_ids(trie: TokenTrie, live_nodes: list[np.ndarray]) -> np.ndarray:
-    """Token ids ending at any of the live nodes."""
-    if not live_nodes:
-        return np.zeros(0, dtype=np.intp)
-    live = np.concatenate(live_nodes)
-    if len(live) > _GATHER_NODES:
-        flags = np.zeros(trie.num_nodes + 1, dtype=bool)
-        flags[live] = True
-        return np.flatnonzero(flags[trie.token_node])
-    lo, hi = trie.end_ptr[live], trie.end_ptr[live + 1]
-    sizes = hi - lo
-    total = int(sizes.sum())
-    starts = np.cumsum(sizes) - sizes
-    return trie.end_tokens[np.repeat(lo - starts, sizes) + np.arange(total)]
+    return result
 
 
 def allowed_tokens(vocab: Vocabulary, dfa: DFA, state: int, max_seconds: float | None = None) -> np.ndarray:
     """Bool [vocab_size]: text tokens whose bytes can be consumed from `state` without dying."""
-    out = np.zeros(vocab.vocab_size, dtype=bool)
-    out[allowed_token_ids(vocab.trie, live_trie_nodes(vocab.trie, dfa, state, max_seconds))] = True
-    return out
+    return walk_trie(vocab.trie, dfa, state, max_seconds).token_flags()
 
 
 def pack_token_ids(token_ids: np.ndarray, vocab_size: int) -> np.ndarray:

