@@ -80,6 +80,8 @@ class OpenAIServer:
             body = json.loads(b"".join(chunks))
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise InvalidJSONBodyError(f"the request body is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise InvalidJSONBodyError("the request body nests too deeply") from None
         if not isinstance(body, dict):
             raise InvalidJSONBodyError("the request body must be a JSON object")
         return body
@@ -93,7 +95,7 @@ class OpenAIServer:
         if not self.engine.is_healthy:
             raise EngineUnavailableError("the engine has stopped; restart the server")
 
-    def _check_context(self, prompt_ids: list[list[int]], max_tokens: int | None) -> None:
+    def _check_context(self, prompt_ids: list[list[int]], max_tokens: int | None, prompt_param: str) -> None:
         limit = self.engine.max_model_len
         for ids in prompt_ids:
             wanted = len(ids) + (max_tokens or 0)
@@ -101,7 +103,7 @@ class OpenAIServer:
                 asked = f"{wanted} tokens ({len(ids)} in the prompt, {max_tokens or 0} in the completion)"
                 raise ContextLengthError(f"This model's maximum context length is {limit} tokens. However, you "
                                          f"requested {asked}. Please reduce the length of the prompt or "
-                                         "max_tokens.", param="messages" if max_tokens is None else "max_tokens")
+                                         "max_tokens.", param=prompt_param if len(ids) >= limit else "max_tokens")
 
     async def _check_constraint(self, request: GenerationRequest) -> None:
         """Compile the constraint in a worker thread: a bad one is a 400 before admission."""
@@ -143,7 +145,7 @@ class OpenAIServer:
         self._check_healthy()
         params = request.sampling_params(request.max_tokens, request.logprobs)
         prompts = [self.engine.tokenize(p) if isinstance(p, str) else list(p) for p in request.prompts]
-        self._check_context(prompts, request.max_tokens)
+        self._check_context(prompts, request.max_tokens, "prompt")
         await self._check_constraint(request)
         texts = [p if isinstance(p, str) else None for p in request.prompts]
         echo = [t if t is not None else self.engine.decode(ids) for t, ids in zip(texts, prompts)] \
@@ -157,7 +159,7 @@ class OpenAIServer:
         self._check_healthy()
         params = request.sampling_params(request.max_tokens, request.num_logprobs)
         text, ids = self.engine.render_chat(request.messages)
-        self._check_context([ids], request.max_tokens)
+        self._check_context([ids], request.max_tokens, "messages")
         await self._check_constraint(request)
         return await self._generate(http, request, "chatcmpl", [ids], [text], params,
                                     ChatRenderer(request, self.config.served_model_name, self.engine.token_bytes))

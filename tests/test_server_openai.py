@@ -170,6 +170,7 @@ def test_unknown_model_is_404(client):
 @pytest.mark.parametrize("body, param, code", [
     (b"{not json", None, "invalid_json"),
     (b"[1, 2]", None, "invalid_json"),
+    (b'{"a":' * 5_000, None, "invalid_json"),
     ({"model": MODEL, "messages": MESSAGES, "temperature": "hot"}, "temperature", "invalid_type"),
     ({"model": MODEL, "messages": MESSAGES, "n": "two"}, "n", "invalid_type"),
     ({"model": MODEL, "messages": [{"role": "user"}], "stop": {"a": 1}}, "stop", "invalid_type"),
@@ -187,10 +188,12 @@ def test_bad_bodies_are_400(server, body, param, code):
 def test_context_too_long(client):
     with pytest.raises(openai.BadRequestError) as info:
         client.chat.completions.create(model=MODEL, messages=MESSAGES, max_tokens=10_000)
-    assert error_body(info.value)["code"] == "context_length_exceeded"
+    assert (error_body(info.value)["code"], error_body(info.value)["param"]) == ("context_length_exceeded",
+                                                                                 "max_tokens")
     with pytest.raises(openai.BadRequestError) as info:
         client.completions.create(model=MODEL, prompt=[7] * 300, max_tokens=1)
-    assert error_body(info.value)["code"] == "context_length_exceeded"
+    assert (error_body(info.value)["code"], error_body(info.value)["param"]) == ("context_length_exceeded",
+                                                                                 "prompt")
     with pytest.raises(openai.BadRequestError) as info:
         client.completions.create(model=MODEL, prompt=[10**6], max_tokens=1)
     assert "vocabulary" in error_body(info.value)["message"]
