@@ -24,12 +24,11 @@ from formwork.sdk_errors import (APIConnectionError, APIError, APITimeoutError, 
                                  BadRequestError, FormworkError, GenerationError, InternalServerError,
                                  NotFoundError, OutputValidationError, PermissionDeniedError, RateLimitError,
                                  ServiceUnavailableError, TruncatedOutputError, UnsupportedOutputTypeError)
-from formwork.sdk_output import (DEFAULT_MAX_TOKENS, Choice, JsonSchema, OutputFormat, PartialText, Regex,
-                                 output_format)
+from formwork.sdk_output import Choice, JsonSchema, OutputFormat, PartialText, Regex, output_format
 
 __all__ = [
     "APIConnectionError", "APIError", "APITimeoutError", "AsyncClient", "AuthenticationError",
-    "BadRequestError", "Choice", "Client", "DEFAULT_MAX_TOKENS", "FormworkError", "GenerationError", "InternalServerError", "JsonSchema",
+    "BadRequestError", "Choice", "Client", "FormworkError", "GenerationError", "InternalServerError", "JsonSchema",
     "LLM", "NotFoundError", "OutputFormat", "OutputValidationError", "PartialText", "PermissionDeniedError",
     "RateLimitError", "Regex", "ServiceUnavailableError", "TruncatedOutputError", "UnsupportedOutputTypeError",
     "output_format",
@@ -41,7 +40,8 @@ Prompt = str | list[dict[str, Any]]
 class LLM(_EngineLLM):
     """The offline engine with typed outputs (`generate(prompt, output_type=T)`, `generate_batch`,
     `stream`). A string prompt is completed as is; a list of chat messages goes through the model's
-    chat template. `**sampling` are `SamplingParams` fields (`max_tokens` defaults to 512)."""
+    chat template. `**sampling` are `SamplingParams` fields; typed calls default `max_tokens` to the
+    model's context limit (vLLM's 16 would cut most documents short)."""
 
     _stream_ids = itertools.count()
 
@@ -53,7 +53,7 @@ class LLM(_EngineLLM):
             output_type, sampling_params = sampling_params, None
         if output_type is None:
             if sampling:  # vLLM's call with SamplingParams fields as keywords
-                sampling_params = self._params(sampling_params, sampling, default_max_tokens=None)
+                sampling_params = self._params(sampling_params, sampling, typed=False)
             return super().generate(prompts, sampling_params, use_tqdm)
         return self.generate_batch([prompts], output_type, sampling_params, use_tqdm=False, **sampling)[0]
 
@@ -108,8 +108,9 @@ class LLM(_EngineLLM):
 
     @staticmethod
     def _params(given: SamplingParams | None, sampling: dict[str, Any], *, fmt: OutputFormat | None = None,
-                default_max_tokens: int | None = DEFAULT_MAX_TOKENS) -> SamplingParams | None:
-        """`given` (or new params) updated with `sampling` and the output format's constraint."""
+                typed: bool = True) -> SamplingParams:
+        """`given` (or new params) updated with `sampling` and the output format's constraint; new params
+        of a typed call have no token limit but the context."""
         if given is not None and not isinstance(given, SamplingParams):
             raise TypeError(f"sampling_params must be a SamplingParams, got {type(given).__name__}")
         if "structured_outputs" in sampling or (fmt is not None and given is not None and given.structured_outputs):
@@ -120,10 +121,8 @@ class LLM(_EngineLLM):
                 raise ValueError("a typed generate returns one value per prompt; n must be 1")
         if given is not None:
             return given.clone(**sampling) if sampling else given
-        if not sampling and default_max_tokens is None:
-            return None
-        if default_max_tokens is not None:
-            sampling.setdefault("max_tokens", default_max_tokens)
+        if typed:
+            sampling = {"max_tokens": None, **sampling}
         return SamplingParams(**sampling)
 
 

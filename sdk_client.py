@@ -6,6 +6,8 @@
 A string prompt goes to `/v1/completions`, a list of chat messages to `/v1/chat/completions`. JSON
 output types are sent as OpenAI's `response_format` (`json_schema`, strict); `Regex` and `Choice` as the
 `structured_outputs` extension (formwork, vLLM). The output type is checked before the request is sent.
+Without `max_tokens` the server's default applies: the rest of the context for chat, but OpenAI's 16
+tokens for text completions, so pass `max_tokens` with a string prompt.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import httpx
 
 from formwork.sdk_errors import (APIConnectionError, APIError, APITimeoutError, OutputValidationError,
                                  error_from_response)
-from formwork.sdk_output import DEFAULT_MAX_TOKENS, OutputFormat, PartialText, output_format
+from formwork.sdk_output import OutputFormat, PartialText, output_format
 
 __all__ = ["AsyncClient", "Client"]
 
@@ -57,7 +59,6 @@ def _build_call(model: str, prompt: Prompt, output_type: Any, sampling: dict[str
         raise TypeError(f"generate() does not take {reserved}: the client sets them itself")
     fmt = output_format(output_type) if output_type is not None else None
     body: dict[str, Any] = {"model": model, **sampling}
-    body.setdefault("max_tokens", DEFAULT_MAX_TOKENS)
     chat = _is_messages(prompt)
     body["messages" if chat else "prompt"] = prompt
     if fmt is not None:
@@ -68,7 +69,7 @@ def _build_call(model: str, prompt: Prompt, output_type: Any, sampling: dict[str
             body["structured_outputs"] = fmt.structured_outputs
     if stream:
         body["stream"] = True
-    return _Call("/chat/completions" if chat else "/completions", body, fmt, body["max_tokens"], chat)
+    return _Call("/chat/completions" if chat else "/completions", body, fmt, body.get("max_tokens"), chat)
 
 
 def _is_messages(prompt: Prompt) -> bool:

@@ -33,7 +33,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     constraint.add_argument("--schema", metavar="FILE", help="JSON Schema file the output must validate against")
     constraint.add_argument("--regex", metavar="R", help="regular expression the output must match in full")
     constraint.add_argument("--choice", metavar="A,B,...", help="comma-separated strings; the output is one")
-    parser.add_argument("--max-tokens", type=_positive_int, default=256, help="token limit (default 256)")
+    parser.add_argument("--max-tokens", type=_positive_int, default=None,
+                        help="token limit (default: the model's context)")
     parser.add_argument("--temperature", type=float, default=None, help="sampling temperature (0 = greedy)")
     parser.add_argument("--seed", type=int, default=None, help="sampling seed")
     parser.add_argument("--api-key", default=os.environ.get("FORMWORK_API_KEY"),
@@ -66,8 +67,8 @@ def run(args: argparse.Namespace) -> int:
     except (SchemaError, UnsupportedOutputTypeError, TypeError) as exc:
         return _fail(f"bad constraint: {exc}", EXIT_BAD_INPUT)
     prompt: Any = args.prompt if args.raw else [{"role": "user", "content": args.prompt}]
-    sampling = {"max_tokens": args.max_tokens}
-    sampling.update({k: v for k, v in (("temperature", args.temperature), ("seed", args.seed)) if v is not None})
+    options = (("max_tokens", args.max_tokens), ("temperature", args.temperature), ("seed", args.seed))
+    sampling = {name: value for name, value in options if value is not None}
     try:
         value = _generate(args, prompt, output_type, sampling)
     except (_BackendError, SamplingParamsError) as exc:

@@ -31,11 +31,7 @@ from formwork.schemas.python_types import UnsupportedTypeError, is_pydantic_mode
 from formwork.schemas.python_values import ValueMismatchError, from_json
 from formwork.sdk_errors import OutputValidationError, TruncatedOutputError, UnsupportedOutputTypeError
 
-__all__ = ["DEFAULT_MAX_TOKENS", "Choice", "JsonSchema", "OutputFormat", "PartialText", "Regex", "field_path",
-           "output_format"]
-
-#: `max_tokens` when the caller gives none: a typed output needs room to finish.
-DEFAULT_MAX_TOKENS = 512
+__all__ = ["Choice", "JsonSchema", "OutputFormat", "PartialText", "Regex", "field_path", "output_format"]
 
 
 class PartialText(str):
