@@ -19,7 +19,7 @@ from typing import Any
 
 from formwork.core.config import EngineConfig
 from formwork.core.engine import DuplicateRequestError, LLMEngine
-from formwork.core.events import EventKind, RequestFailedError, StreamEvent, events_from_output
+from formwork.core.events import EventKind, RequestFailedError, StreamEvent, StreamState, events_from_output
 from formwork.core.outputs import RequestOutput
 from formwork.core.sampling_params import SamplingParams
 
@@ -63,7 +63,7 @@ class RequestStream:
         self._loop = asyncio.get_running_loop()
         self._queue: asyncio.Queue = asyncio.Queue()
         self._pending: list[StreamEvent] = []
-        self._state: dict[str, Any] = {}
+        self._state = StreamState()
         self.finished = False
 
     # -- producer side (engine thread) --

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
-
 from formwork.core.outputs import RequestOutput, SampleLogprobs
 
 
@@ -58,19 +56,27 @@ class StreamEvent:
 
 
 @dataclass
-class _CompletionProgress:
+class CompletionProgress:
+    """How much of one completion a stream has already sent."""
+
     text_len: int = 0
     num_tokens: int = 0
     num_logprobs: int = 0
     finish_sent: bool = False
 
 
-def events_from_output(output: RequestOutput, state: dict[Any, Any]) -> list[StreamEvent]:
+@dataclass
+class StreamState:
+    first_token_sent: bool = False
+    completions: dict[int, CompletionProgress] = field(default_factory=dict)
+
+
+def events_from_output(output: RequestOutput, state: StreamState) -> list[StreamEvent]:
     """The events that take a stream from what `state` says was sent to `output`; updates `state`."""
     rid = output.request_id
     events: list[StreamEvent] = []
     for completion in output.outputs:
-        progress: _CompletionProgress = state.setdefault(completion.index, _CompletionProgress())
+        progress = state.completions.setdefault(completion.index, CompletionProgress())
         new_text = completion.text[progress.text_len:]
         new_ids = completion.token_ids[progress.num_tokens:]
         new_logprobs = None
@@ -79,8 +85,8 @@ def events_from_output(output: RequestOutput, state: dict[Any, Any]) -> list[Str
         finishing = completion.finish_reason is not None and not progress.finish_sent
         if not (new_text or new_ids or finishing):
             continue
-        if new_ids and not state.get("first_token_sent"):
-            state["first_token_sent"] = True
+        if new_ids and not state.first_token_sent:
+            state.first_token_sent = True
             events.append(StreamEvent(EventKind.FIRST_TOKEN, rid))
         events.append(StreamEvent(
             EventKind.DELTA, rid, index=completion.index, text=new_text, token_ids=list(new_ids),
