@@ -59,7 +59,7 @@ class DFA:
 
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
-_MAX_MOORE_ROUNDS = 48
+_MAX_MOORE_ROUNDS = 8
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
