@@ -20,6 +20,7 @@ from typing import Any
 from formwork.core.config import EngineConfig
 from formwork.core.engine import DuplicateRequestError, LLMEngine
 from formwork.core.events import EventKind, RequestFailedError, StreamEvent, StreamState, events_from_output
+from formwork.core.metrics import now
 from formwork.core.outputs import RequestOutput
 from formwork.core.sampling_params import SamplingParams
 
@@ -41,6 +42,7 @@ class _Add:
     params: SamplingParams
     prompt_token_ids: list[int]
     priority: int
+    arrival_time: float
     stream: "RequestStream"
 
 
@@ -187,7 +189,7 @@ class AsyncLLMEngine:
                 raise EngineOverloadedError(
                     f"{self.num_waiting} requests are waiting (limit {self.max_waiting_requests}); retry later")
             self._streams[request_id] = stream
-            self._commands.adds.append(_Add(request_id, prompt, params, prompt_token_ids, priority, stream))
+            self._commands.adds.append(_Add(request_id, prompt, params, prompt_token_ids, priority, now(), stream))
             self._cv.notify_all()
         self.start()
         return stream
@@ -248,8 +250,8 @@ class AsyncLLMEngine:
         engine = self.engine
         for add in commands.adds:
             try:
-                engine.add_request(add.request_id, add.prompt, add.params,
-                                   prompt_token_ids=add.prompt_token_ids, priority=add.priority)
+                engine.add_request(add.request_id, add.prompt, add.params, prompt_token_ids=add.prompt_token_ids,
+                                   priority=add.priority, arrival_time=add.arrival_time)
             except ValueError as exc:
                 self._end(add.request_id, ("failed", str(exc)))
                 continue
