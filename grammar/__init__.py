@@ -17,11 +17,11 @@ from formwork.grammar.compiler import (
     compile_regex,
 )
 from formwork.grammar.errors import (
-    GrammarBudgetError, GrammarError, RecursionNotSupportedError, RegexSyntaxError,
+    GrammarBudgetError, GrammarError, RecursionNotSupportedError, RegexSyntaxError, RollbackError,
     UndefinedRuleError, UnsupportedRegexError, VocabularyError,
 )
 from formwork.grammar.ir import Grammar
-from formwork.grammar.matcher import Matcher, RollbackError
+from formwork.grammar.matcher import Matcher
 from formwork.grammar.vocabulary import Vocabulary
 
 __all__ = [

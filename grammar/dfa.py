@@ -192,8 +192,3 @@ def _minimize_full(table256: np.ndarray, accepting: np.ndarray, start: int) -> D
     rank[np.argsort(first)] = np.arange(len(first))
     class_of_byte = rank[inverse.reshape(-1)]
     return minimize(table256[:, cols], accepting, start, class_of_byte)
-
-
-def from_table(table256: np.ndarray, accepting: np.ndarray, start: int) -> DFA:
-    """Minimal canonical DFA from any complete byte table."""
-    return _minimize_full(np.asarray(table256, dtype=np.int64), np.asarray(accepting, dtype=bool), start)

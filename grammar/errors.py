@@ -41,5 +41,9 @@ class UndefinedRuleError(GrammarError):
     """A RuleRef names a rule the grammar does not define."""
 
 
+class RollbackError(GrammarError):
+    """rollback() asked for more steps than were accepted."""
+
+
 class VocabularyError(GrammarError):
     """A tokenizer cannot be turned into a byte-level vocabulary."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Union
 
 from formwork.grammar.errors import GrammarError, UndefinedRuleError
 from formwork.grammar.utf8 import complement_code_ranges, normalize_code_ranges, utf8_sequences
@@ -281,5 +280,3 @@ def regex(pattern: str, search: bool = False) -> Node:
 
     return parse_regex(pattern, search=search)
 
-
-NodeLike = Union[Node, Grammar]

@@ -8,14 +8,10 @@ import numpy as np
 import torch
 
 from formwork.grammar.dfa import DEAD, START
-from formwork.grammar.errors import GrammarError
+from formwork.grammar.errors import GrammarError, RollbackError
 
 if TYPE_CHECKING:
     from formwork.grammar.compiler import CompiledGrammar
-
-
-class RollbackError(GrammarError):
-    """rollback() asked for more steps than were accepted."""
 
 
 class Matcher:

@@ -204,11 +204,6 @@ def walk_trie(trie: TokenTrie, dfa: DFA, state: int, max_seconds: float | None =
     return result
 
 
-def allowed_tokens(vocab: Vocabulary, dfa: DFA, state: int, max_seconds: float | None = None) -> np.ndarray:
-    """Bool [vocab_size]: text tokens whose bytes can be consumed from `state` without dying."""
-    return walk_trie(vocab.trie, dfa, state, max_seconds).token_flags()
-
-
 def pack_token_ids(token_ids: np.ndarray, vocab_size: int) -> np.ndarray:
     """Packed int32 bitmask words with the given token bits set."""
     words = np.zeros((vocab_size + 31) // 32, dtype=np.int32)

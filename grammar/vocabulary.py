@@ -23,7 +23,6 @@ from formwork.grammar.errors import VocabularyError
 from formwork.grammar.token_trie import TokenTrie
 
 _BYTE_FALLBACK = re.compile(r"^<0x([0-9A-Fa-f]{2})>$")
-_EOS_NAMES = ("eos_token",)
 
 
 def bytes_to_unicode() -> dict[int, str]:
@@ -109,11 +108,6 @@ class Vocabulary:
     @cached_property
     def trie(self) -> TokenTrie:
         return TokenTrie(self.token_bytes, self.vocab_size)
-
-    @cached_property
-    def special_token_ids(self) -> frozenset[int]:
-        """Ids below the tokenizer size that never produce text (stop tokens included)."""
-        return frozenset(i for i in range(self.tokenizer_size) if self.token_bytes[i] is None)
 
     def decode(self, token_ids: Iterable[int]) -> bytes:
         """Concatenated bytes of text tokens (special tokens contribute nothing)."""
@@ -212,13 +206,12 @@ def _stops_from_directory(directory: Path, spec: _TokenizerSpec) -> set[int]:
     config = directory / "tokenizer_config.json"
     if config.is_file():
         data = json.loads(config.read_text(encoding="utf-8"))
-        for key in _EOS_NAMES:
-            tok = data.get(key)
-            content = tok.get("content") if isinstance(tok, dict) else tok
-            if isinstance(content, str):
-                tid = spec.token_to_id(content)
-                if tid is not None:
-                    stops.add(tid)
+        tok = data.get("eos_token")
+        content = tok.get("content") if isinstance(tok, dict) else tok
+        if isinstance(content, str):
+            tid = spec.token_to_id(content)
+            if tid is not None:
+                stops.add(tid)
     for name in ("generation_config.json", "config.json"):
         file = directory / name
         if file.is_file():
