@@ -23,9 +23,13 @@ from formwork.grammar.json_schema.one_of import CANONICAL_SCALARS, resolve_one_o
 from formwork.grammar.json_schema.options import IndentSpec, JsonSchemaOptions, Whitespace
 from formwork.grammar.json_schema.strings import encode_decoded, quoted, string_content
 from formwork.grammar.json_schema.values import AnyValue, container, freeze, value_node
+from formwork.schemas.keywords import ANNOTATION_KEYWORDS
 from formwork.schemas.pointer import child
 
 TYPES = ("null", "boolean", "object", "array", "string", "number")
+#: Keywords that do not constrain the instance (by the time applicators are expanded).
+_NEUTRAL = ANNOTATION_KEYWORDS | {"$schema", "$id", "$anchor", "$dynamicAnchor", "$defs",
+                                  "definitions", "$comment"}
 
 # Reusable IR pieces per whitespace policy, shared by every compilation so that the automaton
 # builder's memo finds them by identity (equal-but-distinct deep nodes cost a deep comparison).
@@ -139,7 +143,7 @@ class Lowerer:
         return node
 
     def _lower_dicts(self, subs: list[Sub], depth: int) -> Node:
-        if not subs:
+        if all(_NEUTRAL.issuperset(s.schema) for s in subs):  # {} and annotation-only schemas
             return self.any_value(self.options.max_nesting_depth, depth)
         ids = [id(s.schema) for s in subs]
         if any(i in self._active for i in ids):
