@@ -218,7 +218,7 @@ class AsyncLLMEngine:
 
     @property
     def num_waiting(self) -> int:
-        return self.engine.scheduler.num_waiting + len(self._commands.adds)
+        return self.engine.num_waiting_requests + len(self._commands.adds)
 
     def metrics_snapshot(self) -> dict[str, Any]:
         return self.engine.metrics_snapshot()

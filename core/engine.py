@@ -132,10 +132,20 @@ class LLMEngine:
     def num_unfinished_requests(self) -> int:
         return len(self.requests)
 
+    @property
+    def num_running_requests(self) -> int:
+        """Requests with at least one sequence in the running batch."""
+        return len({seq.request_id for seq in self.scheduler.running})
+
+    @property
+    def num_waiting_requests(self) -> int:
+        """Unfinished requests with no sequence running (queued, preempted or waiting for a grammar)."""
+        return len(self.requests) - self.num_running_requests
+
     def metrics_snapshot(self) -> dict[str, Any]:
         """Engine metrics under vLLM's names (see `EngineMetrics.snapshot`)."""
-        return self.metrics.snapshot(num_running=self.scheduler.num_running,
-                                     num_waiting=self.scheduler.num_waiting,
+        return self.metrics.snapshot(num_running=self.num_running_requests,
+                                     num_waiting=self.num_waiting_requests,
                                      num_blocks=self.block_manager.num_blocks,
                                      num_used_blocks=self.block_manager.num_used_blocks)
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import enum
 import itertools
-from typing import Any
 
+from formwork.core.detokenizer import IncrementalDetokenizer
 from formwork.core.metrics import RequestMetrics
+from formwork.core.outputs import SampleLogprobs
 from formwork.core.sampling_params import SamplingParams
 
 
@@ -58,10 +59,10 @@ class Sequence:
         self.num_preemptions = 0
         self.cumulative_logprob = 0.0
         self.last_token_logprob = 0.0
-        self.logprobs: list[dict[int, Any]] | None = [] if request.params.logprobs is not None else None
+        self.logprobs: SampleLogprobs | None = [] if request.params.logprobs is not None else None
         self.output_text = ""
         self.stop_reason: int | str | None = None
-        self.detokenizer: Any = None  # set by the engine (IncrementalDetokenizer)
+        self.detokenizer: IncrementalDetokenizer | None = None  # set by the engine
 
     @property
     def request_id(self) -> str:
@@ -116,7 +117,6 @@ class Request:
         self.arrival_time = arrival_time
         self.metrics = RequestMetrics(arrival_time=arrival_time, num_prompt_tokens=len(prompt_token_ids))
         self.error: str | None = None
-        self.structured_output: Any = None  # per-request constraint state, owned by the grammar manager
         seeds = seeds if seeds is not None else [0] * params.n
         self.seqs = [Sequence(self, i, seeds[i]) for i in range(params.n)]
 
