@@ -139,15 +139,21 @@ def _first_model(payload: Any) -> str:
 
 
 class _StreamReader:
-    """Accumulates streamed choice deltas; `deltas(payloads)` yields the text pieces."""
+    """Reads a stream's event lines: `feed(line)` returns the new text ("" if none) and sets `done`
+    at `[DONE]`; `result()` is the value of the whole text."""
 
     def __init__(self, call: _Call):
         self.call = call
         self.text: list[str] = []
         self.finish_reason: str | None = None
+        self.done = False
 
-    def delta(self, payload: dict[str, Any]) -> str:
-        if not payload.get("choices"):  # e.g. a usage chunk
+    def feed(self, line: str) -> str:
+        payload = _sse_payload(line)
+        if payload is _DONE:
+            self.done = True
+            return ""
+        if payload is None or not payload.get("choices"):  # not an event, or e.g. a usage chunk
             return ""
         choice = _first_choice(payload)
         piece = self.call.choice_text(choice, streaming=True)
@@ -198,7 +204,8 @@ class Client:
 
     def generate_batch(self, prompts: Sequence[Prompt], output_type: Any = None, **sampling: Any) -> list[Any]:
         """`generate` for each prompt, sent concurrently; results in order (the first failure raises)."""
-        output_format(output_type) if output_type is not None else None  # fail before any request
+        if output_type is not None:
+            output_format(output_type)  # fail before any request
         model = self.model
         with ThreadPoolExecutor(max_workers=max(1, min(self.max_concurrency, len(prompts)))) as pool:
             futures = [pool.submit(self._generate_with, model, p, output_type, sampling) for p in prompts]
@@ -213,10 +220,9 @@ class Client:
                 response.read()
                 raise _error_of(response)
             for line in response.iter_lines():
-                payload = _sse_payload(line)
-                if payload is _DONE:
+                piece = reader.feed(line)
+                if reader.done:
                     break
-                piece = reader.delta(payload) if payload is not None else ""
                 if piece:
                     yield PartialText(piece)
         yield reader.result()
@@ -280,7 +286,8 @@ class AsyncClient:
 
     async def generate_batch(self, prompts: Sequence[Prompt], output_type: Any = None,
                              **sampling: Any) -> list[Any]:
-        output_format(output_type) if output_type is not None else None  # fail before any request
+        if output_type is not None:
+            output_format(output_type)  # fail before any request
         await self.model()
         limit = asyncio.Semaphore(max(1, self.max_concurrency))
 
@@ -299,10 +306,9 @@ class AsyncClient:
                     await response.aread()
                     raise _error_of(response)
                 async for line in response.aiter_lines():
-                    payload = _sse_payload(line)
-                    if payload is _DONE:
+                    piece = reader.feed(line)
+                    if reader.done:
                         break
-                    piece = reader.delta(payload) if payload is not None else ""
                     if piece:
                         yield PartialText(piece)
         yield reader.result()
