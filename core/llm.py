@@ -33,11 +33,12 @@ class LLM:
 
     def generate(self, prompts: PromptType | SequenceABC[PromptType],
                  sampling_params: SamplingParams | SequenceABC[SamplingParams] | None = None,
-                 use_tqdm: bool = True) -> list[RequestOutput]:
+                 use_tqdm: bool = True, priority: SequenceABC[int] | None = None) -> list[RequestOutput]:
         """Complete every prompt (text or token ids); one `RequestOutput` per prompt, in order.
+        `priority` (one per prompt, lower first) orders scheduling when not everything fits at once.
         A prompt the engine rejects (too long, empty, bad ids) gets an output with `error` set."""
         prompt_list = _as_prompt_list(prompts)
-        return self._run([(p, None) for p in prompt_list], sampling_params, use_tqdm)
+        return self._run([(p, None) for p in prompt_list], sampling_params, use_tqdm, priority)
 
     def chat(self, messages: Conversation | SequenceABC[Conversation],
              sampling_params: SamplingParams | SequenceABC[SamplingParams] | None = None,
@@ -65,16 +66,19 @@ class LLM:
 
     def _run(self, requests: list[tuple[PromptType, list[int] | None]],
              sampling_params: SamplingParams | SequenceABC[SamplingParams] | None,
-             use_tqdm: bool) -> list[RequestOutput]:
+             use_tqdm: bool, priority: SequenceABC[int] | None = None) -> list[RequestOutput]:
         params_list = _as_params_list(sampling_params, len(requests))
+        priorities = list(priority) if priority is not None else [0] * len(requests)
+        if len(priorities) != len(requests):
+            raise ValueError(f"got {len(priorities)} priorities for {len(requests)} prompts")
         engine = self.engine
         order: list[str] = []
         results: dict[str, RequestOutput] = {}
-        for (prompt, ids), params in zip(requests, params_list):
+        for (prompt, ids), params, prio in zip(requests, params_list, priorities):
             request_id = f"offline-{next(self._ids)}"
             order.append(request_id)
             try:
-                engine.add_request(request_id, prompt, params, prompt_token_ids=ids)
+                engine.add_request(request_id, prompt, params, prompt_token_ids=ids, priority=prio)
             except RequestError as exc:
                 results[request_id] = _failed_output(request_id, prompt, ids, params, str(exc))
         bar = _progress_bar(len(order), enabled=use_tqdm)

@@ -45,6 +45,15 @@ def test_prompt_forms_and_params_per_prompt(llm):
         llm.generate([3.5], GREEDY, use_tqdm=False)
 
 
+def test_priority_orders_scheduling():
+    llm = LLM(tiny_model_dir("qwen2"), block_size=8, max_num_seqs=1)
+    outs = llm.generate(["a", "b", "c"], GREEDY, use_tqdm=False, priority=[2, 0, 1])
+    first_token = [o.metrics.first_token_time for o in outs]
+    assert first_token[1] < first_token[2] < first_token[0]
+    with pytest.raises(ValueError):
+        llm.generate(["a", "b"], GREEDY, use_tqdm=False, priority=[1])
+
+
 def test_chat_uses_the_template(llm):
     conversation = [{"role": "user", "content": "What is 2 + 2?"}]
     rendered = "<|im_start|>user\nWhat is 2 + 2?<|im_end|>\n<|im_start|>assistant\n"
