@@ -113,8 +113,8 @@ def test_attention_matches_reference_random_batches(seed):
 
 @pytest.mark.parametrize("splits", [None, 8])
 def test_split_kv_decode_over_long_context_matches_dense(splits):
-    # Decode-only batch, so the default heuristic splits KV 16 ways; compare with float64 directly.
-    case = make_paged_case(7, [1, 1], [150, 37], 4, 2, 16, 16, torch.float32)
+    # Decode-only batch over up to 320 positions: the default heuristic splits KV 2 ways.
+    case = make_paged_case(7, [1, 1], [300, 37], 4, 2, 16, 16, torch.float32)
     out = attention.paged_attention(case.query, case.k_cache, case.v_cache, case.block_tables, case.seq_lens,
                                     case.query_start_loc, case.scale, None, num_kv_splits=splits)
     torch.testing.assert_close(out.double(), dense_attention_f64(case), atol=1e-5, rtol=1e-5)
@@ -163,3 +163,11 @@ def test_sampling_matches_reference_exactly(seed, rows, vocab, rows_per_program)
     ref_tokens, ref_logprobs = reference.sample(logits, params, packed)
     assert tokens.tolist() == ref_tokens.tolist()
     torch.testing.assert_close(logprobs, ref_logprobs, atol=1e-5, rtol=1e-5)
+
+
+def test_default_split_heuristic():
+    assert attention._default_splits(False, 4, 10_000) == 1          # prefill never splits
+    assert attention._default_splits(True, 4, 100) == 1              # short contexts do not split
+    assert attention._default_splits(True, 4, 300) == 2
+    assert attention._default_splits(True, 4, 100_000) == attention.MAX_SPLITS
+    assert attention._default_splits(True, attention.SPLIT_MAX_PROGRAMS + 1, 100_000) == 1  # GPU already full

@@ -19,7 +19,8 @@ import triton.language as tl
 TILE = 16                   # KV positions per inner step (>= 16 for tl.dot)
 MIN_BLOCK_M = 16            # query rows per program (>= 16 for tl.dot)
 PREFILL_BLOCK_M = 64
-DECODE_SPLITS = 16
+MAX_SPLITS = 16
+SPLIT_MIN_TOKENS = 128      # at least this many KV positions per split
 SPLIT_MAX_PROGRAMS = 128    # split KV only when the un-split decode grid is this small
 
 
@@ -168,6 +169,18 @@ def _merge_splits_kernel(
              mask=dims < HEAD_DIM)
 
 
+def _default_splits(decode_only: bool, num_programs: int, max_context: int) -> int:
+    """Flash-decoding split count: only for decode batches too small to fill the GPU, and only as many
+    splits as the longest possible context (block table width * block size, known without a sync) has
+    SPLIT_MIN_TOKENS-long slices; a power of two <= MAX_SPLITS."""
+    if not decode_only or num_programs > SPLIT_MAX_PROGRAMS:
+        return 1
+    splits = 1
+    while splits < MAX_SPLITS and (splits * 2) * SPLIT_MIN_TOKENS <= max_context:
+        splits *= 2
+    return splits
+
+
 def paged_attention(
     query: torch.Tensor,
     k_cache: torch.Tensor,
@@ -180,9 +193,8 @@ def paged_attention(
     num_kv_splits: int | None = None,
     block_m: int | None = None,
 ) -> torch.Tensor:
-    """Same contract as the torch reference. `num_kv_splits` (power of two) and `block_m` override the
-    heuristics: split KV 16 ways for decode-only batches with few programs; 64 query rows per prefill
-    program on CUDA, 16 otherwise."""
+    """Same contract as the torch reference. `num_kv_splits` (power of two) and `block_m` (query rows
+    per program) override the heuristics: `_default_splits`, and 64 rows for prefill, 16 for decode."""
     num_tokens, num_heads, head_dim = query.shape
     num_seqs = block_tables.shape[0]
     num_kv_heads = k_cache.shape[2]
@@ -197,13 +209,15 @@ def paged_attention(
         return out
     decode_only = num_tokens == num_seqs
     if block_m is None:
-        block_m = MIN_BLOCK_M if decode_only or not query.is_cuda else PREFILL_BLOCK_M
+        block_m = MIN_BLOCK_M if decode_only else PREFILL_BLOCK_M
     block_m = max(block_m, group_pad, MIN_BLOCK_M)
     block_q = block_m // group_pad
     num_q_blocks = num_tokens // block_q + num_seqs
     if num_kv_splits is None:
-        few_programs = num_q_blocks * num_kv_heads <= SPLIT_MAX_PROGRAMS
-        num_kv_splits = DECODE_SPLITS if decode_only and few_programs else 1
+        num_kv_splits = _default_splits(decode_only, num_q_blocks * num_kv_heads,
+                                        block_tables.shape[1] * k_cache.shape[1])
+    if num_kv_splits < 1 or num_kv_splits & (num_kv_splits - 1):
+        raise ValueError(f"num_kv_splits must be a power of two, got {num_kv_splits}")
     d_pad = max(16, triton.next_power_of_2(head_dim))
     partial_shape = (num_tokens, num_heads, num_kv_splits) if num_kv_splits > 1 else (1,)
     partial_acc = torch.empty(*partial_shape, d_pad, dtype=torch.float32, device=query.device)
