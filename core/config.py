@@ -20,6 +20,11 @@ class EngineConfig:
     fit in `kv_cache_memory` bytes (default 256 MiB), capped at what `max_num_seqs` full-length
     sequences can use. `max_model_len=None` takes the model's `max_position_embeddings`. Without chunked
     prefill the per-step token budget is raised to `max_model_len` so any admissible prompt fits a step.
+
+    Structured outputs: `enable_jump_forward` appends the tokens a grammar forces without sampling them;
+    `overlap_mask_fill` fills grammar masks on a thread while the forward runs (None: on for CUDA);
+    `grammar_compile_budget_s` and `grammar_step_budget_s` bound one compilation and one mask
+    computation (running past one fails that request alone).
     """
 
     block_size: int = 16
@@ -34,6 +39,10 @@ class EngineConfig:
     device: str = "cpu"
     seed: int = 0
     max_waiting_requests: int | None = None
+    enable_jump_forward: bool = True
+    overlap_mask_fill: bool | None = None
+    grammar_compile_budget_s: float = 10.0
+    grammar_step_budget_s: float = 5.0
 
     def __post_init__(self) -> None:
         _positive_int("block_size", self.block_size)
@@ -51,8 +60,23 @@ class EngineConfig:
             _positive_int("max_waiting_requests", self.max_waiting_requests)
         if not isinstance(self.seed, int) or isinstance(self.seed, bool):
             raise ConfigError(f"seed must be an int, got {self.seed!r}")
+        if not isinstance(self.enable_jump_forward, bool):
+            raise ConfigError(f"enable_jump_forward must be a bool, got {self.enable_jump_forward!r}")
+        if self.overlap_mask_fill is not None and not isinstance(self.overlap_mask_fill, bool):
+            raise ConfigError(f"overlap_mask_fill must be a bool or None, got {self.overlap_mask_fill!r}")
+        for name in ("grammar_compile_budget_s", "grammar_step_budget_s"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}")
         if self.dtype not in ("auto", "float32", "float16", "bfloat16"):
             raise ConfigError(f"dtype must be auto, float32, float16 or bfloat16, got {self.dtype!r}")
+
+    @property
+    def mask_fill_overlaps(self) -> bool:
+        """Whether grammar masks are filled on a thread during the forward (default: on CUDA only)."""
+        if self.overlap_mask_fill is not None:
+            return self.overlap_mask_fill
+        return str(self.device).startswith("cuda")
 
     def resolve_max_model_len(self, model_max_len: int) -> int:
         """The context limit: the option if set (it may not exceed the model's), else the model's."""

@@ -22,6 +22,7 @@ from formwork.core.sampler import Sampler, SamplerOutput
 from formwork.core.sampling_params import SamplingParams
 from formwork.core.scheduler import Scheduler, SchedulerOutput
 from formwork.core.sequence import Request, Sequence, SequenceStatus
+from formwork.core.structured_output import MaskBatch, StructuredOutputManager
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +81,10 @@ class LLMEngine:
                                    max_num_batched_tokens=config.resolve_token_budget(max_model_len),
                                    enable_chunked_prefill=config.enable_chunked_prefill, metrics=self.metrics)
         self.sampler = Sampler(self.vocab_size, self.eos_token_ids)
+        self.structured_output = StructuredOutputManager(
+            self.tokenizer, self.vocab_size, self.eos_token_ids, max_num_seqs=config.max_num_seqs,
+            enable_jump_forward=config.enable_jump_forward, overlap=config.mask_fill_overlaps,
+            compile_max_seconds=config.grammar_compile_budget_s, step_max_seconds=config.grammar_step_budget_s)
         self.requests: dict[str, Request] = {}
         self._rng = random.Random(config.seed)
 
@@ -106,6 +111,7 @@ class LLMEngine:
         request = Request(request_id, text, prompt_token_ids, params,
                           arrival_time=now() if arrival_time is None else arrival_time,
                           priority=priority, seeds=self._seeds(params))
+        self.structured_output.add_request(request)
         for seq in request.seqs:
             seq.detokenizer = IncrementalDetokenizer(
                 self.tokenizer, request.prompt_token_ids, skip_special_tokens=params.skip_special_tokens,
@@ -154,18 +160,36 @@ class LLMEngine:
     @torch.inference_mode()
     def step(self) -> list[RequestOutput]:
         """Run one iteration; returns the outputs of requests that produced tokens or finished."""
+        outputs = self._release_grammars()
         sched = self.scheduler.schedule()
         if sched.is_empty:
-            return []
+            if not outputs and self.structured_output.has_pending:
+                self.structured_output.wait_for_grammars(timeout=0.05)  # nothing to run: don't spin
+            return outputs
         logit_seqs = [item.seq for item in sched.scheduled if item.wants_logits]
-        sampled = self._run_model(sched, logit_seqs)
+        fill = self.structured_output.start_fill(logit_seqs)  # overlaps the forward when on a thread
+        sampled, masks = self._run_model(sched, logit_seqs, fill)
+        if masks is not None:
+            for seq in logit_seqs:
+                if seq.seq_id in masks.errors and not seq.status.is_finished:
+                    outputs.append(self.fail_request(seq.request_id, masks.errors[seq.seq_id]))
         tokens = {seq.seq_id: (sampled.token_ids[i], sampled.logprobs[i]) for i, seq in enumerate(logit_seqs)}
         extras = {seq.seq_id: (sampled.top_logprobs[i], sampled.sampled_ranks[i])
                   for i, seq in enumerate(logit_seqs)}
         advanced = self.scheduler.update_from_output(sched, tokens)
-        return self._postprocess(advanced, extras)
+        return outputs + self._postprocess(advanced, extras)
 
-    def _run_model(self, sched: SchedulerOutput, logit_seqs: list[Sequence]) -> SamplerOutput:
+    def _release_grammars(self) -> list[RequestOutput]:
+        """Let requests whose grammar compiled run; fail those whose grammar could not be compiled."""
+        outputs = []
+        for request, error in self.structured_output.update_ready():
+            output = self.fail_request(request.request_id, error)
+            if output is not None:
+                outputs.append(output)
+        return outputs
+
+    def _run_model(self, sched: SchedulerOutput, logit_seqs: list[Sequence],
+                   fill) -> tuple[SamplerOutput, MaskBatch | None]:
         items = []
         for item in sched.scheduled:
             seq, start = item.seq, item.seq.num_computed_tokens
@@ -173,9 +197,12 @@ class LLMEngine:
         batch = ForwardBatch.build(items, self.block_manager.block_size,
                                    [item.wants_logits for item in sched.scheduled], device=self.runner.device)
         logits = self.runner.forward(batch)
+        masks: MaskBatch | None = fill()
         if not logit_seqs:
-            return SamplerOutput([], [], [], [])
-        return self.sampler(logits, logit_seqs)
+            return SamplerOutput([], [], [], []), masks
+        if masks is None:
+            return self.sampler(logits, logit_seqs), None
+        return self.sampler(logits, logit_seqs, masks.bitmask, masks.rows), masks
 
     def _postprocess(self, advanced: list[Sequence], extras: dict[int, tuple]) -> list[RequestOutput]:
         t = now()
@@ -209,6 +236,7 @@ class LLMEngine:
         token_id = seq.token_ids[-1]
         if token_id < 0:
             raise RuntimeError("no token is allowed at this position (the constraint admits nothing)")
+        self.structured_output.accept_token(seq, token_id)
         detok: IncrementalDetokenizer = seq.detokenizer
         if seq.logprobs is not None:
             entry = {token_id: Logprob(seq.last_token_logprob, rank, detok.decode_token(token_id))}
@@ -229,6 +257,8 @@ class LLMEngine:
             stop = detok.check_stop(len(new_text)) if may_stop else None
             if stop is not None:
                 status, stop_reason = SequenceStatus.FINISHED_STOPPED, stop
+        if status is None and self.structured_output.matcher(seq) is not None:
+            status, stop_reason = self._advance_constrained(seq)
         if status is None and ((params.max_tokens is not None and seq.num_output_tokens >= params.max_tokens)
                                or seq.num_tokens >= self.max_model_len):
             status = SequenceStatus.FINISHED_LENGTH
@@ -239,6 +269,27 @@ class LLMEngine:
                     status, stop_reason = SequenceStatus.FINISHED_STOPPED, stop
             seq.stop_reason = stop_reason
             self.scheduler.finish(seq, status)
+
+    def _advance_constrained(self, seq: Sequence) -> tuple[SequenceStatus | None, str | None]:
+        """After a constrained token: stop if the document is complete (even with `ignore_eos` or
+        before `min_tokens`: nothing else may follow), else append the forced continuation."""
+        so = self.structured_output
+        if so.is_complete(seq):
+            return SequenceStatus.FINISHED_STOPPED, None
+        room = self.max_model_len - seq.num_tokens
+        if seq.params.max_tokens is not None:
+            room = min(room, seq.params.max_tokens - seq.num_output_tokens)
+        forced = so.jump_forward(seq, room)
+        for i, token_id in enumerate(forced):
+            seq.append_token(token_id, 0.0)
+            new_text = seq.detokenizer.append(token_id)
+            stop = seq.detokenizer.check_stop(len(new_text)) if seq.num_output_tokens >= seq.params.min_tokens else None
+            if stop is not None:
+                so.matcher(seq).rollback(len(forced) - i - 1)
+                return SequenceStatus.FINISHED_STOPPED, stop
+        if forced and so.is_complete(seq):
+            return SequenceStatus.FINISHED_STOPPED, None
+        return None, None
 
     # ---- outputs --------------------------------------------------------------------------------
 
@@ -271,6 +322,7 @@ class LLMEngine:
         return output
 
     def _retire(self, request: Request) -> None:
+        self.structured_output.remove(request)
         request.metrics.finished_time = now()
         reasons = [seq.status.finish_reason for seq in request.seqs]
         reason = "error" if request.error else next((r for r in reasons if r != "abort"), "abort")

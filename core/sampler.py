@@ -3,6 +3,11 @@
 Logprobs (the sampled token's and the top-N) are computed from the processed logits (after penalties,
 bias and any grammar mask) at temperature 1, the same distribution `kernels.sample` reports for the
 chosen token.
+
+Grammar masks: `bitmask` has one packed int32 row per logits row (all ones where unconstrained) and
+`bitmask_rows` lists the constrained rows. On CUDA the bitmask goes to the fused `kernels.sample`; on
+the CPU only the constrained rows are masked (a numpy bit unpack) before sampling, since the torch
+reference would unpack every row.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 import torch
+
+import numpy as np
 
 from formwork.core.sequence import Sequence
 from formwork.kernels import SamplingTensors, apply_token_bitmask, sample
@@ -32,14 +39,20 @@ class Sampler:
         self.vocab_size = vocab_size
         self.eos_token_ids = list(eos_token_ids)
 
-    def __call__(self, logits: torch.Tensor, seqs: list[Sequence],
-                 bitmask: torch.Tensor | None = None) -> SamplerOutput:
+    def __call__(self, logits: torch.Tensor, seqs: list[Sequence], bitmask: torch.Tensor | None = None,
+                 bitmask_rows: list[int] | None = None) -> SamplerOutput:
         if logits.shape[0] != len(seqs):
             raise ValueError(f"{logits.shape[0]} rows of logits for {len(seqs)} sequences")
         logits = logits.float()
         self._apply_penalties(logits, seqs)
         self._apply_logit_bias(logits, seqs)
         self._apply_min_tokens(logits, seqs)
+        if bitmask is not None and logits.device.type == "cpu":
+            rows = list(range(len(seqs))) if bitmask_rows is None else bitmask_rows
+            _mask_rows_cpu(logits, bitmask, rows)
+            bitmask = None
+        elif bitmask is not None:
+            bitmask = bitmask.to(logits.device, non_blocking=True)
         params = SamplingTensors.from_lists(
             temperature=[s.params.temperature for s in seqs],
             top_k=[max(s.params.top_k, 0) for s in seqs],
@@ -117,3 +130,15 @@ class Sampler:
             ranks[row] = int(sampled_ranks[j])
             top[row] = [(top_ids[j][k], top_lp[j][k], k + 1) for k in range(n)] if n else []
         return top, ranks
+
+
+def _mask_rows_cpu(logits: torch.Tensor, bitmask: torch.Tensor, rows: list[int]) -> None:
+    """In place: -inf for the tokens a packed int32 `bitmask` row forbids, in the given rows only."""
+    if not rows:
+        return
+    vocab = logits.shape[1]
+    words = np.ascontiguousarray(bitmask.numpy()[rows])
+    bits = np.unpackbits(words.view(np.uint8), axis=1, bitorder="little")[:, :vocab]
+    forbidden = torch.from_numpy(bits) == 0
+    index = torch.tensor(rows, dtype=torch.long)
+    logits[index] = logits[index].masked_fill(forbidden, float("-inf"))

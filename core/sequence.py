@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import enum
 import itertools
+from typing import TYPE_CHECKING
 
 from formwork.core.detokenizer import IncrementalDetokenizer
 from formwork.core.metrics import RequestMetrics
 from formwork.core.outputs import SampleLogprobs
 from formwork.core.sampling_params import SamplingParams
+
+if TYPE_CHECKING:
+    from formwork.core.structured_output import StructuredOutputRequest
 
 
 class SequenceStatus(enum.Enum):
@@ -117,6 +121,7 @@ class Request:
         self.arrival_time = arrival_time
         self.metrics = RequestMetrics(arrival_time=arrival_time, num_prompt_tokens=len(prompt_token_ids))
         self.error: str | None = None
+        self.structured_output: StructuredOutputRequest | None = None  # set by the StructuredOutputManager
         seeds = seeds if seeds is not None else [0] * params.n
         self.seqs = [Sequence(self, i, seeds[i]) for i in range(params.n)]
 

@@ -1,0 +1,83 @@
+"""Compiling constraints for one tokenizer: its `Vocabulary`, a `GrammarCompiler` (with the compiled-
+grammar cache, keyed by canonical spec) and the jump-forward tokenizer, shared by every engine in the
+process that serves the same tokenizer and logit width.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from typing import Any
+
+from formwork import grammar
+from formwork.core.jump_forward import ForcedTokenizer
+from formwork.grammar import CompileBudget, CompiledGrammar, GrammarCompiler, GrammarError, Vocabulary
+
+
+class UnsupportedConstraintError(GrammarError):
+    """The constraint kind is known but this build cannot compile it (e.g. EBNF without compile_ebnf)."""
+
+
+class GrammarBackend:
+    """Vocabulary + compiler for one tokenizer. `compile_lock` serialises compilations (the compiler's
+    caches are not thread-safe); `mask_lock` guards the token-mask cache the matchers share."""
+
+    def __init__(self, tokenizer: Any, vocab_size: int, stop_token_ids: list[int]):
+        self.vocab = Vocabulary.from_pretrained(tokenizer, vocab_size=vocab_size, stop_token_ids=stop_token_ids)
+        self.vocab.trie  # noqa: B018 - built here, off the engine thread
+        self.compiler = GrammarCompiler(self.vocab)
+        self.compile_lock = threading.Lock()
+        self.mask_lock = threading.Lock()
+        self.forced = ForcedTokenizer(self.vocab, _encoder(tokenizer))
+
+    def compile(self, spec: dict[str, Any], max_seconds: float) -> CompiledGrammar:
+        """Compile one `structured_outputs` spec (cached by its canonical form). Raises `GrammarError`."""
+        with self.compile_lock:
+            self.compiler.budget = CompileBudget(max_seconds=max_seconds)
+            return _compile(spec, self.vocab, self.compiler)
+
+
+def _compile(spec: dict[str, Any], vocab: Vocabulary, compiler: GrammarCompiler) -> CompiledGrammar:
+    if spec.get("json") is not None or spec.get("json_object"):
+        schema = spec["json"] if spec.get("json") is not None else {"type": "object"}
+        return grammar.compile_json_schema(
+            schema, vocab, compiler=compiler,
+            forbid_additional_properties=bool(spec.get("disable_additional_properties")),
+            whitespace="compact" if spec.get("disable_any_whitespace") else "default")
+    if spec.get("regex") is not None:
+        return compiler.compile_regex(spec["regex"])
+    if spec.get("choice") is not None:
+        return compiler.compile_choice(list(spec["choice"]))
+    compile_ebnf = getattr(grammar, "compile_ebnf", None)
+    if compile_ebnf is None:
+        raise UnsupportedConstraintError("EBNF grammars ('grammar') are not supported by this build yet "
+                                         "(formwork.grammar.compile_ebnf is missing)")
+    return compile_ebnf(spec["grammar"], vocab)
+
+
+def _encoder(tokenizer: Any):
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        return lambda text: backend.encode(text, add_special_tokens=False).ids
+    return lambda text: list(tokenizer.encode(text, add_special_tokens=False))
+
+
+def tokenizer_fingerprint(tokenizer: Any) -> str:
+    """A content hash of a tokenizer (its tokenizer.json serialisation when it has one)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    text = backend.to_str() if backend is not None else repr(sorted(tokenizer.get_vocab().items()))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_BACKENDS: dict[tuple, GrammarBackend] = {}
+_BACKENDS_LOCK = threading.Lock()
+
+
+def get_backend(tokenizer: Any, vocab_size: int, stop_token_ids: list[int]) -> GrammarBackend:
+    """The process-wide backend for this tokenizer, logit width and stop tokens (built on first use)."""
+    key = (tokenizer_fingerprint(tokenizer), vocab_size, tuple(sorted(stop_token_ids)))
+    with _BACKENDS_LOCK:
+        backend = _BACKENDS.get(key)
+        if backend is None:
+            backend = _BACKENDS[key] = GrammarBackend(tokenizer, vocab_size, stop_token_ids)
+        return backend

@@ -1,0 +1,286 @@
+"""StructuredOutputManager: the engine side of constrained decoding.
+
+- Compiling: a request with `SamplingParams.structured_outputs` is compiled on a worker thread (the
+  grammar backend caches compiled grammars by canonical spec and tokenizer); its sequences wait in
+  WAITING_FOR_GRAMMAR, which the scheduler skips, so other requests keep running. A compile error or a
+  budget overrun fails that request alone (`update_ready` reports it).
+- Masks: each step fills one bitmask row per sampled sequence (`start_fill` before the forward, the
+  result taken before sampling; with `overlap` the fill runs on a thread while the forward runs).
+  Unconstrained rows are all ones and are not listed in `MaskBatch.rows`.
+- Advancing: sampled tokens are accepted by the sequence's matcher; `is_complete` says the document
+  is finished (a stop token was accepted, or nothing but a stop token may follow); `jump_forward`
+  accepts and returns the safe tokens of a forced continuation.
+
+Each sequence of a request (n > 1) has its own matcher. Matchers survive preemption by recompute: the
+generated tokens are kept, so the matcher state stays valid and decoding resumes where it was.
+Extra stop tokens of a request (`stop_token_ids` that are not the model's EOS) are treated like EOS
+by the mask: allowed only where the grammar can end.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+
+from formwork.core.grammar_backend import GrammarBackend, get_backend
+from formwork.core.sequence import Request, Sequence, SequenceStatus
+from formwork.grammar import CompiledGrammar, GrammarError, Matcher, allocate_token_bitmask
+
+
+class GrammarViolationError(RuntimeError):
+    """A token reached a matcher that does not accept it (a mask/sampler inconsistency)."""
+
+
+@dataclass
+class StructuredOutputStats:
+    """Counters for metrics and benchmarks."""
+
+    num_compiled: int = 0
+    compile_seconds: list[float] = field(default_factory=list)  # per request, worker time
+    num_mask_steps: int = 0          # steps with at least one constrained row
+    num_mask_rows: int = 0
+    mask_seconds: float = 0.0        # total time spent filling masks
+    num_jump_forward_tokens: int = 0
+    num_jumps: int = 0
+
+
+@dataclass
+class MaskBatch:
+    """The bitmask of one step: row i belongs to the i-th sampled sequence; `rows` are constrained."""
+
+    bitmask: torch.Tensor
+    rows: list[int]
+    errors: dict[int, str]  # seq_id -> why its mask could not be computed (the request fails)
+
+
+class StructuredOutputRequest:
+    """The constraint state of one request: its compile future, grammar and one matcher per sequence."""
+
+    def __init__(self, spec: dict[str, Any], future: Future, enable_jump_forward: bool):
+        self.spec = spec
+        self.future = future
+        self.grammar: CompiledGrammar | None = None
+        self.matchers: dict[int, Matcher] = {}
+        self.extra_stop_ids: frozenset[int] = frozenset()
+        self.enable_jump_forward = enable_jump_forward
+
+
+class StructuredOutputManager:
+    """Compiles constraints off the engine thread and drives per-sequence matchers."""
+
+    def __init__(self, tokenizer: Any, vocab_size: int, eos_token_ids: list[int], *, max_num_seqs: int,
+                 enable_jump_forward: bool = True, overlap: bool = False,
+                 compile_max_seconds: float = 10.0, step_max_seconds: float = 5.0):
+        self.tokenizer = tokenizer
+        self.vocab_size = vocab_size
+        self.eos_token_ids = list(eos_token_ids)
+        self.max_num_seqs = max_num_seqs
+        self.enable_jump_forward = enable_jump_forward
+        self.compile_max_seconds = compile_max_seconds
+        self.step_max_seconds = step_max_seconds
+        self.stats = StructuredOutputStats()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="formwork-grammar")
+        self._fill_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="formwork-mask") if overlap else None
+        self._backend: GrammarBackend | None = None
+        self._backend_lock = threading.Lock()
+        self._pending: dict[str, Request] = {}
+        self._bitmask: torch.Tensor | None = None
+        self._bitmask_np: np.ndarray | None = None
+        self._scratch: torch.Tensor | None = None
+        self._text_words: np.ndarray | None = None  # mask words with every stop-token bit cleared
+
+    # ---- compiling ------------------------------------------------------------------------------
+
+    @property
+    def backend(self) -> GrammarBackend:
+        """The grammar backend (vocabulary, compiler) of this engine's tokenizer, built on first use."""
+        with self._backend_lock:
+            if self._backend is None:
+                self._backend = get_backend(self.tokenizer, self.vocab_size, self.eos_token_ids)
+            return self._backend
+
+    def add_request(self, request: Request) -> None:
+        """Start compiling `request`'s constraint (if it has one) and hold its sequences back meanwhile."""
+        spec = request.params.structured_outputs
+        if spec is None:
+            return
+        future = self._executor.submit(self._compile, spec)
+        jump = self.enable_jump_forward and request.params.logprobs is None
+        request.structured_output = StructuredOutputRequest(spec, future, jump)
+        for seq in request.seqs:
+            seq.status = SequenceStatus.WAITING_FOR_GRAMMAR
+        self._pending[request.request_id] = request
+
+    def _compile(self, spec: dict[str, Any]) -> CompiledGrammar:
+        start = time.perf_counter()
+        grammar = self.backend.compile(spec, self.compile_max_seconds)
+        self.stats.compile_seconds.append(time.perf_counter() - start)
+        return grammar
+
+    @property
+    def has_pending(self) -> bool:
+        return bool(self._pending)
+
+    def wait_for_grammars(self, timeout: float) -> None:
+        """Block until some pending compilation finishes (or `timeout` seconds pass)."""
+        futures = [r.structured_output.future for r in self._pending.values()]
+        if futures:
+            wait(futures, timeout=timeout, return_when=FIRST_COMPLETED)
+
+    def update_ready(self) -> list[tuple[Request, str]]:
+        """Release the requests whose grammar is ready (their sequences become WAITING); returns the
+        requests whose compilation failed, with the error to report."""
+        failed = []
+        for request_id, request in list(self._pending.items()):
+            so: StructuredOutputRequest = request.structured_output
+            if not so.future.done():
+                continue
+            del self._pending[request_id]
+            if request.is_finished:
+                continue
+            try:
+                so.grammar = so.future.result()
+            except GrammarError as exc:
+                failed.append((request, f"{type(exc).__name__}: the structured output constraint cannot be "
+                                        f"compiled: {exc}"))
+                continue
+            except Exception as exc:  # an unexpected compiler bug fails this request only
+                failed.append((request, f"{type(exc).__name__}: compiling the constraint failed: {exc}"))
+                continue
+            self.stats.num_compiled += 1
+            stops = set(self.backend.vocab.stop_token_ids)
+            so.extra_stop_ids = frozenset(t for t in request.params.stop_token_ids
+                                          if t not in stops and t < self.vocab_size)
+            for seq in request.seqs:
+                so.matchers[seq.seq_id] = so.grammar.matcher(max_step_seconds=self.step_max_seconds)
+                if seq.status is SequenceStatus.WAITING_FOR_GRAMMAR:
+                    seq.status = SequenceStatus.WAITING
+        return failed
+
+    def remove(self, request: Request) -> None:
+        """Forget a finished request (a pending compilation is cancelled if it has not started)."""
+        if self._pending.pop(request.request_id, None) is not None:
+            request.structured_output.future.cancel()
+
+    def shutdown(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        if self._fill_executor is not None:
+            self._fill_executor.shutdown(wait=False, cancel_futures=True)
+
+    # ---- masks ----------------------------------------------------------------------------------
+
+    def start_fill(self, seqs: list[Sequence]) -> Callable[[], MaskBatch | None]:
+        """Begin filling the masks of the sampled `seqs`; call the result before sampling. With
+        `overlap`, the fill runs on a thread (e.g. while the GPU runs the forward)."""
+        if not any(self.matcher(seq) is not None for seq in seqs):
+            return lambda: None
+        if self._fill_executor is None:
+            batch = self.fill_bitmask(seqs)
+            return lambda: batch
+        future = self._fill_executor.submit(self.fill_bitmask, seqs)
+        return future.result
+
+    def fill_bitmask(self, seqs: list[Sequence]) -> MaskBatch | None:
+        """Bitmask rows for `seqs` (all ones where unconstrained); None if none is constrained."""
+        start = time.perf_counter()
+        backend = self.backend
+        if self._bitmask is None:
+            self._bitmask = allocate_token_bitmask(self.max_num_seqs, self.vocab_size)
+            self._bitmask_np = self._bitmask.numpy()
+        if len(seqs) > self._bitmask.shape[0]:
+            raise ValueError(f"{len(seqs)} rows exceed the bitmask's {self._bitmask.shape[0]} (max_num_seqs)")
+        view = self._bitmask_np
+        rows: list[int] = []
+        errors: dict[int, str] = {}
+        with backend.mask_lock:
+            for i, seq in enumerate(seqs):
+                matcher = self.matcher(seq)
+                if matcher is None:
+                    view[i] = -1
+                    continue
+                try:
+                    matcher.fill_next_token_bitmask(self._bitmask, i)
+                except GrammarError as exc:
+                    errors[seq.seq_id] = f"{type(exc).__name__}: computing the token mask failed: {exc}"
+                    view[i] = -1
+                    continue
+                extra = seq.request.structured_output.extra_stop_ids
+                if extra:
+                    _set_bits(view[i], extra, matcher.can_terminate())
+                rows.append(i)
+        stats = self.stats
+        stats.num_mask_steps += 1
+        stats.num_mask_rows += len(rows)
+        stats.mask_seconds += time.perf_counter() - start
+        return MaskBatch(self._bitmask[:len(seqs)], rows, errors)
+
+    # ---- advancing ------------------------------------------------------------------------------
+
+    @staticmethod
+    def matcher(seq: Sequence) -> Matcher | None:
+        so: StructuredOutputRequest | None = seq.request.structured_output
+        return None if so is None else so.matchers.get(seq.seq_id)
+
+    def accept_token(self, seq: Sequence, token_id: int) -> None:
+        """Advance `seq`'s matcher by a sampled token; raises `GrammarViolationError` if refused."""
+        matcher = self.matcher(seq)
+        if matcher is None:
+            return
+        if token_id in seq.request.structured_output.extra_stop_ids:
+            ok = matcher.can_terminate()
+        else:
+            ok = matcher.accept_token(token_id)
+        if not ok:
+            raise GrammarViolationError(f"token {token_id} is not allowed by the constraint here")
+
+    def is_complete(self, seq: Sequence) -> bool:
+        """The constrained output is finished: a stop token was accepted, or only a stop token may
+        follow. Always False for unconstrained sequences."""
+        matcher = self.matcher(seq)
+        if matcher is None:
+            return False
+        if matcher.is_terminated():
+            return True
+        if not matcher.can_terminate():
+            return False
+        scratch = self._scratch_row()
+        with self.backend.mask_lock:
+            matcher.fill_next_token_bitmask(scratch, 0)
+        return not np.any(scratch.numpy()[0] & self._text_words)
+
+    def _scratch_row(self) -> torch.Tensor:
+        if self._scratch is None:
+            self._scratch = allocate_token_bitmask(1, self.vocab_size)
+            text = np.full(self._scratch.shape[1], -1, dtype=np.int32)
+            _set_bits(text, self.backend.vocab.stop_token_ids, False)
+            self._text_words = text
+        return self._scratch
+
+    def jump_forward(self, seq: Sequence, max_tokens: int) -> list[int]:
+        """Accept and return up to `max_tokens` tokens the grammar forces next (safe ones only)."""
+        matcher = self.matcher(seq)
+        if matcher is None or not seq.request.structured_output.enable_jump_forward:
+            return []
+        tokens = self.backend.forced.forced_tokens(matcher, max_tokens)
+        if tokens:
+            self.stats.num_jumps += 1
+            self.stats.num_jump_forward_tokens += len(tokens)
+        return tokens
+
+
+def _set_bits(words: np.ndarray, token_ids, value: bool) -> None:
+    """Set (value=True) or clear the bits of `token_ids` in one row of packed int32 mask words."""
+    as_unsigned = words.view(np.uint32)
+    for t in token_ids:
+        bit = np.uint32(1 << (t % 32))
+        if value:
+            as_unsigned[t // 32] |= bit
+        else:
+            as_unsigned[t // 32] &= ~bit
