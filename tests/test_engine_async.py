@@ -2,6 +2,7 @@
 
 import asyncio
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -138,13 +139,17 @@ def test_backpressure_when_waiting_queue_full():
 
 
 def test_engine_death_fails_every_stream(engine):
+    release = threading.Event()
+
     def broken(batch):
+        release.wait(10)  # die only once both requests are in
         raise RuntimeError("device lost")
 
     engine.engine.runner.forward = broken
 
     async def main():
         streams = [engine.add_request(f"d{i}", "Hello", GREEDY) for i in range(2)]
+        release.set()
         results = await asyncio.gather(*(collect(s) for s in streams))
         with pytest.raises(EngineDeadError):
             engine.add_request("late", "Hello", GREEDY)
