@@ -13,7 +13,7 @@ from tqdm import tqdm
 from formwork.core.engine import LLMEngine, RequestError
 from formwork.core.model_files import ChatTemplateError
 from formwork.core.outputs import CompletionOutput, RequestOutput
-from formwork.core.sampling_params import SamplingParams
+from formwork.core.sampling_params import SamplingParams, SamplingParamsError
 
 PromptType = str | list[int]
 Conversation = list[dict[str, Any]]
@@ -43,10 +43,17 @@ class LLM:
     def chat(self, messages: Conversation | SequenceABC[Conversation],
              sampling_params: SamplingParams | SequenceABC[SamplingParams] | None = None,
              chat_template: str | None = None, add_generation_prompt: bool = True,
-             use_tqdm: bool = True) -> list[RequestOutput]:
+             use_tqdm: bool = True, response_format: dict[str, Any] | None = None) -> list[RequestOutput]:
         """Render each conversation with the chat template (the model's, or `chat_template`) and
-        generate the assistant's reply. Accepts one conversation or a list of them."""
+        generate the assistant's reply. Accepts one conversation or a list of them.
+
+        `response_format` takes OpenAI's shape, `{"type": "json_schema", "json_schema": {"schema": ...}}`,
+        `{"type": "json_object"}` or `{"type": "text"}`, and constrains every reply (it becomes
+        `SamplingParams.structured_outputs`; giving both is an error)."""
         conversations = [messages] if messages and isinstance(messages[0], dict) else list(messages)
+        constraint = response_format_constraint(response_format)
+        if constraint is not None:
+            sampling_params = _with_constraint(sampling_params, constraint, len(conversations))
         requests = []
         for conversation in conversations:
             text = self._render_chat(conversation, chat_template, add_generation_prompt)
@@ -96,6 +103,35 @@ class LLM:
         finally:
             bar.close()
         return [results[request_id] for request_id in order]
+
+
+def response_format_constraint(response_format: dict[str, Any] | None) -> dict[str, Any] | None:
+    """`SamplingParams.structured_outputs` for an OpenAI `response_format` (None for text / None)."""
+    if response_format is None:
+        return None
+    if not isinstance(response_format, dict) or "type" not in response_format:
+        raise SamplingParamsError(f"response_format must be a dict with a 'type', got {response_format!r}")
+    kind = response_format["type"]
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        return {"json_object": True}
+    if kind == "json_schema":
+        spec = response_format.get("json_schema")
+        if not isinstance(spec, dict) or not isinstance(spec.get("schema"), (dict, bool)):
+            raise SamplingParamsError("response_format of type 'json_schema' needs json_schema.schema (an object)")
+        return {"json": spec["schema"]}
+    raise SamplingParamsError(f"response_format.type must be 'text', 'json_object' or 'json_schema', got {kind!r}")
+
+
+def _with_constraint(params: SamplingParams | SequenceABC[SamplingParams] | None, constraint: dict[str, Any],
+                     count: int) -> list[SamplingParams]:
+    out = []
+    for p in _as_params_list(params, count):
+        if p.structured_outputs is not None:
+            raise SamplingParamsError("give either response_format or SamplingParams.structured_outputs, not both")
+        out.append(p.clone(structured_outputs=constraint))
+    return out
 
 
 def _as_prompt_list(prompts: PromptType | SequenceABC[PromptType]) -> list[PromptType]:

@@ -174,3 +174,12 @@ def _check_structured_outputs(spec: object) -> None:
         raise SamplingParamsError(
             f"structured_outputs needs exactly one of {list(STRUCTURED_OUTPUT_CONSTRAINTS)}, got {given or 'none'}"
         )
+    kind, value = given[0], spec[given[0]]
+    expected = {"json": (dict, bool, str), "regex": str, "grammar": str, "choice": (list, tuple),
+                "json_object": bool}[kind]
+    if not isinstance(value, expected):
+        raise SamplingParamsError(f"structured_outputs[{kind!r}] has the wrong type ({type(value).__name__})")
+    if kind == "choice" and (not value or not all(isinstance(c, str) for c in value)):
+        raise SamplingParamsError("structured_outputs['choice'] must be a non-empty list of strings")
+    if kind in ("regex", "grammar") and not value:
+        raise SamplingParamsError(f"structured_outputs[{kind!r}] must not be empty")

@@ -1,0 +1,91 @@
+"""Helpers for the structured-output engine tests: a deterministic set of JSON Schemas and checks that
+an engine output is valid (finished with `stop`) or a valid prefix (cut by `length`)."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import jsonschema
+
+from formwork.core.outputs import CompletionOutput
+from formwork.grammar import CompiledGrammar
+
+_NAMES = ["id", "name", "ok", "kind", "count", "tags", "score", "city", "level", "note", "user", "when"]
+
+
+def _leaf(rng: random.Random) -> dict:
+    choice = rng.randrange(9)
+    if choice == 0:
+        return {"type": "boolean"}
+    if choice == 1:
+        return {"type": "integer", "minimum": rng.randrange(-5, 5), "maximum": rng.randrange(10, 999)}
+    if choice == 2:
+        return {"enum": rng.sample(["red", "green", "blue", "cyan", "black", 1, 2, None, True], rng.randrange(2, 5))}
+    if choice == 3:
+        return {"type": "string", "maxLength": rng.randrange(1, 8)}
+    if choice == 4:
+        return {"type": "string", "pattern": rng.choice([r"^[a-z]{2,4}$", r"^\d{3}-\d{2}$", r"^(ab|cd)+$"])}
+    if choice == 5:
+        return {"const": rng.choice(["v1", 7, False, "fixed value"])}
+    if choice == 6:
+        return {"type": "number", "minimum": 0, "maximum": 100}
+    if choice == 7:
+        return {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 9},
+                "minItems": rng.randrange(0, 2), "maxItems": rng.randrange(2, 4)}
+    return {"type": "string", "format": rng.choice(["date", "uuid", "email"])}
+
+
+def _object(rng: random.Random, depth: int) -> dict:
+    names = rng.sample(_NAMES, rng.randrange(1, 4))
+    props = {}
+    for name in names:
+        props[name] = _object(rng, depth - 1) if depth > 0 and rng.random() < 0.25 else _leaf(rng)
+    required = [n for n in names if rng.random() < 0.7]
+    schema = {"type": "object", "properties": props, "required": required}
+    if rng.random() < 0.8:
+        schema["additionalProperties"] = False
+    return schema
+
+
+def make_schemas(count: int = 50, seed: int = 7) -> list[dict]:
+    """`count` distinct small JSON Schemas: objects (nested, optional members), arrays, enums, consts,
+    patterns, formats, numeric ranges, and a few non-object roots."""
+    rng = random.Random(seed)
+    schemas: list[dict] = []
+    seen: set[str] = set()
+    while len(schemas) < count:
+        k = len(schemas)
+        if k % 10 == 9:
+            schema = {"type": "array", "items": _leaf(rng), "maxItems": 3}
+        elif k % 10 == 4:
+            schema = _leaf(rng)
+        else:
+            schema = _object(rng, depth=1)
+        text = json.dumps(schema, sort_keys=True)
+        if text not in seen:
+            seen.add(text)
+            schemas.append(schema)
+    return schemas
+
+
+REGEXES = [r"\d{3}-\d{4}", r"(yes|no)!", r"[a-z]{3,6}@[a-z]{2,5}\.(com|org)", r"#[0-9a-f]{6}", r"-?\d+(\.\d{1,2})?"]
+CHOICES = [["alpha", "beta", "gamma"], ["yes", "no"], ["Paris", "London", "Berlin", "Rome"]]
+
+
+def check_json_output(completion: CompletionOutput, text: bytes, schema: dict, grammar: CompiledGrammar) -> None:
+    """A `stop` output validates against `schema`; a `length` output is a prefix the grammar accepts."""
+    if completion.finish_reason == "stop":
+        jsonschema.validate(json.loads(text.decode("utf-8")), schema)
+    else:
+        assert completion.finish_reason == "length", completion
+        assert grammar.matcher().accept_string(text), f"not a valid prefix: {text!r}"
+
+
+def check_regex_output(completion: CompletionOutput, text: bytes, pattern: str, grammar: CompiledGrammar) -> None:
+    if completion.finish_reason == "stop":
+        assert re.fullmatch(pattern, text.decode("utf-8")), (pattern, text)
+    else:
+        assert completion.finish_reason == "length", completion
+        assert grammar.matcher().accept_string(text), f"not a valid prefix of /{pattern}/: {text!r}"
