@@ -1,4 +1,4 @@
-"""IR to minimal byte DFA: rule inlining, NFA construction, And/Not via products."""
+"""IR to byte DFAs: rule inlining, NFA construction, lazy subset construction, And/Not via products."""
 from __future__ import annotations
 
 from formwork.grammar.budget import CompileBudget
@@ -7,7 +7,9 @@ from formwork.grammar.errors import RecursionNotSupportedError, UndefinedRuleErr
 from formwork.grammar.ir import (
     Alt, And, Grammar, Node, Not, Repeat, RuleRef, Seq, alt, any_text, repeat, seq,
 )
-from formwork.grammar.nfa import NFA, determinize
+from formwork.grammar.gc_pause import paused_gc
+from formwork.grammar.lazy_dfa import LazyDFA, SubsetBuilder
+from formwork.grammar.nfa import NFA
 
 
 def inline_rules(grammar: Grammar) -> Node:
@@ -58,30 +60,50 @@ def inline_rules(grammar: Grammar) -> Node:
 
 
 class AutomatonBuilder:
-    """Compiles IR nodes to minimal DFAs under one budget, memoising And/Not operands."""
+    """Compiles IR nodes to DFAs under one budget, memoising results.
+
+    `dfa(node)` is lazy (states built on first use) except for `And` / `Not`, which need
+    complete operands for their product construction and are therefore eager and minimal.
+    """
 
     def __init__(self, budget: CompileBudget | None = None):
         self.budget = (budget or CompileBudget()).start()
-        self._memo: dict[Node, DFA] = {}
+        self._memo: dict[Node, DFA | LazyDFA] = {}
+        self._eager: dict[Node, DFA] = {}
 
-    def dfa(self, node: Node) -> DFA:
+    def dfa(self, node: Node) -> DFA | LazyDFA:
         got = self._memo.get(node)
         if got is not None:
             return got
-        if isinstance(node, And):
-            out = product(self.dfa(node.a), self.dfa(node.b), "and", self.budget)
-        elif isinstance(node, Not):
-            out = complement(self.dfa(node.a), self.dfa(any_text()), self.budget)
-        else:
-            nfa = NFA(self.budget, self.dfa)
-            s, e = nfa.new_state(), nfa.new_state()
-            nfa.build(node, s, e)
-            out = determinize(nfa, s, e, self.budget)
+        with paused_gc():
+            out = self._build(node)
         self._memo[node] = out
         return out
 
+    def _build(self, node: Node) -> DFA | LazyDFA:
+        if isinstance(node, And) and node.a == node.b:  # x & x == x: just the complete DFA of x
+            out: DFA | LazyDFA = self.eager(node.a)
+        elif isinstance(node, And):
+            out = product(self.eager(node.a), self.eager(node.b), "and", self.budget)
+        elif isinstance(node, Not):
+            out = complement(self.eager(node.a), self.eager(any_text()), self.budget)
+        else:
+            nfa = NFA(self.budget, self.eager)
+            s, e = nfa.new_state(), nfa.new_state()
+            nfa.build(node, s, e)
+            out = LazyDFA(SubsetBuilder(nfa, s, e, self.budget), root=node)
+        return out
 
-def compile_dfa(node_or_grammar: Node | Grammar, budget: CompileBudget | None = None) -> DFA:
-    """Minimal byte DFA of an IR node or a (non-recursive) Grammar."""
+    def eager(self, node: Node) -> DFA:
+        """The complete, minimal DFA of `node`."""
+        got = self._eager.get(node)
+        if got is None:
+            out = self.dfa(node)
+            got = self._eager[node] = out.materialize(self.budget) if isinstance(out, LazyDFA) else out
+        return got
+
+
+def compile_dfa(node_or_grammar: Node | Grammar, budget: CompileBudget | None = None) -> DFA | LazyDFA:
+    """Byte DFA of an IR node or a (non-recursive) Grammar (lazy unless the top is And/Not)."""
     node = inline_rules(node_or_grammar) if isinstance(node_or_grammar, Grammar) else node_or_grammar
     return AutomatonBuilder(budget).dfa(node)

@@ -11,6 +11,7 @@ import torch
 from formwork.grammar.automaton import compile_dfa
 from formwork.grammar.budget import CompileBudget
 from formwork.grammar.dfa import DFA
+from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.errors import GrammarError
 from formwork.grammar.ir import Grammar, Node, alt, lit, regex
 from formwork.grammar.matcher import Matcher
@@ -28,7 +29,7 @@ def allocate_token_bitmask(batch_size: int, vocab_size: int) -> torch.Tensor:
 class CompiledGrammar:
     """A constraint compiled against one vocabulary; make one `matcher()` per request."""
 
-    def __init__(self, dfa: DFA, vocab: Vocabulary, mask_cache: TokenMaskCache,
+    def __init__(self, dfa: DFA | LazyDFA, vocab: Vocabulary, mask_cache: TokenMaskCache,
                  compile_seconds: float = 0.0, spec: Hashable | None = None):
         self.dfa = dfa
         self.vocab = vocab

@@ -5,6 +5,7 @@ dead state (empty language, loops to itself) and state 1 is the start state.
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,9 +24,41 @@ class DFA:
     accepting: np.ndarray
     _cache: dict = field(default_factory=dict, repr=False)
 
+    lazy = False
+
     @property
     def num_states(self) -> int:
         return int(self.table.shape[0])
+
+    # the interface LazyDFA shares: rows are always available here
+    def ensure(self, states: np.ndarray | list[int]) -> None:
+        """No-op: every row of an eager DFA exists."""
+
+    def ensure_one(self, s: int) -> None:
+        """No-op: every row of an eager DFA exists."""
+
+    def row(self, s: int) -> np.ndarray:
+        return self.table[s]
+
+    def class_row(self, s: int) -> np.ndarray:
+        return self.byte_classes()[1][s]
+
+    def flat256(self) -> np.ndarray:
+        """Flat table whose entries are next_state * 256 (so an index is entry + byte)."""
+        got = self._cache.get("flat256")
+        if got is None:
+            got = self._cache["flat256"] = (self.table.astype(np.intp) * 256).reshape(-1)
+        return got
+
+    def state_key(self, s: int) -> tuple[bytes, int]:
+        """Names state `s` for state-level caches: a content hash of the canonically numbered
+        table (equal automata share entries) and the state."""
+        got = self._cache.get("fingerprint")
+        if got is None:
+            h = hashlib.blake2b(self.table.tobytes(), digest_size=16)
+            h.update(np.packbits(self.accepting).tobytes())
+            got = self._cache["fingerprint"] = h.digest()
+        return got, s
 
     def walk(self, state: int, data: bytes) -> int:
         """State after consuming `data` from `state` (DEAD if it died)."""

@@ -26,7 +26,6 @@ class Matcher:
         self.grammar = grammar
         self.vocab = grammar.vocab
         self._dfa = grammar.dfa
-        self._table = grammar.dfa.table
         self._stops = frozenset(self.vocab.stop_token_ids)
         self.max_step_seconds = max_step_seconds
         self._state = START
@@ -127,13 +126,14 @@ class Matcher:
         cut to whole UTF-8 characters."""
         if self._terminated:
             return ""
-        table, accepting = self._table, self._dfa.accepting
+        dfa = self._dfa
         state = self._state
         out = bytearray()
-        while len(out) < max_bytes and not accepting[state]:
-            live = np.flatnonzero(table[state])
+        while len(out) < max_bytes and not dfa.accepting[state]:
+            row = dfa.row(state)
+            live = np.flatnonzero(row)
             if len(live) != 1:
                 break
             out.append(int(live[0]))
-            state = int(table[state, live[0]])
+            state = int(row[live[0]])
         return codecs.getincrementaldecoder("utf-8")(errors="strict").decode(bytes(out), final=False)

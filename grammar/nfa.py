@@ -1,4 +1,4 @@
-"""Thompson-style NFA built from the IR, and subset construction to a minimal DFA.
+"""Thompson-style NFA built from the IR.
 
 `And` / `Not` sub-terms are compiled to DFAs first (product / complement) and embedded
 back into the NFA as ordinary states.
@@ -10,7 +10,7 @@ from collections.abc import Callable
 import numpy as np
 
 from formwork.grammar.budget import CompileBudget
-from formwork.grammar.dfa import DFA, DEAD, START, minimize
+from formwork.grammar.dfa import DFA, DEAD, START
 from formwork.grammar.errors import GrammarError
 from formwork.grammar.ir import (
     Alt, And, ByteSet, Bytes, Empty, Node, Not, Nothing, Repeat, RuleRef, Seq,
@@ -94,88 +94,29 @@ class NFA:
     def embed(self, dfa: DFA, s: int, e: int) -> None:
         """Splice a DFA between `s` and `e` (dead state dropped)."""
         n = dfa.num_states
-        ids = [0] + [self.new_state() for _ in range(1, n)]
-        self.eps[s].append(ids[START])
-        table = dfa.table
-        for q in range(1, n):
-            row = table[q]
-            bounds = np.flatnonzero(np.diff(row)) + 1
-            starts = np.concatenate([[0], bounds])
-            ends = np.concatenate([bounds, [256]]) - 1
-            out = self.edges[ids[q]]
-            for lo, hi in zip(starts.tolist(), ends.tolist()):
-                target = int(row[lo])
-                if target != DEAD:
-                    out.append((lo, hi, ids[target]))
-            if dfa.accepting[q]:
-                self.eps[ids[q]].append(e)
-
-
-def determinize(nfa: NFA, start: int, final: int, budget: CompileBudget) -> DFA:
-    """Subset construction over byte classes, then minimisation."""
-    budget.check_nfa(len(nfa.eps))
-    cuts = {0, 256}
-    for out in nfa.edges:
-        for lo, hi, _ in out:
-            cuts.add(lo)
-            cuts.add(hi + 1)
-    bounds = sorted(cuts)
-    class_start = {b: k for k, b in enumerate(bounds[:-1])}
-    class_of_byte = np.zeros(256, dtype=np.int64)
-    for k in range(len(bounds) - 1):
-        class_of_byte[bounds[k]:bounds[k + 1]] = k
-    num_classes = len(bounds) - 1
-    class_edges = [[(class_start[lo], int(class_of_byte[hi]), t) for lo, hi, t in out] for out in nfa.edges]
-
-    closures: dict[int, frozenset[int]] = {}
-    eps = nfa.eps
-
-    def closure(q: int) -> frozenset[int]:
-        got = closures.get(q)
-        if got is None:
-            seen = {q}
-            stack = [q]
-            while stack:
-                for t in eps[stack.pop()]:
-                    if t not in seen:
-                        seen.add(t)
-                        stack.append(t)
-            got = closures[q] = frozenset(seen)
-        return got
-
-    empty: frozenset[int] = frozenset()
-    index: dict[frozenset[int], int] = {empty: 0}
-    sets: list[frozenset[int]] = [empty, closure(start)]
-    index[sets[1]] = 1
-    rows: list[list[int]] = [[0] * num_classes]
-    union_memo: dict[tuple[int, ...], int] = {}
-    i = 1
-    while i < len(sets):
-        if i % 128 == 0:
-            budget.check_time("subset construction")
-            budget.check_dfa(len(sets), "the grammar automaton")
-        moves: list[list[int]] = [[] for _ in range(num_classes)]
-        for q in sets[i]:
-            for clo, chi, t in class_edges[q]:
-                for k in range(clo, chi + 1):
-                    moves[k].append(t)
-        row = [0] * num_classes
-        for k, targets in enumerate(moves):
-            if not targets:
+        base = len(self.eps) - 1  # DFA state q (q >= 1) becomes NFA state base + q
+        for _ in range(1, n):
+            self.new_state()
+        self.eps[s].append(base + START)
+        for q, ranges in enumerate(_byte_ranges(dfa)):
+            if q == DEAD:
                 continue
-            key = tuple(sorted(set(targets)))
-            sid = union_memo.get(key)
-            if sid is None:
-                target_set = frozenset().union(*(closure(t) for t in key))
-                sid = index.get(target_set)
-                if sid is None:
-                    sid = index[target_set] = len(sets)
-                    sets.append(target_set)
-                union_memo[key] = sid
-            row[k] = sid
-        rows.append(row)
-        i += 1
-    table_k = np.array(rows, dtype=np.int64)
-    accepting = np.fromiter((final in st for st in sets), dtype=bool, count=len(sets))
-    budget.check_dfa(len(sets), "the grammar automaton")
-    return minimize(table_k, accepting, 1, class_of_byte)
+            self.edges[base + q] = [(lo, hi, base + t) for lo, hi, t in ranges]
+            if dfa.accepting[q]:
+                self.eps[base + q].append(e)
+
+
+def _byte_ranges(dfa: DFA) -> list[list[tuple[int, int, int]]]:
+    """Per state, its transitions as (lo, hi, target) byte ranges without the dead state (cached)."""
+    got = dfa._cache.get("byte_ranges")
+    if got is None:
+        table = dfa.table
+        change = np.ones((table.shape[0], 257), dtype=bool)
+        change[:, 1:256] = table[:, 1:] != table[:, :-1]
+        got = []
+        for q in range(table.shape[0]):
+            cuts = np.flatnonzero(change[q]).tolist()
+            row = table[q]
+            got.append([(lo, hi - 1, int(row[lo])) for lo, hi in zip(cuts[:-1], cuts[1:]) if row[lo] != DEAD])
+        dfa._cache["byte_ranges"] = got
+    return got

@@ -12,7 +12,7 @@ from functools import cached_property
 
 import numpy as np
 
-from formwork.grammar.automaton import compile_dfa
+from formwork.grammar.automaton import AutomatonBuilder
 from formwork.grammar.dfa import DEAD, DFA, START
 from formwork.grammar.ir import chars, repeat
 from formwork.grammar.token_trie import TokenTrie
@@ -29,7 +29,7 @@ class TokenSlice:
 
     def __init__(self, vocab: Vocabulary, code_ranges: list[tuple[int, int]], max_len: int = 16):
         self.vocab = vocab
-        self.dfa = compile_dfa(repeat(chars(code_ranges), 0, None))
+        self.dfa = AutomatonBuilder().eager(repeat(chars(code_ranges), 0, None))
         members = [i for i, data in enumerate(vocab.token_bytes)
                    if data is not None and len(data) <= max_len and self.dfa.accepts(data)]
         self.member_ids = np.array(members, dtype=np.intp)
@@ -61,7 +61,6 @@ class TokenSlice:
         the longest member's length; True once no new pair appears or that length is reached.
         """
         moves = self._class_moves(dfa)
-        table_k = dfa.byte_classes()[1]
         memo = dfa._cache.setdefault(("slice_steps", id(self)), {})
         frontier = [(START, state)]
         seen = set(frontier)
@@ -70,7 +69,7 @@ class TokenSlice:
             for pair in frontier:
                 steps = memo.get(pair)
                 if steps is None:
-                    row = table_k[pair[1]]
+                    row = dfa.class_row(pair[1])
                     steps = memo[pair] = [(v, set(row[classes].tolist())) for v, classes in moves[pair[0]]]
                 for v, targets in steps:
                     if DEAD in targets:

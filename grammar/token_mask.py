@@ -1,11 +1,10 @@
 """Token masks for DFA states: a vectorised walk of the vocabulary trie, cached per state.
 
-Masks are cached by (fingerprint of the minimal DFA, state): recompiling the same language,
-in any grammar object, reuses them.
+Masks are cached by the automaton's `state_key`, which names the state's language: recompiling
+the same IR (or language) reuses them.
 """
 from __future__ import annotations
 
-import hashlib
 import time
 from collections import OrderedDict
 from functools import cached_property
@@ -18,17 +17,7 @@ from formwork.grammar.slices import JSON_STRING_CHARS, TokenSlice
 from formwork.grammar.token_trie import TokenTrie
 from formwork.grammar.vocabulary import Vocabulary
 
-StateKey = tuple[bytes, int]
-
-
-def dfa_fingerprint(dfa: DFA) -> bytes:
-    """Content hash of the (canonically numbered, minimal) DFA."""
-    got = dfa._cache.get("fingerprint")
-    if got is None:
-        h = hashlib.blake2b(dfa.table.tobytes(), digest_size=16)
-        h.update(np.packbits(dfa.accepting).tobytes())
-        got = dfa._cache["fingerprint"] = h.digest()
-    return got
+StateKey = tuple
 
 
 class TokenMaskCache:
@@ -51,7 +40,7 @@ class TokenMaskCache:
 
     def mask(self, dfa: DFA, state: int, max_seconds: float | None = None) -> np.ndarray:
         """Packed int32 mask (bit 1 = allowed) of `state`, computed on first use; do not modify."""
-        key = (dfa_fingerprint(dfa), state)
+        key = dfa.state_key(state)
         got = self._masks.get(key)
         if got is not None:
             self.hits += 1
@@ -100,14 +89,6 @@ class TokenMaskCache:
 
 _DENSE_FRACTION = 0.2  # expand a level fully once this share of it may be live
 _GATHER_NODES = 20_000  # above this many live nodes, read tokens by gathering over all ids
-
-
-def _premultiplied(dfa: DFA) -> np.ndarray:
-    """Flat transition table whose entries are next_state * 256 (so index = entry + byte)."""
-    got = dfa._cache.get("flat256")
-    if got is None:
-        got = dfa._cache["flat256"] = (dfa.table.astype(np.intp) * 256).reshape(-1)
-    return got
 
 
 class LiveNodes:
@@ -163,7 +144,9 @@ def walk_trie(trie: TokenTrie, dfa: DFA, state: int, max_seconds: float | None =
     if state == DEAD or trie.max_depth == 0:
         return result
     deadline = None if max_seconds is None else time.perf_counter() + max_seconds
-    flat = _premultiplied(dfa)
+    lazy = dfa.lazy
+    dfa.ensure_one(state)
+    flat = dfa.flat256()
     nodes: np.ndarray | None = None  # None: `states` covers the whole level
     states = flat[state * 256 + trie.level_bytes[0]]
     for d in range(trie.max_depth):
@@ -183,6 +166,9 @@ def walk_trie(trie: TokenTrie, dfa: DFA, state: int, max_seconds: float | None =
             break
         if deadline is not None and time.perf_counter() > deadline:
             raise GrammarBudgetError(f"token mask computation exceeded its step budget of {max_seconds:g} s")
+        if lazy:  # the rows of this level's states are needed for the next level
+            dfa.ensure((states[live] if nodes is None else states) >> 8)
+            flat = dfa.flat256()
         next_size = len(trie.level_bytes[d + 1])
         if len(live) >= _DENSE_FRACTION * next_size:
             if nodes is not None:

@@ -117,6 +117,7 @@ def test_masks_equal_brute_force_on_real_vocab() -> None:
     rng = np.random.default_rng(1)
     for pattern in [WALK_REGEXES[1], r"[^\n]{0,40}", r" ?(日本|[a-f0-9]{2,5})*\n", r'"[^"\\]*"']:
         grammar = compiler.compile_regex(pattern)
+        grammar.dfa.table  # noqa: B018 - build every state so that any can be picked
         states = [1] + rng.choice(np.arange(2, grammar.num_states), size=1, replace=False).tolist()
         for state in states:
             got = unpack_mask(grammar.mask_cache.mask(grammar.dfa, state), vocab.vocab_size)
@@ -130,6 +131,7 @@ def test_masks_equal_brute_force_on_every_state_of_a_small_vocab() -> None:
     vocab = Vocabulary.from_pretrained(tok, vocab_size=tok.get_vocab_size() + 5, stop_token_ids=[0])
     for pattern in [r'\{"id": [0-9]+(, "tags": \[("[a-z]*"(, "[a-z]*")*)?\])?\}', r"[^a]{2,6}", r"(日本|é|\n)+"]:
         grammar = compile_regex(pattern, vocab)
+        grammar.dfa.table  # noqa: B018 - build every state
         for state in range(1, grammar.num_states):
             got = unpack_mask(grammar.mask_cache.mask(grammar.dfa, state), vocab.vocab_size)
             assert (got == brute_force_allowed(vocab, grammar.dfa, state)).all(), (pattern, state)

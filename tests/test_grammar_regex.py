@@ -172,8 +172,10 @@ def test_rule_refs_inline_and_cycles_are_rejected() -> None:
 
 
 def test_budgets_raise_clear_errors() -> None:
+    lazy = compile_dfa(regex(r"[a-z]{0,300}"), CompileBudget(max_dfa_states=50))
+    assert lazy.accepts(b"abc")  # states are built on demand...
     with pytest.raises(GrammarBudgetError, match="max_dfa_states"):
-        compile_dfa(regex(r"[a-z]{0,300}"), CompileBudget(max_dfa_states=50))
+        lazy.table  # noqa: B018 - ...and the state budget holds when they all are
     with pytest.raises(GrammarBudgetError, match="max_nfa_states"):
         compile_dfa(regex(r"(abc){5000}"), CompileBudget(max_nfa_states=1000))
     with pytest.raises(GrammarBudgetError, match="time budget"):

@@ -1,0 +1,283 @@
+"""Subset construction on demand: a DFA whose states are built the first time they are reached.
+
+Compiling a grammar only builds its NFA; each DFA state (a set of NFA states) gets its row of
+transitions when a matcher, a mask walk or an oracle first needs it.  Most of a large grammar's
+automaton is never visited by one generation, so this keeps compile time small.  NFA states
+that cannot reach acceptance are pruned first, so every non-empty state set has a non-empty
+language and the empty set is exactly the dead state.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
+
+import numpy as np
+
+from formwork.grammar.budget import CompileBudget
+from formwork.grammar.dfa import DEAD, DFA, START, minimize
+from formwork.grammar.gc_pause import paused_gc
+from formwork.grammar.nfa import NFA
+
+_KEYS = itertools.count()
+_ROOTS: "OrderedDict[Hashable, int]" = OrderedDict()  # IR root -> small id, for cache keys
+_ROOTS_LOCK = threading.Lock()
+_MAX_ROOTS = 4096
+
+
+def _root_id(root: Hashable | None) -> int:
+    """A small integer naming `root` (equal roots, equal ids), so that keys hash and compare fast."""
+    if root is None:
+        return -1 - next(_KEYS)
+    with _ROOTS_LOCK:
+        got = _ROOTS.get(root)
+        if got is None:
+            got = _ROOTS[root] = next(_KEYS)
+            if len(_ROOTS) > _MAX_ROOTS:
+                _ROOTS.popitem(last=False)
+        else:
+            _ROOTS.move_to_end(root)
+        return got
+
+
+class SubsetBuilder:
+    """The NFA side of subset construction: byte classes, closures and interned state sets."""
+
+    def __init__(self, nfa: NFA, start: int, final: int, budget: CompileBudget):
+        budget.check_nfa(len(nfa.eps))
+        self.budget = budget
+        self.final = final
+        live = _coaccessible(nfa, final)
+        cuts = {0, 256}
+        for q, out in enumerate(nfa.edges):
+            if live[q]:
+                for lo, hi, t in out:
+                    if live[t]:
+                        cuts.add(lo)
+                        cuts.add(hi + 1)
+        bounds = sorted(cuts)
+        self.num_classes = len(bounds) - 1
+        self.class_of_byte = np.zeros(256, dtype=np.int64)
+        for k in range(self.num_classes):
+            self.class_of_byte[bounds[k]:bounds[k + 1]] = k
+        first = {b: k for k, b in enumerate(bounds[:-1])}
+        cls = self.class_of_byte
+        # tuples of ints: the collector stops tracking them, which keeps later passes cheap
+        self.class_edges = [tuple((first[lo], int(cls[hi]), t) for lo, hi, t in out if live[t]) if live[q] else ()
+                            for q, out in enumerate(nfa.edges)]
+        self.eps = [tuple(t for t in out if live[t]) for out in nfa.eps]
+        self._closures: dict[int, frozenset[int]] = {}
+        self._union: dict[tuple[int, ...], int] = {}
+        empty: frozenset[int] = frozenset()
+        self.sets: list[frozenset[int]] = [empty, self.closure(start) if live[start] else empty]
+        self.index: dict[frozenset[int], int] = {empty: DEAD}
+        self.index.setdefault(self.sets[START], START)
+
+    def closure(self, q: int) -> frozenset[int]:
+        got = self._closures.get(q)
+        if got is None:
+            seen = {q}
+            stack = [q]
+            while stack:
+                for t in self.eps[stack.pop()]:
+                    if t not in seen:
+                        seen.add(t)
+                        stack.append(t)
+            got = self._closures[q] = frozenset(seen)
+        return got
+
+    def accepting(self, i: int) -> bool:
+        return self.final in self.sets[i]
+
+    def row(self, i: int) -> list[int]:
+        """Successor state index per byte class (new state sets are interned)."""
+        moves: list[list[int]] = [[] for _ in range(self.num_classes)]
+        for q in self.sets[i]:
+            for clo, chi, t in self.class_edges[q]:
+                for k in range(clo, chi + 1):
+                    moves[k].append(t)
+        row = [DEAD] * self.num_classes
+        for k, targets in enumerate(moves):
+            if not targets:
+                continue
+            key = tuple(sorted(set(targets)))
+            sid = self._union.get(key)
+            if sid is None:
+                target_set = frozenset().union(*(self.closure(t) for t in key))
+                sid = self.index.get(target_set)
+                if sid is None:
+                    sid = self.index[target_set] = len(self.sets)
+                    self.sets.append(target_set)
+                    self.budget.check_dfa(len(self.sets), "the grammar automaton")
+                self._union[key] = sid
+            row[k] = sid
+        return row
+
+
+def _coaccessible(nfa: NFA, final: int) -> list[bool]:
+    """NFA states from which `final` is reachable."""
+    preds: list[list[int]] = [[] for _ in nfa.eps]
+    for q, out in enumerate(nfa.eps):
+        for t in out:
+            preds[t].append(q)
+    for q, out in enumerate(nfa.edges):
+        for _, _, t in out:
+            preds[t].append(q)
+    live = [False] * len(nfa.eps)
+    live[final] = True
+    stack = [final]
+    while stack:
+        for p in preds[stack.pop()]:
+            if not live[p]:
+                live[p] = True
+                stack.append(p)
+    return live
+
+
+class LazyDFA:
+    """A DFA (DEAD=0, START=1) whose rows are computed on first use.
+
+    Hot paths call `ensure(states)` before reading `flat256()` / `class_row`; `table` expands
+    everything (for oracles and tests).  Expansion is serialised by a lock.
+    """
+
+    lazy = True
+
+    def __init__(self, builder: SubsetBuilder, root: Hashable | None = None):
+        self._b = builder
+        self._lock = threading.Lock()
+        self._cache: dict = {}
+        self._root = _root_id(root)
+        self._cap = 0
+        self._rows_k = np.zeros((0, builder.num_classes), dtype=np.int32)
+        self._table = np.zeros((0, 256), dtype=np.int32)
+        self._flat = np.zeros(0, dtype=np.intp)
+        self._accepting = np.zeros(0, dtype=bool)
+        self._expanded = np.zeros(0, dtype=bool)
+        self._known = 0  # state sets whose accepting flag is recorded
+        self._complete = False
+        self._grow(max(64, len(builder.sets)))
+        self._record_new()
+        self._expanded[DEAD] = True  # the dead row is all zeros
+
+    # ------------------------------------------------------------ storage
+    def _grow(self, need: int) -> None:
+        if need <= self._cap:
+            return
+        cap = max(need, 2 * self._cap)
+        k = self._b.num_classes
+
+        def grown(arr: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+            out = np.zeros(shape, dtype=arr.dtype)
+            out[: len(arr)] = arr
+            return out
+
+        self._rows_k = grown(self._rows_k, (cap, k))
+        self._table = grown(self._table, (cap, 256))
+        self._flat = self._table.reshape(-1).astype(np.intp) * 256
+        self._accepting = grown(self._accepting, (cap,))
+        self._expanded = grown(self._expanded, (cap,))
+        self._cap = cap
+
+    def _record_new(self) -> None:
+        sets = self._b.sets
+        self._grow(len(sets))
+        for i in range(self._known, len(sets)):
+            self._accepting[i] = self._b.accepting(i)
+        self._known = len(sets)
+
+    def _expand(self, s: int) -> None:
+        row_k = self._b.row(s)
+        self._record_new()
+        row = np.asarray(row_k, dtype=np.int32)
+        self._rows_k[s] = row
+        full = row[self._b.class_of_byte]
+        self._table[s] = full
+        self._flat[s * 256:(s + 1) * 256] = full.astype(np.intp) * 256
+        self._expanded[s] = True
+
+    def ensure(self, states: np.ndarray | list[int]) -> None:
+        """Compute the rows of the given states (no-op for the ones already known)."""
+        states = np.asarray(states, dtype=np.intp)
+        missing = states[~self._expanded[states]]
+        if len(missing):
+            with self._lock, paused_gc():
+                for s in np.unique(missing).tolist():
+                    if not self._expanded[s]:
+                        self._expand(s)
+
+    def ensure_one(self, s: int) -> None:
+        if not self._expanded[s]:
+            with self._lock:
+                if not self._expanded[s]:
+                    self._expand(s)
+
+    # ------------------------------------------------------------ DFA interface
+    @property
+    def num_states(self) -> int:
+        return self._known
+
+    @property
+    def accepting(self) -> np.ndarray:
+        return self._accepting[: self._known]
+
+    def state_key(self, s: int) -> tuple[int, frozenset[int]]:
+        """Names the language of state `s` for state-level caches: the IR root it was built
+        from (construction is deterministic) and its set of NFA states."""
+        return self._root, self._b.sets[s]
+
+    def flat256(self) -> np.ndarray:
+        """Flat table of next_state * 256 (rows of unexpanded states are zero: call ensure)."""
+        return self._flat
+
+    def row(self, s: int) -> np.ndarray:
+        self.ensure_one(s)
+        return self._table[s]
+
+    def class_row(self, s: int) -> np.ndarray:
+        self.ensure_one(s)
+        return self._rows_k[s]
+
+    def byte_classes(self) -> tuple[np.ndarray, np.ndarray]:
+        """(class_of_byte, rows over classes); rows are valid for expanded states only."""
+        return self._b.class_of_byte, self._rows_k[: self._known]
+
+    def walk(self, state: int, data: bytes) -> int:
+        for b in data:
+            if not self._expanded[state]:
+                self.ensure_one(state)
+            state = int(self._table[state, b])
+            if state == DEAD:
+                return DEAD
+        return state
+
+    def accepts(self, data: bytes) -> bool:
+        return bool(self._accepting[self.walk(START, data)])
+
+    def is_empty(self) -> bool:
+        return not bool(self._accepting[START]) and bool((self.row(START) == DEAD).all())
+
+    def expand_all(self, budget: CompileBudget | None = None) -> None:
+        """Build every reachable state."""
+        if self._complete:
+            return
+        i = 1
+        while i < self._known:
+            if budget is not None and i % 128 == 0:
+                budget.check_time("subset construction")
+            self.ensure_one(i)
+            i += 1
+        self._complete = True
+
+    @property
+    def table(self) -> np.ndarray:
+        """The full transition table [num_states, 256] (expands every reachable state)."""
+        self.expand_all()
+        return self._table[: self._known]
+
+    def materialize(self, budget: CompileBudget | None = None) -> DFA:
+        """The equivalent minimal eager DFA."""
+        self.expand_all(budget)
+        return minimize(self._rows_k[: self._known].astype(np.int64), self.accepting.copy(), START,
+                        self._b.class_of_byte)
