@@ -178,7 +178,7 @@ class AsyncLLMEngine:
                 prompt_token_ids = self.engine.tokenize(prompt)
             else:
                 prompt_token_ids = list(prompt) if prompt is not None else []
-        self.engine.check_prompt(prompt_token_ids)
+        self.engine.check_request(prompt_token_ids, params)
         stream = RequestStream(request_id, self)
         with self._cv:
             if self._error is not None:

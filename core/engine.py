@@ -39,6 +39,10 @@ class PromptTooLongError(RequestError):
     """The prompt leaves no room to generate within max_model_len."""
 
 
+class VocabularyRangeError(RequestError):
+    """Sampling parameters name token ids outside the model's vocabulary."""
+
+
 class DuplicateRequestError(RequestError):
     """A live request already has this request_id."""
 
@@ -107,7 +111,7 @@ class LLMEngine:
             if prompt is None:
                 raise InvalidPromptError("a request needs a prompt or prompt_token_ids")
             prompt_token_ids = self.tokenize(prompt) if isinstance(prompt, str) else list(prompt)
-        self.check_prompt(prompt_token_ids)
+        self.check_request(prompt_token_ids, params)
         request = Request(request_id, text, prompt_token_ids, params,
                           arrival_time=now() if arrival_time is None else arrival_time,
                           priority=priority, seeds=self._seeds(params))
@@ -331,8 +335,8 @@ class LLMEngine:
 
     # ---- helpers --------------------------------------------------------------------------------
 
-    def check_prompt(self, token_ids: list[int]) -> None:
-        """Raise a `RequestError` if these prompt token ids cannot be served."""
+    def check_request(self, token_ids: list[int], params: SamplingParams) -> None:
+        """Raise a `RequestError` if this prompt and these parameters cannot be served."""
         if not token_ids:
             raise InvalidPromptError("the prompt is empty")
         bad = [t for t in token_ids if not isinstance(t, int) or not 0 <= t < self.vocab_size]
@@ -342,6 +346,13 @@ class LLMEngine:
             raise PromptTooLongError(
                 f"the prompt has {len(token_ids)} tokens; this model's maximum context length is "
                 f"{self.max_model_len} tokens, so at most {self.max_model_len - 1} prompt tokens fit")
+        named = [("stop_token_ids", t) for t in params.stop_token_ids]
+        named += [("logit_bias", t) for t in params.logit_bias or ()]
+        outside = [(field, t) for field, t in named if t >= self.vocab_size]
+        if outside:
+            field, token_id = outside[0]
+            raise VocabularyRangeError(f"{field} names token id {token_id}, outside the vocabulary "
+                                       f"[0, {self.vocab_size})")
 
     def _seeds(self, params: SamplingParams) -> list[int]:
         """Per-sequence sampling seeds: from `params.seed` (child i > 0 derived from it), else random."""

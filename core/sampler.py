@@ -93,9 +93,8 @@ class Sampler:
             bias = seq.params.logit_bias
             if not bias:
                 continue
-            ids = [t for t in bias if t < self.vocab_size]
-            if ids:
-                logits[row, ids] += torch.tensor([bias[t] for t in ids], dtype=logits.dtype, device=logits.device)
+            ids = list(bias)  # the engine checked that every id is inside the vocabulary
+            logits[row, ids] += torch.tensor([bias[t] for t in ids], dtype=logits.dtype, device=logits.device)
 
     def _apply_min_tokens(self, logits: torch.Tensor, seqs: list[Sequence]) -> None:
         for row, seq in enumerate(seqs):

@@ -10,6 +10,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from tiny_models import load_hf_model, tiny_model_dir  # noqa: E402
 
+from formwork.core.engine import VocabularyRangeError  # noqa: E402
 from formwork.core.llm import LLM  # noqa: E402
 from formwork.core.sampler import Sampler  # noqa: E402
 from formwork.core.sampling_params import SamplingParams, SamplingParamsError  # noqa: E402
@@ -144,6 +145,11 @@ def test_failing_prompt_fails_alone(llm):
     assert outs[0].error is None and len(outs[0].outputs[0].token_ids) == 3
     assert outs[3].error is None and len(outs[3].outputs[0].token_ids) == 3
     assert llm.engine.block_manager.num_used_blocks == 0
+    with pytest.raises(VocabularyRangeError, match="logit_bias"):
+        llm.engine.add_request("bias", "Hello", SamplingParams(logit_bias={10_000_000: 1.0}))
+    with pytest.raises(VocabularyRangeError, match="stop_token_ids"):
+        llm.engine.add_request("stop", "Hello", SamplingParams(stop_token_ids=[10_000_000]))
+    assert not llm.engine.has_unfinished_requests()
 
 
 def test_abort_frees_blocks_and_reports_abort(llm):
