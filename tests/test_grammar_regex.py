@@ -180,3 +180,24 @@ def test_budgets_raise_clear_errors() -> None:
         compile_dfa(regex(r"(abc){5000}"), CompileBudget(max_nfa_states=1000))
     with pytest.raises(GrammarBudgetError, match="time budget"):
         compile_dfa(regex(r".{0,2000}"), CompileBudget(max_seconds=0.0))
+
+
+LAZY_PATTERN = r'\{"id": [0-9]{1,6}, "tags": \[("[a-c]{0,3}"(, "[a-c]{0,3}")*)?\]\}'
+
+
+def test_lazy_automaton_agrees_with_its_minimal_materialisation() -> None:
+    import gc
+
+    from formwork.grammar.automaton import AutomatonBuilder
+
+    node = regex(LAZY_PATTERN)
+    assert gc.isenabled()
+    lazy = compile_dfa(node)
+    assert gc.isenabled()  # the collector is paused only while building
+    assert lazy.num_states < 10  # nothing beyond the start state is built at compile time
+    eager = AutomatonBuilder().eager(node)
+    texts = ['{"id": 12, "tags": []}', '{"id": 1, "tags": ["a", "bc", ""]}', '{"id": 1234567, "tags": []}',
+             '{"id": 3, "tags": ["abcd"]}', '{"id": 3, "tags": ["a",]}', '{"id": ', ""]
+    for text in texts:
+        assert lazy.accepts(text.encode()) == eager.accepts(text.encode()) == bool(re.fullmatch(LAZY_PATTERN, text))
+    assert len(lazy.table) >= eager.num_states  # lazy states are not minimised
