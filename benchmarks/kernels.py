@@ -5,7 +5,7 @@ CUDA events (median of repeated runs after warm-up), plus the max difference bet
 Without a GPU it says so, times the torch twins on the CPU (smaller shapes, the engine's CPU path) and
 exits 0.
 
-    python benchmarks/kernels.py [--repeats N] [--markdown FILE]
+    python benchmarks/kernels.py [--repeats N] [--threads N] [--markdown FILE]
 """
 
 from __future__ import annotations
@@ -151,8 +151,11 @@ def _max_diff(a: object, b: object) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch CPU threads (default 1: oversubscribed threads distort CPU timings)")
     parser.add_argument("--markdown", help="also write the table to this file")
     args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     os.environ.pop(dispatch.BACKEND_ENV, None)
     lines = []

@@ -86,6 +86,7 @@ ATTENTION_CASES = [
     ([5, 1, 3], [12, 9, 3], 4, 1, 8, 4, None),            # chunked prefill on a prefix + decode + prefill, MQA
     ([6, 1, 2], [20, 30, 11], 6, 2, 16, 16, 5),           # sliding window, mixed
     ([1, 4], [3, 4], 2, 2, 64, 1, 2),                     # block size 1, window 2
+    ([5, 3], [40, 3], 4, 2, 8, 4, 3),                     # chunk whose window starts blocks into the prefix
 ]
 
 

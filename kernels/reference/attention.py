@@ -83,16 +83,19 @@ def _prefill_one(out, query, k_cache, v_cache, block_tables, ctx_len, start, end
     device = query.device
     block_size = k_cache.shape[1]
     num_kv_heads = k_cache.shape[2]
-    num_blocks = -(-ctx_len // block_size)
-    table = block_tables[seq, :num_blocks]
-    keys = _gather_context(k_cache, table)[:ctx_len]  # [N, Hkv, D]
-    values = _gather_context(v_cache, table)[:ctx_len]
     q = query[start:end].float()
     query_len, num_heads, head_dim = q.shape
+    # Only blocks that some new token can see: all of them, or from the first token's window start.
+    first_visible = 0 if window is None else max(0, ctx_len - query_len - window + 1)
+    first_block = first_visible // block_size
+    table = block_tables[seq, first_block:-(-ctx_len // block_size)]
+    offset = first_block * block_size
+    keys = _gather_context(k_cache, table)[:ctx_len - offset]  # [N, Hkv, D]
+    values = _gather_context(v_cache, table)[:ctx_len - offset]
     q = q.view(query_len, num_kv_heads, num_heads // num_kv_heads, head_dim)
     scores = torch.einsum("lkgd,nkd->kgln", q, keys) * scale
     q_pos = torch.arange(ctx_len - query_len, ctx_len, device=device).view(-1, 1)
-    k_pos = torch.arange(ctx_len, device=device).view(1, -1)
+    k_pos = torch.arange(offset, ctx_len, device=device).view(1, -1)
     allowed = k_pos <= q_pos
     if window is not None:
         allowed &= k_pos > q_pos - window
