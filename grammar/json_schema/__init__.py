@@ -25,7 +25,7 @@ from formwork.grammar.json_schema.lowering import Lowerer
 from formwork.grammar.json_schema.options import IndentSpec, JsonSchemaOptions, WhitespaceOption
 from formwork.schemas import load_schema
 from formwork.schemas.errors import SchemaError
-from formwork.schemas.keywords import UNSUPPORTED_KEYWORDS
+from formwork.schemas.keywords import DRAFT_KEYWORDS, UNSUPPORTED_KEYWORDS
 from formwork.schemas.pointer import split_pointer
 from formwork.schemas.problems import Severity
 
@@ -93,7 +93,8 @@ def lower_json_schema(schema: Any, *, whitespace: WhitespaceOption = "default",
             continue
         if problem.severity is Severity.ERROR:
             lowerer.report(problem.keyword, problem.pointer, problem.reason)
-        elif problem.keyword in UNSUPPORTED_KEYWORDS:
+        elif problem.keyword in UNSUPPORTED_KEYWORDS and \
+                problem.keyword not in DRAFT_KEYWORDS[doc.draft.name]:
             # not a keyword of this draft, yet validators commonly honour it (e.g. draft-07
             # `dependencies` in a 2020-12 schema): refuse rather than silently ignore
             lowerer.report(problem.keyword, problem.pointer, UNSUPPORTED_KEYWORDS[problem.keyword])
