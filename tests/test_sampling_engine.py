@@ -211,3 +211,12 @@ def test_sampler_penalties_and_min_tokens_on_crafted_logits():
     assert out.token_ids == [6, 6, 6, 0]
     unpenalised = sampler(logits.clone(), [_seq([1], [5], temperature=0)] * 4)
     assert unpenalised.token_ids[:3] == [5, 5, 5]
+
+
+def test_skip_special_tokens(llm):
+    special = llm.tokenizer.convert_tokens_to_ids("<|im_start|>")
+    params = SamplingParams(temperature=0, max_tokens=2, ignore_eos=True, logit_bias={special: 100.0})
+    shown = gen(llm, PROMPTS[0], params.clone(skip_special_tokens=False))[0].outputs[0]
+    hidden = gen(llm, PROMPTS[0], params)[0].outputs[0]
+    assert shown.token_ids == hidden.token_ids == [special, special]
+    assert shown.text == "<|im_start|><|im_start|>" and hidden.text == ""
