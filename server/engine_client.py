@@ -19,10 +19,10 @@ from formwork.core.events import RequestFailedError
 from formwork.core.model_files import ChatTemplateError
 from formwork.core.outputs import RequestOutput
 from formwork.core.sampling_params import SamplingParams
-from formwork.grammar import Vocabulary
 from formwork.server.constraints import ConstraintValidator
 from formwork.server.errors import (ContextLengthError, EngineUnavailableError, InternalError,
                                     InvalidRequestError, ServerOverloadedError)
+from formwork.server.metrics_text import structured_output_metrics
 
 _END = object()
 
@@ -36,9 +36,10 @@ class EngineClient:
         self.files = core.files
         self.tokenizer = core.tokenizer
         self.max_model_len: int = core.max_model_len
-        self.vocab = Vocabulary.from_pretrained(self.tokenizer, vocab_size=core.vocab_size,
-                                                stop_token_ids=core.eos_token_ids)
-        self.validator = ConstraintValidator(self.vocab)
+        self.structured_output = so = core.structured_output
+        backend = so.backend  # built now (vocabulary, token trie), not on the first constrained request
+        self.vocab = backend.vocab
+        self.validator = ConstraintValidator(lambda spec: backend.compile(spec, so.compile_max_seconds))
 
     @classmethod
     def from_model(cls, model_dir: str | Path, **options: Any) -> "EngineClient":
@@ -59,7 +60,9 @@ class EngineClient:
         return self.engine.is_healthy
 
     def metrics_snapshot(self) -> dict[str, Any]:
-        return self.engine.metrics_snapshot()
+        """The engine's metrics plus its structured-output (grammar compile and mask) statistics."""
+        return {**self.engine.metrics_snapshot(), **structured_output_metrics(self.structured_output.stats),
+                "formwork:constraint_check_seconds": self.validator.check_seconds.snapshot()}
 
     # ---- requests ---------------------------------------------------------------------------------
 

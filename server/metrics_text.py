@@ -11,6 +11,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from formwork.core.metrics import LATENCY_BUCKETS, Histogram
+from formwork.core.structured_output import StructuredOutputStats
+
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 HELP = {
@@ -31,6 +34,14 @@ HELP = {
     "vllm:request_queue_time_seconds": "Histogram of time spent waiting in the queue in seconds.",
     "vllm:request_prompt_tokens": "Number of prefill tokens per request.",
     "vllm:request_generation_tokens": "Number of generation tokens per request.",
+    "formwork:grammar_compile_seconds": "Histogram of the engine's constraint compile time per request in "
+                                        "seconds (a grammar already compiled by the server's check is a cache hit).",
+    "formwork:constraint_check_seconds": "Histogram of the server's up-front constraint check (compile) time "
+                                         "in seconds.",
+    "formwork:grammar_mask_seconds_total": "Time spent filling token masks in seconds.",
+    "formwork:grammar_mask_steps_total": "Engine steps with at least one constrained row.",
+    "formwork:grammar_mask_rows_total": "Constrained token-mask rows filled.",
+    "formwork:jump_forward_tokens_total": "Tokens appended by jump-forward without sampling.",
 }
 
 # Numbers named `*_total` that are gauges all the same (a pool size, not a running count).
@@ -57,6 +68,20 @@ def _number(value: float) -> str:
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
     return repr(float(value))
+
+
+def structured_output_metrics(stats: StructuredOutputStats) -> dict[str, Any]:
+    """Grammar compile and mask statistics as `formwork:` snapshot entries."""
+    compile_seconds = Histogram(LATENCY_BUCKETS)
+    for seconds in list(stats.compile_seconds):
+        compile_seconds.observe(seconds)
+    return {
+        "formwork:grammar_compile_seconds": compile_seconds.snapshot(),
+        "formwork:grammar_mask_seconds_total": stats.mask_seconds,
+        "formwork:grammar_mask_steps_total": stats.num_mask_steps,
+        "formwork:grammar_mask_rows_total": stats.num_mask_rows,
+        "formwork:jump_forward_tokens_total": stats.num_jump_forward_tokens,
+    }
 
 
 def render_metrics(snapshot: dict[str, Any], model_name: str) -> str:
