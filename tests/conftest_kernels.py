@@ -35,7 +35,7 @@ def make_paged_case(
     dtype: torch.dtype = torch.float32,
     spare_blocks: int = 3,
 ) -> PagedCase:
-    """Random paged attention inputs; block ids are shuffled and unused table entries are garbage-free 0."""
+    """Random paged attention inputs: shuffled block ids, unused block-table entries 0, one spare column."""
     gen = torch.Generator().manual_seed(seed)
     blocks_per_seq = [-(-c // block_size) for c in ctx_lens]
     num_blocks = sum(blocks_per_seq) + spare_blocks
@@ -90,17 +90,17 @@ def dense_attention_f64(case: PagedCase, sliding_window: int | None = None) -> t
     return out
 
 
-def random_bitmask(gen: torch.Generator, rows: int, vocab: int, density: float, words: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """(bool allowed [rows, vocab], packed int32 bitmask [rows, words]) with allowed ~ Bernoulli(density)."""
+def random_bitmask(
+    gen: torch.Generator, rows: int, vocab: int, density: float, words: int | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(bool allowed [rows, vocab], packed int32 bitmask [rows, words]) with bits ~ Bernoulli(density).
+
+    With `words * 32 < vocab` the tokens past the mask width are not allowed."""
     words = -(-vocab // 32) if words is None else words
-    allowed = torch.rand(rows, words * 32, generator=gen) < density
-    return allowed[:, :vocab].clone() if words * 32 >= vocab else _pad(allowed, vocab), pack_bitmask(allowed)
-
-
-def _pad(allowed: torch.Tensor, vocab: int) -> torch.Tensor:
-    out = torch.zeros(allowed.shape[0], vocab, dtype=torch.bool)
-    out[:, : allowed.shape[1]] = allowed
-    return out
+    bits = torch.rand(rows, words * 32, generator=gen) < density
+    allowed = torch.zeros(rows, max(vocab, words * 32), dtype=torch.bool)
+    allowed[:, : words * 32] = bits
+    return allowed[:, :vocab].clone(), pack_bitmask(bits)
 
 
 def pack_bitmask(allowed: torch.Tensor) -> torch.Tensor:
