@@ -18,7 +18,6 @@ import json
 import math
 import platform
 import random
-import statistics
 import sys
 import time
 from dataclasses import dataclass, field
