@@ -23,6 +23,17 @@ from formwork.core.sampling_params import SamplingParams  # noqa: E402
 SCHEMAS = make_schemas(50)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    """Tiny models run fastest on one thread (and do not fight the other test processes for cores)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def _run(engine: LLMEngine, requests: dict[str, tuple[str, SamplingParams]]) -> dict:
     for request_id, (prompt, params) in requests.items():
         engine.add_request(request_id, prompt, params)
