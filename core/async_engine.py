@@ -26,6 +26,8 @@ from formwork.core.sampling_params import SamplingParams
 
 logger = logging.getLogger(__name__)
 
+IDLE_POLL_SECONDS = 0.005  # how often to re-check when requests exist but none can be scheduled
+
 
 class EngineDeadError(RuntimeError):
     """The engine thread stopped on an error; no request can be served any more."""
@@ -238,6 +240,9 @@ class AsyncLLMEngine:
                 self._apply(commands)
                 if engine.has_unfinished_requests():
                     self._dispatch(engine.step())
+                    if engine.scheduler.num_running == 0:  # nothing runnable (e.g. grammars compiling)
+                        with self._cv:
+                            self._cv.wait(IDLE_POLL_SECONDS)
         except BaseException as exc:  # the engine is unusable: fail every stream
             logger.exception("engine thread died")
             with self._cv:

@@ -173,3 +173,34 @@ def test_failed_request_raises_from_generate(engine):
     asyncio.run(main())
     assert engine.engine.block_manager.num_used_blocks == 0
     assert engine.is_healthy
+
+
+def test_idle_when_nothing_is_schedulable():
+    from formwork.core.engine import LLMEngine
+    from formwork.core.sequence import SequenceStatus
+
+    core = LLMEngine(tiny_model_dir("llama"), block_size=4)
+    request = core.add_request("gated", "Hello", GREEDY)
+    request.seqs[0].status = SequenceStatus.WAITING_FOR_GRAMMAR  # as if its grammar were compiling
+    steps = []
+    inner_step = core.step
+    core.step = lambda: steps.append(1) or inner_step()
+    engine = AsyncLLMEngine(engine=core)
+
+    async def main():
+        stream = engine.add_request("free", "The cat", GREEDY)
+        events = await collect(stream)
+        assert events[-1].kind is EventKind.FINISHED
+        before = len(steps)
+        await asyncio.sleep(0.3)
+        idle_steps = len(steps) - before
+        request.seqs[0].status = SequenceStatus.WAITING  # grammar ready
+        await wait_for(lambda: not core.has_unfinished_requests())
+        return idle_steps
+
+    try:
+        idle_steps = asyncio.run(main())
+    finally:
+        engine.shutdown()
+    assert idle_steps < 0.3 / 0.005 * 2  # polling, not spinning
+    assert core.block_manager.num_used_blocks == 0
