@@ -9,10 +9,11 @@ Only sub-automata are shared; no schema's compiled grammar is cached here.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from formwork.grammar.automaton import AutomatonBuilder
 from formwork.grammar.budget import CompileBudget
-from formwork.grammar.dfa import DFA
+from formwork.grammar.dfa import START, DFA
 from formwork.grammar.ir import Node
 
 MAX_COMPILATIONS = 512
@@ -43,3 +44,10 @@ class SharedAutomata:
 
 
 SHARED = SharedAutomata()
+
+
+def accepts(dfa: Any, data: bytes) -> bool:
+    """Whether `dfa` (eager or lazy) accepts `data`; walks first, since a lazy walk may grow the
+    accepting flags."""
+    state = dfa.walk(START, data)
+    return bool(dfa.accepting[state])

@@ -15,14 +15,14 @@ from typing import Any, Optional
 from formwork.grammar.errors import RecursionNotSupportedError
 from formwork.grammar.ir import EMPTY, NOTHING, And, Node, Not, Nothing, alt, lit, regex, repeat, seq
 from formwork.grammar.json_schema import formats, numbers
-from formwork.grammar.json_schema.automata import SHARED
+from formwork.grammar.json_schema.automata import SHARED, accepts
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
 from formwork.grammar.json_schema.expand import Alternative, Expander, Sub, plain_unevaluated
 from formwork.grammar.json_schema.objects import ObjectLowering
 from formwork.grammar.json_schema.one_of import CANONICAL_SCALARS, resolve_one_of
 from formwork.grammar.json_schema.options import IndentSpec, JsonSchemaOptions, Whitespace
 from formwork.grammar.json_schema.strings import encode_decoded, quoted, string_content
-from formwork.grammar.json_schema.values import AnyValue, container, freeze, value_node
+from formwork.grammar.json_schema.values import AnyValue, container, value_node
 from formwork.schemas.keywords import ANNOTATION_KEYWORDS
 from formwork.schemas.pointer import child
 
@@ -88,11 +88,11 @@ class Lowerer:
         dfa = self._pattern_dfas.get(pattern)
         if dfa is None:
             dfa = self._pattern_dfas[pattern] = SHARED.compile(self.pattern_node(pattern))
-        return dfa.accepts(text.encode("utf-8"))
+        return accepts(dfa, text.encode("utf-8"))
 
     def leaf(self, spec: Any) -> Node:
-        """A frequently repeated scalar language, compiled once per grammar and spliced in
-        (`spec`: a regex string, or ("string", min_length, max_length))."""
+        """A frequently repeated scalar language, built once per process so that automaton
+        memos find it by identity (`spec`: a regex, or ("string", min_length, max_length))."""
         node = self._leaves.get(spec)
         if node is None:
             if isinstance(spec, str):
@@ -102,7 +102,7 @@ class Lowerer:
                 # per counted character than the general escape model
                 bounded = spec[1] > 0 or spec[2] is not None
                 node = quoted(string_content(spec[1], spec[2], canonical=bounded))
-            node = self._leaves[spec] = freeze(node)
+            self._leaves[spec] = node
         return node
 
     def _is_valid(self, value: Any, sub: Sub) -> bool:

@@ -137,7 +137,7 @@ class ObjectLowering:
             if isinstance(value, Nothing):
                 continue
             options.append(self._member(key, value))
-        return freeze(alt(*options)) if options else None
+        return alt(*options) if options else None
 
     # ------------------------------------------------------------------ the member list
     def lower(self) -> Node:

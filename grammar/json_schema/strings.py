@@ -63,8 +63,15 @@ def canonical_ascii(byte: int) -> str:
     return json.dumps(chr(byte), ensure_ascii=False)[1:-1]
 
 
-#: One character of a JSON string in the canonical spelling.
-CANONICAL_CHAR = alt(RAW_CHAR, *(lit(canonical_ascii(b)) for b in [*range(0x20), 0x22, 0x5C]))
+def _byteset(chars_: str) -> ByteSet:
+    return ByteSet(tuple((ord(c), ord(c)) for c in chars_))
+
+
+#: One character of a JSON string in the canonical spelling: raw, a short escape, or ``\u00xx``
+#: (lower-case hex) for the control characters without a short form (factored: few NFA states).
+CANONICAL_CHAR = alt(RAW_CHAR, seq(lit("\\"), alt(
+    _byteset('"\\bfnrt'),
+    seq(lit("u00"), alt(seq(lit("0"), _byteset("01234567bef")), seq(lit("1"), _byteset("0123456789abcdef")))))))
 
 
 def string_content(min_length: int = 0, max_length: Optional[int] = None,
