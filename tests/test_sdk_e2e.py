@@ -7,6 +7,7 @@ end within a few tokens. The constraint still decides everything else (keys, typ
 """
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import enum
 import sys
@@ -160,8 +161,18 @@ def test_truncation_and_unsupported_types_in_process(llm):
     with pytest.raises(sdk.TruncatedOutputError) as info:
         llm.generate(MESSAGES, Badge, temperature=0, max_tokens=3)
     assert info.value.partial_text.startswith("{") and info.value.max_tokens == 3
-    with pytest.raises(sdk.UnsupportedOutputTypeError) as info:
+    with pytest.raises(sdk.UnsupportedOutputTypeError):
         llm.generate(MESSAGES, set[str])
+    with pytest.raises(sdk.GenerationError, match="context"):
+        llm.generate("word " * 400, bool)  # longer than the model's 256-token context
+    assert not llm.engine.has_unfinished_requests()
+
+
+def test_closing_a_stream_early_aborts_the_request(llm, bias):
+    stream = llm.stream(MESSAGES, Badge, temperature=0, logit_bias=bias)
+    assert isinstance(next(stream), sdk.PartialText)
+    assert llm.engine.has_unfinished_requests()
+    stream.close()
     assert not llm.engine.has_unfinished_requests()
 
 
@@ -183,6 +194,18 @@ def test_batch_stream_and_truncation_over_http(client, bias):
     with pytest.raises(sdk.TruncatedOutputError) as info:
         client.generate(MESSAGES, Badge, temperature=0, max_tokens=3)
     assert info.value.partial_text.startswith("{")
+
+
+def test_async_client_over_http(bias):
+    async def main():
+        async with sdk.AsyncClient(tiny_server().url, API_KEY) as client:
+            batch = await client.generate_batch([MESSAGES, MESSAGES], Flags, temperature=0, logit_bias=bias)
+            streamed = [item async for item in client.stream(MESSAGES, Shade, temperature=0, logit_bias=bias)]
+        return batch, streamed
+
+    batch, (*pieces, value) = asyncio.run(main())
+    assert all(isinstance(v, Flags) for v in batch) and batch[0] == batch[1]
+    assert isinstance(value, Shade) and "".join(pieces) == f'"{value.value}"'
 
 
 def test_errors_over_http(client):
