@@ -5,6 +5,7 @@ the same IR (or language) reuses them.
 """
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 from functools import cached_property
@@ -13,6 +14,7 @@ import numpy as np
 
 from formwork.grammar.dfa import DFA, DEAD
 from formwork.grammar.errors import GrammarBudgetError
+from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.slices import JSON_STRING_CHARS, TokenSlice
 from formwork.grammar.token_trie import TokenTrie
 from formwork.grammar.vocabulary import Vocabulary
@@ -29,6 +31,7 @@ class TokenMaskCache:
         self.sliced = 0
         self.max_entries = max_entries
         self._masks: OrderedDict[StateKey, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
         words = (vocab.vocab_size + 31) // 32
@@ -38,15 +41,24 @@ class TokenMaskCache:
         self._stop = stop
         self._stop_ids = np.array(vocab.stop_token_ids, dtype=np.intp)
 
-    def mask(self, dfa: DFA, state: int, max_seconds: float | None = None) -> np.ndarray:
+    def mask(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None = None) -> np.ndarray:
         """Packed int32 mask (bit 1 = allowed) of `state`, computed on first use; do not modify."""
         key = dfa.state_key(state)
-        got = self._masks.get(key)
-        if got is not None:
-            self.hits += 1
-            self._masks.move_to_end(key)
-            return got
-        self.misses += 1
+        with self._lock:
+            got = self._masks.get(key)
+            if got is not None:
+                self.hits += 1
+                self._masks.move_to_end(key)
+                return got
+            self.misses += 1
+        words = self._compute(dfa, state, max_seconds)
+        with self._lock:
+            self._masks[key] = words
+            if len(self._masks) > self.max_entries:
+                self._masks.popitem(last=False)
+        return words
+
+    def _compute(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None) -> np.ndarray:
         trie, base = self.vocab.trie, None
         if self.use_slices and self._slice.covers(dfa, state):
             trie, base = self._slice.rest_trie, self._slice.mask_words
@@ -67,11 +79,7 @@ class TokenMaskCache:
         if base is not None:
             words |= base
         words.flags.writeable = False
-        packed = words
-        self._masks[key] = packed
-        if len(self._masks) > self.max_entries:
-            self._masks.popitem(last=False)
-        return packed
+        return words
 
     @cached_property
     def _slice(self) -> TokenSlice:
@@ -134,7 +142,7 @@ class LiveNodes:
         return trie.end_tokens[np.repeat(lo - starts, sizes) + np.arange(total)]
 
 
-def walk_trie(trie: TokenTrie, dfa: DFA, state: int, max_seconds: float | None = None) -> LiveNodes:
+def walk_trie(trie: TokenTrie, dfa: DFA | LazyDFA, state: int, max_seconds: float | None = None) -> LiveNodes:
     """Trie nodes whose byte path stays alive from `state`.
 
     Level by level: a level is computed densely (every node, dead parents stay dead) while
