@@ -8,6 +8,7 @@ to stdout and `benchmarks/results/serve.md`.
     python benchmarks/serve.py                       # starts a server on the demo model
     python benchmarks/serve.py --url http://127.0.0.1:8000 --model-name formwork-demo
     python benchmarks/serve.py --model /path/to/hf_dir --rates 1,2,4,inf --num-requests 32
+    python benchmarks/serve.py --tiny-model           # the tiny random Llama of the tests
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import argparse
 import asyncio
 import json
 import math
+import os
 import platform
 import random
 import sys
@@ -201,6 +203,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--url", help="an already running server (default: start one)")
     parser.add_argument("--model", help="model directory for the started server (default: the demo model)")
+    parser.add_argument("--tiny-model", action="store_true",
+                        help="serve the tiny random Llama of tests/tiny_models.py instead")
     parser.add_argument("--model-name", help="served model name (default: ask /v1/models)")
     parser.add_argument("--rates", default="1,2,4,inf", help="comma-separated request rates (req/s)")
     parser.add_argument("--num-requests", type=int, default=24)
@@ -211,17 +215,25 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "serve.md"))
     args = parser.parse_args()
+    if args.tiny_model and (args.url or args.model):
+        parser.error("--tiny-model starts its own server; do not combine it with --url or --model")
 
     server = None
     if args.url is None:
         from conftest_server import ServerProcess
 
+        if args.tiny_model:
+            from tiny_models import tiny_model_dir
+
+            args.model = tiny_model_dir("llama")
         server = ServerProcess.start(args.model)
         args.url = server.url
     try:
         card = httpx.get(f"{args.url}/v1/models", timeout=10).json()["data"][0]
         model = args.model_name or card["id"]
-        model_desc = f"`{card['root']}` (max_model_len {card.get('max_model_len')})"
+        root = "the tiny random Llama of tests/tiny_models.py" if args.tiny_model else f"`{card['root']}`"
+        model_desc = f"{root} (max_model_len {card.get('max_model_len')})"
+        load_before = os.getloadavg()[0]
         rows = []
         for i, rate in enumerate(float(r) for r in args.rates.split(",")):
             results, duration = asyncio.run(run_rate(args.url, model, rate, args.num_requests,
@@ -236,6 +248,7 @@ def main() -> int:
         if server is not None:
             server.stop()
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    model_desc += f"; 1-minute load average {load_before:.1f} before the run, {os.getloadavg()[0]:.1f} after"
     Path(args.out).write_text(render(rows, args, model_desc))
     print(f"wrote {args.out}")
     return 0
