@@ -55,6 +55,8 @@ class LLM(_EngineLLM):
             if sampling:  # vLLM's call with SamplingParams fields as keywords
                 sampling_params = self._params(sampling_params, sampling, typed=False)
             return super().generate(prompts, sampling_params, use_tqdm)
+        if isinstance(prompts, list) and prompts and all(isinstance(p, (str, list)) for p in prompts):
+            raise TypeError("a typed generate takes one prompt or conversation; use generate_batch for several")
         return self.generate_batch([prompts], output_type, sampling_params, use_tqdm=False, **sampling)[0]
 
     def generate_batch(self, prompts: Sequence[Prompt], output_type: Any = None,

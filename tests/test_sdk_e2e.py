@@ -19,6 +19,7 @@ import pydantic
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+from conftest_sdk import to_json  # noqa: E402
 from conftest_server import API_KEY, MODEL, tiny_server  # noqa: E402
 from tiny_models import tiny_model_dir  # noqa: E402
 
@@ -88,21 +89,6 @@ def closing_bias(tokenizer, eos_ids: list[int]) -> dict[int, float]:
     return bias
 
 
-def to_json(value: Any) -> Any:
-    """The JSON form of a value built by the SDK."""
-    if isinstance(value, pydantic.BaseModel):
-        return value.model_dump(mode="json")
-    if dataclasses.is_dataclass(value):
-        return {f.name: to_json(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, (list, tuple)):
-        return [to_json(v) for v in value]
-    if isinstance(value, dict):
-        return {k: to_json(v) for k, v in value.items()}
-    return value
-
-
 def assert_revalidates(output_type: Any, value: Any) -> None:
     """The value's JSON form validates against the type's schema (regex/choice: checked by the parser)."""
     if isinstance(output_type, (sdk.Regex, sdk.Choice)):
@@ -163,6 +149,8 @@ def test_truncation_and_unsupported_types_in_process(llm):
     assert info.value.partial_text.startswith("{") and info.value.max_tokens == 3
     with pytest.raises(sdk.UnsupportedOutputTypeError):
         llm.generate(MESSAGES, set[str])
+    with pytest.raises(TypeError, match="generate_batch"):
+        llm.generate(["one", "two"], bool)
     with pytest.raises(sdk.GenerationError, match="context"):
         llm.generate("word " * 400, bool)  # longer than the model's 256-token context
     assert not llm.engine.has_unfinished_requests()
