@@ -286,8 +286,11 @@ class LLMEngine:
         forced = so.jump_forward(seq, room)
         for i, token_id in enumerate(forced):
             seq.append_token(token_id, 0.0)
+            seq.request.metrics.num_generation_tokens += 1
+            self.metrics.on_new_tokens(1, None)
             new_text = seq.detokenizer.append(token_id)
-            stop = seq.detokenizer.check_stop(len(new_text)) if seq.num_output_tokens >= seq.params.min_tokens else None
+            may_stop = seq.num_output_tokens >= seq.params.min_tokens
+            stop = seq.detokenizer.check_stop(len(new_text)) if may_stop else None
             if stop is not None:
                 so.matcher(seq).rollback(len(forced) - i - 1)
                 return SequenceStatus.FINISHED_STOPPED, stop
