@@ -15,6 +15,14 @@ Each sequence of a request (n > 1) has its own matcher. Matchers survive preempt
 generated tokens are kept, so the matcher state stays valid and decoding resumes where it was.
 Extra stop tokens of a request (`stop_token_ids` that are not the model's EOS) are treated like EOS
 by the mask: allowed only where the grammar can end.
+
+End conditions (applied by the engine): EOS / stop tokens are sampled only where the grammar can end;
+a complete document finishes with `stop` even with `ignore_eos` or before `min_tokens` (nothing else
+may follow); `max_tokens` reached mid-document finishes with `length`, never `stop`. Stop strings
+still apply to constrained requests, as in vLLM: the text is cut at the stop string and the request
+finishes with `stop` and `stop_reason` set to that string, so such an output can be an incomplete
+document (check `stop_reason`). Jump-forward is off for requests that ask for logprobs (forced
+tokens have no sampled distribution to report).
 """
 
 from __future__ import annotations

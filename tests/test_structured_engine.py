@@ -136,6 +136,14 @@ def test_complete_documents_stop_and_cut_ones_say_length(engine):
     assert done["min_tokens"].outputs[0].finish_reason == "stop"
 
 
+@pytest.mark.parametrize("jump", [True, False])
+def test_stop_strings_still_cut_constrained_text(jump):
+    eng = LLMEngine(tiny_model_dir("llama"), block_size=8, enable_jump_forward=jump)
+    done = _run(eng, {"s": _params({"regex": "hello world, fine day"}, stop=["o w"], max_tokens=40)})
+    out = done["s"].outputs[0]
+    assert (out.text, out.finish_reason, out.stop_reason) == ("hell", "stop", "o w")
+
+
 def test_extra_stop_token_allowed_only_where_the_grammar_ends(engine):
     vocab_size = engine.vocab_size
     stop_id = engine.tokenizer.convert_tokens_to_ids("a")
