@@ -171,6 +171,15 @@ def test_stream_yields_partial_text_then_the_value():
     assert items[-1] == Person("Bo", 4) and server.requests[0][1]["stream"] is True
 
 
+def test_stream_of_a_text_completion():
+    events = [{"choices": [{"index": 0, "text": "55", "finish_reason": None}]},
+              {"choices": [{"index": 0, "text": "5-12", "finish_reason": "stop"}]},
+              {"choices": [], "usage": {"total_tokens": 9}}, "[DONE]"]
+    client, server = client_for(lambda path, body: sse(*events))
+    assert list(client.stream("Phone:", sdk.Regex(r"\d{3}-\d{2}"), max_tokens=8)) == ["55", "5-12", "555-12"]
+    assert server.requests[0][0] == "/v1/completions"
+
+
 def test_stream_truncation_and_error_events():
     client, _ = client_for(lambda path, body: sse(chunk('{"name'), chunk(None, "length"), "[DONE]"))
     with pytest.raises(TruncatedOutputError) as info:
