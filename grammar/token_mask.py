@@ -65,7 +65,7 @@ class TokenMaskCache:
             self.sliced += 1
         live = walk_trie(trie, dfa, state, max_seconds)
         accepting = bool(dfa.accepting[state])
-        if live.count > _GATHER_NODES:
+        if live.many:
             allowed = live.token_flags()
             if accepting:
                 allowed |= self._stop
@@ -112,11 +112,15 @@ class LiveNodes:
         if self.flags is None:
             self.flags = np.zeros(self.trie.num_nodes + 1, dtype=bool)
         self.flags[offset: offset + len(alive)] = alive
-        self.count += _GATHER_NODES  # a dense level always takes the gather path
 
     def add(self, global_nodes: np.ndarray) -> None:
         self.lists.append(global_nodes)
         self.count += len(global_nodes)
+
+    @property
+    def many(self) -> bool:
+        """Too many live nodes for per-node token lists: read tokens by one gather instead."""
+        return self.flags is not None or self.count > _GATHER_NODES
 
     def token_flags(self) -> np.ndarray:
         """Bool per token id (the trie's width): its end node is live."""
@@ -129,7 +133,7 @@ class LiveNodes:
 
     def token_ids(self) -> np.ndarray:
         """Ids of the tokens ending at live nodes."""
-        if self.flags is not None or self.count > _GATHER_NODES:
+        if self.many:
             return np.flatnonzero(self.token_flags())
         if not self.lists:
             return np.zeros(0, dtype=np.intp)
