@@ -139,7 +139,9 @@ class LazyDFA:
     """A DFA (DEAD=0, START=1) whose rows are computed on first use.
 
     Hot paths call `ensure(states)` before reading `flat256()` / `class_row`; `table` expands
-    everything (for oracles and tests).  Expansion is serialised by a lock.
+    everything (for oracles and tests).  Expansions are serialised by a lock, but a walk reads
+    arrays that an expansion may reallocate, so matchers sharing one automaton must be driven
+    from one thread at a time.
     """
 
     lazy = True
