@@ -34,7 +34,7 @@ __all__ = [
     "output_format",
 ]
 
-Prompt = str | list[dict[str, Any]]
+Prompt = str | list[int] | list[dict[str, Any]]
 
 
 class LLM(_EngineLLM):
@@ -45,8 +45,8 @@ class LLM(_EngineLLM):
 
     _stream_ids = itertools.count()
 
-    def generate(self, prompts: Any, sampling_params: Any = None, use_tqdm: bool = True, *,
-                 output_type: Any = None, **sampling: Any) -> Any:
+    def generate(self, prompts: Any, sampling_params: Any = None, use_tqdm: bool = True,
+                 priority: Sequence[int] | None = None, *, output_type: Any = None, **sampling: Any) -> Any:
         """With `output_type` (also accepted in `sampling_params`' place): one prompt or conversation
         -> a value of that type. Without: vLLM's `generate` (a list of `RequestOutput`)."""
         if output_type is None and sampling_params is not None and not _is_params(sampling_params):
@@ -54,19 +54,20 @@ class LLM(_EngineLLM):
         if output_type is None:
             if sampling:  # vLLM's call with SamplingParams fields as keywords
                 sampling_params = self._params(sampling_params, sampling, typed=False)
-            return super().generate(prompts, sampling_params, use_tqdm)
+            return super().generate(prompts, sampling_params, use_tqdm, priority)
         if isinstance(prompts, list) and prompts and all(isinstance(p, (str, list)) for p in prompts):
             raise TypeError("a typed generate takes one prompt or conversation; use generate_batch for several")
-        return self.generate_batch([prompts], output_type, sampling_params, use_tqdm=False, **sampling)[0]
+        return self.generate_batch([prompts], output_type, sampling_params, use_tqdm=False, priority=priority,
+                                   **sampling)[0]
 
     def generate_batch(self, prompts: Sequence[Prompt], output_type: Any = None,
                        sampling_params: SamplingParams | None = None, *, use_tqdm: bool = True,
-                       **sampling: Any) -> list[Any]:
+                       priority: Sequence[int] | None = None, **sampling: Any) -> list[Any]:
         """Generate for every prompt or conversation in one engine batch; the values in order (the
         plain texts without `output_type`). The first truncated or invalid output raises."""
         fmt = output_format(output_type) if output_type is not None else None
         params = self._params(sampling_params, sampling, fmt=fmt)
-        outputs = super().generate([self._prompt_ids(p) for p in prompts], params, use_tqdm)
+        outputs = super().generate([self._prompt_ids(p) for p in prompts], params, use_tqdm, priority)
         return [_value(output, fmt, params) for output in outputs]
 
     def stream(self, prompt: Prompt, output_type: Any = None, sampling_params: SamplingParams | None = None,
@@ -100,13 +101,17 @@ class LLM(_EngineLLM):
         yield _value(final, fmt, params)
 
     def _prompt_ids(self, prompt: Prompt) -> list[int]:
-        """Token ids of a text prompt, or of a conversation rendered with the chat template."""
+        """Token ids of a text prompt or of a conversation rendered with the chat template (token ids
+        are taken as they are)."""
         if isinstance(prompt, str):
             return self.engine.tokenize(prompt)
+        if isinstance(prompt, list) and prompt and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
+            return list(prompt)
         if isinstance(prompt, list) and prompt and all(isinstance(m, dict) for m in prompt):
             text = self.engine.files.apply_chat_template(prompt, add_generation_prompt=True)
             return list(self.tokenizer(text, add_special_tokens=False).input_ids)
-        raise TypeError("a prompt is a string or a non-empty list of chat messages ({'role': ..., 'content': ...})")
+        raise TypeError("a prompt is a string, a list of token ids or a non-empty list of chat messages "
+                        "({'role': ..., 'content': ...})")
 
     @staticmethod
     def _params(given: SamplingParams | None, sampling: dict[str, Any], *, fmt: OutputFormat | None = None,

@@ -123,8 +123,9 @@ def test_every_kind_in_process(llm, bias, output_type, check):
 
 
 def test_batch_and_text_prompts_in_process(llm, bias):
-    values = llm.generate_batch([MESSAGES, "Flags:", MESSAGES], Flags, temperature=1.0, seed=3, max_tokens=48,
-                                logit_bias=bias)
+    token_ids = llm.tokenizer("Flags:").input_ids
+    values = llm.generate_batch([MESSAGES, "Flags:", token_ids], Flags, temperature=1.0, seed=3, max_tokens=48,
+                                logit_bias=bias, priority=[1, 0, 2])
     assert len(values) == 3 and all(isinstance(v, Flags) for v in values)
     assert llm.generate("Pick:", sdk.Choice(["up", "down"]), max_tokens=8) in ("up", "down")
 
