@@ -87,6 +87,8 @@ ATTENTION_CASES = [
     ([6, 1, 2], [20, 30, 11], 6, 2, 16, 16, 5),           # sliding window, mixed
     ([1, 4], [3, 4], 2, 2, 64, 1, 2),                     # block size 1, window 2
     ([5, 3], [40, 3], 4, 2, 8, 4, 3),                     # chunk whose window starts blocks into the prefix
+    ([1] * 20, [(7 * i) % 33 + 1 for i in range(20)], 4, 2, 8, 4, None),  # decode rows in several groups
+    ([1] * 18 + [3], [(5 * i) % 29 + 3 for i in range(19)], 2, 1, 8, 2, 6),
 ]
 
 

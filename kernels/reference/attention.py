@@ -1,6 +1,6 @@
 """Torch reference: paged attention over a block-table KV pool (prefill, chunked prefill, decode).
 
-Decode rows (one new token) are batched with padding; sequences with several new tokens get one pass
+Decode rows (one new token) are batched with padding, in groups of similar length; sequences with several new tokens get one pass
 each. Work is done per KV head: gathering a head's blocks through the block table yields [.., positions,
 head_dim] directly, so the score and value products are plain batched matmuls with no further copies
 (the gather dominates on CPU). Scores and softmax are float32; the output has the query dtype.
@@ -11,6 +11,8 @@ from __future__ import annotations
 import torch
 
 from formwork.kernels.errors import KernelInputError
+
+DECODE_GROUP = 16  # decode sequences per padded batch
 
 
 def paged_attention(
@@ -38,8 +40,11 @@ def paged_attention(
             decode_seqs.append(seq)
         elif query_len > 1:
             prefill_seqs.append(seq)
-    if decode_seqs:
-        _decode_batch(out, query, k_cache, v_cache, block_tables, lens, starts, decode_seqs, scale, sliding_window)
+    # Decode rows sorted by context length and batched in groups, so padding stays small.
+    decode_seqs.sort(key=lens.__getitem__)
+    for first in range(0, len(decode_seqs), DECODE_GROUP):
+        group = decode_seqs[first:first + DECODE_GROUP]
+        _decode_batch(out, query, k_cache, v_cache, block_tables, lens, starts, group, scale, sliding_window)
     for seq in prefill_seqs:
         _prefill_one(out, query, k_cache, v_cache, block_tables[seq], lens[seq], starts[seq], starts[seq + 1],
                      scale, sliding_window)
