@@ -49,7 +49,8 @@ class OutputValidationError(FormworkError, ValueError):
 
 
 class GenerationError(FormworkError):
-    """The in-process engine failed the request (e.g. its grammar could not be compiled)."""
+    """The engine failed or aborted the request (e.g. its grammar could not be compiled, or the prompt
+    does not fit the context)."""
 
 
 class APIError(FormworkError):

@@ -29,7 +29,8 @@ from formwork.grammar.regex_parser import parse_regex
 from formwork.schemas.pointer import split_pointer
 from formwork.schemas.python_types import UnsupportedTypeError, is_pydantic_model, json_schema_of, type_name
 from formwork.schemas.python_values import ValueMismatchError, from_json
-from formwork.sdk_errors import OutputValidationError, TruncatedOutputError, UnsupportedOutputTypeError
+from formwork.sdk_errors import (GenerationError, OutputValidationError, TruncatedOutputError,
+                                 UnsupportedOutputTypeError)
 
 __all__ = ["Choice", "JsonSchema", "OutputFormat", "PartialText", "Regex", "field_path", "output_format"]
 
@@ -77,7 +78,7 @@ class JsonSchema:
                 raise UnsupportedOutputTypeError(f"the schema is not valid JSON: {exc}") from None
         if not isinstance(schema, (dict, bool)):
             raise UnsupportedOutputTypeError(f"a JSON Schema is an object or a boolean, not {type(schema).__name__}")
-        object.__setattr__(self, "text", json.dumps(schema, sort_keys=True))
+        object.__setattr__(self, "text", json.dumps(schema))  # key order kept: properties are emitted in it
         object.__setattr__(self, "name", name)
 
     @property
@@ -118,9 +119,13 @@ class OutputFormat:
         return {"type": "json_schema", "json_schema": {"name": name, "schema": self.schema, "strict": True}}
 
     def result(self, text: str, finish_reason: str | None, max_tokens: int | None = None) -> Any:
-        """The typed value of a finished generation; `TruncatedOutputError` when it hit the token limit."""
+        """The typed value of a finished generation: `TruncatedOutputError` when it hit the token limit,
+        `GenerationError` when it was aborted or failed."""
         if finish_reason == "length":
             raise TruncatedOutputError(text, max_tokens=max_tokens)
+        if finish_reason in ("abort", "error"):
+            raise GenerationError(f"generation ended with finish reason {finish_reason!r} "
+                                  f"(partial text: {text[:200]!r})")
         return self.parse(text)
 
     def parse(self, text: str) -> Any:

@@ -23,7 +23,8 @@ from conftest_sdk import to_json  # noqa: E402
 from formwork.grammar.json_schema import lower_json_schema
 from formwork.schemas.python_types import UnsupportedTypeError, json_schema_of
 from formwork.schemas.python_values import ValueMismatchError, from_json
-from formwork.sdk_errors import OutputValidationError, TruncatedOutputError, UnsupportedOutputTypeError
+from formwork.sdk_errors import (GenerationError, OutputValidationError, TruncatedOutputError,
+                                 UnsupportedOutputTypeError)
 from formwork.sdk_output import Choice, JsonSchema, Regex, field_path, output_format
 
 
@@ -312,6 +313,19 @@ def test_truncation_raises_with_the_partial_text():
     with pytest.raises(TruncatedOutputError) as info:
         output_format(Order).result('{"id": 7, "ite', "length", max_tokens=5)
     assert info.value.partial_text == '{"id": 7, "ite' and info.value.max_tokens == 5
+    with pytest.raises(GenerationError, match="'abort'"):
+        output_format(Order).result('{"id"', "abort")
+
+
+def test_json_schema_marker_keeps_property_order():
+    schema = {"type": "object", "properties": {"zeta": {"type": "integer"}, "alpha": {"type": "integer"}}}
+    marker = JsonSchema(schema, name="z")
+    assert list(output_format(marker).structured_outputs["json"]["properties"]) == ["zeta", "alpha"]
+    assert marker == JsonSchema(json.dumps(schema), name="z")
+    with pytest.raises(UnsupportedOutputTypeError, match="not valid JSON"):
+        JsonSchema("{oops")
+    with pytest.raises(UnsupportedOutputTypeError, match="object or a boolean"):
+        JsonSchema([1])
 
 
 def test_unenforceable_types_fail_naming_the_field():
