@@ -53,9 +53,10 @@ def _paged_inputs(device, dtype, query_lens, ctx_lens, heads=32, kv_heads=8, hea
     return (query, k_cache, v_cache, tables, seq_lens, start_loc, head_dim ** -0.5)
 
 
-def _attention_case(name, device, dtype, query_lens, ctx_lens, window=None) -> Case:
-    args = _paged_inputs(device, dtype, query_lens, ctx_lens)
-    shape = f"{len(ctx_lens)} seqs, q={sum(query_lens)}, ctx<={max(ctx_lens)}, 32/8 heads, d=128"
+def _attention_case(name, device, dtype, query_lens, ctx_lens, window=None, heads=32, kv_heads=8,
+                    head_dim=128) -> Case:
+    args = _paged_inputs(device, dtype, query_lens, ctx_lens, heads, kv_heads, head_dim)
+    shape = f"{len(ctx_lens)} seqs, q={sum(query_lens)}, ctx<={max(ctx_lens)}, {heads}/{kv_heads} heads, d={head_dim}"
     if window:
         shape += f", window {window}"
     return Case(name, shape, lambda: reference.paged_attention(*args, window),
@@ -105,6 +106,9 @@ def build_cases(device: str) -> list[Case]:
         _attention_case("paged_attention prefill", device, dtype, [prefill] * 4, [prefill] * 4),
         _attention_case("paged_attention chunked prefill", device, dtype, [prefill // 2] * 2, [2 * prefill] * 2),
         _attention_case("paged_attention sliding window", device, dtype, [prefill] * 2, [prefill] * 2, window=128),
+        # the shape of benchmarks/engine.py's tiny model: 64 running sequences of mixed lengths
+        _attention_case("paged_attention decode, engine-bench model", device, dtype, [1] * 64,
+                        [16 + (37 * i) % 497 for i in range(64)], heads=4, kv_heads=2, head_dim=64),
         _bitmask_case(device, rows, vocab),
         _sample_case(device, rows, vocab, "greedy", 0.0, 0, 1.0),
         _sample_case(device, rows, vocab, "T=0.8", 0.8, 0, 1.0),
