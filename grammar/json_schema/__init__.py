@@ -5,7 +5,20 @@
 
 The language accepted is documented in the submodules: `strings` (escapes, canonical spellings,
 lengths in code points), `numbers` (integer and decimal ranges, multipleOf), `formats`, `objects`
-(member order: declared properties in schema order, then extra members), `options` (whitespace).
+(member order: declared properties in schema order, then extra members), `one_of`, `options`
+(whitespace).  In short:
+
+* ``const``/``enum`` values are spelled canonically (integral numbers without a fraction, strings
+  as ``json.dumps(ensure_ascii=False)``, members in the value's own order, the policy's whitespace);
+  values are kept only if they satisfy the sibling keywords (checked with ``jsonschema``);
+* integers are canonical (no ``-0``, ``1.0`` or exponent); bounded numbers have no exponent;
+* ``allOf`` and sibling keywords merge (objects and arrays keyword by keyword, scalars by
+  intersecting their languages); ``anyOf`` is a union; ``oneOf`` is exact for disjoint branches
+  and for branches that share only scalar values, an error otherwise (lenient: a union);
+* ``unevaluatedProperties``/``unevaluatedItems`` are enforced where no in-place applicator sits
+  beside them (they then act as ``additionalProperties``/``items``);
+* ``format`` is asserted (see `formats` for the few over-strict corners).
+
 Part 1 compiles regular languages only: ``$ref`` cycles raise `RecursionNotSupportedError`, and
 values whose schema allows any JSON nest at most `max_nesting_depth` containers deep.
 """

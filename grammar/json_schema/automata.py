@@ -38,10 +38,6 @@ class SharedAutomata:
             self._builder.budget = (budget or CompileBudget()).start()
             return self._builder.dfa(node)
 
-    def clear(self) -> None:
-        with self._lock:
-            self._builder, self._uses = AutomatonBuilder(), 0
-
 
 SHARED = SharedAutomata()
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from formwork.grammar.ir import And, Node, Not, alt, lit, regex, seq
 
-DIGIT = "[0-9]"
 HEX = "[0-9a-fA-F]"
 
 _LEAP_YY = "(?:0[48]|[2468][048]|[13579][26])"

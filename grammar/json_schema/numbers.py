@@ -22,7 +22,6 @@ from formwork.grammar.errors import GrammarBudgetError
 JSON_INTEGER = r"(?:0|-?[1-9][0-9]*)"
 JSON_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?"
 
-_DIGITS = "0123456789"
 
 
 def _digit_class(lo: int, hi: int) -> str:

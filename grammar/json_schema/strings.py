@@ -27,7 +27,6 @@ from formwork.grammar.ir import (
 )
 
 QUOTE = lit('"')
-_HEX = "0123456789abcdefABCDEF"
 
 # Characters that may appear raw inside a JSON string: everything but '"', '\\' and C0 controls.
 RAW_CHAR = chars([(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF)])
@@ -53,9 +52,6 @@ _SHORT_ESCAPE = seq(lit("\\"), ByteSet(tuple((ord(c), ord(c)) for c in '"\\/bfnr
 
 #: One character of a JSON string in the general spelling (one code point of the value).
 GENERAL_CHAR = alt(RAW_CHAR, _SHORT_ESCAPE, _NON_SURROGATE_U, seq(_HIGH_SURROGATE_U, _LOW_SURROGATE_U))
-
-_SHORT_FORMS = {0x22: '\\"', 0x5C: "\\\\", 0x08: "\\b", 0x0C: "\\f", 0x0A: "\\n", 0x0D: "\\r",
-                0x09: "\\t"}
 
 
 def canonical_ascii(byte: int) -> str:
