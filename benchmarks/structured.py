@@ -3,16 +3,19 @@
     .venv/bin/python benchmarks/structured.py [--model DIR] [--requests 32] [--max-tokens 48]
                                               [--threads 1] [--repeats 2] [--write]
 
-Workload: `--requests` chat-style prompts, each paired with one JSON Schema of the tests' deterministic
+Workload: `--requests` prompts, each paired with one JSON Schema of the tests' deterministic
 set (objects with enums, consts, patterns, formats, ranges, arrays), all submitted at t=0. Modes:
-`unconstrained` (same prompts, `ignore_eos` so it runs as long), `constrained` (jump-forward off) and
-`constrained+jump`. Each mode runs `--repeats` times, alternating; the fastest repeat is reported after
+`constrained` (jump-forward off), `constrained+jump`, and `unconstrained`: the same prompts, each
+generating exactly as many tokens as its constrained run did (`ignore_eos`, `max_tokens` = that length),
+so both do the same amount of work. Each mode runs `--repeats` times, alternating; the fastest repeat is reported after
 one untimed warm-up of every mode (steady state: compiled grammars and token masks cached; the cold
 compile is timed separately, by the first, cache-empty compilation of every schema).
 
 Reported: output tokens/s, TPOT p50/p99 over requests (time between a request's first and last token
 divided by its other tokens; jump-forward tokens count as tokens), mask time per step with a constrained
-row, the share of output tokens appended by jump-forward, and compile time (p50/max, cold). Model: `--model`,
+row, the share of output tokens appended by jump-forward, and compile time (p50/max, cold). A second table
+runs the first `--sequential` requests one at a time (max_num_seqs=1), where every step jump-forward
+saves shows up in tokens/s. Model: `--model`,
 else the embedded demo model when present, else a small random Llama (hidden 256, 4 layers) with the
 tests' byte-level BPE. `--write` stores the table in benchmarks/results/structured.md.
 """
@@ -66,24 +69,25 @@ def workload(num_requests: int, max_tokens: int):
     from formwork.core.sampling_params import SamplingParams
 
     schemas = make_schemas(num_requests, seed=11)
-    out = []
-    for i, schema in enumerate(schemas):
-        prompt = f"Write the JSON object number {i} for the record below."
-        out.append((prompt, schema))
-    def params(mode: str, schema: dict) -> SamplingParams:
+    work = [(f"Write the JSON object number {i} for the record below.", schema) for i, schema in enumerate(schemas)]
+
+    def params(mode: str, schema: dict, length: int | None) -> SamplingParams:
         if mode == "unconstrained":
-            return SamplingParams(temperature=0.0, max_tokens=max_tokens, ignore_eos=True)
+            return SamplingParams(temperature=0.0, max_tokens=length or max_tokens, ignore_eos=True)
         return SamplingParams(temperature=0.0, max_tokens=max_tokens, structured_outputs={"json": schema})
-    return out, params
+    return work, params
 
 
-def run_mode(engine, work, params, mode: str) -> dict:
+def run_mode(engine, work, params, mode: str, lengths: list[int] | None = None) -> dict:
+    """Run the workload in one mode; `lengths` (per request) fixes the unconstrained output lengths."""
     from formwork.core.structured_output import StructuredOutputStats
 
     engine.structured_output.stats = stats = StructuredOutputStats()
     engine.structured_output.enable_jump_forward = mode == "constrained+jump"
+    ids = []
     for i, (prompt, schema) in enumerate(work):
-        engine.add_request(f"{mode}-{i}-{time.monotonic_ns()}", prompt, params(mode, schema))
+        ids.append(f"{mode}-{i}-{time.monotonic_ns()}")
+        engine.add_request(ids[-1], prompt, params(mode, schema, lengths[i] if lengths else None))
     outputs, steps = [], 0
     start, cpu_start = time.perf_counter(), time.process_time()
     while engine.has_unfinished_requests():
@@ -100,7 +104,8 @@ def run_mode(engine, work, params, mode: str) -> dict:
         if n > 1 and m.first_token_time is not None:
             tpot.append((m.last_token_time - m.first_token_time) / (n - 1))
     finished = sum(o.outputs[0].finish_reason == "stop" for o in outputs)
-    return dict(mode=mode, wall=wall, cpu=cpu, tokens=tokens, tok_s=tokens / wall, cpu_tok_s=tokens / cpu,
+    by_id = {o.request_id: len(o.outputs[0].token_ids) for o in outputs}
+    return dict(mode=mode, lengths=[by_id[i] for i in ids], wall=wall, cpu=cpu, tokens=tokens, tok_s=tokens / wall, cpu_tok_s=tokens / cpu,
                 steps=steps, tpot_p50=percentile(tpot, 0.5), tpot_p99=percentile(tpot, 0.99),
                 mask_ms=1e3 * stats.mask_seconds / stats.num_mask_steps if stats.num_mask_steps else 0.0,
                 jump_share=stats.num_jump_forward_tokens / tokens if tokens else 0.0, stopped=finished)
@@ -120,16 +125,9 @@ def cold_compile_times(engine, work) -> list[float]:
     return times
 
 
-def render(rows: list[dict], compile_times: list[float], model: str, args) -> str:
+def table(rows: list[dict], num_requests: int) -> list[str]:
     base = next(r for r in rows if r["mode"] == "unconstrained")
     lines = [
-        "# Structured decoding: constrained vs unconstrained",
-        "",
-        f"Model: {model}; {args.requests} requests, max_tokens {args.max_tokens}, greedy, all at t=0; "
-        f"torch threads {args.threads}; {platform.processor() or platform.machine()}, "
-        f"python {platform.python_version()}, torch {torch.__version__}. Fastest of {args.repeats} alternating "
-        "repeats after a warm-up (grammar and mask caches warm).",
-        "",
         "| mode | tok/s (wall) | tok/s (CPU time) | steps | TPOT p50 ms | TPOT p99 ms | TPOT vs unconstrained "
         "| mask ms/step | jump-forward share | finished docs |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
@@ -138,12 +136,33 @@ def render(rows: list[dict], compile_times: list[float], model: str, args) -> st
         lines.append(f"| {r['mode']} | {r['tok_s']:.0f} | {r['cpu_tok_s']:.0f} | {r['steps']} | "
                      f"{r['tpot_p50'] * 1e3:.1f} | {r['tpot_p99'] * 1e3:.1f} | "
                      f"{r['tpot_p50'] / base['tpot_p50']:.2f}x | {r['mask_ms']:.2f} | {100 * r['jump_share']:.0f}% | "
-                     f"{r['stopped']}/{args.requests} |")
+                     f"{r['stopped']}/{num_requests} |")
+    return lines
+
+
+def render(rows: list[dict], sequential: list[dict], compile_times: list[float], model: str, args) -> str:
+    lines = [
+        "# Structured decoding: constrained vs unconstrained",
+        "",
+        f"Model: {model}; {args.requests} requests, max_tokens {args.max_tokens}, greedy, all at t=0; "
+        f"torch threads {args.threads}; {platform.processor() or platform.machine()}, "
+        f"python {platform.python_version()}, torch {torch.__version__}. Fastest of {args.repeats} alternating "
+        "repeats after a warm-up (grammar and mask caches warm).",
+        "",
+        f"## Batched: {args.requests} requests at once",
+        "",
+        *table(rows, args.requests),
+        "",
+        f"## One at a time: the first {args.sequential} requests, max_num_seqs=1",
+        "",
+        *table(sequential, args.sequential),
+    ]
     lines += ["", f"Cold compile (fresh grammar cache, shared sub-automata as in a long-running server): "
                   f"p50 {1e3 * percentile(compile_times, 0.5):.0f} ms, max {1e3 * max(compile_times):.0f} ms over "
                   f"{len(compile_times)} schemas.", "",
               f"Reproduce: `.venv/bin/python benchmarks/structured.py --requests {args.requests} "
-              f"--max-tokens {args.max_tokens} --threads {args.threads} --repeats {args.repeats} --write`"]
+              f"--max-tokens {args.max_tokens} --sequential {args.sequential} --threads {args.threads} "
+              f"--repeats {args.repeats} --write`"]
     return "\n".join(lines) + "\n"
 
 
@@ -152,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model")
     ap.add_argument("--requests", type=int, default=32)
     ap.add_argument("--max-tokens", type=int, default=48)
+    ap.add_argument("--sequential", type=int, default=8)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--write", action="store_true")
@@ -164,21 +184,31 @@ def main(argv: list[str] | None = None) -> int:
         engine = LLMEngine(model_dir, max_num_seqs=args.requests, enable_prefix_caching=False)
         work, params = workload(args.requests, args.max_tokens)
         compile_times = cold_compile_times(engine, work)
-        for mode in MODES:  # warm-up: compile, fill the mask caches, touch every code path
-            run_mode(engine, work, params, mode)
-        best: dict[str, dict] = {}
-        for _ in range(args.repeats):
-            for mode in MODES:
-                row = run_mode(engine, work, params, mode)
-                if mode not in best or row["tok_s"] > best[mode]["tok_s"]:
-                    best[mode] = row
-    table = render([best[m] for m in MODES], compile_times, model, args)
-    print(table)
+        lengths = run_mode(engine, work, params, "constrained")["lengths"]  # warm-up; fixes the lengths
+        for mode in MODES:  # warm-up of the other paths
+            run_mode(engine, work, params, mode, lengths)
+        rows = best_of(engine, work, params, lengths, args.repeats)
+        one = LLMEngine(model_dir, max_num_seqs=1, enable_prefix_caching=False)  # shares the grammar caches
+        k = args.sequential
+        sequential = best_of(one, work[:k], params, lengths[:k], args.repeats)
+    text = render(rows, sequential, compile_times, model, args)
+    print(text)
     if args.write:
         out = REPO / "benchmarks" / "results" / "structured.md"
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(table)
+        out.write_text(text)
     return 0
+
+
+def best_of(engine, work, params, lengths: list[int], repeats: int) -> list[dict]:
+    """The fastest of `repeats` alternating runs of every mode."""
+    best: dict[str, dict] = {}
+    for _ in range(repeats):
+        for mode in MODES:
+            row = run_mode(engine, work, params, mode, lengths)
+            if mode not in best or row["tok_s"] > best[mode]["tok_s"]:
+                best[mode] = row
+    return [best[m] for m in MODES]
 
 
 if __name__ == "__main__":
