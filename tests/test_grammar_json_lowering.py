@@ -235,3 +235,14 @@ def test_compile_json_schema_gives_a_matcher():
     assert m.accept_string("tru") and not m.can_terminate()
     assert m.accept_string("e") and m.can_terminate()
     assert compile_json_schema('{"type": "boolean"}', vocab) is grammar  # cached by spec
+
+
+def test_regex_and_modulus_limits_are_errors_naming_keyword_and_pointer():
+    with pytest.raises(UnsupportedSchemaError) as err:
+        lower_json_schema({"properties": {"p": {"type": "string", "pattern": "a\\Bb"}}})
+    assert err.value.keyword == "pattern" and err.value.pointer == "/properties/p/pattern"
+    with pytest.raises(UnsupportedSchemaError) as err:
+        lower_json_schema({"type": "integer", "multipleOf": 7})
+    assert err.value.keyword == "multipleOf" and err.value.pointer == "/multipleOf"
+    lowered = lower_json_schema({"type": "integer", "multipleOf": 7}, lenient=True)
+    assert any("multipleOf" in w for w in lowered.warnings)

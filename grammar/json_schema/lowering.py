@@ -12,7 +12,7 @@ import math
 from decimal import Decimal
 from typing import Any, Optional
 
-from formwork.grammar.errors import RecursionNotSupportedError
+from formwork.grammar.errors import GrammarBudgetError, GrammarError, RecursionNotSupportedError
 from formwork.grammar.ir import EMPTY, NOTHING, And, Node, Not, Nothing, alt, lit, regex, repeat, seq
 from formwork.grammar.json_schema import formats, numbers
 from formwork.grammar.json_schema.automata import SHARED, accepts
@@ -77,17 +77,23 @@ class Lowerer:
             raise exc
         self.warnings.append(str(exc))
 
-    def pattern_node(self, pattern: str) -> Node:
-        """Decoded-value language of a `pattern` (search semantics)."""
+    def pattern_node(self, pattern: str, keyword: str, pointer: str) -> Node:
+        """Decoded-value language of a regex (search semantics); a regex outside the supported
+        syntax is an `UnsupportedSchemaError` naming `keyword` at `pointer`."""
         node = self._patterns.get(pattern)
         if node is None:
-            node = self._patterns[pattern] = regex(pattern, search=True)
+            try:
+                node = self._patterns[pattern] = regex(pattern, search=True)
+            except GrammarError as exc:
+                raise UnsupportedSchemaError(keyword, pointer, str(exc)) from None
         return node
 
-    def pattern_matches(self, pattern: str, text: str) -> bool:
+    def pattern_matches(self, pattern: str, pointer: str, text: str) -> bool:
+        """Whether a patternProperties regex (at `pointer`) matches the key `text`."""
         dfa = self._pattern_dfas.get(pattern)
         if dfa is None:
-            dfa = self._pattern_dfas[pattern] = SHARED.compile(self.pattern_node(pattern))
+            node = self.pattern_node(pattern, "patternProperties", pointer)
+            dfa = self._pattern_dfas[pattern] = SHARED.compile(node)
         return accepts(dfa, text.encode("utf-8"))
 
     def leaf(self, spec: Any) -> Node:
@@ -209,20 +215,21 @@ class Lowerer:
                     self.report("multipleOf", child(s.pointer, "multipleOf"),
                                 f"fractional divisor {sch['multipleOf']!r} is not supported")
                     continue
-                divisors.append(int(m))
+                divisors.append((int(m), child(s.pointer, "multipleOf")))
         if divisors or integer_only:
-            return self._lower_integer(lo, lo_strict, hi, hi_strict, divisors, subs)
+            return self._lower_integer(lo, lo_strict, hi, hi_strict, divisors)
         pattern = numbers.number_range(lo, lo_strict, hi, hi_strict)
         return NOTHING if pattern is None else self.leaf(pattern)
 
-    def _lower_integer(self, lo, lo_strict, hi, hi_strict, divisors, subs) -> Node:
+    def _lower_integer(self, lo: Optional[Decimal], lo_strict: bool, hi: Optional[Decimal],
+                       hi_strict: bool, divisors: list[tuple[int, str]]) -> Node:
         ilo = None if lo is None else (math.floor(lo) + 1 if lo_strict else math.ceil(lo))
         ihi = None if hi is None else (math.ceil(hi) - 1 if hi_strict else math.floor(hi))
         pattern = numbers.integer_range(ilo, ihi)
         if pattern is None:
             return NOTHING
         k = 1
-        for d in divisors:
+        for d, _ in divisors:
             k = k * d // math.gcd(k, d)
         if k == 1:
             return self.leaf(pattern)
@@ -231,7 +238,12 @@ class Lowerer:
             if values is not None:
                 return alt(*(lit(str(v)) for v in values))
         node = regex(pattern)
-        for p in numbers.multiple_of_integer(k):
+        try:
+            parts = numbers.multiple_of_integer(k)
+        except GrammarBudgetError as exc:
+            self.report("multipleOf", divisors[0][1], str(exc))
+            return node
+        for p in parts:
             node = And(node, regex(p))
         return node
 
@@ -247,7 +259,11 @@ class Lowerer:
                 max_len = m if max_len is None else min(max_len, m)
             extra = []
             if "pattern" in sch:
-                extra.append(encode_decoded(self.pattern_node(sch["pattern"])))
+                try:
+                    node = self.pattern_node(sch["pattern"], "pattern", child(s.pointer, "pattern"))
+                    extra.append(encode_decoded(node))
+                except UnsupportedSchemaError as exc:
+                    self.report(exc.keyword, exc.pointer, exc.reason)
             if "format" in sch:
                 fmt = sch["format"]
                 if fmt in formats.SUPPORTED:

@@ -79,7 +79,7 @@ class ObjectLowering:
 
     # ------------------------------------------------------------------ member languages
     def _matching(self, part: ObjectPart, name: str) -> list[Sub]:
-        return [s for pattern, s in part.patterns if self.lw.pattern_matches(pattern, name)]
+        return [s for pattern, s in part.patterns if self.lw.pattern_matches(pattern, s.pointer, name)]
 
     def value_subs(self, name: str) -> list[Sub]:
         """Every subschema the value of member `name` must satisfy."""
@@ -122,8 +122,8 @@ class ObjectLowering:
         for mask in range(1 << len(patterns)):
             key = any_key
             values: list[Sub] = []
-            for bit, (_, pattern, _) in enumerate(patterns):
-                lang = encode_decoded(self.lw.pattern_node(pattern))
+            for bit, (_, pattern, s) in enumerate(patterns):
+                lang = encode_decoded(self.lw.pattern_node(pattern, "patternProperties", s.pointer))
                 key = And(key, lang) if mask >> bit & 1 else And(key, Not(lang))
             for i, part in enumerate(self.parts):
                 matched = [s for bit, (j, _, s) in enumerate(patterns) if j == i and mask >> bit & 1]
