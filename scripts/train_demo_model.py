@@ -10,9 +10,13 @@ Reproduce the committed weights (about 20-25 minutes on 2 shared CPU cores)::
 
     .venv/bin/python scripts/train_demo_model.py --out demo_model
 
-A quick smoke run of the whole pipeline (well under a minute)::
+A quick smoke run of the whole pipeline (a minute or two)::
 
     .venv/bin/python scripts/train_demo_model.py --out /tmp/demo --steps 20 --eval-prompts 2
+
+Measure the committed model (greedy plus 4 sampled answers for each evaluation prompt)::
+
+    .venv/bin/python scripts/train_demo_model.py --evaluate demo_model --eval-samples 4
 """
 
 from __future__ import annotations
@@ -161,15 +165,17 @@ def train(model: LlamaForCausalLM, data, steps: int, peak_lr: float, log_every: 
                   f"tokens {seen}  {seen / elapsed:.0f} tok/s  {elapsed / 60:.1f} min", flush=True)
 
 
-def evaluate(model: LlamaForCausalLM, tokenizer: PreTrainedTokenizerFast, prompts: list[str]) -> float:
-    """Share of greedy and sampled chat completions that parse as JSON and end with <|im_end|>."""
+def evaluate(model: LlamaForCausalLM, tokenizer: PreTrainedTokenizerFast, prompts: list[str],
+             samples: int = 1) -> float:
+    """Share of chat completions (one greedy and ``samples`` at temperature 1 per prompt) that parse as
+    JSON and end with <|im_end|>."""
     model.eval()
     im_end, good, total = tokenizer.convert_tokens_to_ids(IM_END), 0, 0
     torch.manual_seed(0)
     for prompt in prompts:
         ids = tokenizer.apply_chat_template([{"role": "user", "content": prompt}], add_generation_prompt=True,
                                             return_tensors="pt", return_dict=True)["input_ids"]
-        for sample in (False, True):
+        for sample in [False] + [True] * samples:
             with torch.no_grad():
                 out = model.generate(ids, max_new_tokens=256, do_sample=sample, temperature=1.0 if sample else None,
                                      top_p=None, top_k=None)
@@ -200,9 +206,16 @@ def main(argv: list[str] | None = None) -> None:
     # One thread: on 2 cores shared with other jobs, two OpenMP threads ran 5x slower than one.
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--eval-prompts", type=int, default=len(EVAL_PROMPTS))
+    parser.add_argument("--eval-samples", type=int, default=1, help="sampled answers per prompt (T=1)")
+    parser.add_argument("--evaluate", type=Path, metavar="DIR", help="only evaluate the model in DIR")
     args = parser.parse_args(argv)
 
     torch.set_num_threads(args.threads)
+    if args.evaluate:
+        model = LlamaForCausalLM.from_pretrained(args.evaluate, dtype=torch.float32)
+        evaluate(model, PreTrainedTokenizerFast.from_pretrained(args.evaluate), EVAL_PROMPTS[:args.eval_prompts],
+                 args.eval_samples)
+        return
     torch.manual_seed(args.seed)
     raw = train_tokenizer(corpus(args.seed, args.tokenizer_samples), args.vocab_size)
     tokenizer = wrap_tokenizer(raw)
@@ -214,7 +227,7 @@ def main(argv: list[str] | None = None) -> None:
           log_every=max(1, args.steps // 50))
     model.generation_config = GenerationConfig(bos_token_id=config.bos_token_id, eos_token_id=config.eos_token_id,
                                                pad_token_id=config.pad_token_id)
-    evaluate(model, tokenizer, EVAL_PROMPTS[:args.eval_prompts])
+    evaluate(model, tokenizer, EVAL_PROMPTS[:args.eval_prompts], args.eval_samples)
 
     write_model_dir(model, tokenizer, args.out)
     print(f"saved to {args.out}")
