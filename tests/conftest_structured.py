@@ -1,5 +1,6 @@
-"""Helpers for the structured-output engine tests: a deterministic set of JSON Schemas and checks that
-an engine output is valid (finished with `stop`) or a valid prefix (cut by `length`)."""
+"""Helpers for the structured-output engine tests: a deterministic set of JSON Schemas, a request mix
+to run through an engine, and checks that an engine output is valid (finished with `stop`) or a valid
+prefix (cut by `length`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import re
 
 import jsonschema
 
+from formwork.core.engine import LLMEngine
 from formwork.core.outputs import CompletionOutput
+from formwork.core.sampling_params import SamplingParams
 from formwork.grammar import CompiledGrammar
 
 _NAMES = ["id", "name", "ok", "kind", "count", "tags", "score", "city", "level", "note", "user", "when"]
@@ -89,3 +92,61 @@ def check_regex_output(completion: CompletionOutput, text: bytes, pattern: str, 
     else:
         assert completion.finish_reason == "length", completion
         assert grammar.matcher().accept_string(text), f"not a valid prefix of /{pattern}/: {text!r}"
+
+
+def run_requests(engine: LLMEngine, requests: dict[str, tuple[str, SamplingParams]]) -> dict:
+    for request_id, (prompt, params) in requests.items():
+        engine.add_request(request_id, prompt, params)
+    done = {}
+    while engine.has_unfinished_requests():
+        for output in engine.step():
+            if output.finished:
+                done[output.request_id] = output
+    return done
+
+
+def make_requests(temperature: float | None, max_tokens: int, schemas: list[dict] | None = None, seed: int = 0) -> dict:
+    """50 schemas (with an unconstrained neighbour every 8), the regexes and the choices; temperature
+    None alternates 1.0 and greedy."""
+    reqs = {}
+    for i, schema in enumerate(schemas if schemas is not None else make_schemas(50)):
+        t = temperature if temperature is not None else (0.0 if i % 2 else 1.0)
+        reqs[f"json-{i}"] = ("Give me JSON:", SamplingParams(temperature=t, seed=seed + i, max_tokens=max_tokens,
+                                                             structured_outputs={"json": schema}))
+        if i % 8 == 0:  # unconstrained neighbours in the same batches
+            reqs[f"free-{i}"] = ("Hello", SamplingParams(temperature=t, seed=i, max_tokens=max_tokens))
+    for i, pattern in enumerate(REGEXES):
+        reqs[f"regex-{i}"] = ("Code:", SamplingParams(temperature=temperature or 0.0, seed=seed + i,
+                                                      max_tokens=max_tokens, structured_outputs={"regex": pattern}))
+    for i, options in enumerate(CHOICES):
+        reqs[f"choice-{i}"] = ("Pick:", SamplingParams(temperature=temperature or 0.0, seed=seed + i,
+                                                       max_tokens=max_tokens, structured_outputs={"choice": options}))
+    return reqs
+
+
+def check_outputs(engine: LLMEngine, done: dict, requests: dict) -> dict[str, int]:
+    """Validate every output; returns counts of finish reasons of the constrained ones."""
+    backend = engine.structured_output.backend
+    vocab, compiler = backend.vocab, backend.compiler
+    reasons: dict[str, int] = {}
+    for request_id, (_, params) in requests.items():
+        out = done[request_id]
+        assert out.error is None, (request_id, out.error)
+        completion = out.outputs[0]
+        assert completion.finish_reason in ("stop", "length")
+        spec = params.structured_outputs
+        if spec is None:
+            continue
+        reasons[completion.finish_reason] = reasons.get(completion.finish_reason, 0) + 1
+        text = vocab.decode(completion.token_ids)
+        if "json" in spec:
+            grammar = backend.compile(spec, 60.0)
+            check_json_output(completion, text, spec["json"], grammar)
+        elif "regex" in spec:
+            check_regex_output(completion, text, spec["regex"], compiler.compile_regex(spec["regex"]))
+        else:
+            if completion.finish_reason == "stop":
+                assert text.decode() in spec["choice"]
+            else:
+                assert compiler.compile_choice(spec["choice"]).matcher().accept_string(text)
+    return reasons

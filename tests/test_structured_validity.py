@@ -14,13 +14,10 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest_structured import CHOICES, REGEXES, check_json_output, check_regex_output, make_schemas  # noqa: E402
+from conftest_structured import check_outputs, make_requests, run_requests  # noqa: E402
 from tiny_models import tiny_model_dir  # noqa: E402
 
 from formwork.core.engine import LLMEngine  # noqa: E402
-from formwork.core.sampling_params import SamplingParams  # noqa: E402
-
-SCHEMAS = make_schemas(50)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -34,62 +31,6 @@ def one_torch_thread():
     torch.set_num_threads(threads)
 
 
-def _run(engine: LLMEngine, requests: dict[str, tuple[str, SamplingParams]]) -> dict:
-    for request_id, (prompt, params) in requests.items():
-        engine.add_request(request_id, prompt, params)
-    done = {}
-    while engine.has_unfinished_requests():
-        for output in engine.step():
-            if output.finished:
-                done[output.request_id] = output
-    return done
-
-
-def _requests(temperature: float, max_tokens: int, schemas=SCHEMAS, seed: int = 0) -> dict:
-    reqs = {}
-    for i, schema in enumerate(schemas):
-        t = temperature if temperature is not None else (0.0 if i % 2 else 1.0)
-        reqs[f"json-{i}"] = ("Give me JSON:", SamplingParams(temperature=t, seed=seed + i, max_tokens=max_tokens,
-                                                             structured_outputs={"json": schema}))
-        if i % 8 == 0:  # unconstrained neighbours in the same batches
-            reqs[f"free-{i}"] = ("Hello", SamplingParams(temperature=t, seed=i, max_tokens=max_tokens))
-    for i, pattern in enumerate(REGEXES):
-        reqs[f"regex-{i}"] = ("Code:", SamplingParams(temperature=temperature or 0.0, seed=seed + i,
-                                                      max_tokens=max_tokens, structured_outputs={"regex": pattern}))
-    for i, options in enumerate(CHOICES):
-        reqs[f"choice-{i}"] = ("Pick:", SamplingParams(temperature=temperature or 0.0, seed=seed + i,
-                                                       max_tokens=max_tokens, structured_outputs={"choice": options}))
-    return reqs
-
-
-def _check_all(engine: LLMEngine, done: dict, requests: dict) -> dict[str, int]:
-    """Validate every output; returns counts of finish reasons of the constrained ones."""
-    backend = engine.structured_output.backend
-    vocab, compiler = backend.vocab, backend.compiler
-    reasons: dict[str, int] = {}
-    for request_id, (_, params) in requests.items():
-        out = done[request_id]
-        assert out.error is None, (request_id, out.error)
-        completion = out.outputs[0]
-        assert completion.finish_reason in ("stop", "length")
-        spec = params.structured_outputs
-        if spec is None:
-            continue
-        reasons[completion.finish_reason] = reasons.get(completion.finish_reason, 0) + 1
-        text = vocab.decode(completion.token_ids)
-        if "json" in spec:
-            grammar = backend.compile(spec, 60.0)
-            check_json_output(completion, text, spec["json"], grammar)
-        elif "regex" in spec:
-            check_regex_output(completion, text, spec["regex"], compiler.compile_regex(spec["regex"]))
-        else:
-            if completion.finish_reason == "stop":
-                assert text.decode() in spec["choice"]
-            else:
-                assert compiler.compile_choice(spec["choice"]).matcher().accept_string(text)
-    return reasons
-
-
 @pytest.fixture(scope="module", params=[True, False], ids=["jump", "nojump"])
 def small_engine(request):
     # 24 blocks of 8 tokens for up to 16 running sequences of ~30 tokens: preemption is certain
@@ -100,9 +41,9 @@ def small_engine(request):
 @pytest.mark.parametrize("temperature", [0.0, 1.0], ids=["greedy", "t1"])
 def test_small_vocab_outputs_validate(small_engine, temperature):
     before = small_engine.metrics.num_preemptions
-    requests = _requests(temperature, max_tokens=24)
-    done = _run(small_engine, requests)
-    reasons = _check_all(small_engine, done, requests)
+    requests = make_requests(temperature, max_tokens=24)
+    done = run_requests(small_engine, requests)
+    reasons = check_outputs(small_engine, done, requests)
     assert small_engine.metrics.num_preemptions > before, "the KV pool was meant to force preemption"
     assert reasons.get("stop", 0) >= 5, reasons  # choices, consts, enums do finish
     stats = small_engine.structured_output.stats
@@ -135,8 +76,8 @@ def deepseek_engine(tmp_path_factory):
 
 def test_deepseek_vocab_outputs_validate(deepseek_engine):
     assert deepseek_engine.vocab_size == 129280
-    requests = _requests(None, max_tokens=10)  # even requests at temperature 1.0, odd ones greedy
-    done = _run(deepseek_engine, requests)
-    _check_all(deepseek_engine, done, requests)
+    requests = make_requests(None, max_tokens=10)  # even requests at temperature 1.0, odd ones greedy
+    done = run_requests(deepseek_engine, requests)
+    check_outputs(deepseek_engine, done, requests)
     assert deepseek_engine.metrics.num_preemptions > 0
     assert deepseek_engine.structured_output.stats.num_jump_forward_tokens > 0
