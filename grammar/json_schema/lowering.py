@@ -22,7 +22,7 @@ from formwork.grammar.json_schema.objects import ObjectLowering
 from formwork.grammar.json_schema.one_of import CANONICAL_SCALARS, resolve_one_of
 from formwork.grammar.json_schema.options import IndentSpec, JsonSchemaOptions, Whitespace
 from formwork.grammar.json_schema.strings import encode_decoded, quoted, string_content
-from formwork.grammar.json_schema.values import AnyValue, container, value_node
+from formwork.grammar.json_schema.values import AnyValue, container, freeze, value_node
 from formwork.schemas.keywords import ANNOTATION_KEYWORDS
 from formwork.schemas.pointer import child
 
@@ -35,6 +35,17 @@ _NEUTRAL = ANNOTATION_KEYWORDS | {"$schema", "$id", "$anchor", "$dynamicAnchor",
 # builder's memo finds them by identity (equal-but-distinct deep nodes cost a deep comparison).
 _ANY_VALUES: dict[tuple, AnyValue] = {}
 _LEAVES: dict[tuple, dict[Any, Node]] = {}
+
+
+_FORMATS: dict[str, Node] = {}
+
+
+def _encoded_format(name: str) -> Node:
+    """The canonical spellings of a format's strings, compiled once per process and spliced in."""
+    node = _FORMATS.get(name)
+    if node is None:
+        node = _FORMATS[name] = freeze(encode_decoded(formats.format_node(name)))
+    return node
 
 
 def _ws_key(options: JsonSchemaOptions) -> tuple:
@@ -267,7 +278,7 @@ class Lowerer:
             if "format" in sch:
                 fmt = sch["format"]
                 if fmt in formats.SUPPORTED:
-                    extra.append(encode_decoded(formats.format_node(fmt)))
+                    extra.append(_encoded_format(fmt))
                 else:
                     self.report("format", child(s.pointer, "format"),
                                 f"format {fmt!r} is not supported")
