@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -193,7 +194,7 @@ class LLMEngine:
         return outputs
 
     def _run_model(self, sched: SchedulerOutput, logit_seqs: list[Sequence],
-                   fill) -> tuple[SamplerOutput, MaskBatch | None]:
+                   fill: Callable[[], MaskBatch | None]) -> tuple[SamplerOutput, MaskBatch | None]:
         items = []
         for item in sched.scheduled:
             seq, start = item.seq, item.seq.num_computed_tokens

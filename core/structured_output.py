@@ -215,7 +215,7 @@ class StructuredOutputManager:
                     continue
                 try:
                     matcher.fill_next_token_bitmask(self._bitmask, i)
-                except GrammarError as exc:
+                except Exception as exc:  # a budget overrun (or a grammar bug) fails this request alone
                     errors[seq.seq_id] = f"{type(exc).__name__}: computing the token mask failed: {exc}"
                     view[i] = -1
                     continue

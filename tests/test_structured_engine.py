@@ -90,6 +90,15 @@ def test_compile_budget_overrun_fails_the_request():
     assert done["free"].error is None
 
 
+def test_mask_step_budget_overrun_fails_the_request_alone():
+    eng = LLMEngine(tiny_model_dir("llama"), block_size=8, grammar_step_budget_s=1e-9)
+    done = _run(eng, {"slow": _params({"regex": r"zq[0-9]{2}(zq|qz)"}), "free": _params(None, max_tokens=3)})
+    assert done["slow"].outputs[0].finish_reason == "error"
+    assert "GrammarBudgetError" in done["slow"].error and "token mask" in done["slow"].error
+    assert done["free"].error is None and len(done["free"].outputs[0].token_ids) == 3
+    assert eng.block_manager.num_used_blocks == 0
+
+
 def test_waiting_for_grammar_does_not_block_other_requests(engine):
     gate = threading.Event()
     engine.structured_output._executor.submit(gate.wait)  # occupy the compile worker
