@@ -6,7 +6,9 @@ corpus that ``scripts/demo_corpus.py`` generates deterministically from ``--seed
 whose answers are JSON documents for varied schemas, raw JSON documents and short English-like text.
 It writes plausible JSON, closes strings, arrays and objects on its own and then emits ``<|im_end|>``.
 
-Reproduce the committed weights (about 20-25 minutes on 2 shared CPU cores)::
+Reproduce the committed weights (1200 steps, 2.34M training tokens, final loss ~0.90; it took 49 minutes
+at ~800 tokens/s on one thread of a 2-core box under load average ~6 from other jobs; the tokenizer takes
+~40 s of that)::
 
     .venv/bin/python scripts/train_demo_model.py --out demo_model
 
@@ -17,6 +19,10 @@ A quick smoke run of the whole pipeline (a minute or two)::
 Measure the committed model (greedy plus 4 sampled answers for each evaluation prompt)::
 
     .venv/bin/python scripts/train_demo_model.py --evaluate demo_model --eval-samples 4
+
+Measured on the committed weights (unconstrained, max 256 new tokens): 7/8 greedy and 18/32 sampled
+(temperature 1) answers parse as JSON and end with ``<|im_end|>``; arrays of nested objects are the weak
+spot. Under a JSON-Schema constraint the syntax is enforced and the model ends documents on its own.
 """
 
 from __future__ import annotations
