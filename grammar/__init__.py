@@ -13,8 +13,8 @@ from typing import Any
 
 from formwork.grammar.budget import CompileBudget
 from formwork.grammar.compiler import (
-    CompiledGrammar, GrammarCompiler, allocate_token_bitmask, compile_choice, compile_grammar,
-    compile_regex,
+    CompiledGrammar, GrammarCompiler, allocate_token_bitmask, compile_choice, compile_ebnf,
+    compile_grammar, compile_regex,
 )
 from formwork.grammar.errors import (
     GrammarBudgetError, GrammarError, RecursionNotSupportedError, RegexSyntaxError, RollbackError,
@@ -28,7 +28,7 @@ __all__ = [
     "CompileBudget", "CompiledGrammar", "Grammar", "GrammarBudgetError", "GrammarCompiler",
     "GrammarError", "Matcher", "RecursionNotSupportedError", "RegexSyntaxError", "RollbackError",
     "UndefinedRuleError", "UnsupportedRegexError", "Vocabulary", "VocabularyError",
-    "allocate_token_bitmask", "compile_choice", "compile_grammar",
+    "allocate_token_bitmask", "compile_choice", "compile_ebnf", "compile_grammar",
     "compile_regex",
 ]
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Hashable, Sequence
 
 import torch
 
-from formwork.grammar.automaton import compile_dfa
+from formwork.grammar.cfg.automaton import compile_automaton
 from formwork.grammar.budget import CompileBudget
 from formwork.grammar.dfa import DFA
 from formwork.grammar.lazy_dfa import LazyDFA
@@ -91,6 +91,12 @@ class GrammarCompiler:
                 raise GrammarError(f"choices must be strings, got {type(c).__name__}")
         return self._cached(("choice", tuple(choices)), lambda: alt(*(lit(c) for c in choices)))
 
+    def compile_ebnf(self, text: str, start: str = "start") -> CompiledGrammar:
+        """A Lark grammar (or GBNF); recursive rules compile to the Earley automaton."""
+        from formwork.grammar.cfg.ebnf import ebnf_grammar
+
+        return self._cached(("ebnf", text, start), lambda: ebnf_grammar(text, start))
+
     def _cached(self, key: Hashable, build: Callable[[], Node | Grammar]) -> CompiledGrammar:
         if self.cache_enabled:
             got = self._grammars.get(key)
@@ -98,7 +104,7 @@ class GrammarCompiler:
                 self._grammars.move_to_end(key)
                 return got
         start = time.perf_counter()
-        dfa = compile_dfa(build(), self._budget())
+        dfa = compile_automaton(build(), self._budget())
         compiled = CompiledGrammar(dfa, self.vocab, self.mask_cache, time.perf_counter() - start, key)
         if self.cache_enabled:
             self._grammars[key] = compiled
@@ -131,3 +137,7 @@ def compile_regex(pattern: str, vocab: Vocabulary, search: bool = False) -> Comp
 
 def compile_choice(choices: Sequence[str], vocab: Vocabulary) -> CompiledGrammar:
     return default_compiler(vocab).compile_choice(choices)
+
+
+def compile_ebnf(text: str, vocab: Vocabulary, start: str = "start") -> CompiledGrammar:
+    return default_compiler(vocab).compile_ebnf(text, start=start)

@@ -1,0 +1,137 @@
+"""Earley recognition over terminals, with Earley sets hash-consed into canonical ids.
+
+An item is (production, dot, origin).  Inside a set, an item predicted there has origin -1
+("this set"); other origins are ids of earlier canonical sets.  A set's key is its
+unfinished items plus whether the start rule is complete, so two sets with equal keys
+accept exactly the same continuations: the key is a complete description of the parser
+state, `scan(set_id, terminal)` is memoised, and the parser becomes a lazily built
+automaton over set ids.  Nullable symbols use the Aycock-Horspool prediction rule.
+"""
+from __future__ import annotations
+
+import threading
+
+from formwork.grammar.cfg.productions import ContextFreeGrammar
+from formwork.grammar.errors import GrammarBudgetError
+
+Item = tuple[int, int, int]
+DEAD_SET = -1
+
+
+class EarleySet:
+    """One canonical Earley set: items by the symbol they wait for, and acceptance."""
+
+    __slots__ = ("id", "waiting", "scans", "accepting")
+
+    def __init__(self, set_id: int, waiting: dict[int, list[Item]], scans: dict[int, list[Item]], accepting: bool):
+        self.id = set_id
+        self.waiting = waiting  # nonterminal -> items whose dot is before it
+        self.scans = scans  # terminal index -> items whose dot is before it
+        self.accepting = accepting
+
+
+class EarleyParser:
+    """The Earley automaton of one context-free grammar (shared by all its matchers)."""
+
+    def __init__(self, cfg: ContextFreeGrammar, nullable_terminals: set[int], max_items: int = 20_000):
+        self.max_items = max_items
+        self.lhs = [p.lhs for p in cfg.productions]
+        self.rhs = [p.rhs for p in cfg.productions]
+        self.augmented = len(self.lhs)
+        self.lhs.append(len(cfg.names))
+        self.rhs.append((cfg.start,))
+        self.by_lhs: list[list[int]] = [[] for _ in range(len(cfg.names) + 1)]
+        for i, lhs in enumerate(self.lhs):
+            self.by_lhs[lhs].append(i)
+        self.nullable_terminals = frozenset(nullable_terminals)
+        self.nullable = self._nullable(len(cfg.names) + 1)
+        self.sets: list[EarleySet] = []
+        self._index: dict[tuple[frozenset[Item], bool], int] = {}
+        self._scan_memo: dict[tuple[int, int], int] = {}
+        self._lock = threading.RLock()
+        self.start = self._intern(self._close([(self.augmented, 0, -1)]))
+
+    def _nullable(self, count: int) -> list[bool]:
+        out = [False] * count
+        changed = True
+        while changed:
+            changed = False
+            for lhs, rhs in zip(self.lhs, self.rhs):
+                if not out[lhs] and all((s >= 0 and out[s]) or (s < 0 and ~s in self.nullable_terminals)
+                                        for s in rhs):
+                    out[lhs] = changed = True
+        return out
+
+    def expected(self, set_id: int):
+        """Terminal indices the set can scan next."""
+        return self.sets[set_id].scans.keys()
+
+    def scan(self, set_id: int, terminal: int) -> int:
+        """The canonical set after scanning `terminal` from `set_id` (DEAD_SET if not expected)."""
+        key = (set_id, terminal)
+        got = self._scan_memo.get(key)
+        if got is None:
+            with self._lock:
+                items = self.sets[set_id].scans.get(terminal)
+                if not items:
+                    got = DEAD_SET
+                else:
+                    kernel = [(p, d + 1, set_id if o == -1 else o) for p, d, o in items]
+                    got = self._intern(self._close(kernel))
+                self._scan_memo[key] = got
+        return got
+
+    def _close(self, kernel: list[Item]) -> dict[Item, None]:
+        items: dict[Item, None] = dict.fromkeys(kernel)
+        queue = list(items)
+        predicted: set[int] = set()
+        rhs_of, lhs_of, sets = self.rhs, self.lhs, self.sets
+        i = 0
+        while i < len(queue):
+            p, d, o = queue[i]
+            i += 1
+            rhs = rhs_of[p]
+            new: list[Item] = []
+            if d == len(rhs):
+                if o != -1:  # empty completions (o == -1) were advanced at prediction time
+                    for p2, d2, o2 in sets[o].waiting.get(lhs_of[p], ()):
+                        new.append((p2, d2 + 1, o if o2 == -1 else o2))
+            else:
+                x = rhs[d]
+                if x >= 0:
+                    if x not in predicted:
+                        predicted.add(x)
+                        new.extend((q, 0, -1) for q in self.by_lhs[x])
+                    if self.nullable[x]:
+                        new.append((p, d + 1, o))
+                elif ~x in self.nullable_terminals:
+                    new.append((p, d + 1, o))
+            for item in new:
+                if item not in items:
+                    items[item] = None
+                    queue.append(item)
+            if len(queue) > self.max_items:
+                raise GrammarBudgetError(f"an Earley set grew past {self.max_items} items "
+                                         "(budget max_items; the grammar is too ambiguous here)")
+        return items
+
+    def _intern(self, items: dict[Item, None]) -> int:
+        rhs_of = self.rhs
+        open_items = frozenset(it for it in items if it[1] < len(rhs_of[it[0]]))
+        accepting = any(p == self.augmented and d == 1 for p, d, _ in items)
+        key = (open_items, accepting)
+        got = self._index.get(key)
+        if got is not None:
+            return got
+        waiting: dict[int, list[Item]] = {}
+        scans: dict[int, list[Item]] = {}
+        for item in open_items:
+            x = rhs_of[item[0]][item[1]]
+            if x >= 0:
+                waiting.setdefault(x, []).append(item)
+            else:
+                scans.setdefault(~x, []).append(item)
+        got = len(self.sets)
+        self.sets.append(EarleySet(got, waiting, scans, accepting))
+        self._index[key] = got
+        return got

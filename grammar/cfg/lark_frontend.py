@@ -1,0 +1,75 @@
+"""Lark grammars to IR: lark's own loader gives the BNF rules and the terminal patterns.
+
+Every terminal becomes its regular IR; `%ignore`d terminals may appear between any two
+symbols of a rule and around the start rule.  The language is the grammar's with each
+terminal replaced by its language (lark's `dynamic_complete` Earley semantics: any split of
+the text into terminals is allowed).
+"""
+from __future__ import annotations
+
+import lark
+from lark.lexer import PatternStr
+
+from formwork.grammar.errors import GrammarError
+from formwork.grammar.ir import EMPTY, Grammar, Node, RuleRef, alt, chars, lit, regex, repeat, seq
+
+
+class EbnfSyntaxError(GrammarError):
+    """The grammar text is not valid Lark or GBNF."""
+
+
+# common.lark's ESCAPED_STRING needs a lookbehind; this is the same language without one
+_LOOKAROUND_FREE = {
+    r'".*?(?<!\\)(\\\\)*?"': r'"(?:[^"\\\n]|\\[^\n])*"',
+}
+START_RULE = "<lark start>"
+
+
+def _terminal_node(pattern: lark.lexer.Pattern, name: str) -> Node:
+    flags = set(pattern.flags)
+    if isinstance(pattern, PatternStr):
+        if flags - {"i"}:
+            raise GrammarError(f"terminal {name}: flags {sorted(flags)} are not supported")
+        if "i" in flags:
+            return seq(*(chars([c.lower(), c.upper()]) if c.lower() != c.upper() else lit(c)
+                         for c in pattern.value))
+        return lit(pattern.value)
+    if flags:
+        raise GrammarError(f"terminal {name}: regex flags {sorted(flags)} are not supported")
+    source = _LOOKAROUND_FREE.get(pattern.value, pattern.value)
+    try:
+        return regex(source)
+    except GrammarError as exc:
+        raise GrammarError(f"terminal {name}: {exc}") from None
+
+
+def lark_grammar(text: str, start: str = "start") -> Grammar:
+    """The IR Grammar of a Lark grammar (rules, terminals, %ignore, %import common.*)."""
+    try:
+        parsed = lark.Lark(text, parser="earley", lexer="dynamic", start=start)
+    except lark.exceptions.GrammarError as exc:
+        raise EbnfSyntaxError(f"invalid Lark grammar: {exc}") from None
+    except (lark.exceptions.LarkError, ValueError) as exc:
+        raise EbnfSyntaxError(f"invalid Lark grammar: {exc}") from None
+    terminals = {t.name: _terminal_node(t.pattern, t.name) for t in parsed.terminals}
+    ignored = [terminals[name] for name in parsed.ignore_tokens]
+    gap = repeat(alt(*ignored), 0, None) if ignored else EMPTY
+
+    def symbol(sym) -> Node:
+        if sym.is_term:
+            return terminals[sym.name]
+        return RuleRef(sym.name)
+
+    bodies: dict[str, list[Node]] = {}
+    for rule in parsed.rules:
+        parts: list[Node] = []
+        for i, sym in enumerate(rule.expansion):
+            if i:
+                parts.append(gap)
+            parts.append(symbol(sym))
+        bodies.setdefault(rule.origin.name, []).append(seq(*parts))
+    rules: dict[str, Node] = {name: alt(*options) for name, options in bodies.items()}
+    if start not in rules:
+        raise EbnfSyntaxError(f"start rule {start!r} is not defined")
+    rules[START_RULE] = seq(gap, RuleRef(start), gap)
+    return Grammar(rules, START_RULE)
