@@ -29,6 +29,15 @@ TINY_SERVER_ARGS = ("--served-model-name", MODEL, "--api-key", API_KEY, "--max-b
                     "--max-schema-bytes", "8KiB", "--max-num-seqs", "32")
 
 
+def _die_with_parent() -> None:
+    """In the child: get SIGTERM when the test process dies, so no server outlives a killed run."""
+    import ctypes
+    import signal
+
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -53,7 +62,8 @@ class ServerProcess:
             cmd += ["--model", str(model)]
         env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
         with open(log, "wb") as out:
-            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO_ROOT, env=env)
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO_ROOT, env=env,
+                                    preexec_fn=_die_with_parent if sys.platform == "linux" else None)
         server = cls(proc, port, log)
         server.wait_ready()
         return server
