@@ -6,8 +6,8 @@
 Workload: `--requests` prompts of random token ids with lengths uniform in [--min-len, --max-len] and
 output lengths drawn from the same range (ignore_eos, greedy), all submitted at t=0. Reported per
 system (fastest of `--repeats` alternating runs): output tokens/s on wall time and on process CPU time
-(robust to other jobs on a shared box), request throughput, TTFT and TPOT (p50/p99), and greedy
-agreement of the two systems' tokens. For transformers, token timestamps come from a logits processor called at every
+(robust to other jobs on a shared box), request throughput, TTFT and TPOT (p50/p99), greedy
+agreement of the two systems' tokens, and the share of formwork's CPU time spent in paged attention. For transformers, token timestamps come from a logits processor called at every
 decoding step of a batch; a request's TTFT is its batch's first step, TPOT spans its own tokens only.
 `--write` stores the table in benchmarks/results/engine.md.
 """
