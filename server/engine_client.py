@@ -111,9 +111,14 @@ class EngineClient:
         self.validator.check(spec, param)
 
     def describe(self) -> str:
+        """One line for the startup log: the model, its limits and the KV pool."""
         cfg = self.files.hf_config
+        core = self.engine.engine
+        pool = core.block_manager
         return (f"{Path(self.files.path).name} ({cfg.model_type}, {cfg.num_hidden_layers} layers, hidden "
-                f"{cfg.hidden_size}), vocab {self.vocab.vocab_size}, max_model_len {self.max_model_len}")
+                f"{cfg.hidden_size}, {core.runner.dtype}), vocab {self.vocab.vocab_size}, max_model_len "
+                f"{self.max_model_len}, KV pool {pool.num_blocks} blocks x {pool.block_size} tokens, "
+                f"max_num_seqs {core.config.max_num_seqs}")
 
 
 async def _api_failures(stream: AsyncIterator[RequestOutput]) -> AsyncIterator[RequestOutput]:
