@@ -87,9 +87,9 @@ class _Parser:
         if c == '"':
             self.i += 1
             text = []
-            while self.i < len(self.s) and self.s[self.i] != '"':
+            while self.i < len(self.s) and self.s[self.i] not in '"\n':
                 text.append(self.char())
-            if self.i >= len(self.s):
+            if self.i >= len(self.s) or self.s[self.i] == "\n":
                 raise self.error("unterminated string literal")
             self.i += 1
             return lit("".join(text))
