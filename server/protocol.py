@@ -20,6 +20,7 @@ logger = logging.getLogger(__name__)
 
 CHAT_ROLES = ("system", "developer", "user", "assistant", "tool")
 DEFAULT_COMPLETION_MAX_TOKENS = 16  # OpenAI's default for /v1/completions
+MAX_N = 128  # OpenAI's limit on choices per request
 
 # Request field -> SamplingParams field, read with the given Fields method.
 _SAMPLING_FIELDS = {
@@ -136,6 +137,8 @@ def _parse_common(f: Fields, max_schema_bytes: int, *, default_max_tokens: int |
         value = getattr(f, kind)(name)
         if value is not None:
             sampling[name] = value
+    if sampling.get("n", 1) > MAX_N:
+        raise InvalidRequestError(f"'n' must be at most {MAX_N}, got {sampling['n']}", param="n")
     stop = f.str_list("stop")
     if stop is not None:
         sampling["stop"] = stop

@@ -83,6 +83,7 @@ def test_wrong_types_name_the_field(fields, param):
     ({"temperature": -1}, "temperature"),
     ({"top_p": 1.5}, "top_p"),
     ({"n": 0}, "n"),
+    ({"n": 129}, "n"),
     ({"max_tokens": 0}, "max_tokens"),
     ({"logit_bias": {"x": 1}}, "logit_bias"),
     ({"messages": [{"role": "robot", "content": "x"}]}, "messages.0.role"),
@@ -256,3 +257,32 @@ def test_errors_render_as_openai_objects():
     assert err.to_dict() == {"error": {"message": "bad", "type": "invalid_request_error",
                                        "param": "response_format", "code": "invalid_schema"}}
     assert err.to_response().status_code == 400
+
+
+# ---- robustness -----------------------------------------------------------------------------------
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8)
+FIELDS = ["model", "messages", "prompt", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
+          "min_p", "n", "stop", "seed", "stream", "stream_options", "logprobs", "top_logprobs", "logit_bias",
+          "presence_penalty", "frequency_penalty", "repetition_penalty", "response_format", "structured_outputs",
+          "priority", "request_id", "user", "echo", "best_of", "suffix", "tools", "tool_choice", "stop_token_ids",
+          "min_tokens", "ignore_eos", "skip_special_tokens"]
+
+
+@settings(deadline=None, max_examples=200)
+@given(st.dictionaries(st.sampled_from(FIELDS), JSON_VALUES, max_size=6), st.booleans())
+def test_any_json_body_parses_or_raises_an_api_error(fields, chat_endpoint):
+    """No body makes parsing fail with anything but a typed 4xx API error."""
+    body = {"model": "m", "messages": MSG, "prompt": "hi", **fields}
+    try:
+        if chat_endpoint:
+            request = parse_chat_request(body, LIMIT)
+            request.sampling_params(request.max_tokens, request.num_logprobs)
+        else:
+            request = parse_completion_request(body, LIMIT)
+            request.sampling_params(request.max_tokens, request.logprobs)
+    except APIError as exc:
+        assert 400 <= exc.status < 500 and exc.message
