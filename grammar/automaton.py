@@ -91,7 +91,7 @@ class AutomatonBuilder:
             nfa = NFA(self.budget, self.eager)
             s, e = nfa.new_state(), nfa.new_state()
             nfa.build(node, s, e)
-            out = LazyDFA(SubsetBuilder(nfa, s, e, self.budget), root=node)
+            out = LazyDFA(SubsetBuilder(nfa, s, e, self.budget, empty=nfa.is_empty(node)), root=node)
         return out
 
     def eager(self, node: Node) -> DFA:

@@ -2,9 +2,9 @@
 
 Compiling a grammar only builds its NFA; each DFA state (a set of NFA states) gets its row of
 transitions when a matcher, a mask walk or an oracle first needs it.  Most of a large grammar's
-automaton is never visited by one generation, so this keeps compile time small.  NFA states
-that cannot reach acceptance are pruned first, so every non-empty state set has a non-empty
-language and the empty set is exactly the dead state.
+automaton is never visited by one generation, so this keeps compile time small.  The NFA
+builder leaves out sub-terms with empty languages, so every NFA state can reach acceptance:
+every non-empty state set has a non-empty language and the empty set is exactly the dead state.
 """
 from __future__ import annotations
 
@@ -42,37 +42,44 @@ def _root_id(root: Hashable | None) -> int:
 
 
 class SubsetBuilder:
-    """The NFA side of subset construction: byte classes, closures and interned state sets."""
+    """The NFA side of subset construction: byte classes, closures and interned state sets.
 
-    def __init__(self, nfa: NFA, start: int, final: int, budget: CompileBudget):
+    The NFA must have every state on a path to `final` (see NFA); `empty` says the whole
+    language is empty, in which case the start state is the empty set too.
+    """
+
+    def __init__(self, nfa: NFA, start: int, final: int, budget: CompileBudget, empty: bool = False):
         budget.check_nfa(len(nfa.eps))
         self.budget = budget
         self.final = final
-        live = _coaccessible(nfa, final)
         cuts = {0, 256}
-        for q, out in enumerate(nfa.edges):
-            if live[q]:
-                for lo, hi, t in out:
-                    if live[t]:
-                        cuts.add(lo)
-                        cuts.add(hi + 1)
+        for out in nfa.edges:
+            for lo, hi, _ in out:
+                cuts.add(lo)
+                cuts.add(hi + 1)
         bounds = sorted(cuts)
         self.num_classes = len(bounds) - 1
         self.class_of_byte = np.zeros(256, dtype=np.int64)
         for k in range(self.num_classes):
             self.class_of_byte[bounds[k]:bounds[k + 1]] = k
-        first = {b: k for k, b in enumerate(bounds[:-1])}
-        cls = self.class_of_byte
-        # tuples of ints: the collector stops tracking them, which keeps later passes cheap
-        self.class_edges = [tuple((first[lo], int(cls[hi]), t) for lo, hi, t in out if live[t]) if live[q] else ()
-                            for q, out in enumerate(nfa.edges)]
-        self.eps = [tuple(t for t in out if live[t]) for out in nfa.eps]
+        self._class_list = self.class_of_byte.tolist()
+        self._edges = nfa.edges
+        self._class_edges: list[tuple[tuple[int, int, int], ...] | None] = [None] * len(nfa.edges)
+        self.eps = nfa.eps
         self._closures: dict[int, frozenset[int]] = {}
         self._union: dict[tuple[int, ...], int] = {}
-        empty: frozenset[int] = frozenset()
-        self.sets: list[frozenset[int]] = [empty, self.closure(start) if live[start] else empty]
-        self.index: dict[frozenset[int], int] = {empty: DEAD}
+        nothing: frozenset[int] = frozenset()
+        self.sets: list[frozenset[int]] = [nothing, nothing if empty else self.closure(start)]
+        self.index: dict[frozenset[int], int] = {nothing: DEAD}
         self.index.setdefault(self.sets[START], START)
+
+    def class_edges(self, q: int) -> tuple[tuple[int, int, int], ...]:
+        """Edges of NFA state `q` as (first class, last class, target), computed on first use."""
+        got = self._class_edges[q]
+        if got is None:
+            cls = self._class_list
+            got = self._class_edges[q] = tuple((cls[lo], cls[hi], t) for lo, hi, t in self._edges[q])
+        return got
 
     def closure(self, q: int) -> frozenset[int]:
         got = self._closures.get(q)
@@ -94,7 +101,7 @@ class SubsetBuilder:
         """Successor state index per byte class (new state sets are interned)."""
         moves: list[list[int]] = [[] for _ in range(self.num_classes)]
         for q in self.sets[i]:
-            for clo, chi, t in self.class_edges[q]:
+            for clo, chi, t in self.class_edges(q):
                 for k in range(clo, chi + 1):
                     moves[k].append(t)
         row = [DEAD] * self.num_classes
@@ -113,26 +120,6 @@ class SubsetBuilder:
                 self._union[key] = sid
             row[k] = sid
         return row
-
-
-def _coaccessible(nfa: NFA, final: int) -> list[bool]:
-    """NFA states from which `final` is reachable."""
-    preds: list[list[int]] = [[] for _ in nfa.eps]
-    for q, out in enumerate(nfa.eps):
-        for t in out:
-            preds[t].append(q)
-    for q, out in enumerate(nfa.edges):
-        for _, _, t in out:
-            preds[t].append(q)
-    live = [False] * len(nfa.eps)
-    live[final] = True
-    stack = [final]
-    while stack:
-        for p in preds[stack.pop()]:
-            if not live[p]:
-                live[p] = True
-                stack.append(p)
-    return live
 
 
 class LazyDFA:

@@ -18,13 +18,39 @@ from formwork.grammar.ir import (
 
 
 class NFA:
-    """States with epsilon moves and byte-range edges `(lo, hi, target)`."""
+    """States with epsilon moves and byte-range edges `(lo, hi, target)`.
+
+    Sub-terms with an empty language add nothing, so every state lies on a path to the end
+    state: a non-empty set of states always has a non-empty language.
+    """
 
     def __init__(self, budget: CompileBudget, dfa_of: Callable[[Node], DFA]):
         self.eps: list[list[int]] = []
         self.edges: list[list[tuple[int, int, int]]] = []
         self.budget = budget
         self.dfa_of = dfa_of
+        self._empty: dict[Node, bool] = {}
+
+    def is_empty(self, node: Node) -> bool:
+        """True when `node` matches no string at all."""
+        got = self._empty.get(node)
+        if got is None:
+            if isinstance(node, Nothing):
+                got = True
+            elif isinstance(node, ByteSet):
+                got = not node.ranges
+            elif isinstance(node, Seq):
+                got = any(self.is_empty(x) for x in node.items)
+            elif isinstance(node, Alt):
+                got = all(self.is_empty(x) for x in node.items)
+            elif isinstance(node, Repeat):
+                got = node.min > 0 and self.is_empty(node.item)
+            elif isinstance(node, (And, Not)):
+                got = self.dfa_of(node).is_empty()
+            else:
+                got = False
+            self._empty[node] = got
+        return got
 
     def new_state(self) -> int:
         self.eps.append([])
@@ -40,7 +66,12 @@ class NFA:
 
         Invariant: never adds edges into `s` or out of `e` (loops use fresh states).
         """
-        if isinstance(node, Bytes):
+        if self.is_empty(node):
+            return
+        if isinstance(node, Empty) or (isinstance(node, (Bytes, Seq)) and not (
+                node.value if isinstance(node, Bytes) else node.items)):
+            self.eps[s].append(e)
+        elif isinstance(node, Bytes):
             cur = s
             for k, b in enumerate(node.value):
                 nxt = e if k == len(node.value) - 1 else self.new_state()
@@ -60,10 +91,6 @@ class NFA:
                 self.build(item, s, e)
         elif isinstance(node, Repeat):
             self._repeat(node, s, e)
-        elif isinstance(node, Empty):
-            self.eps[s].append(e)
-        elif isinstance(node, Nothing):
-            return
         elif isinstance(node, (And, Not)):
             self.embed(self.dfa_of(node), s, e)
         elif isinstance(node, RuleRef):
@@ -72,6 +99,9 @@ class NFA:
             raise GrammarError(f"unknown IR node {type(node).__name__}")
 
     def _repeat(self, node: Repeat, s: int, e: int) -> None:
+        if self.is_empty(node.item):  # only zero repetitions are possible
+            self.eps[s].append(e)
+            return
         cur = s
         for _ in range(node.min):
             nxt = self.new_state()

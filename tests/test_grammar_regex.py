@@ -4,6 +4,7 @@ from __future__ import annotations
 import itertools
 import re
 
+import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -201,3 +202,18 @@ def test_lazy_automaton_agrees_with_its_minimal_materialisation() -> None:
     for text in texts:
         assert lazy.accepts(text.encode()) == eager.accepts(text.encode()) == bool(re.fullmatch(LAZY_PATTERN, text))
     assert len(lazy.table) >= eager.num_states  # lazy states are not minimised
+
+
+def test_empty_sub_languages_leave_no_live_dead_ends() -> None:
+    from formwork.grammar.dfa import DEAD
+    from formwork.grammar.ir import Alt, ByteSet, Seq
+
+    never = ByteSet(())  # built raw, bypassing the helpers' normalisation
+    node = Alt((Seq((lit("ab"), never)), lit("ac"), Seq(()), Bytes(b""), Repeat(never, 0, 3),
+                Seq((lit("x"), Repeat(never, 1, None)))))
+    dfa = compile_dfa(node)
+    assert dfa.accepts(b"ac") and dfa.accepts(b"")
+    # "ab" and "x" lead only into empty branches, so they must be dead, not live dead ends
+    assert dfa.walk(1, b"ab") == DEAD and dfa.walk(1, b"x") == DEAD
+    assert set(np.flatnonzero(dfa.row(dfa.walk(1, b"a"))).tolist()) == {ord("c")}
+    assert compile_dfa(Seq((lit("a"), never))).is_empty()
