@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest_grammar_json import byte_vocab  # noqa: E402
 
-from formwork.grammar import GrammarError, RecursionNotSupportedError  # noqa: E402
+from formwork.grammar import Grammar, GrammarError, RecursionNotSupportedError  # noqa: E402
 from formwork.grammar.compiler import GrammarCompiler  # noqa: E402
 from formwork.grammar.json_schema import (  # noqa: E402
     IndentSpec, InvalidSchemaError, OneOfOverlapError, UnsupportedSchemaError, compile_json_schema,
@@ -186,13 +186,14 @@ def test_one_of_overlapping_objects_is_an_error_or_a_warning():
     assert any("oneOf" in w for w in lowered.warnings)
 
 
-def test_ref_is_inlined_and_cycles_are_refused():
+def test_ref_is_inlined_and_cycles_become_rules():
     schema = {"$defs": {"n": {"type": "integer", "minimum": 0}},
               "properties": {"a": {"$ref": "#/$defs/n"}}, "required": ["a"], "type": "object"}
     check(schema, ['{"a":0}'], ['{"a":-1}'])
-    with pytest.raises(RecursionNotSupportedError):
-        lower_json_schema({"$defs": {"t": {"type": "object", "properties": {"c": {"$ref": "#/$defs/t"}}}},
-                           "$ref": "#/$defs/t"})
+    cyclic = {"$defs": {"t": {"type": "object", "properties": {"c": {"$ref": "#/$defs/t"}}}}, "$ref": "#/$defs/t"}
+    assert isinstance(lower_json_schema(cyclic).node, Grammar)  # recursion, compiled by grammar.cfg
+    with pytest.raises(RecursionNotSupportedError):  # indentation depends on the depth
+        lower_json_schema(cyclic, whitespace=IndentSpec(2))
 
 
 def test_unsupported_keyword_error_and_lenient_warning():

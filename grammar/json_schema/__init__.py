@@ -19,8 +19,11 @@ lengths in code points), `numbers` (integer and decimal ranges, multipleOf), `fo
   beside them (they then act as ``additionalProperties``/``items``);
 * ``format`` is asserted (see `formats` for the few over-strict corners).
 
-Part 1 compiles regular languages only: ``$ref`` cycles raise `RecursionNotSupportedError`, and
-values whose schema allows any JSON nest at most `max_nesting_depth` containers deep.
+``$ref`` cycles back to the same (sub)schema compile to recursive grammar rules (the Earley
+automaton of `formwork.grammar.cfg`); a cycle through a different combination of subschemas, or
+under indented whitespace, raises `RecursionNotSupportedError`, and a cycle with no base case is an
+`EmptyLanguageError`.  Values whose schema allows any JSON nest at most `max_nesting_depth`
+containers deep; `max_nesting_depth=None` makes them exact (a recursive any-JSON rule).
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
-from formwork.grammar.ir import Node
+from formwork.grammar.ir import Grammar, Node
 from formwork.grammar.json_schema.errors import (
     InvalidSchemaError, OneOfOverlapError, SchemaLoweringError, UnsupportedSchemaError,
 )
@@ -48,11 +51,15 @@ __all__ = [
 ]
 
 
+ROOT_RULE = "<schema root>"
+
+
 @dataclass
 class LoweredSchema:
-    """The IR of a schema plus the warnings collected in lenient mode."""
+    """The IR of a schema (a `Grammar` when it is recursive) plus the warnings collected in
+    lenient mode."""
 
-    node: Node
+    node: Node | Grammar
     warnings: list[str] = field(default_factory=list)
 
 
@@ -90,7 +97,7 @@ def _handled_here(doc: Any, problem: Any) -> bool:
 
 def lower_json_schema(schema: Any, *, whitespace: WhitespaceOption = "default",
                       max_whitespace: int = 4, forbid_additional_properties: bool = False,
-                      lenient: bool = False, max_nesting_depth: int = 2,
+                      lenient: bool = False, max_nesting_depth: int | None = 2,
                       registry: Optional[Mapping[str, Any]] = None,
                       draft: Optional[str] = None) -> LoweredSchema:
     """Lower a schema (dict, bool or JSON text) to grammar IR without compiling it.
@@ -114,12 +121,14 @@ def lower_json_schema(schema: Any, *, whitespace: WhitespaceOption = "default",
         elif problem.severity is Severity.WARNING:
             lowerer.warnings.append(f"{problem.keyword} at {problem.pointer or '#'}: {problem.reason}")
     node = lowerer.lower_root()
+    if lowerer.rules:  # $ref cycles or unbounded any-JSON: a recursive grammar
+        node = Grammar({**lowerer.rules, ROOT_RULE: node}, ROOT_RULE)
     return LoweredSchema(node, lowerer.warnings)
 
 
 def compile_json_schema(schema: Any, vocab: Any, *, whitespace: WhitespaceOption = "default",
                         max_whitespace: int = 4, forbid_additional_properties: bool = False,
-                        lenient: bool = False, max_nesting_depth: int = 2,
+                        lenient: bool = False, max_nesting_depth: int | None = 2,
                         registry: Optional[Mapping[str, Any]] = None, draft: Optional[str] = None,
                         compiler: Any = None) -> Any:
     """Compile a JSON Schema into a `CompiledGrammar` for `vocab`.

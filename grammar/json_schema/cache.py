@@ -9,7 +9,9 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from formwork.grammar.budget import CompileBudget
+from formwork.grammar.cfg import compile_cfg
 from formwork.grammar.compiler import CompiledGrammar, GrammarCompiler
+from formwork.grammar.ir import Grammar
 from formwork.grammar.json_schema.automata import SHARED
 
 _CACHES: "weakref.WeakKeyDictionary[GrammarCompiler, OrderedDict]" = weakref.WeakKeyDictionary()
@@ -29,7 +31,11 @@ def compile_cached(compiler: GrammarCompiler, key: Hashable, lower: Callable[[],
     start = time.perf_counter()
     lowered = lower()
     b = compiler.budget
-    dfa = SHARED.compile(lowered.node, CompileBudget(b.max_nfa_states, b.max_dfa_states, b.max_seconds))
+    budget = CompileBudget(b.max_nfa_states, b.max_dfa_states, b.max_seconds)
+    if isinstance(lowered.node, Grammar):  # recursive schema: the Earley automaton
+        dfa = compile_cfg(lowered.node, budget)
+    else:
+        dfa = SHARED.compile(lowered.node, budget)
     grammar = CompiledGrammar(dfa, compiler.vocab, compiler.mask_cache,
                               time.perf_counter() - start, key)
     grammar.warnings = list(lowered.warnings)

@@ -8,21 +8,26 @@ through `report` (an error, or a warning in lenient mode).
 """
 from __future__ import annotations
 
+import itertools
 import math
 from decimal import Decimal
 from typing import Any, Optional
 
 from formwork.grammar.errors import GrammarBudgetError, GrammarError, RecursionNotSupportedError
-from formwork.grammar.ir import EMPTY, NOTHING, And, Node, Not, Nothing, alt, lit, regex, repeat, seq
+from formwork.grammar.ir import (
+    EMPTY, NOTHING, And, Node, Not, Nothing, RuleRef, alt, lit, regex, repeat, seq,
+)
 from formwork.grammar.json_schema import formats, numbers
 from formwork.grammar.json_schema.automata import SHARED, accepts
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
-from formwork.grammar.json_schema.expand import Alternative, Expander, Sub, plain_unevaluated
+from formwork.grammar.json_schema.expand import APPLICATORS, Alternative, Expander, Sub, plain_unevaluated
 from formwork.grammar.json_schema.objects import ObjectLowering
 from formwork.grammar.json_schema.one_of import CANONICAL_SCALARS, resolve_one_of
 from formwork.grammar.json_schema.options import IndentSpec, JsonSchemaOptions, Whitespace
 from formwork.grammar.json_schema.strings import encode_decoded, quoted, string_content
-from formwork.grammar.json_schema.values import AnyValue, container, freeze, value_node
+from formwork.grammar.json_schema.values import (
+    ANY_JSON_RULE, AnyValue, any_json_rules, container, freeze, value_node,
+)
 from formwork.schemas.keywords import ANNOTATION_KEYWORDS
 from formwork.schemas.pointer import child
 
@@ -30,6 +35,8 @@ TYPES = ("null", "boolean", "object", "array", "string", "number")
 #: Keywords that do not constrain the instance (by the time applicators are expanded).
 _NEUTRAL = ANNOTATION_KEYWORDS | {"$schema", "$id", "$anchor", "$dynamicAnchor", "$defs",
                                   "definitions", "$comment"}
+
+_LOCAL_FREE = _NEUTRAL | set(APPLICATORS)
 
 # Reusable IR pieces per whitespace policy, shared by every compilation so that the automaton
 # builder's memo finds them by identity (equal-but-distinct deep nodes cost a deep comparison).
@@ -74,6 +81,10 @@ class Lowerer:
                                  doc.draft.name == "draft-07")
         self.warnings: list[str] = []
         self._active: list[int] = []
+        self._frames: dict[tuple[int, ...], str] = {}  # conjunctions being lowered -> rule name
+        self._referenced: set[str] = set()
+        self.rules: dict[str, Node] = {}  # recursive rules ($ref cycles, unbounded any-JSON)
+        self._rule_ids = itertools.count()
         self._memo: dict[tuple, Node] = {}
         self._patterns: dict[str, Node] = {}
         self._pattern_dfas: dict[str, Any] = {}
@@ -135,7 +146,7 @@ class Lowerer:
     def lower_subs(self, subs: list[Sub], depth: int) -> Node:
         """The language of values satisfying every subschema in `subs` (none: any value)."""
         if not subs:
-            return self.any_value(self.options.max_nesting_depth, depth)
+            return self.unconstrained(depth)
         indent = isinstance(self.options.whitespace, IndentSpec)
         key = (tuple(id(s.schema) for s in subs), depth if indent else 0)
         got = self._memo.get(key)
@@ -161,17 +172,44 @@ class Lowerer:
 
     def _lower_dicts(self, subs: list[Sub], depth: int) -> Node:
         if all(_NEUTRAL.issuperset(s.schema) for s in subs):  # {} and annotation-only schemas
-            return self.any_value(self.options.max_nesting_depth, depth)
+            return self.unconstrained(depth)
         ids = [id(s.schema) for s in subs]
+        # the conjunction's identity: the subschemas with local keywords (applicator-only ones,
+        # such as a bare {"$ref": ...}, were expanded into the others)
+        key = tuple(id(s.schema) for s in subs if not _LOCAL_FREE.issuperset(s.schema))
+        if key in self._frames and not isinstance(self.options.whitespace, IndentSpec):
+            # a $ref cycle back to the same conjunction: true recursion through a grammar rule
+            self._referenced.add(self._frames[key])
+            return RuleRef(self._frames[key])
         if any(i in self._active for i in ids):
+            why = ("indented whitespace depends on the depth" if key in self._frames else
+                   "it re-enters a different combination of subschemas")
             raise RecursionNotSupportedError(
-                f"the schema at {subs[0].pointer or '#'} contains itself through $ref; recursive "
-                "schemas need the context-free compiler")
+                f"the schema at {subs[0].pointer or '#'} contains itself through $ref and {why}; "
+                "only plain $ref cycles compile to recursive rules")
+        name = self._frames[key] = f"{subs[0].pointer or '#'} ({next(self._rule_ids)})"
         self._active.extend(ids)
         try:
-            return self._lower_alternative(subs, depth)
+            node = self._lower_alternative(subs, depth)
         finally:
             del self._active[-len(ids):]
+            del self._frames[key]
+        if name in self._referenced:
+            self.rules[name] = node
+            return RuleRef(name)
+        return node
+
+    def unconstrained(self, depth: int) -> Node:
+        """Any JSON value: nesting bounded by `max_nesting_depth`, or (None) a recursive rule."""
+        levels = self.options.max_nesting_depth
+        if levels is not None:
+            return self.any_value(levels, depth)
+        if isinstance(self.options.whitespace, IndentSpec):
+            raise RecursionNotSupportedError(
+                "unbounded nesting (max_nesting_depth=None) needs a whitespace policy without indent")
+        if ANY_JSON_RULE not in self.rules:
+            self.rules.update(any_json_rules(self.ws))
+        return RuleRef(ANY_JSON_RULE)
 
     def _lower_alternative(self, subs: list[Sub], depth: int) -> Node:
         for s in subs:

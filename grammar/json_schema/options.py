@@ -36,15 +36,15 @@ class JsonSchemaOptions:
     """Everything that changes the lowered language besides the schema itself.
 
     `max_nesting_depth` bounds the nesting of values whose schema allows *any* JSON (``{}``,
-    ``true``, ``{"type": "object"}`` members...): such values are regular only up to a fixed depth
-    until the context-free compiler lands.
+    ``true``, ``{"type": "object"}`` members...) to a fixed depth; None makes them exact (unbounded
+    nesting through a recursive grammar rule, compiled by the context-free compiler).
     """
 
     whitespace: WhitespaceOption = "default"
     max_whitespace: int = 4
     forbid_additional_properties: bool = False
     lenient: bool = False
-    max_nesting_depth: int = 2
+    max_nesting_depth: int | None = 2
 
     def __post_init__(self) -> None:
         if not (isinstance(self.whitespace, IndentSpec)
@@ -53,7 +53,7 @@ class JsonSchemaOptions:
                                "'compact', 'free' or IndentSpec(n)")
         if not (0 <= self.max_whitespace <= 64):
             raise GrammarError(f"max_whitespace must be within 0..64, got {self.max_whitespace}")
-        if not (0 <= self.max_nesting_depth <= 8):
+        if self.max_nesting_depth is not None and not (0 <= self.max_nesting_depth <= 8):
             raise GrammarError(f"max_nesting_depth must be within 0..8, got {self.max_nesting_depth}")
 
 

@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from formwork.grammar.errors import GrammarError
-from formwork.grammar.ir import And, Node, alt, lit, regex, repeat, seq
+from formwork.grammar.ir import And, Node, RuleRef, alt, lit, regex, repeat, seq
 from formwork.grammar.json_schema.numbers import JSON_NUMBER
 from formwork.grammar.json_schema.options import Whitespace
 from formwork.grammar.json_schema.strings import QUOTE, literal_content, quoted, string_content
@@ -97,3 +97,17 @@ class AnyValue:
         return node
 
 
+
+
+ANY_JSON_RULE = "<any JSON value>"
+
+
+def any_json_rules(ws: Whitespace) -> dict[str, Node]:
+    """The exact (unbounded nesting) language of any JSON value as one recursive grammar rule."""
+    value = RuleRef(ANY_JSON_RULE)
+    scalar = alt(lit("null"), lit("true"), lit("false"), regex(JSON_NUMBER), quoted(string_content()))
+    items = seq(value, repeat(seq(ws.comma(0), value), 0, None))
+    member = seq(quoted(string_content(canonical=True)), ws.colon(), value)
+    members = seq(member, repeat(seq(ws.comma(0), member), 0, None))
+    return {ANY_JSON_RULE: alt(scalar, container(ws, 0, "[", "]", items, True),
+                               container(ws, 0, "{", "}", members, True))}
