@@ -8,6 +8,7 @@ Routes: `POST /v1/completions`, `POST /v1/chat/completions`, `GET /v1/models[/{m
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -227,7 +228,7 @@ class ChatRenderer:
         return chat_body(response_id, created, self.model, choices, finals)
 
 
-async def _last(stream):
+async def _last(stream: AsyncIterator[RequestOutput]) -> RequestOutput | None:
     final = None
     async for output in stream:
         final = output
@@ -245,12 +246,18 @@ async def _until_disconnect(http: Request, work: Awaitable[T]) -> T | None:
     watcher = asyncio.ensure_future(_wait_disconnect(http))
     try:
         await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        task.cancel()
+        raise
     finally:
         watcher.cancel()
-        if not task.done():
-            task.cancel()
-            logger.info("client disconnected; request cancelled")
-    return None if task.cancelled() else task.result()
+    if task.done():
+        return task.result()
+    logger.info("client disconnected; request cancelled")
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    return None
 
 
 async def _api_error(http: Request, exc: APIError) -> Response:
@@ -286,5 +293,4 @@ def build_app(engine: EngineClient, config: ServerConfig) -> Starlette:
                                                       Exception: _unexpected_error})
     if config.api_key:
         app.add_middleware(BearerAuthMiddleware, api_key=config.api_key)
-    app.state.server = server
     return app

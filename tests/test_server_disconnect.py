@@ -93,3 +93,4 @@ def test_non_streaming_disconnect_aborts(server):
     assert after.get(ABORTED, 0) - before.get(ABORTED, 0) == 1
     generated = after[f"vllm:generation_tokens_total{LABEL}"] - before[f"vllm:generation_tokens_total{LABEL}"]
     assert generated < 8 * 230
+    assert "unhandled error" not in server.log()  # the handler noticed the disconnect cleanly
