@@ -235,3 +235,9 @@ def test_unknown_route_and_method(server):
     assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
     response = httpx.get(f"{server.url}/v1/chat/completions", headers={"Authorization": f"Bearer {API_KEY}"})
     assert response.status_code == 405
+
+
+def test_no_unhandled_errors_were_logged(server):
+    """Every failure above was answered as a typed API error, none through the catch-all handler."""
+    log = server.log()
+    assert "unhandled error" not in log and "Traceback" not in log, log[-3000:]
