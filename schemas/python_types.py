@@ -3,8 +3,8 @@
 Supported: `str`, `int`, `float`, `bool`, `None`, `Any`, `datetime`/`date`/`time` and `UUID` (string
 formats), `Literal[...]`, `Enum` subclasses with JSON scalar values, `list[T]` (and `Sequence[T]`),
 `tuple[A, B]` / `tuple[T, ...]`, `dict[str, T]` (and `Mapping[str, T]`), unions and `Optional[T]`,
-dataclasses, `TypedDict`s and pydantic v2 models (a pydantic model at the root is described by
-pydantic's own `model_json_schema`). `Annotated[T, ...]` is treated as `T`.
+dataclasses, `TypedDict`s and pydantic v2 models (described by pydantic's own `model_json_schema`,
+closed unless the model allows extra keys; see `pydantic_schema_of`). `Annotated[T, ...]` is treated as `T`.
 
 Named types (dataclasses, TypedDicts, enums, pydantic models) nested in the root go to `$defs` and are
 referenced with `$ref`; the root type itself is inlined (a self-reference is `{"$ref": "#"}`).
@@ -16,14 +16,15 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import enum
+import functools
 import types
 import typing
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["UnsupportedTypeError", "is_pydantic_model", "json_schema_of", "member_path", "type_name",
-           "unwrap_annotated"]
+__all__ = ["UnsupportedTypeError", "is_pydantic_model", "json_schema_of", "member_path", "pydantic_schema_of",
+           "type_name", "unwrap_annotated"]
 
 JSON_SCALARS = (str, int, float, bool, type(None))
 
@@ -58,8 +59,29 @@ class UnsupportedTypeError(TypeError):
 def json_schema_of(tp: Any) -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) whose instances are the JSON forms of values of `tp`."""
     if is_pydantic_model(tp):
-        return tp.model_json_schema()
+        return pydantic_schema_of(tp)
     return _SchemaBuilder(tp).build()
+
+
+def pydantic_schema_of(model: type, ref_template: str = "#/$defs/{model}") -> dict[str, Any]:
+    """pydantic's own `model_json_schema`, except that models ignoring extra keys (pydantic's default)
+    are closed (`additionalProperties: false`): members the model would drop are not worth generating.
+    `extra="allow"` models stay open, `extra="forbid"` ones are closed by pydantic itself."""
+    return model.model_json_schema(ref_template=ref_template, schema_generator=_closed_models_generator())
+
+
+@functools.cache
+def _closed_models_generator() -> type:
+    from pydantic.json_schema import GenerateJsonSchema
+
+    class ClosedModels(GenerateJsonSchema):
+        def model_schema(self, schema: Any) -> dict[str, Any]:
+            json_schema = super().model_schema(schema)
+            if schema["cls"].model_config.get("extra") != "allow" and json_schema.get("type") == "object":
+                json_schema.setdefault("additionalProperties", False)
+            return json_schema
+
+    return ClosedModels
 
 
 def type_name(tp: Any) -> str:
@@ -232,7 +254,7 @@ class _SchemaBuilder:
 
     def pydantic_schema(self, tp: type, path: str) -> dict[str, Any]:
         """pydantic's schema of the model, its `$defs` merged into ours (renamed on a clash)."""
-        schema = tp.model_json_schema(ref_template="#/$defs/{model}")
+        schema = pydantic_schema_of(tp)
         inner = schema.pop("$defs", {})
         renames = {}
         for name, definition in inner.items():

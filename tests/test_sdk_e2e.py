@@ -49,6 +49,12 @@ class Flags:
     note: Optional[str] = None
 
 
+@dataclasses.dataclass
+class Tree:
+    value: bool
+    children: list[Tree]
+
+
 class Pair(TypedDict):
     left: bool
     right: Literal["x", "y"]
@@ -58,6 +64,7 @@ class Pair(TypedDict):
 KINDS: list[tuple[Any, Any]] = [
     (Badge, lambda v: isinstance(v, Badge) and isinstance(v.shade, Shade)),
     (Flags, lambda v: isinstance(v, Flags) and isinstance(v.active, bool)),
+    (Tree, lambda v: isinstance(v, Tree) and all(isinstance(c, Tree) for c in v.children)),
     (Pair, lambda v: isinstance(v, dict) and set(v) == {"left", "right"} and v["right"] in ("x", "y")),
     (Shade, lambda v: isinstance(v, Shade)),
     (Literal["yes", "no"], lambda v: v in ("yes", "no")),
