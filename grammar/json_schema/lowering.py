@@ -37,6 +37,7 @@ _NEUTRAL = ANNOTATION_KEYWORDS | {"$schema", "$id", "$anchor", "$dynamicAnchor",
                                   "definitions", "$comment"}
 
 _LOCAL_FREE = _NEUTRAL | set(APPLICATORS)
+MAX_NESTED_SCHEMAS = 64  # conjunctions lowered inside one another
 
 # Reusable IR pieces per whitespace policy, shared by every compilation so that the automaton
 # builder's memo finds them by identity (equal-but-distinct deep nodes cost a deep comparison).
@@ -80,7 +81,6 @@ class Lowerer:
         self.expander = Expander(doc, lambda sub, branches: resolve_one_of(self, sub, branches),
                                  doc.draft.name == "draft-07")
         self.warnings: list[str] = []
-        self._active: list[int] = []
         self._frames: dict[tuple[int, ...], str] = {}  # conjunctions being lowered -> rule name
         self._referenced: set[str] = set()
         self.rules: dict[str, Node] = {}  # recursive rules ($ref cycles, unbounded any-JSON)
@@ -173,7 +173,6 @@ class Lowerer:
     def _lower_dicts(self, subs: list[Sub], depth: int) -> Node:
         if all(_NEUTRAL.issuperset(s.schema) for s in subs):  # {} and annotation-only schemas
             return self.unconstrained(depth)
-        ids = [id(s.schema) for s in subs]
         # the conjunction's identity: the subschemas with local keywords (applicator-only ones,
         # such as a bare {"$ref": ...}, were expanded into the others)
         key = tuple(id(s.schema) for s in subs if not _LOCAL_FREE.issuperset(s.schema))
@@ -181,18 +180,18 @@ class Lowerer:
             # a $ref cycle back to the same conjunction: true recursion through a grammar rule
             self._referenced.add(self._frames[key])
             return RuleRef(self._frames[key])
-        if any(i in self._active for i in ids):
-            why = ("indented whitespace depends on the depth" if key in self._frames else
-                   "it re-enters a different combination of subschemas")
+        if key in self._frames:
             raise RecursionNotSupportedError(
-                f"the schema at {subs[0].pointer or '#'} contains itself through $ref and {why}; "
-                "only plain $ref cycles compile to recursive rules")
+                f"the schema at {subs[0].pointer or '#'} contains itself through $ref, and indented "
+                "whitespace depends on the depth; use a whitespace policy without indent")
+        if len(self._frames) >= MAX_NESTED_SCHEMAS:
+            raise RecursionNotSupportedError(
+                f"the schema at {subs[0].pointer or '#'} nests more than {MAX_NESTED_SCHEMAS} "
+                "distinct combinations of subschemas (a $ref cycle that never repeats exactly)")
         name = self._frames[key] = f"{subs[0].pointer or '#'} ({next(self._rule_ids)})"
-        self._active.extend(ids)
         try:
             node = self._lower_alternative(subs, depth)
         finally:
-            del self._active[-len(ids):]
             del self._frames[key]
         if name in self._referenced:
             self.rules[name] = node
