@@ -11,11 +11,7 @@ from typing import Any
 
 from formwork import grammar
 from formwork.core.jump_forward import ForcedTokenizer
-from formwork.grammar import CompileBudget, CompiledGrammar, GrammarCompiler, GrammarError, Vocabulary
-
-
-class UnsupportedConstraintError(GrammarError):
-    """The constraint kind is known but this build cannot compile it (e.g. EBNF without compile_ebnf)."""
+from formwork.grammar import CompileBudget, CompiledGrammar, GrammarCompiler, Vocabulary
 
 
 class GrammarBackend:
@@ -48,11 +44,7 @@ def _compile(spec: dict[str, Any], vocab: Vocabulary, compiler: GrammarCompiler)
         return compiler.compile_regex(spec["regex"])
     if spec.get("choice") is not None:
         return compiler.compile_choice(list(spec["choice"]))
-    compile_ebnf = getattr(grammar, "compile_ebnf", None)
-    if compile_ebnf is None:
-        raise UnsupportedConstraintError("EBNF grammars ('grammar') are not supported by this build yet "
-                                         "(formwork.grammar.compile_ebnf is missing)")
-    return compile_ebnf(spec["grammar"], vocab)
+    return compiler.compile_ebnf(spec["grammar"])
 
 
 def _encoder(tokenizer: Any):

@@ -9,6 +9,7 @@ import random
 import re
 
 import jsonschema
+import lark
 
 from formwork.core.engine import LLMEngine
 from formwork.core.outputs import CompletionOutput
@@ -75,6 +76,13 @@ def make_schemas(count: int = 50, seed: int = 7) -> list[dict]:
 
 REGEXES = [r"\d{3}-\d{4}", r"(yes|no)!", r"[a-z]{3,6}@[a-z]{2,5}\.(com|org)", r"#[0-9a-f]{6}", r"-?\d+(\.\d{1,2})?"]
 CHOICES = [["alpha", "beta", "gamma"], ["yes", "no"], ["Paris", "London", "Berlin", "Rome"]]
+EBNF = r"""
+start: list
+list: "[" item ("," item)* "]"
+item: NUMBER | WORD | list
+NUMBER: /[0-9]{1,3}/
+WORD: /"[a-z]{1,6}"/
+"""
 
 
 def check_json_output(completion: CompletionOutput, text: bytes, schema: dict, grammar: CompiledGrammar) -> None:
@@ -106,8 +114,8 @@ def run_requests(engine: LLMEngine, requests: dict[str, tuple[str, SamplingParam
 
 
 def make_requests(temperature: float | None, max_tokens: int, schemas: list[dict] | None = None, seed: int = 0) -> dict:
-    """50 schemas (with an unconstrained neighbour every 8), the regexes and the choices; temperature
-    None alternates 1.0 and greedy."""
+    """50 schemas (with an unconstrained neighbour every 8), the regexes, an EBNF grammar and the choices;
+    temperature None alternates 1.0 and greedy."""
     reqs = {}
     for i, schema in enumerate(schemas if schemas is not None else make_schemas(50)):
         t = temperature if temperature is not None else (0.0 if i % 2 else 1.0)
@@ -118,6 +126,8 @@ def make_requests(temperature: float | None, max_tokens: int, schemas: list[dict
     for i, pattern in enumerate(REGEXES):
         reqs[f"regex-{i}"] = ("Code:", SamplingParams(temperature=temperature or 0.0, seed=seed + i,
                                                       max_tokens=max_tokens, structured_outputs={"regex": pattern}))
+    reqs["ebnf"] = ("List:", SamplingParams(temperature=temperature or 0.0, seed=seed, max_tokens=max_tokens,
+                                            structured_outputs={"grammar": EBNF}))
     for i, options in enumerate(CHOICES):
         reqs[f"choice-{i}"] = ("Pick:", SamplingParams(temperature=temperature or 0.0, seed=seed + i,
                                                        max_tokens=max_tokens, structured_outputs={"choice": options}))
@@ -144,6 +154,11 @@ def check_outputs(engine: LLMEngine, done: dict, requests: dict) -> dict[str, in
             check_json_output(completion, text, spec["json"], grammar)
         elif "regex" in spec:
             check_regex_output(completion, text, spec["regex"], compiler.compile_regex(spec["regex"]))
+        elif "grammar" in spec:
+            if completion.finish_reason == "stop":
+                lark.Lark(spec["grammar"], start="start").parse(text.decode("utf-8"))
+            else:
+                assert compiler.compile_ebnf(spec["grammar"]).matcher().accept_string(text)
         else:
             if completion.finish_reason == "stop":
                 assert text.decode() in spec["choice"]

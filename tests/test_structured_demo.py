@@ -1,7 +1,8 @@
 """On the embedded demo model (trained on JSON and chat text) constrained outputs are complete and valid:
-50 JSON Schemas plus regexes and choices, batched with unconstrained requests, greedy and temperature
-1.0, jump-forward on and off, preemption forced. The model finishes nearly every document, so most
-outputs must end with `stop` and validate in full; the few cut by `max_tokens` are valid prefixes."""
+50 JSON Schemas plus regexes, an EBNF grammar and choices, batched with unconstrained requests, greedy
+and temperature 1.0, jump-forward on and off, preemption forced. The model finishes nearly every
+document, so most outputs must end with `stop` and validate in full; the few cut by `max_tokens` are
+valid prefixes."""
 
 from __future__ import annotations
 

@@ -16,7 +16,6 @@ import torch
 sys.path.insert(0, str(Path(__file__).parent))
 from tiny_models import tiny_model_dir  # noqa: E402
 
-import formwork.grammar  # noqa: E402
 from formwork.core.async_engine import AsyncLLMEngine  # noqa: E402
 from formwork.core.config import ConfigError, EngineConfig  # noqa: E402
 from formwork.core.engine import LLMEngine  # noqa: E402
@@ -116,10 +115,33 @@ def test_waiting_for_grammar_does_not_block_other_requests(engine):
     assert len(held.output_token_ids) >= 1
 
 
-def test_ebnf_without_compiler_is_a_clear_error(engine, monkeypatch):
-    monkeypatch.delattr(formwork.grammar, "compile_ebnf", raising=False)
-    done = _run(engine, {"ebnf": _params({"grammar": 'start: "a"'})})
-    assert "EBNF" in done["ebnf"].error and "not supported" in done["ebnf"].error
+NESTED_LISTS = r"""
+start: list
+list: "[" item ("," item)* "]"
+item: NUMBER | list
+NUMBER: /[0-9]{1,3}/
+"""
+
+
+@pytest.mark.parametrize("jump", [True, False])
+def test_ebnf_grammar_outputs_parse_with_lark(jump):
+    import lark
+
+    eng = LLMEngine(tiny_model_dir("llama"), block_size=8, enable_jump_forward=jump)
+    requests = {f"e{i}": _params({"grammar": NESTED_LISTS}, temperature=t, seed=i, max_tokens=30)
+                for i, t in enumerate((0.0, 1.0, 1.0))}
+    requests["bad"] = _params({"grammar": "start: undefined_rule"})
+    done = _run(eng, requests)
+    assert "EbnfSyntaxError" in done["bad"].error and "undefined_rule" in done["bad"].error
+    parser = lark.Lark(NESTED_LISTS, start="start")
+    grammar = eng.structured_output.backend.compile({"grammar": NESTED_LISTS}, 60.0)
+    for i in range(3):
+        out = done[f"e{i}"].outputs[0]
+        if out.finish_reason == "stop":
+            parser.parse(_text(eng, done[f"e{i}"]))
+        else:
+            assert out.finish_reason == "length"
+            assert grammar.matcher().accept_string(_text(eng, done[f"e{i}"]))
 
 
 # ---- end conditions -------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """Every constrained output of the engine is valid: on a tiny random Llama (small byte-level BPE) and on
-a tiny random Llama with the real 129k DeepSeek vocabulary, 50 JSON Schemas plus regexes and choices,
-batched with unconstrained requests, greedy and temperature 1.0, jump-forward on and off, with
-preemption forced by a small KV pool. Random models rarely finish a document: an output cut by
-`max_tokens` must say `length` and be a prefix the grammar accepts; a `stop` output must validate."""
+a tiny random Llama with the real 129k DeepSeek vocabulary, 50 JSON Schemas plus regexes, an EBNF
+grammar and choices, batched with unconstrained requests, greedy and temperature 1.0, jump-forward on
+and off, with preemption forced by a small KV pool. Random models rarely finish a document: an output
+cut by `max_tokens` must say `length` and be a prefix the grammar accepts; a `stop` output must
+validate (jsonschema, re.fullmatch, lark, choice membership)."""
 
 from __future__ import annotations
 
