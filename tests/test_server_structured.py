@@ -1,5 +1,5 @@
 """Constrained outputs through the server: response_format json_schema / json_object, the
-structured_outputs extension (regex, choice) and the openai client's `chat.completions.parse`."""
+structured_outputs extension (regex, choice, EBNF grammar) and the openai client's `chat.completions.parse`."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import jsonschema
+import lark
 import openai
 import pytest
 from pydantic import BaseModel, Field
@@ -83,3 +84,27 @@ def test_json_object(client):
         assert isinstance(json.loads(content), dict)
     else:
         assert out.choices[0].finish_reason == "length"
+
+
+GREETING = '''
+start: greeting " " name
+greeting: "hello" | "hi"
+name: /[a-z]{2,6}/
+'''
+
+
+def test_ebnf_grammar_extension(client):
+    parser = lark.Lark(GREETING)
+    for seed in range(3):
+        out = client.completions.create(model=MODEL, prompt="Say:", max_tokens=16, temperature=1.0, seed=seed,
+                                        extra_body={"structured_outputs": {"grammar": GREETING}})
+        assert out.choices[0].finish_reason == "stop"
+        parser.parse(out.choices[0].text)
+
+
+def test_invalid_grammar_is_400(client):
+    with pytest.raises(openai.BadRequestError) as info:
+        client.completions.create(model=MODEL, prompt="Say:", max_tokens=4,
+                                  extra_body={"structured_outputs": {"grammar": "start: missing_rule"}})
+    error = info.value.response.json()["error"]
+    assert error["code"] == "invalid_schema" and "missing_rule" in error["message"]
