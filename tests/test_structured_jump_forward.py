@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from formwork.core.jump_forward import ForcedTokenizer
 from formwork.grammar import GrammarCompiler, Vocabulary
@@ -75,3 +77,46 @@ def test_nothing_is_forced_where_the_grammar_branches(vocab):
     matcher = GrammarCompiler(vocab).compile_regex(r"(1|2)x").matcher()
     assert ForcedTokenizer(vocab, encode).forced_tokens(matcher, 10) == []
     assert asked == []  # no forced string, no tokenizer call
+
+
+# ---- properties with a real byte-level BPE --------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def bpe():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from tiny_models import tiny_tokenizer_dir
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_tokenizer_dir())
+    vocab = Vocabulary.from_pretrained(tokenizer)
+    encode = lambda text: tokenizer.backend_tokenizer.encode(text, add_special_tokens=False).ids  # noqa: E731
+    return vocab, encode, GrammarCompiler(vocab)
+
+
+TEXT = st.text(alphabet='abcdeflmnorstu "{}:,[]0129.', min_size=1, max_size=24)
+
+
+@settings(deadline=None, max_examples=40, derandomize=True)
+@given(text=TEXT)
+def test_a_fully_forced_string_is_forced_as_its_own_tokenization(bpe, text):
+    vocab, encode, compiler = bpe
+    matcher = compiler.compile_choice([text]).matcher()
+    tokens = ForcedTokenizer(vocab, encode).forced_tokens(matcher, 100)
+    assert tokens == encode(text)  # nothing can follow the end, so every token is safe
+    assert matcher.can_terminate()
+
+
+@settings(deadline=None, max_examples=40, derandomize=True)
+@given(text=TEXT, tails=st.lists(st.sampled_from(["1", "x", " a", '"', "}", "ab"]), min_size=2, max_size=3, unique=True))
+def test_forced_tokens_spell_a_prefix_and_leave_the_matcher_consistent(bpe, text, tails):
+    vocab, encode, compiler = bpe
+    matcher = compiler.compile_choice([text + tail for tail in tails]).matcher()
+    forced = matcher.find_jump_forward_string()
+    tokens = ForcedTokenizer(vocab, encode).forced_tokens(matcher, 100)
+    spelled = vocab.decode(tokens).decode("utf-8")
+    assert forced.startswith(spelled)
+    assert matcher.num_accepted == len(tokens)
+    assert matcher.accept_string(forced[len(spelled):] + tails[0])  # the rest still leads to a match
