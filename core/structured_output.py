@@ -177,11 +177,6 @@ class StructuredOutputManager:
         if self._pending.pop(request.request_id, None) is not None:
             request.structured_output.future.cancel()
 
-    def shutdown(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
-        if self._fill_executor is not None:
-            self._fill_executor.shutdown(wait=False, cancel_futures=True)
-
     # ---- masks ----------------------------------------------------------------------------------
 
     def start_fill(self, seqs: list[Sequence]) -> Callable[[], MaskBatch | None]:
