@@ -328,3 +328,20 @@ def test_bad_structured_outputs_are_rejected(spec):
 def test_bad_structured_engine_options_are_rejected(option):
     with pytest.raises(ConfigError):
         EngineConfig(**option)
+
+
+def test_sampler_masks_only_the_constrained_rows():
+    from formwork.core.sampler import Sampler
+    from formwork.core.sequence import Request
+
+    vocab_size = 70
+    seqs = [Request(f"r{i}", None, [1, 2], SamplingParams(temperature=0.0), arrival_time=0.0).seqs[0]
+            for i in range(3)]
+    logits = torch.zeros(3, vocab_size)
+    logits[:, 9] = 5.0  # the unmasked favourite
+    bitmask = torch.full((3, 3), -1, dtype=torch.int32)
+    bitmask[1] = 0
+    bitmask[1, 66 // 32] = 1 << (66 % 32)  # row 1 may only emit token 66
+    bitmask[2] = 0  # all-zero row, but not listed as constrained: left untouched
+    out = Sampler(vocab_size, [0])(logits, seqs, bitmask, bitmask_rows=[1])
+    assert out.token_ids == [9, 66, 9]
