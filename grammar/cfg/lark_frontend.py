@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import lark
 from lark.lexer import PatternStr
+from lark.load_grammar import load_grammar
 
 from formwork.grammar.errors import GrammarError
 from formwork.grammar.ir import EMPTY, Grammar, Node, RuleRef, alt, chars, lit, regex, repeat, seq
@@ -45,14 +46,16 @@ def _terminal_node(pattern: lark.lexer.Pattern, name: str) -> Node:
 
 def lark_grammar(text: str, start: str = "start") -> Grammar:
     """The IR Grammar of a Lark grammar (rules, terminals, %ignore, %import common.*)."""
-    try:
-        parsed = lark.Lark(text, parser="earley", lexer="dynamic", start=start)
-    except lark.exceptions.GrammarError as exc:
-        raise EbnfSyntaxError(f"invalid Lark grammar: {exc}") from None
-    except (lark.exceptions.LarkError, ValueError) as exc:
-        raise EbnfSyntaxError(f"invalid Lark grammar: {exc}") from None
-    terminals = {t.name: _terminal_node(t.pattern, t.name) for t in parsed.terminals}
-    ignored = [terminals[name] for name in parsed.ignore_tokens]
+    try:  # lark's loader only: rules and terminal patterns, no parser tables
+        loaded, _ = load_grammar(text, "<grammar>", [], False)
+        terminal_defs, bnf_rules, ignore_names = loaded.compile([start], set())
+    except (lark.exceptions.LarkError, ValueError, KeyError) as exc:
+        raise EbnfSyntaxError(f"invalid Lark grammar: {type(exc).__name__}: {exc}") from None
+    terminals = {t.name: _terminal_node(t.pattern, t.name) for t in terminal_defs}
+    missing = [name for name in ignore_names if name not in terminals]
+    if missing:
+        raise EbnfSyntaxError(f"invalid Lark grammar: %ignore names undefined terminals {missing}")
+    ignored = [terminals[name] for name in ignore_names]
     gap = repeat(alt(*ignored), 0, None) if ignored else EMPTY
 
     def symbol(sym) -> Node:
@@ -61,7 +64,7 @@ def lark_grammar(text: str, start: str = "start") -> Grammar:
         return RuleRef(sym.name)
 
     bodies: dict[str, list[Node]] = {}
-    for rule in parsed.rules:
+    for rule in bnf_rules:
         parts: list[Node] = []
         for i, sym in enumerate(rule.expansion):
             if i:
