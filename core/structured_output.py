@@ -38,6 +38,7 @@ import numpy as np
 import torch
 
 from formwork.core.grammar_backend import GrammarBackend, get_backend
+from formwork.core.metrics import LATENCY_BUCKETS, Histogram
 from formwork.core.sequence import Request, Sequence, SequenceStatus
 from formwork.grammar import CompiledGrammar, GrammarError, Matcher, allocate_token_bitmask
 
@@ -51,7 +52,8 @@ class StructuredOutputStats:
     """Counters for metrics and benchmarks."""
 
     num_compiled: int = 0
-    compile_seconds: list[float] = field(default_factory=list)  # per request, worker time
+    # per request, worker time; a cumulative histogram so a long-running server's memory stays bounded
+    compile_seconds: Histogram = field(default_factory=lambda: Histogram(LATENCY_BUCKETS))
     num_mask_steps: int = 0          # steps with at least one constrained row
     num_mask_rows: int = 0
     mask_seconds: float = 0.0        # total time spent filling masks
@@ -129,7 +131,7 @@ class StructuredOutputManager:
     def _compile(self, spec: dict[str, Any]) -> CompiledGrammar:
         start = time.perf_counter()
         grammar = self.backend.compile(spec, self.compile_max_seconds)
-        self.stats.compile_seconds.append(time.perf_counter() - start)
+        self.stats.compile_seconds.observe(time.perf_counter() - start)
         return grammar
 
     @property

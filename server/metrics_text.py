@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from formwork.core.metrics import LATENCY_BUCKETS, Histogram
 from formwork.core.structured_output import StructuredOutputStats
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -72,11 +71,8 @@ def _number(value: float) -> str:
 
 def structured_output_metrics(stats: StructuredOutputStats) -> dict[str, Any]:
     """Grammar compile and mask statistics as `formwork:` snapshot entries."""
-    compile_seconds = Histogram(LATENCY_BUCKETS)
-    for seconds in list(stats.compile_seconds):
-        compile_seconds.observe(seconds)
     return {
-        "formwork:grammar_compile_seconds": compile_seconds.snapshot(),
+        "formwork:grammar_compile_seconds": stats.compile_seconds.snapshot(),
         "formwork:grammar_mask_seconds_total": stats.mask_seconds,
         "formwork:grammar_mask_steps_total": stats.num_mask_steps,
         "formwork:grammar_mask_rows_total": stats.num_mask_rows,
