@@ -109,7 +109,11 @@ CASES = [
 class FormworkCfg(FormworkEngine):
     def __init__(self, tok: Tokenized):
         super().__init__(tok)
-        self.compiler.compile_ebnf('start: "warm-up"')  # imports lark outside the timings
+        # imports lark and the JSON Schema front end outside the timings, as in a running server
+        self.compiler.compile_ebnf('start: "warm-up"')
+        from formwork.grammar import compile_json_schema
+
+        compile_json_schema({"type": "boolean"}, self.vocab, compiler=self.compiler)
 
     def compile(self, case: Case) -> Any:
         if case.kind == "cfg":

@@ -91,6 +91,7 @@ class _Lowerer:
         self.terminal_index: dict[Node, int] = {}
         self.helpers: dict[Node, int] = {}
         self.inlined: dict[str, Node] = {}
+        self.regular: dict[Node, bool] = {}
         self.size = 0
 
     # -- regular parts
@@ -116,7 +117,10 @@ class _Lowerer:
         return node
 
     def is_regular(self, node: Node) -> bool:
-        return not _references(node, set())
+        got = self.regular.get(node)
+        if got is None:
+            got = self.regular[node] = not _references(node, set())
+        return got
 
     def terminal(self, node: Node) -> int:
         got = self.terminal_index.get(node)
