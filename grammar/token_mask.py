@@ -59,6 +59,11 @@ class TokenMaskCache:
         return words
 
     def _compute(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None) -> np.ndarray:
+        custom = getattr(dfa, "compute_mask", None)  # automata with their own decomposition (CFG)
+        if custom is not None:
+            words = custom(self, state, max_seconds)
+            words.flags.writeable = False
+            return words
         trie, base = self.vocab.trie, None
         if self.use_slices and self._slice.covers(dfa, state):
             trie, base = self._slice.rest_trie, self._slice.mask_words

@@ -23,6 +23,7 @@ from formwork.grammar.cfg import EmptyLanguageError, compile_cfg  # noqa: E402
 from formwork.grammar.cfg.lark_frontend import EbnfSyntaxError  # noqa: E402
 from formwork.grammar.dfa import START  # noqa: E402
 from formwork.grammar.ir import Grammar, RuleRef, alt, lit, regex, seq  # noqa: E402
+from formwork.grammar.token_mask import pack_token_ids, walk_trie  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -199,3 +200,23 @@ def test_random_walks_end_in_strings_lark_parses(compiler, vocab, data, which):
     reference.parse(completed.decode())
     if which == "json":
         json.loads(completed)
+
+
+@pytest.mark.parametrize("grammar,texts", [
+    (JSON_LARK, ['{"key": [1, -2.5e3, {"x": "y\\n"}], "t": true}', '[[], {}, "a b", null]']),
+    (SQL_LARK, ["select a, b as c from t where a = 1 and (b < 'z' or not c >= 2) order by a desc limit 3;"]),
+    (AMBIGUOUS_LARK, ["a+aa+(a)a"]),
+], ids=["json", "sql", "ambiguous"])
+def test_split_masks_equal_the_full_trie_walk(compiler, vocab, grammar, texts):
+    """The boundary decomposition of CFG masks equals one walk of the whole configuration automaton."""
+    g = compiler.compile_ebnf(grammar)
+    stops = np.asarray(vocab.stop_token_ids, dtype=np.int64)
+    for text in texts:
+        state = START
+        for token in deepseek_tokenizer().encode(text, add_special_tokens=False).ids:
+            full = walk_trie(vocab.trie, g.dfa, state).token_ids()
+            if g.dfa.accepting[state]:
+                full = np.concatenate([full, stops])
+            np.testing.assert_array_equal(g.mask_cache.mask(g.dfa, state), pack_token_ids(full, vocab.vocab_size))
+            state = g.dfa.walk(state, vocab.token_bytes[token])
+            assert state != 0

@@ -16,6 +16,7 @@ import numpy as np
 
 from formwork.grammar.budget import CompileBudget
 from formwork.grammar.cfg.earley import DEAD_SET, EarleyParser
+from formwork.grammar.cfg.masks import ConfigMasks
 from formwork.grammar.dfa import DEAD, DFA, START
 from formwork.grammar.errors import GrammarBudgetError
 from formwork.grammar.lazy_dfa import LazyDFA
@@ -104,6 +105,26 @@ class ConfigBuilder:
         return got
 
 
-def config_automaton(parser: EarleyParser, terminals: list[DFA | LazyDFA], budget: CompileBudget) -> LazyDFA:
-    """The lazily built byte DFA of the grammar (cache keys unique to this automaton)."""
-    return LazyDFA(ConfigBuilder(parser, terminals, budget), root=None)
+class ConfigDFA(LazyDFA):
+    """The configuration automaton; its token masks are split at terminal boundaries (`masks`)."""
+
+    def __init__(self, builder: ConfigBuilder):
+        super().__init__(builder, root=None)  # cache keys unique to this automaton
+        self.builder = builder
+        self.masks = ConfigMasks(self)
+
+    def boundary(self, earley_set: int) -> int:
+        """The configuration "at a boundary after `earley_set`, nothing of the next terminal read"."""
+        with self._lock:
+            got = self.builder._intern(frozenset({(earley_set, BOUNDARY, 0)}))
+            self._record_new()
+        return got
+
+    def compute_mask(self, cache, state: int, max_seconds: float | None) -> np.ndarray:
+        """Packed mask of configuration `state` (called by `TokenMaskCache` on a miss)."""
+        return self.masks.compute(cache, state, max_seconds)
+
+
+def config_automaton(parser: EarleyParser, terminals: list[DFA | LazyDFA], budget: CompileBudget) -> ConfigDFA:
+    """The lazily built byte DFA of the grammar."""
+    return ConfigDFA(ConfigBuilder(parser, terminals, budget))
