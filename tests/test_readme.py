@@ -8,11 +8,6 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from tiny_models import tiny_model_dir  # noqa: E402
-
-from formwork.core.demo import DemoModelMissingError, demo_model_dir  # noqa: E402
-
 REPO_ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO_ROOT / "examples" / "typed_output.py"
 PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.MULTILINE | re.DOTALL)
@@ -22,22 +17,13 @@ def readme_blocks() -> list[str]:
     return PYTHON_BLOCK.findall((REPO_ROOT / "README.md").read_text(encoding="utf-8"))
 
 
-def _has_demo_model() -> bool:
-    try:
-        demo_model_dir()
-        return True
-    except DemoModelMissingError:
-        return False
-
-
 def test_readme_block_pattern_finds_python_blocks():
     text = "intro\n```python\nx = 1\n```\n```sh\nmake\n```\n```python\ny = 2\n```\n"
     assert PYTHON_BLOCK.findall(text) == ["x = 1\n", "y = 2\n"]
 
 
 def run_example(monkeypatch, capsys) -> None:
-    model = [] if _has_demo_model() else [str(tiny_model_dir("llama"))]  # as written once the demo model ships
-    monkeypatch.setattr(sys, "argv", [str(EXAMPLE), *model])
+    monkeypatch.setattr(sys, "argv", [str(EXAMPLE)])  # as written: the embedded demo model
     runpy.run_path(str(EXAMPLE), run_name="__main__")
     review_line, answer_line = capsys.readouterr().out.strip().splitlines()[-2:]
     assert review_line.startswith("title=") and "stars=" in review_line
