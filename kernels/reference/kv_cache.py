@@ -12,10 +12,17 @@ def write_kv_cache(
     v_cache: torch.Tensor,
     slot_mapping: torch.Tensor,
 ) -> None:
-    """Write token t's key/value to slot `slot_mapping[t]` (block = slot // block_size); -1 is skipped."""
-    block_size = k_cache.shape[1]
+    """Write token t's key/value to slot `slot_mapping[t]` (block = slot // block_size); -1 is skipped.
+
+    A contiguous pool is written with one `index_copy_` per cache over its [slots, kv_heads, head_dim] view.
+    """
     valid = slot_mapping >= 0
-    slots = slot_mapping[valid].long()
-    blocks, offsets = slots // block_size, slots % block_size
-    k_cache[blocks, offsets] = key[valid].to(k_cache.dtype)
-    v_cache[blocks, offsets] = value[valid].to(v_cache.dtype)
+    if not bool(valid.all()):
+        slot_mapping, key, value = slot_mapping[valid], key[valid], value[valid]
+    slots = slot_mapping.long()
+    for cache, new in ((k_cache, key), (v_cache, value)):
+        if cache.is_contiguous():
+            cache.view(-1, cache.shape[2], cache.shape[3]).index_copy_(0, slots, new.to(cache.dtype))
+        else:
+            block_size = cache.shape[1]
+            cache[slots // block_size, slots % block_size] = new.to(cache.dtype)
