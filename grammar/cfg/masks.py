@@ -31,27 +31,44 @@ if TYPE_CHECKING:
 Level = tuple[int, np.ndarray, np.ndarray]  # (depth, local node indices, states * 256)
 
 
-def walk_below(trie: TokenTrie, dfa, depth: int, nodes: np.ndarray, states: np.ndarray,
-               deadline: float | None) -> list[Level]:
-    """Live descendants of live `nodes` at `depth` (with their automaton states * 256), level by level,
-    the starting level included."""
-    out: list[Level] = [(depth, nodes, states)]
-    while len(nodes) and depth + 1 < trie.max_depth:
+def walk_below(trie: TokenTrie, dfa, seeds: list[Level], deadline: float | None) -> list[Level]:
+    """Live descendants of the live seed nodes (with their automaton states * 256), level by level,
+    the seeds included; seeds at the same depth may come in several pieces."""
+    by_depth: dict[int, list[Level]] = {}
+    for seed in seeds:
+        if len(seed[1]):
+            by_depth.setdefault(seed[0], []).append(seed)
+    out: list[Level] = []
+    if not by_depth:
+        return out
+    depth = min(by_depth)
+    nodes = np.zeros(0, dtype=np.int64)
+    states = np.zeros(0, dtype=np.intp)
+    while depth < trie.max_depth:
+        extra = by_depth.pop(depth, ())
+        if extra:
+            nodes = np.concatenate([nodes, *(n for _, n, _ in extra)])
+            states = np.concatenate([states, *(st for _, _, st in extra)])
+        if not len(nodes):
+            if not by_depth:
+                break
+            depth = min(by_depth)  # nothing live in between: jump to the next seeds
+            continue
+        out.append((depth, nodes, states))
+        if depth + 1 >= trie.max_depth:
+            break
         if deadline is not None and time.perf_counter() > deadline:
             raise GrammarBudgetError("token mask computation exceeded its step budget")
         lo, hi = trie.child_lo[depth][nodes], trie.child_hi[depth][nodes]
         sizes = hi - lo
         total = int(sizes.sum())
-        if not total:
-            break
         children = np.repeat(lo - (np.cumsum(sizes) - sizes), sizes) + np.arange(total)
         if dfa.lazy:
-            dfa.ensure(np.unique(states >> 8))
+            dfa.ensure(states >> 8)
         nxt = dfa.flat256()[np.repeat(states, sizes) + trie.level_bytes[depth + 1][children]]
         keep = nxt != 0
-        depth, nodes, states = depth + 1, children[keep], nxt[keep]
-        if len(nodes):
-            out.append((depth, nodes, states))
+        nodes, states = children[keep], nxt[keep]
+        depth += 1
     return out
 
 
@@ -73,7 +90,7 @@ class Exits:
         dfa.ensure_one(state)
         first = dfa.flat256()[state * 256 + trie.level_bytes[0]]
         live = np.flatnonzero(first)
-        for depth, nodes, states in walk_below(trie, dfa, 0, live, first[live], None):
+        for depth, nodes, states in walk_below(trie, dfa, [(0, live, first[live])], None):
             if depth + 1 >= trie.max_depth:
                 continue
             ends = nodes[dfa.accepting[states >> 8]]
@@ -133,13 +150,12 @@ class ConfigMasks:
             exits = self._exits[(t, s)] = Exits(trie, dfa, s)
         automaton.ensure_one(boundary)
         row = automaton.flat256()[boundary * 256:(boundary + 1) * 256]
-        crossing: list[Level] = []
+        seeds: list[Level] = []
         for depth, children in exits.levels:
             states = row[trie.level_bytes[depth][children]]
             keep = states != 0
-            if keep.any():
-                crossing += walk_below(trie, automaton, depth, children[keep], states[keep], deadline)
-        ids = tokens_at(trie, crossing)
+            seeds.append((depth, children[keep], states[keep]))
+        ids = tokens_at(trie, walk_below(trie, automaton, seeds, deadline))
         if len(ids):
             words |= pack_token_ids(ids, cache.vocab.vocab_size)
         with self._lock:
