@@ -5,8 +5,8 @@ On CPU the cost is moving K/V out of the pool, so each block is read once for al
 the per-KV-head products run on strided views of that copy (GQA without repeating K/V).
 Decode rows (one new token) are sorted by context length and batched in padded groups. For a float32
 pool the probability-weighted sum of values is one `embedding_bag` straight from the pool (no V copy).
-Sequences with several new tokens get one pass each. Scores and softmax are float32; the output has
-the query dtype.
+Sequences with several new tokens get one `scaled_dot_product_attention` call each (boolean causal /
+window mask, GQA by `enable_gqa`). Scores and softmax are float32; the output has the query dtype.
 """
 
 from __future__ import annotations
@@ -118,23 +118,19 @@ def _prefill_one(out, query, k_cache, v_cache, table, ctx_len, start, end, scale
     """Attention for one sequence's several new tokens over its context (only blocks it can see)."""
     device = query.device
     block_size = k_cache.shape[1]
-    num_kv_heads = k_cache.shape[2]
     query_len = end - start
-    group = query.shape[1] // num_kv_heads
     first_visible = 0 if window is None else max(0, ctx_len - query_len - window + 1)
     first_block = first_visible // block_size
     offset = first_block * block_size
     table = _block_ids(table[first_block:-(-ctx_len // block_size)], k_cache)
     q_pos = torch.arange(ctx_len - query_len, ctx_len, device=device).view(-1, 1)
     k_pos = torch.arange(offset, ctx_len, device=device).view(1, -1)
-    blocked = k_pos > q_pos
+    allowed = k_pos <= q_pos  # [L, N]
     if window is not None:
-        blocked |= k_pos <= q_pos - window
-    keys = _gather_blocks(k_cache, table)[: ctx_len - offset]  # [N, KVH, D]
-    values = _gather_blocks(v_cache, table)[: ctx_len - offset]
-    q = (query[start:end].float() * scale).transpose(0, 1)  # [H, L, D]
-    for head in range(num_kv_heads):
-        heads = slice(head * group, (head + 1) * group)
-        scores = torch.matmul(q[heads], keys[:, head].t())  # [G, L, N]
-        probs = torch.softmax(scores.masked_fill_(blocked, float("-inf")), dim=-1)
-        out[start:end, heads] = torch.matmul(probs, values[:, head]).transpose(0, 1).to(out.dtype)
+        allowed &= k_pos > q_pos - window
+    keys = _gather_blocks(k_cache, table)[: ctx_len - offset].transpose(0, 1)  # [KVH, N, D]
+    values = _gather_blocks(v_cache, table)[: ctx_len - offset].transpose(0, 1)
+    q = query[start:end].float().transpose(0, 1)  # [H, L, D]
+    attended = F.scaled_dot_product_attention(q.unsqueeze(0), keys.unsqueeze(0), values.unsqueeze(0),
+                                              attn_mask=allowed, scale=scale, enable_gqa=True)
+    out[start:end] = attended[0].transpose(0, 1).to(out.dtype)
