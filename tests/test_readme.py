@@ -36,9 +36,11 @@ CASES = ["examples/typed_output.py"] + [f"README.md block {i}" for i in range(le
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_documented_code_runs(case, monkeypatch, capsys):
+def test_documented_code_runs(case, monkeypatch, capsys, tmp_path):
     if case == CASES[0]:
         run_example(monkeypatch, capsys)
         return
     index = int(case.rsplit(" ", 1)[1])
-    exec(compile(readme_blocks()[index], case, "exec"), {"__name__": "__readme__"})
+    script = tmp_path / f"readme_block_{index}.py"  # run as a real script (dataclasses need a module)
+    script.write_text(readme_blocks()[index], encoding="utf-8")
+    runpy.run_path(str(script), run_name="__main__")
