@@ -2,21 +2,30 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
-_BIT_POSITIONS = torch.arange(32, dtype=torch.int32)
+_BIT_POSITIONS = torch.arange(8, dtype=torch.uint8)
 
 
 def unpack_bitmask(bitmask: torch.Tensor, vocab_size: int) -> torch.Tensor:
-    """Bool [rows, vocab_size]: bit (j % 32) of word j // 32; positions past the mask width are False."""
+    """Bool [rows, vocab_size]: bit (j % 32) of word j // 32; positions past the mask width are False.
+
+    Reads the int32 words as little-endian bytes, so bit j of a row is bit j % 8 of byte j // 8.
+    """
     rows, words = bitmask.shape
-    bits = (bitmask.unsqueeze(-1) >> _BIT_POSITIONS.to(bitmask.device)) & 1
-    bits = bits.reshape(rows, words * 32).bool()
-    if words * 32 >= vocab_size:
-        return bits[:, :vocab_size]
-    allowed = torch.zeros(rows, vocab_size, dtype=torch.bool, device=bitmask.device)
-    allowed[:, : words * 32] = bits
-    return allowed
+    packed = bitmask.contiguous().view(torch.uint8)  # [rows, words * 4]
+    width = min(words * 32, vocab_size)
+    if packed.device.type == "cpu":
+        bits = torch.from_numpy(np.unpackbits(packed.numpy(), axis=1, count=width, bitorder="little"))
+    else:
+        bits = ((packed.unsqueeze(-1) >> _BIT_POSITIONS.to(packed.device)) & 1).reshape(rows, -1)[:, :width]
+    allowed = bits.view(torch.bool)
+    if width == vocab_size:
+        return allowed
+    padded = torch.zeros(rows, vocab_size, dtype=torch.bool, device=bitmask.device)
+    padded[:, :width] = allowed
+    return padded
 
 
 def apply_token_bitmask(
@@ -26,8 +35,8 @@ def apply_token_bitmask(
     vocab_size = logits.shape[1]
     if indices is None:
         allowed = unpack_bitmask(bitmask, vocab_size)
-        logits.masked_fill_(~allowed, float("-inf"))
+        logits.masked_fill_(allowed.logical_not_(), float("-inf"))
         return
     rows = indices.to(device=logits.device, dtype=torch.long)
     allowed = unpack_bitmask(bitmask[rows.to(bitmask.device)].to(logits.device), vocab_size)
-    logits[rows] = logits[rows].masked_fill(~allowed, float("-inf"))
+    logits[rows] = logits[rows].masked_fill(allowed.logical_not_(), float("-inf"))

@@ -1,18 +1,22 @@
 """Torch reference: masked sampling with temperature, top-k, top-p, min-p and seeded Gumbel-max.
 
-Per row, with x the masked logits (float32) and m = max(x):
+Per row, with x the masked logits (float32), m = max(x) and s_j = (x_j - m) * (1 / T):
   * temperature 0: the token is argmax(x) (lowest id on ties);
-  * otherwise the relative probability of token j is e_j = exp((x_j - m) / T) and
+  * otherwise the relative probability of token j is e_j = exp(s_j) and
     - top-k keeps x_j >= the k-th largest logit (ties at the threshold are kept),
     - top-p keeps x_j >= t, t the largest logit such that the kept mass of {x >= t} is >= p * (kept mass),
     - min-p keeps e_j >= min_p (the max token always stays),
-    and the token is argmax over kept j of (x_j - m) / T + G_j, G_j Gumbel noise keyed by
+    and the token is argmax over kept j of s_j + G_j (lowest id on ties), G_j Gumbel noise keyed by
     (seed, step, j) (see `philox.py`), so the draw is independent of the rest of the batch;
   * logprob = log_softmax(x)[token] (temperature 1, before top-k/top-p/min-p);
   * a row whose mask allows nothing returns token -1 with logprob -inf.
-The noise is bounded (GUMBEL_MIN <= G <= GUMBEL_MAX), so tokens whose scaled logit is more than
-GUMBEL_MAX - GUMBEL_MIN below the max can never win: noise is only generated for the others. This is an
-exact shortcut (the result equals computing noise everywhere, as the Triton kernel does).
+
+The result equals computing noise for every token (as the Triton kernel does), but noise is only drawn
+where it can matter. GUMBEL_MIN <= G <= GUMBEL_MAX, so a token can only win if s_j + GUMBEL_MAX reaches
+the best score found so far. Candidates are the tokens with s_j >= -(GUMBEL_MAX - GUMBEL_MIN) (below that
+they lose to the max token); truncation is decided on them alone (they are an upper set of x, so the
+top-k and top-p thresholds fall inside them or below all of them). Noise is drawn first for the highest
+candidates, and then only for the others that can still beat the best score among those.
 """
 
 from __future__ import annotations
@@ -20,11 +24,17 @@ from __future__ import annotations
 import torch
 
 from formwork.kernels.reference.bitmask import apply_token_bitmask
-from formwork.kernels.reference.philox import GUMBEL_MAX, GUMBEL_MIN, gumbel_noise
+from formwork.kernels.reference.philox import GUMBEL_MAX, GUMBEL_MIN, row_gumbel_noise
 from formwork.kernels.sampling_tensors import SamplingTensors
 
 NEG_INF = float("-inf")
 _NEVER_WINS = -(GUMBEL_MAX - GUMBEL_MIN + 1.0)  # scaled logits below this cannot beat the max token
+_SCORE_SLACK = 1e-3  # covers float32 rounding of s + G (|s + G| < 20, one ulp < 2e-6)
+_HEAD = 256  # candidates whose noise is drawn first, to bound the winning score
+# Top-p also drops tokens with e_j < (1 - p) * mass / (2 * vocab): together they hold less than half the
+# mass top-p cuts off, so they lie below the top-p threshold. Only used when 1 - p leaves room for float
+# rounding of the sums.
+_TOP_P_PRUNE_MIN_GAP = 1e-3
 
 
 def sample(
@@ -34,52 +44,73 @@ def sample(
     x = logits.to(torch.float32, copy=True)
     if bitmask is not None:
         apply_token_bitmask(x, bitmask)
-    row_max = x.max(dim=1).values
-    token_ids = x.argmax(dim=1)
+    row_max, token_ids = x.max(dim=1)  # the first maximal index on ties
     has_allowed = row_max > NEG_INF
-    random_rows = ((params.temperature > 0) & has_allowed).nonzero().squeeze(1)
-    if random_rows.numel() > 0:
-        token_ids[random_rows] = _sample_rows(x[random_rows], row_max[random_rows], params.select(random_rows))
+    random_rows = ((params.temperature > 0) & has_allowed).nonzero().squeeze(1).tolist()
+    if random_rows:
+        inv_temp = 1.0 / params.temperature
+        top_k, top_p, min_p = params.top_k.tolist(), params.top_p.tolist(), params.min_p.tolist()
+        seeds, steps = params.seeds.tolist(), params.steps.tolist()
+        for row in random_rows:
+            scaled = (x[row] - row_max[row]) * inv_temp[row]
+            candidates = _truncated_candidates(x[row], row_max[row], scaled, top_k[row], params.top_p[row], min_p[row])
+            token_ids[row] = _gumbel_argmax(scaled, candidates, seeds[row], steps[row])
     token_ids = torch.where(has_allowed, token_ids, torch.full_like(token_ids, -1))
-    logprobs = torch.log_softmax(x, dim=1).gather(1, token_ids.clamp(min=0).unsqueeze(1)).squeeze(1)
-    logprobs = torch.where(has_allowed, logprobs, torch.full_like(logprobs, NEG_INF))
+    chosen = x.gather(1, token_ids.clamp(min=0).unsqueeze(1)).squeeze(1)
+    logprobs = torch.where(has_allowed, chosen - torch.logsumexp(x, dim=1), torch.full_like(chosen, NEG_INF))
     return token_ids, logprobs
 
 
-def truncation_mask(x: torch.Tensor, row_max: torch.Tensor, params: SamplingTensors) -> torch.Tensor:
-    """Bool [rows, vocab]: tokens that survive masking, top-k, top-p and min-p (temperature > 0 rows)."""
-    vocab = x.shape[1]
-    keep = x > NEG_INF
-    top_k = params.top_k.long()
-    k_active = (top_k > 0) & (top_k < vocab)
-    if bool(k_active.any()):
-        largest = torch.topk(x, int(top_k[k_active].max()), dim=1).values
-        kth = largest.gather(1, (top_k.clamp(1, largest.shape[1]) - 1).unsqueeze(1))
-        keep &= (x >= kth) | ~k_active.unsqueeze(1)
-    rel_prob = torch.exp((x - row_max.unsqueeze(1)) / params.temperature.unsqueeze(1))
-    p_rows = (params.top_p < 1.0).nonzero().squeeze(1)
-    if p_rows.numel() > 0:
-        keep[p_rows] &= _top_p_mask(x[p_rows], rel_prob[p_rows], keep[p_rows], params.top_p[p_rows])
-    keep &= (rel_prob >= params.min_p.unsqueeze(1)) | (x == row_max.unsqueeze(1))
-    return keep
+def _truncated_candidates(
+    x: torch.Tensor, row_max: torch.Tensor, scaled: torch.Tensor, top_k: int, top_p: torch.Tensor, min_p: float
+) -> torch.Tensor:
+    """Ids of the tokens of one row that survive top-k, top-p and min-p and could win the Gumbel-max.
+
+    `top_p` is a 0-d float32 tensor (the mass target is float32 math, as in the Triton kernel).
+    """
+    vocab = x.shape[0]
+    keep = scaled >= _NEVER_WINS  # also drops the masked (-inf) tokens
+    floor = None
+    if 0 < top_k < vocab:
+        floor = torch.topk(x, top_k, sorted=False).values.min()
+        keep &= x >= floor
+    if top_p < 1.0:
+        rel_prob = torch.exp(scaled)
+        total = (rel_prob if floor is None else torch.where(x >= floor, rel_prob, 0.0)).sum()
+        gap = 1.0 - float(top_p)
+        if gap >= _TOP_P_PRUNE_MIN_GAP:
+            keep &= rel_prob >= gap * float(total) / (2 * vocab)
+    ids = keep.nonzero().squeeze(1)
+    if top_p < 1.0:
+        ids = ids[x[ids].argsort(descending=True)]
+        mass = rel_prob[ids].cumsum(dim=0)
+        cut = int((mass < top_p * total).sum())
+        if cut < ids.shape[0]:  # else the threshold lies below every candidate
+            ids = ids[x[ids] >= x[ids[cut]]]
+    if min_p > 0.0:
+        ids = ids[(torch.exp(scaled[ids]) >= min_p) | (x[ids] == row_max)]
+    return ids
 
 
-def _top_p_mask(x: torch.Tensor, rel_prob: torch.Tensor, keep: torch.Tensor, top_p: torch.Tensor) -> torch.Tensor:
-    """x >= the largest logit whose upper set holds >= top_p of the kept mass (ties kept)."""
-    kept_prob = torch.where(keep, rel_prob, torch.zeros_like(rel_prob))
-    target = top_p.unsqueeze(1) * kept_prob.sum(dim=1, keepdim=True)
-    sorted_x, order = torch.where(keep, x, NEG_INF).sort(dim=1, descending=True)
-    mass = kept_prob.gather(1, order).cumsum(dim=1)
-    cut = (mass < target).sum(dim=1, keepdim=True).clamp(max=x.shape[1] - 1)
-    return x >= sorted_x.gather(1, cut)
+def _gumbel_argmax(scaled: torch.Tensor, ids: torch.Tensor, seed: int, step: int) -> int:
+    """argmax over `ids` of scaled + Gumbel noise (lowest id on ties).
+
+    Noise is drawn for the _HEAD highest candidates first; the others only if they can reach the best
+    score among those.
+    """
+    candidate_scaled = scaled[ids]
+    if ids.shape[0] > _HEAD:
+        first = torch.topk(candidate_scaled, _HEAD, sorted=False).indices
+        scores = candidate_scaled[first] + _noise(seed, step, ids[first])
+        reachable = candidate_scaled >= float(scores.max()) - GUMBEL_MAX - _SCORE_SLACK
+        reachable[first] = False
+        rest = reachable.nonzero().squeeze(1)
+        ids = torch.cat([ids[first], ids[rest]])
+        scores = torch.cat([scores, candidate_scaled[rest] + _noise(seed, step, ids[_HEAD:])])
+    else:
+        scores = candidate_scaled + _noise(seed, step, ids)
+    return int(ids[scores == scores.max()].min())
 
 
-def _sample_rows(x: torch.Tensor, row_max: torch.Tensor, params: SamplingTensors) -> torch.Tensor:
-    """Gumbel-max over the truncated, tempered distribution; noise only where it can matter."""
-    scaled = (x - row_max.unsqueeze(1)) / params.temperature.unsqueeze(1)
-    candidates = truncation_mask(x, row_max, params) & (scaled >= _NEVER_WINS)
-    rows, cols = candidates.nonzero(as_tuple=True)
-    noise = gumbel_noise(params.seeds[rows], params.steps[rows], cols)
-    scores = torch.full_like(x, NEG_INF)
-    scores[rows, cols] = scaled[rows, cols] + noise
-    return scores.argmax(dim=1)
+def _noise(seed: int, step: int, ids: torch.Tensor) -> torch.Tensor:
+    return row_gumbel_noise(seed, step, ids.cpu().numpy()).to(ids.device)
