@@ -20,9 +20,8 @@ from formwork.grammar.json_schema import (  # noqa: E402
     lower_json_schema,
 )
 from formwork.grammar.json_schema.automata import SHARED, accepts as dfa_accepts  # noqa: E402
-from formwork.grammar.json_schema.numbers import (  # noqa: E402
-    integer_range, multiple_of_integer, number_range,
-)
+from formwork.grammar.json_schema.multiples import multiple_of_integer  # noqa: E402
+from formwork.grammar.json_schema.numbers import integer_range, number_range  # noqa: E402
 
 
 def dfa(schema, **options):

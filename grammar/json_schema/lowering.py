@@ -17,7 +17,7 @@ from formwork.grammar.errors import GrammarBudgetError, GrammarError, RecursionN
 from formwork.grammar.ir import (
     EMPTY, NOTHING, And, Node, Not, Nothing, RuleRef, alt, lit, regex, repeat, seq,
 )
-from formwork.grammar.json_schema import formats, numbers
+from formwork.grammar.json_schema import formats, multiples, numbers
 from formwork.grammar.json_schema.automata import SHARED, accepts
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
 from formwork.grammar.json_schema.expand import APPLICATORS, Alternative, Expander, Sub, plain_unevaluated
@@ -282,12 +282,12 @@ class Lowerer:
         if k == 1:
             return self.leaf(pattern)
         if ilo is not None and ihi is not None:
-            values = numbers.enumerate_multiples(ilo, ihi, k)
+            values = multiples.enumerate_multiples(ilo, ihi, k)
             if values is not None:
                 return alt(*(lit(str(v)) for v in values))
         node = regex(pattern)
         try:
-            parts = numbers.multiple_of_integer(k)
+            parts = multiples.multiple_of_integer(k)
         except GrammarBudgetError as exc:
             self.report("multipleOf", divisors[0][1], str(exc))
             return node
