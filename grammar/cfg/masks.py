@@ -57,6 +57,15 @@ def walk_below(trie: TokenTrie, dfa, seeds: list[Level], deadline: float | None)
         out.append((depth, nodes, states))
         if depth + 1 >= trie.max_depth:
             break
+        if len(nodes) <= _SMALL_FRONTIER:  # a few deep paths (e.g. runs of spaces): no per-level numpy
+            below = _descend(trie, dfa, depth, nodes.tolist(), states.tolist())
+            if below is not None:
+                out += below
+                nodes, states = nodes[:0], states[:0]
+                if not by_depth:
+                    break
+                depth = min(by_depth)
+                continue
         if deadline is not None and time.perf_counter() > deadline:
             raise GrammarBudgetError("token mask computation exceeded its step budget")
         lo, hi = trie.child_lo[depth][nodes], trie.child_hi[depth][nodes]
@@ -72,6 +81,41 @@ def walk_below(trie: TokenTrie, dfa, seeds: list[Level], deadline: float | None)
     return out
 
 
+_SMALL_FRONTIER = 24
+_PYTHON_VISITS = 2048  # children a Python descent may look at before giving up
+
+
+def _descend(trie: TokenTrie, dfa, depth: int, nodes: list[int], states: list[int]) -> list[Level] | None:
+    """Live strict descendants of a few live nodes, walked in Python (None: too many children
+    to visit this way, walk by levels instead)."""
+    found: dict[int, tuple[list[int], list[int]]] = {}
+    stack = list(zip([depth] * len(nodes), nodes, states))
+    lazy = dfa.lazy
+    budget = _PYTHON_VISITS
+    while stack:
+        d, node, st = stack.pop()
+        if d + 1 >= trie.max_depth:
+            continue
+        lo, hi = int(trie.child_lo[d][node]), int(trie.child_hi[d][node])
+        if lo == hi:
+            continue
+        budget -= hi - lo
+        if budget < 0:
+            return None
+        if lazy:
+            dfa.ensure_one(st >> 8)
+        row = dfa.flat256()[st: st + 256]
+        level_bytes = trie.level_bytes[d + 1]
+        for child in range(lo, hi):
+            nxt = int(row[level_bytes[child]])
+            if nxt:
+                got = found.setdefault(d + 1, ([], []))
+                got[0].append(child)
+                got[1].append(nxt)
+                stack.append((d + 1, child, nxt))
+    return [(d, np.asarray(n, dtype=np.int64), np.asarray(st, dtype=np.intp)) for d, (n, st) in found.items()]
+
+
 def tokens_at(trie: TokenTrie, levels: list[Level]) -> np.ndarray:
     """Ids of the tokens ending at the given nodes."""
     if not levels:
@@ -83,13 +127,14 @@ def tokens_at(trie: TokenTrie, levels: list[Level]) -> np.ndarray:
 
 
 class Exits:
-    """Where terminal t, from state s, may end before a token does: children of those trie nodes."""
+    """Where terminal t, from state s, may end before a token does: the children of those trie
+    nodes (the first byte after the terminal), indexed by that byte."""
 
     def __init__(self, trie: TokenTrie, dfa, state: int):
-        self.levels: list[tuple[int, np.ndarray]] = []  # (depth of the children, child local indices)
         dfa.ensure_one(state)
         first = dfa.flat256()[state * 256 + trie.level_bytes[0]]
         live = np.flatnonzero(first)
+        depths, nodes_out = [], []
         for depth, nodes, states in walk_below(trie, dfa, [(0, live, first[live])], None):
             if depth + 1 >= trie.max_depth:
                 continue
@@ -98,8 +143,32 @@ class Exits:
             sizes = hi - lo
             total = int(sizes.sum())
             if total:
-                children = np.repeat(lo - (np.cumsum(sizes) - sizes), sizes) + np.arange(total)
-                self.levels.append((depth + 1, children))
+                nodes_out.append(np.repeat(lo - (np.cumsum(sizes) - sizes), sizes) + np.arange(total))
+                depths.append(np.full(total, depth + 1, dtype=np.int64))
+        node = np.concatenate(nodes_out) if nodes_out else np.zeros(0, dtype=np.int64)
+        depth = np.concatenate(depths) if depths else np.zeros(0, dtype=np.int64)
+        byte = (np.concatenate([trie.level_bytes[d][n] for d, n in zip(
+            [int(x[0]) for x in depths], nodes_out)]) if nodes_out else np.zeros(0, dtype=np.int64))
+        order = np.lexsort((depth, byte))  # by byte, then depth
+        self.node, self.depth, self.byte = node[order], depth[order], byte[order]
+        self.byte_ptr = np.searchsorted(self.byte, np.arange(257))
+
+    def seeds(self, row: np.ndarray) -> list[Level]:
+        """Children whose byte `row` (next state * 256 per byte) keeps alive, grouped by depth."""
+        alive = np.flatnonzero(row[: 256])
+        lo, hi = self.byte_ptr[alive], self.byte_ptr[alive + 1]
+        sizes = hi - lo
+        total = int(sizes.sum())
+        if not total:
+            return []
+        sel = np.repeat(lo - (np.cumsum(sizes) - sizes), sizes) + np.arange(total)
+        states = np.repeat(row[alive], sizes)
+        depth = self.depth[sel]
+        order = np.argsort(depth, kind="stable")
+        sel, states, depth = sel[order], states[order], depth[order]
+        cuts = np.flatnonzero(np.diff(depth)) + 1
+        return [(int(d[0]), n, st) for d, n, st in zip(np.split(depth, cuts), np.split(self.node[sel], cuts),
+                                                        np.split(states, cuts))]
 
 
 class ConfigMasks:
@@ -150,12 +219,7 @@ class ConfigMasks:
             exits = self._exits[(t, s)] = Exits(trie, dfa, s)
         automaton.ensure_one(boundary)
         row = automaton.flat256()[boundary * 256:(boundary + 1) * 256]
-        seeds: list[Level] = []
-        for depth, children in exits.levels:
-            states = row[trie.level_bytes[depth][children]]
-            keep = states != 0
-            seeds.append((depth, children[keep], states[keep]))
-        ids = tokens_at(trie, walk_below(trie, automaton, seeds, deadline))
+        ids = tokens_at(trie, walk_below(trie, automaton, exits.seeds(row), deadline))
         if len(ids):
             words |= pack_token_ids(ids, cache.vocab.vocab_size)
         with self._lock:
