@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
@@ -171,6 +172,29 @@ class Exits:
                                                         np.split(states, cuts))]
 
 
+_EXITS: "weakref.WeakKeyDictionary[TokenTrie, OrderedDict]" = weakref.WeakKeyDictionary()
+_EXITS_LOCK = threading.Lock()
+_MAX_EXITS = 2048  # per vocabulary trie
+
+
+def _shared_exits(trie: TokenTrie, dfa, state: int) -> Exits:
+    """`Exits` of a terminal state, shared by every grammar whose terminal has the same language
+    (keyed like the token-mask cache, by the automaton's state key)."""
+    key = dfa.state_key(state)
+    with _EXITS_LOCK:
+        table = _EXITS.setdefault(trie, OrderedDict())
+        got = table.get(key)
+        if got is not None:
+            table.move_to_end(key)
+            return got
+    got = Exits(trie, dfa, state)
+    with _EXITS_LOCK:
+        table[key] = got
+        if len(table) > _MAX_EXITS:
+            table.popitem(last=False)
+    return got
+
+
 class ConfigMasks:
     """Per-configuration masks of one CFG automaton (see the module docstring)."""
 
@@ -178,7 +202,6 @@ class ConfigMasks:
         self.automaton = automaton
         self.builder = automaton.builder
         self.max_entries = max_entries
-        self._exits: dict[tuple[int, int], Exits] = {}
         self._hyp: OrderedDict[tuple, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -214,9 +237,7 @@ class ConfigMasks:
         remaining = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
         words = cache.mask(dfa, s, remaining).copy()  # tokens inside the terminal
         trie = cache.vocab.trie
-        exits = self._exits.get((t, s))
-        if exits is None:
-            exits = self._exits[(t, s)] = Exits(trie, dfa, s)
+        exits = _shared_exits(trie, dfa, s)
         automaton.ensure_one(boundary)
         row = automaton.flat256()[boundary * 256:(boundary + 1) * 256]
         ids = tokens_at(trie, walk_below(trie, automaton, exits.seeds(row), deadline))
