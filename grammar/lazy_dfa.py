@@ -242,7 +242,8 @@ class LazyDFA:
         return state
 
     def accepts(self, data: bytes) -> bool:
-        return bool(self._accepting[self.walk(START, data)])
+        state = self.walk(START, data)  # first: the walk may grow (replace) the flag array
+        return bool(self._accepting[state])
 
     def is_empty(self) -> bool:
         return not bool(self._accepting[START]) and bool((self.row(START) == DEAD).all())

@@ -217,3 +217,14 @@ def test_empty_sub_languages_leave_no_live_dead_ends() -> None:
     assert dfa.walk(1, b"ab") == DEAD and dfa.walk(1, b"x") == DEAD
     assert set(np.flatnonzero(dfa.row(dfa.walk(1, b"a"))).tolist()) == {ord("c")}
     assert compile_dfa(Seq((lit("a"), never))).is_empty()
+
+
+def test_lazy_dfa_accepts_a_string_that_grows_its_state_arrays():
+    # A fresh lazy DFA knows only a few states; a long walk creates many more, which replaces the
+    # arrays that hold the accepting flags. accepts() must read the flags after the walk.
+    from formwork.grammar.automaton import compile_dfa
+    from formwork.grammar.ir import regex
+
+    dfa = compile_dfa(regex("a{300}"))
+    assert dfa.accepts(b"a" * 300)
+    assert not compile_dfa(regex("a{300}")).accepts(b"a" * 299)
