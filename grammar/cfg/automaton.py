@@ -27,7 +27,7 @@ def compile_cfg(grammar: Grammar, budget: CompileBudget | None = None) -> LazyDF
     nullable = {i for i, dfa in enumerate(terminals) if i not in empty and dfa.accepting[START]}
     parser = EarleyParser(cfg, nullable)
     budget.check_time("building the Earley parser")
-    return config_automaton(parser, terminals, budget)
+    return config_automaton(parser, terminals)
 
 
 def compile_automaton(grammar: Node | Grammar, budget: CompileBudget | None = None) -> DFA | LazyDFA:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from formwork.grammar.budget import CompileBudget
 from formwork.grammar.cfg.earley import DEAD_SET, EarleyParser
 from formwork.grammar.cfg.masks import ConfigMasks
 from formwork.grammar.dfa import DEAD, DFA, START
@@ -40,11 +39,9 @@ def combined_byte_classes(dfas: list[DFA | LazyDFA]) -> tuple[np.ndarray, np.nda
 class ConfigBuilder:
     """Configurations of a context-free grammar, built on demand (SubsetBuilder interface)."""
 
-    def __init__(self, parser: EarleyParser, terminals: list[DFA | LazyDFA], budget: CompileBudget,
-                 max_hypotheses: int = 4096):
+    def __init__(self, parser: EarleyParser, terminals: list[DFA | LazyDFA], max_hypotheses: int = 4096):
         self.parser = parser
         self.terminals = terminals
-        self.budget = budget
         self.max_hypotheses = max_hypotheses
         self.class_of_byte, self._representatives = combined_byte_classes(terminals)
         self.num_classes = len(self._representatives)
@@ -125,6 +122,6 @@ class ConfigDFA(LazyDFA):
         return self.masks.compute(cache, state, max_seconds)
 
 
-def config_automaton(parser: EarleyParser, terminals: list[DFA | LazyDFA], budget: CompileBudget) -> ConfigDFA:
+def config_automaton(parser: EarleyParser, terminals: list[DFA | LazyDFA]) -> ConfigDFA:
     """The lazily built byte DFA of the grammar."""
-    return ConfigDFA(ConfigBuilder(parser, terminals, budget))
+    return ConfigDFA(ConfigBuilder(parser, terminals))

@@ -1,6 +1,8 @@
 """EBNF text (Lark syntax, or GBNF when rules are written `name ::= ...`) to IR."""
 from __future__ import annotations
 
+import re
+
 from formwork.grammar.cfg.gbnf import gbnf_grammar, looks_like_gbnf
 from formwork.grammar.cfg.lark_frontend import lark_grammar
 from formwork.grammar.errors import GrammarError
@@ -13,8 +15,7 @@ def ebnf_grammar(text: str, start: str = "start") -> Grammar:
     if not isinstance(text, str) or not text.strip():
         raise GrammarError("compile_ebnf needs a non-empty grammar text")
     if looks_like_gbnf(text):
-        from formwork.grammar.cfg.gbnf import _Parser  # noqa: PLC0415 - only to check rule names
-
-        names = _Parser(text).rules()
-        return gbnf_grammar(text, "root" if start == "start" and "start" not in names else start)
+        if start == "start" and not re.search(r"^\s*start\s*::=", text, re.M):
+            return gbnf_grammar(text)
+        return gbnf_grammar(text, start)
     return lark_grammar(text, start)

@@ -173,9 +173,10 @@ class _Parser:
         return node
 
 
-def gbnf_grammar(text: str, start: str = "root") -> Grammar:
-    """The IR Grammar of a GBNF grammar text."""
+def gbnf_grammar(text: str, start: str | None = None) -> Grammar:
+    """The IR Grammar of a GBNF grammar text (start: `root` unless given)."""
     rules = _Parser(text).rules()
+    start = start or "root"
     if start not in rules:
         raise EbnfSyntaxError(f"GBNF: start rule {start!r} is not defined")
     return Grammar(rules, start)
