@@ -203,6 +203,7 @@ class ConfigMasks:
         self.builder = automaton.builder
         self.max_entries = max_entries
         self._hyp: OrderedDict[tuple, np.ndarray] = OrderedDict()
+        self._stop_words: np.ndarray | None = None
         self._lock = threading.Lock()
 
     def compute(self, cache: "TokenMaskCache", state: int, max_seconds: float | None) -> np.ndarray:
@@ -216,12 +217,12 @@ class ConfigMasks:
                     words |= self.hypothesis(cache, sid, t2, START, deadline)
             else:
                 words |= self.hypothesis(cache, sid, t, s, deadline)
-        stops = cache.vocab.stop_token_ids
-        if stops:
-            stop_words = pack_token_ids(np.asarray(stops), cache.vocab.vocab_size)
-            words &= ~stop_words
-            if automaton.accepting[state]:
-                words |= stop_words
+        if self._stop_words is None:
+            self._stop_words = pack_token_ids(np.asarray(cache.vocab.stop_token_ids, dtype=np.int64),
+                                              cache.vocab.vocab_size)
+        words &= ~self._stop_words  # terminal masks allow stops where the terminal may end...
+        if automaton.accepting[state]:  # ...but only the whole parse decides
+            words |= self._stop_words
         return words
 
     def hypothesis(self, cache: "TokenMaskCache", sid: int, t: int, s: int,
