@@ -220,3 +220,12 @@ def test_split_masks_equal_the_full_trie_walk(compiler, vocab, grammar, texts):
             np.testing.assert_array_equal(g.mask_cache.mask(g.dfa, state), pack_token_ids(full, vocab.vocab_size))
             state = g.dfa.walk(state, vocab.token_bytes[token])
             assert state != 0
+
+
+def test_mask_step_budget_is_an_error(vocab):
+    g = GrammarCompiler(vocab, cache_enabled=False).compile_ebnf(SQL_LARK)
+    bitmask = allocate_token_bitmask(1, vocab.vocab_size)
+    with pytest.raises(GrammarBudgetError, match="step budget"):
+        g.matcher(max_step_seconds=0.0).fill_next_token_bitmask(bitmask, 0)
+    g.matcher().fill_next_token_bitmask(bitmask, 0)  # the default budget is enough
+    assert unpack_mask(bitmask[0], vocab.vocab_size).sum() > 0

@@ -198,7 +198,7 @@ def _shared_exits(trie: TokenTrie, dfa, state: int) -> Exits:
 class ConfigMasks:
     """Per-configuration masks of one CFG automaton (see the module docstring)."""
 
-    def __init__(self, automaton: "ConfigDFA", max_entries: int = 4096):
+    def __init__(self, automaton: "ConfigDFA", max_entries: int = 512):
         self.automaton = automaton
         self.builder = automaton.builder
         self.max_entries = max_entries
@@ -212,6 +212,8 @@ class ConfigMasks:
         b = self.builder
         words = np.zeros((cache.vocab.vocab_size + 31) // 32, dtype=np.int32)
         for sid, t, s in b.sets[state]:
+            if deadline is not None and time.perf_counter() > deadline:
+                raise GrammarBudgetError(f"token mask computation exceeded its step budget of {max_seconds:g} s")
             if t == -1:
                 for t2 in b.parser.expected(sid):
                     words |= self.hypothesis(cache, sid, t2, START, deadline)
