@@ -96,7 +96,8 @@ class Expander:
             if isinstance(target.schema, dict) and key in refs:
                 raise RecursionNotSupportedError(
                     f"$ref at {child(sub.pointer, '$ref')} forms a cycle back to "
-                    f"{target.pointer or '#'}; recursive schemas need the context-free compiler")
+                    f"{target.pointer or '#'} through $ref/allOf/anyOf/oneOf alone, without an object or "
+                    "array in between, so it never constrains a value")
             expanded = self.expand(target, refs + (key,))
             if self.ref_overrides_siblings:
                 return expanded
