@@ -39,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", help="also write the table to this file")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    lines = ["| vocab | batch | temperature | top-p | bitmask | ms / call | ms / row |", "|---:|---:|---:|---:|---|---:|---:|"]
+    lines = ["| vocab | batch | temperature | top-p | bitmask | ms / call | ms / row |",
+             "|---:|---:|---:|---:|---|---:|---:|"]
     for vocab, batch in itertools.product(args.vocab, args.batch):
         gen = torch.Generator().manual_seed(vocab + batch)
         logits = torch.randn(batch, vocab, generator=gen) * 4

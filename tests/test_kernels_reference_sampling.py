@@ -77,7 +77,8 @@ def test_philox_words_broadcast_matches_elementwise():
     steps = torch.tensor([0, 2**33 + 1, 9, 2**40])
     together = philox_randint(seeds, counters, steps)
     for i in range(4):
-        alone = philox_words(np.uint64(int(seeds[i]) % 2**64), np.uint64(int(counters[i])), np.uint64(int(steps[i])))
+        seed, counter, step = (np.uint64(int(t[i]) % 2**64) for t in (seeds, counters, steps))
+        alone = philox_words(seed, counter, step)
         assert together[i].item() == int(alone)
 
 
@@ -87,3 +88,18 @@ def test_unpack_bitmask_matches_bool_mask(vocab, words):
     allowed, packed = random_bitmask(gen, 3, vocab, 0.5, words)
     assert torch.equal(unpack_bitmask(packed, vocab), allowed)
     assert torch.equal(unpack_bitmask(packed.t().contiguous().t(), vocab), allowed)  # strided words
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.float16, torch.bfloat16])
+def test_apply_bitmask_every_float_width_and_strided_rows(dtype):
+    gen = torch.Generator().manual_seed(4)
+    allowed, packed = random_bitmask(gen, 4, 77, 0.5)
+    wide = torch.randn(4, 100, generator=gen).to(dtype)
+    wide[0, 10:13] = torch.tensor([-0.0, float("nan"), float("inf")]).to(dtype)
+    logits = wide[:, 10:87]  # a strided view into a wider buffer
+    expected = torch.where(allowed, logits, float("-inf")).to(dtype)
+    untouched = wide[:, 87:].clone()
+    reference.apply_token_bitmask(logits, packed)
+    assert torch.equal(logits.isnan(), expected.isnan())
+    assert torch.equal(torch.nan_to_num(logits), torch.nan_to_num(expected))
+    assert torch.equal(wide[:, 87:], untouched)

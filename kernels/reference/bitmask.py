@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 _BIT_POSITIONS = torch.arange(8, dtype=torch.uint8)
+_SAME_WIDTH_INT = {2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
 def unpack_bitmask(bitmask: torch.Tensor, vocab_size: int) -> torch.Tensor:
@@ -34,9 +35,18 @@ def apply_token_bitmask(
     """Set disallowed logits to -inf; with `indices`, only those rows (of both tensors) are touched."""
     vocab_size = logits.shape[1]
     if indices is None:
-        allowed = unpack_bitmask(bitmask, vocab_size)
-        logits.masked_fill_(allowed.logical_not_(), float("-inf"))
+        _fill_disallowed(logits, unpack_bitmask(bitmask, vocab_size))
         return
     rows = indices.to(device=logits.device, dtype=torch.long)
-    allowed = unpack_bitmask(bitmask[rows.to(bitmask.device)].to(logits.device), vocab_size)
-    logits[rows] = logits[rows].masked_fill(allowed.logical_not_(), float("-inf"))
+    selected = logits[rows]
+    _fill_disallowed(selected, unpack_bitmask(bitmask[rows.to(bitmask.device)].to(logits.device), vocab_size))
+    logits[rows] = selected
+
+
+def _fill_disallowed(logits: torch.Tensor, allowed: torch.Tensor) -> None:
+    """In place: logits -> -inf where not allowed, as bit operations on the float words (branch-free and
+    several times faster than masked_fill_ on scattered masks): bits & keep | (-inf bits & ~keep)."""
+    int_dtype = _SAME_WIDTH_INT[logits.element_size()]
+    keep = allowed.to(int_dtype).neg_()  # all ones where allowed, zero elsewhere
+    neg_inf = torch.tensor(float("-inf"), dtype=logits.dtype, device=logits.device).view(int_dtype)
+    logits.view(int_dtype).bitwise_and_(keep).bitwise_or_(keep.bitwise_not_().bitwise_and_(neg_inf))

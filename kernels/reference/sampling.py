@@ -35,6 +35,10 @@ _HEAD = 256  # candidates whose noise is drawn first, to bound the winning score
 # mass top-p cuts off, so they lie below the top-p threshold. Only used when 1 - p leaves room for float
 # rounding of the sums.
 _TOP_P_PRUNE_MIN_GAP = 1e-3
+# exp() of arguments below this is far slower on CPU (underflow to denormals and -inf take a slow path).
+# Clamping only turns terms below 1.2e-38 into 1.7e-38: they are summed with the max token's 1.0, and
+# even 10**6 of them stay far below half an ulp of 1.0, so every sum rounds to the same float32.
+_EXP_FLOOR = -87.0
 
 
 def sample(
@@ -49,15 +53,18 @@ def sample(
     random_rows = ((params.temperature > 0) & has_allowed).nonzero().squeeze(1).tolist()
     if random_rows:
         inv_temp = 1.0 / params.temperature
-        top_k, top_p, min_p = params.top_k.tolist(), params.top_p.tolist(), params.min_p.tolist()
+        top_k, min_p = params.top_k.tolist(), params.min_p.tolist()
         seeds, steps = params.seeds.tolist(), params.steps.tolist()
         for row in random_rows:
             scaled = (x[row] - row_max[row]) * inv_temp[row]
-            candidates = _truncated_candidates(x[row], row_max[row], scaled, top_k[row], params.top_p[row], min_p[row])
+            candidates = _truncated_candidates(x[row], row_max[row], scaled, top_k[row], params.top_p[row],
+                                               min_p[row])
             token_ids[row] = _gumbel_argmax(scaled, candidates, seeds[row], steps[row])
     token_ids = torch.where(has_allowed, token_ids, torch.full_like(token_ids, -1))
+    safe_max = torch.where(has_allowed, row_max, 0.0)
+    log_norm = safe_max + _exp(x - safe_max.unsqueeze(1)).sum(dim=1).log_()
     chosen = x.gather(1, token_ids.clamp(min=0).unsqueeze(1)).squeeze(1)
-    logprobs = torch.where(has_allowed, chosen - torch.logsumexp(x, dim=1), torch.full_like(chosen, NEG_INF))
+    logprobs = torch.where(has_allowed, chosen - log_norm, torch.full_like(chosen, NEG_INF))
     return token_ids, logprobs
 
 
@@ -75,7 +82,7 @@ def _truncated_candidates(
         floor = torch.topk(x, top_k, sorted=False).values.min()
         keep &= x >= floor
     if top_p < 1.0:
-        rel_prob = torch.exp(scaled)
+        rel_prob = _exp(scaled)
         total = (rel_prob if floor is None else torch.where(x >= floor, rel_prob, 0.0)).sum()
         gap = 1.0 - float(top_p)
         if gap >= _TOP_P_PRUNE_MIN_GAP:
@@ -110,6 +117,11 @@ def _gumbel_argmax(scaled: torch.Tensor, ids: torch.Tensor, seed: int, step: int
     else:
         scores = candidate_scaled + _noise(seed, step, ids)
     return int(ids[scores == scores.max()].min())
+
+
+def _exp(values: torch.Tensor) -> torch.Tensor:
+    """exp(values) for sums that include a term of 1.0 (see _EXP_FLOOR)."""
+    return values.clamp(min=_EXP_FLOOR).exp_()
 
 
 def _noise(seed: int, step: int, ids: torch.Tensor) -> torch.Tensor:
