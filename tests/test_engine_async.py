@@ -6,7 +6,6 @@ import threading
 from pathlib import Path
 
 import pytest
-import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from tiny_models import tiny_model_dir  # noqa: E402
@@ -19,14 +18,6 @@ from formwork.core.sampling_params import SamplingParams  # noqa: E402
 
 GREEDY = SamplingParams(temperature=0, max_tokens=12, ignore_eos=True, logprobs=1)
 LONG = SamplingParams(temperature=0, max_tokens=150, ignore_eos=True)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 @pytest.fixture

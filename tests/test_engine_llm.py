@@ -4,7 +4,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from tiny_models import tiny_model_dir  # noqa: E402
@@ -14,14 +13,6 @@ from formwork.core.config import ConfigError  # noqa: E402
 from formwork.core.model_files import ChatTemplateError  # noqa: E402
 
 GREEDY = SamplingParams(temperature=0, max_tokens=5, ignore_eos=True)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 @pytest.fixture(scope="module")

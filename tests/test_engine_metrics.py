@@ -4,21 +4,12 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from tiny_models import tiny_model_dir  # noqa: E402
 
 from formwork.core import LLM, SamplingParams  # noqa: E402
 from formwork.core.metrics import Histogram  # noqa: E402
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 def test_request_and_engine_metrics():

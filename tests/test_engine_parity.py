@@ -26,15 +26,6 @@ PROMPTS = [
 GREEDY = SamplingParams(temperature=0.0, max_tokens=MAX_NEW, ignore_eos=True)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny models run several times faster on one thread on this shared 2-core box."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 _REFERENCE: dict[str, tuple[Path, list[list[int]]]] = {}
 
 

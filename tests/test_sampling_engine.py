@@ -19,14 +19,6 @@ from formwork.core.sequence import Request  # noqa: E402
 PROMPTS = ["Hello world", "The cat sat on the mat", '{"id": 7, "items": [', "Numbers: 0 1 2 3"]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 @pytest.fixture(scope="module")
 def llm():
     return LLM(tiny_model_dir("llama"), block_size=4)

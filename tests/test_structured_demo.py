@@ -10,21 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest_structured import check_outputs, make_requests, run_requests  # noqa: E402
 
 from formwork.core.demo import demo_model_dir  # noqa: E402
 from formwork.core.engine import LLMEngine  # noqa: E402
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_torch_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
 
 
 @pytest.mark.parametrize("temperature, jump", [(0.0, True), (1.0, False)], ids=["greedy-jump", "t1-nojump"])

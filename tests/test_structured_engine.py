@@ -30,14 +30,6 @@ PERSON = {"type": "object", "properties": {"name": {"type": "string", "maxLength
           "required": ["name", "admin"], "additionalProperties": False}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
-
-
 @pytest.fixture(scope="module")
 def engine():
     return LLMEngine(tiny_model_dir("llama"), block_size=8, max_num_seqs=8)

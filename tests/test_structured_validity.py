@@ -21,17 +21,6 @@ from tiny_models import tiny_model_dir  # noqa: E402
 from formwork.core.engine import LLMEngine  # noqa: E402
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_torch_thread():
-    """Tiny models run fastest on one thread (and do not fight the other test processes for cores)."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module", params=[True, False], ids=["jump", "nojump"])
 def small_engine(request):
     # 24 blocks of 8 tokens for up to 16 running sequences of ~30 tokens: preemption is certain
