@@ -21,6 +21,7 @@ candidates, and then only for the others that can still beat the best score amon
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from formwork.kernels.reference.bitmask import apply_token_bitmask
@@ -87,7 +88,7 @@ def _truncated_candidates(
         gap = 1.0 - float(top_p)
         if gap >= _TOP_P_PRUNE_MIN_GAP:
             keep &= rel_prob >= gap * float(total) / (2 * vocab)
-    ids = keep.nonzero().squeeze(1)
+    ids = _flat_nonzero(keep)
     if top_p < 1.0:
         ids = ids[x[ids].argsort(descending=True)]
         mass = rel_prob[ids].cumsum(dim=0)
@@ -111,12 +112,19 @@ def _gumbel_argmax(scaled: torch.Tensor, ids: torch.Tensor, seed: int, step: int
         scores = candidate_scaled[first] + _noise(seed, step, ids[first])
         reachable = candidate_scaled >= float(scores.max()) - GUMBEL_MAX - _SCORE_SLACK
         reachable[first] = False
-        rest = reachable.nonzero().squeeze(1)
+        rest = _flat_nonzero(reachable)
         ids = torch.cat([ids[first], ids[rest]])
         scores = torch.cat([scores, candidate_scaled[rest] + _noise(seed, step, ids[_HEAD:])])
     else:
         scores = candidate_scaled + _noise(seed, step, ids)
     return int(ids[scores == scores.max()].min())
+
+
+def _flat_nonzero(mask: torch.Tensor) -> torch.Tensor:
+    """int64 indices of the True entries of a 1-D mask (numpy's is ~10x faster than torch's on CPU)."""
+    if mask.device.type == "cpu":
+        return torch.from_numpy(np.flatnonzero(mask.numpy()))
+    return mask.nonzero().squeeze(1)
 
 
 def _exp(values: torch.Tensor) -> torch.Tensor:
