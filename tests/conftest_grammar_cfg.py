@@ -72,7 +72,11 @@ ws     ::= [ \t\n]{0,4}
 """
 
 
-def shortest_completion(dfa, state: int, max_states: int = 200_000) -> bytes:
+class NoCompletion(AssertionError):
+    """No completion within the search bound."""
+
+
+def shortest_completion(dfa, state: int, max_states: int = 3000) -> bytes:
     """Fewest bytes that take `state` to an accepting state (breadth-first over the automaton)."""
     parent: dict[int, tuple[int, int]] = {state: (-1, -1)}
     queue = deque([state])
@@ -92,4 +96,26 @@ def shortest_completion(dfa, state: int, max_states: int = 200_000) -> bytes:
                 queue.append(t)
         if len(parent) > max_states:
             break
+    raise NoCompletion(f"no completion within {max_states} states")
+
+
+CLOSERS = (b'"', b")", b"]", b"}", b"0", b"a", b" from t")
+
+
+def complete(dfa, state: int, closers: tuple[bytes, ...] = CLOSERS, max_rounds: int = 400) -> bytes:
+    """A completion of a live state: a short breadth-first search, and while that fails (deep
+    nesting), the first closing string that keeps the text alive, then search again."""
+    out = b""
+    for _ in range(max_rounds):
+        try:
+            return out + shortest_completion(dfa, state)
+        except NoCompletion:
+            pass
+        for closer in closers:
+            nxt = dfa.walk(state, closer)
+            if nxt != DEAD:
+                out, state = out + closer, nxt
+                break
+        else:
+            raise AssertionError(f"no closer keeps {out!r} alive")
     raise AssertionError("no completion found")
