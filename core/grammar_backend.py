@@ -35,11 +35,12 @@ class GrammarBackend:
 
 def _compile(spec: dict[str, Any], vocab: Vocabulary, compiler: GrammarCompiler) -> CompiledGrammar:
     if spec.get("json") is not None or spec.get("json_object"):
-        schema = spec["json"] if spec.get("json") is not None else {"type": "object"}
+        json_object = spec.get("json") is None  # any JSON object, nested without a depth bound
         return grammar.compile_json_schema(
-            schema, vocab, compiler=compiler,
+            {"type": "object"} if json_object else spec["json"], vocab, compiler=compiler,
             forbid_additional_properties=bool(spec.get("disable_additional_properties")),
-            whitespace="compact" if spec.get("disable_any_whitespace") else "default")
+            whitespace="compact" if spec.get("disable_any_whitespace") else "default",
+            max_nesting_depth=None if json_object else "auto")
     if spec.get("regex") is not None:
         return compiler.compile_regex(spec["regex"])
     if spec.get("choice") is not None:

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 SUITE_DIRS = [REPO / "tests" / "data" / "json-schema-test-suite",
               Path("/work/shared/data/json-schema-test-suite")]
 MAX_SPELLINGS = 256
-NESTING = 2  # the library default bound on how deep unconstrained (any-JSON) values nest
+NESTING = 2  # bound on any-JSON values (the "auto" default inside constrained schemas)
 DRAFTS = {"draft2020-12": "2020-12", "draft7": "draft-07"}
 
 

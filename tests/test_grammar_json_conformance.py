@@ -7,8 +7,8 @@ Deliberate, documented deviations (valid instances rejected):
 * `format` is asserted, also in 2020-12's main `format.json` whose tests say it is only an
   annotation by default;
 * IDNA A-label host names (`xn--...`) are rejected: Punycode/IDNA rules are not checked;
-* unconstrained values nest at most `max_nesting_depth` (default 2) containers deep until
-  recursion lands: two instances of `uniqueItems=false validation` nest deeper.
+* unconstrained values nest at most `max_nesting_depth` (2 here, as the "auto" default inside
+  constrained schemas) containers deep: two instances of `uniqueItems=false validation` nest deeper.
 And accepted invalid instances: none, except draft7's optional `content.json`, whose
 contentMediaType/contentEncoding are annotations in formwork (as in 2020-12).
 """

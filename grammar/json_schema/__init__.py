@@ -23,7 +23,11 @@ lengths in code points), `numbers` (integer and decimal ranges, multipleOf), `fo
 automaton of `formwork.grammar.cfg`); a cycle through a different combination of subschemas, or
 under indented whitespace, raises `RecursionNotSupportedError`, and a cycle with no base case is an
 `EmptyLanguageError`.  Values whose schema allows any JSON nest at most `max_nesting_depth`
-containers deep; `max_nesting_depth=None` makes them exact (a recursive any-JSON rule).
+containers deep; `max_nesting_depth=None` makes them exact (a recursive any-JSON rule).  The
+default ``"auto"`` is exact for an *open* schema (``{}``, ``true``, ``{"type": "object"}``: any
+JSON of some types, e.g. ``response_format: json_object``) and bounds open values inside a
+constrained schema at 2 levels (they keep the schema one regular automaton, whose token masks are
+cached per state; the context-free path costs them about 3x per mask).
 """
 from __future__ import annotations
 
@@ -38,7 +42,9 @@ from formwork.grammar.json_schema.errors import (
 from formwork.grammar.json_schema.cache import compile_cached
 from formwork.grammar.json_schema.expand import plain_unevaluated
 from formwork.grammar.json_schema.lowering import Lowerer
-from formwork.grammar.json_schema.options import IndentSpec, JsonSchemaOptions, WhitespaceOption
+from formwork.grammar.json_schema.options import (
+    IndentSpec, JsonSchemaOptions, NestingOption, WhitespaceOption, resolve_nesting_depth,
+)
 from formwork.schemas import load_schema
 from formwork.schemas.errors import SchemaError
 from formwork.schemas.keywords import DRAFT_KEYWORDS, UNSUPPORTED_KEYWORDS
@@ -97,16 +103,17 @@ def _handled_here(doc: Any, problem: Any) -> bool:
 
 def lower_json_schema(schema: Any, *, whitespace: WhitespaceOption = "default",
                       max_whitespace: int = 4, forbid_additional_properties: bool = False,
-                      lenient: bool = False, max_nesting_depth: int | None = 2,
+                      lenient: bool = False, max_nesting_depth: NestingOption = "auto",
                       registry: Optional[Mapping[str, Any]] = None,
                       draft: Optional[str] = None) -> LoweredSchema:
     """Lower a schema (dict, bool or JSON text) to grammar IR without compiling it.
 
-    `draft` ("2020-12" or "draft-07") applies when the schema has no `$schema` (default 2020-12).
+    `draft` ("2020-12" or "draft-07") applies when the schema has no `$schema` (default 2020-12);
+    `max_nesting_depth` is an int (0..8), None (exact) or "auto" (see `resolve_nesting_depth`).
     """
-    options = JsonSchemaOptions(whitespace, max_whitespace, forbid_additional_properties,
-                                lenient, max_nesting_depth)
     doc = _load(schema, registry, draft)
+    options = JsonSchemaOptions(whitespace, max_whitespace, forbid_additional_properties, lenient,
+                                resolve_nesting_depth(max_nesting_depth, doc.schema, whitespace))
     lowerer = Lowerer(doc, options)
     for problem in doc.unsupported():
         if _handled_here(doc, problem):
@@ -128,7 +135,7 @@ def lower_json_schema(schema: Any, *, whitespace: WhitespaceOption = "default",
 
 def compile_json_schema(schema: Any, vocab: Any, *, whitespace: WhitespaceOption = "default",
                         max_whitespace: int = 4, forbid_additional_properties: bool = False,
-                        lenient: bool = False, max_nesting_depth: int | None = 2,
+                        lenient: bool = False, max_nesting_depth: NestingOption = "auto",
                         registry: Optional[Mapping[str, Any]] = None, draft: Optional[str] = None,
                         compiler: Any = None) -> Any:
     """Compile a JSON Schema into a `CompiledGrammar` for `vocab`.

@@ -11,7 +11,7 @@ Whitespace is never unbounded:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, Literal, Union
 
 from formwork.grammar.errors import GrammarError
 from formwork.grammar.ir import EMPTY, ByteSet, Node, lit, optional, repeat, seq
@@ -29,6 +29,31 @@ class IndentSpec:
 
 
 WhitespaceOption = Union[str, IndentSpec]
+NestingOption = Union[int, None, Literal["auto"]]
+
+BOUNDED_NESTING_DEPTH = 2
+# keywords that leave a schema's language "any JSON value of these types"
+_OPEN_KEYWORDS = frozenset({"type", "$schema", "$id", "$comment", "title", "description",
+                            "examples", "default", "deprecated", "readOnly", "writeOnly"})
+
+
+def is_open_schema(schema: Any) -> bool:
+    """Whether `schema` constrains nothing below its top level: ``true``, ``{}``,
+    ``{"type": "object"}``, ``{"type": ["array", "object"]}``... (annotations allowed)."""
+    return schema is True or (isinstance(schema, dict) and set(schema) <= _OPEN_KEYWORDS)
+
+
+def resolve_nesting_depth(max_nesting_depth: NestingOption, schema: Any,
+                          whitespace: WhitespaceOption) -> int | None:
+    """The nesting bound of any-JSON values: ``"auto"`` is exact (None) for an open schema (its
+    whole language is any JSON of some types, and the recursive any-JSON rule compiles and masks
+    as fast as the bounded automaton) and `BOUNDED_NESTING_DEPTH` elsewhere (open values inside a
+    constrained schema keep the schema one regular automaton) or under an indent policy."""
+    if max_nesting_depth != "auto":
+        return max_nesting_depth  # type: ignore[return-value]
+    if is_open_schema(schema) and not isinstance(whitespace, IndentSpec):
+        return None
+    return BOUNDED_NESTING_DEPTH
 
 
 @dataclass(frozen=True)
@@ -37,14 +62,15 @@ class JsonSchemaOptions:
 
     `max_nesting_depth` bounds the nesting of values whose schema allows *any* JSON (``{}``,
     ``true``, ``{"type": "object"}`` members...) to a fixed depth; None makes them exact (unbounded
-    nesting through a recursive grammar rule, compiled by the context-free compiler).
+    nesting through a recursive grammar rule, compiled by the context-free compiler).  The entry
+    points take ``"auto"`` (their default) and resolve it with `resolve_nesting_depth`.
     """
 
     whitespace: WhitespaceOption = "default"
     max_whitespace: int = 4
     forbid_additional_properties: bool = False
     lenient: bool = False
-    max_nesting_depth: int | None = 2
+    max_nesting_depth: int | None = BOUNDED_NESTING_DEPTH
 
     def __post_init__(self) -> None:
         if not (isinstance(self.whitespace, IndentSpec)
@@ -53,8 +79,11 @@ class JsonSchemaOptions:
                                "'compact', 'free' or IndentSpec(n)")
         if not (0 <= self.max_whitespace <= 64):
             raise GrammarError(f"max_whitespace must be within 0..64, got {self.max_whitespace}")
-        if self.max_nesting_depth is not None and not (0 <= self.max_nesting_depth <= 8):
-            raise GrammarError(f"max_nesting_depth must be within 0..8, got {self.max_nesting_depth}")
+        if self.max_nesting_depth is not None and (isinstance(self.max_nesting_depth, bool) or
+                                                   not isinstance(self.max_nesting_depth, int) or
+                                                   not 0 <= self.max_nesting_depth <= 8):
+            raise GrammarError(f"max_nesting_depth must be None, 'auto' or within 0..8, got "
+                               f"{self.max_nesting_depth!r}")
 
 
 _WS_CHARS = ByteSet(((0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)))
