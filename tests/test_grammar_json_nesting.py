@@ -108,3 +108,15 @@ def test_engine_json_object_masks_allow_deep_tokens(compiler):
     m.fill_next_token_bitmask(bitmask, 0)
     stops = list(compiler.vocab.stop_token_ids)
     assert unpack_mask(bitmask[0], compiler.vocab.vocab_size)[stops].all()
+
+
+def test_recursive_schemas_share_terminal_automata(compiler):
+    """Two compilations of exact schemas (compiled-grammar cache off) reuse the terminal DFAs."""
+    uncached = GrammarCompiler(compiler.vocab)
+    uncached.cache_enabled = False
+    schema = {"type": "object", "properties": {"id": {"type": "integer"}, "extra": {}}}
+    first, second = (compile_json_schema(schema, compiler.vocab, compiler=uncached, max_nesting_depth=None)
+                     for _ in range(2))
+    assert first is not second and first.dfa is not second.dfa
+    assert all(a is b for a, b in zip(first.dfa.builder.terminals, second.dfa.builder.terminals, strict=True))
+    assert accepts(second, '{"id": 3, "extra": ' + DEEP + "}") and not accepts(second, '{"id": 3.5}')

@@ -16,11 +16,17 @@ def is_recursive(grammar: Node | Grammar) -> bool:
     return isinstance(grammar, Grammar) and grammar.start in recursive_rules(grammar)
 
 
-def compile_cfg(grammar: Grammar, budget: CompileBudget | None = None) -> LazyDFA:
-    """The byte automaton of a grammar whose rules may be recursive (Earley over terminal DFAs)."""
+def compile_cfg(grammar: Grammar, budget: CompileBudget | None = None,
+                builder: AutomatonBuilder | None = None) -> LazyDFA:
+    """The byte automaton of a grammar whose rules may be recursive (Earley over terminal DFAs).
+
+    `builder` (default: a fresh one) compiles the terminals; a long-lived builder shares their
+    DFAs, and so their cached token masks, with earlier compilations."""
     budget = (budget or CompileBudget()).start()
     cfg = lower_grammar(grammar)
-    builder = AutomatonBuilder(budget)
+    if builder is None:
+        builder = AutomatonBuilder(budget)
+    builder.budget = budget
     terminals = [builder.dfa(node) for node in cfg.terminals]
     empty = {i for i, dfa in enumerate(terminals) if dfa.is_empty()}
     cfg = prune_unproductive(cfg, empty)

@@ -4,7 +4,8 @@ The lowering marks reusable pieces (string and number leaves, the bounded any-JS
 languages, pattern languages) with `freeze`, i.e. as `And` nodes, which the automaton builder
 compiles once and splices in wherever they occur.  Keeping one builder alive across compilations
 makes those DFAs a state-level cache: a later schema that uses the same piece reuses its DFA.
-Only sub-automata are shared; no schema's compiled grammar is cached here.
+Recursive schemas share the DFAs of their terminals the same way.  Only sub-automata are shared;
+no schema's compiled grammar is cached here.
 """
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from typing import Any
 
 from formwork.grammar.automaton import AutomatonBuilder
 from formwork.grammar.budget import CompileBudget
+from formwork.grammar.cfg import compile_cfg
 from formwork.grammar.dfa import START, DFA
-from formwork.grammar.ir import Node
+from formwork.grammar.ir import Grammar, Node
+from formwork.grammar.lazy_dfa import LazyDFA
 
 MAX_COMPILATIONS = 512
 
@@ -29,14 +32,23 @@ class SharedAutomata:
         self._uses = 0
         self._lock = threading.Lock()
 
+    def _renewed_builder(self) -> AutomatonBuilder:
+        self._uses += 1
+        if self._uses > self.max_compilations:
+            self._builder, self._uses = AutomatonBuilder(), 1
+        return self._builder
+
     def compile(self, node: Node, budget: CompileBudget | None = None) -> DFA:
         """The minimal DFA of `node` under a fresh `budget` (time limit restarts per call)."""
         with self._lock:
-            self._uses += 1
-            if self._uses > self.max_compilations:
-                self._builder, self._uses = AutomatonBuilder(), 1
-            self._builder.budget = (budget or CompileBudget()).start()
-            return self._builder.dfa(node)
+            builder = self._renewed_builder()
+            builder.budget = (budget or CompileBudget()).start()
+            return builder.dfa(node)
+
+    def compile_cfg(self, grammar: Grammar, budget: CompileBudget | None = None) -> LazyDFA:
+        """The Earley automaton of a recursive `grammar`, its terminal DFAs from the shared memo."""
+        with self._lock:
+            return compile_cfg(grammar, budget, self._renewed_builder())
 
 
 SHARED = SharedAutomata()

@@ -9,7 +9,6 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from formwork.grammar.budget import CompileBudget
-from formwork.grammar.cfg import compile_cfg
 from formwork.grammar.compiler import CompiledGrammar, GrammarCompiler
 from formwork.grammar.ir import Grammar
 from formwork.grammar.json_schema.automata import SHARED
@@ -33,7 +32,7 @@ def compile_cached(compiler: GrammarCompiler, key: Hashable, lower: Callable[[],
     b = compiler.budget
     budget = CompileBudget(b.max_nfa_states, b.max_dfa_states, b.max_seconds)
     if isinstance(lowered.node, Grammar):  # recursive schema: the Earley automaton
-        dfa = compile_cfg(lowered.node, budget)
+        dfa = SHARED.compile_cfg(lowered.node, budget)
     else:
         dfa = SHARED.compile(lowered.node, budget)
     grammar = CompiledGrammar(dfa, compiler.vocab, compiler.mask_cache,
