@@ -56,8 +56,16 @@ async def _until_content(lines) -> None:
             return
 
 
-def test_full_waiting_queue_is_503_with_retry_after(served):
+def test_full_waiting_queue_is_503_with_retry_after(served, monkeypatch):
     url, engine = served
+    core = engine.engine.engine
+    step = core.step
+
+    def slow_step():  # request 1 must still be running when request 3 arrives, however loaded the box
+        time.sleep(0.05)
+        return step()
+
+    monkeypatch.setattr(core, "step", slow_step)
 
     async def run():
         async with httpx.AsyncClient(timeout=60) as client:
