@@ -5,7 +5,7 @@ from formwork.grammar.budget import CompileBudget
 from formwork.grammar.dfa import DFA, complement, product
 from formwork.grammar.errors import RecursionNotSupportedError, UndefinedRuleError
 from formwork.grammar.ir import (
-    Alt, And, Grammar, Node, Not, Repeat, RuleRef, Seq, alt, any_text, repeat, seq,
+    And, Grammar, Node, Not, RuleRef, any_text, map_children,
 )
 from formwork.grammar.gc_pause import paused_gc
 from formwork.grammar.lazy_dfa import LazyDFA, SubsetBuilder
@@ -40,18 +40,8 @@ def inline_rules(grammar: Grammar) -> Node:
             return memo[key]
         if isinstance(node, RuleRef):
             out = resolve(node.name)
-        elif isinstance(node, Seq):
-            out = seq(*(substitute(x) for x in node.items))
-        elif isinstance(node, Alt):
-            out = alt(*(substitute(x) for x in node.items))
-        elif isinstance(node, Repeat):
-            out = repeat(substitute(node.item), node.min, node.max)
-        elif isinstance(node, And):
-            out = And(substitute(node.a), substitute(node.b))
-        elif isinstance(node, Not):
-            out = Not(substitute(node.a))
         else:
-            out = node
+            out = map_children(node, substitute)
         if not isinstance(node, RuleRef):
             memo[key] = out
         return out

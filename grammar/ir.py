@@ -8,7 +8,7 @@ form a cycle are inlined and a cycle raises `RecursionNotSupportedError`.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -212,6 +212,34 @@ def repeat(node: Node, lo: int = 0, hi: int | None = None) -> Node:
 def optional(node: Node) -> Node:
     """Zero or one `node`."""
     return repeat(node, 0, 1)
+
+
+def children(node: Node) -> tuple[Node, ...]:
+    """The direct sub-nodes of a composite node (none for leaves and rule references)."""
+    if isinstance(node, (Seq, Alt)):
+        return node.items
+    if isinstance(node, Repeat):
+        return (node.item,)
+    if isinstance(node, And):
+        return (node.a, node.b)
+    if isinstance(node, Not):
+        return (node.a,)
+    return ()
+
+
+def map_children(node: Node, f: Callable[[Node], Node]) -> Node:
+    """`node` rebuilt (and simplified) with `f` applied to each direct sub-node; leaves unchanged."""
+    if isinstance(node, Seq):
+        return seq(*(f(x) for x in node.items))
+    if isinstance(node, Alt):
+        return alt(*(f(x) for x in node.items))
+    if isinstance(node, Repeat):
+        return repeat(f(node.item), node.min, node.max)
+    if isinstance(node, And):
+        return And(f(node.a), f(node.b))
+    if isinstance(node, Not):
+        return Not(f(node.a))
+    return node
 
 
 def _code_point(value: int | str) -> int:

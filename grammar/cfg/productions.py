@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from formwork.grammar.errors import GrammarBudgetError, GrammarError, UndefinedRuleError
 from formwork.grammar.ir import (
-    Alt, And, Empty, Grammar, Node, Not, Nothing, Repeat, RuleRef, Seq, alt, repeat, seq,
+    Alt, And, Empty, Grammar, Node, Not, Nothing, Repeat, RuleRef, Seq, alt, children, repeat, seq,
 )
 
 MAX_EXPANSION = 10_000  # symbols produced by unrolling bounded repetitions of recursive parts
@@ -42,16 +42,8 @@ def terminal_symbol(index: int) -> int:
 def _references(node: Node, out: set[str]) -> set[str]:
     if isinstance(node, RuleRef):
         out.add(node.name)
-    elif isinstance(node, (Seq, Alt)):
-        for item in node.items:
-            _references(item, out)
-    elif isinstance(node, Repeat):
-        _references(node.item, out)
-    elif isinstance(node, And):
-        _references(node.a, out)
-        _references(node.b, out)
-    elif isinstance(node, Not):
-        _references(node.a, out)
+    for child in children(node):
+        _references(child, out)
     return out
 
 

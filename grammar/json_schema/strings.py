@@ -22,8 +22,8 @@ import json
 from typing import Optional
 
 from formwork.grammar.ir import (
-    EMPTY, Alt, And, ByteSet, Bytes, Empty, Node, Not, Nothing, Repeat, Seq, alt, chars, lit, repeat,
-    seq,
+    EMPTY, Alt, And, ByteSet, Bytes, Empty, Node, Not, Nothing, Repeat, Seq, alt, chars, lit, map_children,
+    repeat, seq,
 )
 
 QUOTE = lit('"')
@@ -158,20 +158,12 @@ def encode_decoded(node: Node) -> Node:
         elif isinstance(n, Bytes):
             out = seq(*(_encode_byteset(ByteSet(((b, b),))) if b < 0x80 else Bytes(bytes([b]))
                         for b in n.value))
-        elif isinstance(n, Seq):
-            out = seq(*(go(x) for x in n.items))
-        elif isinstance(n, Alt):
-            out = alt(*(go(x) for x in n.items))
-        elif isinstance(n, Repeat):
-            out = repeat(go(n.item), n.min, n.max)
-        elif isinstance(n, And):
-            out = And(go(n.a), go(n.b))
         elif isinstance(n, Not):
             # complement of the decoded language, then re-encoded: canonical spellings of all
             # strings minus the encoded language
             out = And(string_content(canonical=True), Not(go(n.a)))
-        elif isinstance(n, (Empty, Nothing)):
-            out = n
+        elif isinstance(n, (Seq, Alt, Repeat, And, Empty, Nothing)):
+            out = map_children(n, go)
         else:
             raise TypeError(f"cannot encode IR node {type(n).__name__}")
         memo[n] = out
