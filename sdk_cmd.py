@@ -17,6 +17,8 @@ import os
 import sys
 from typing import Any
 
+from formwork.cli_args import positive_int
+
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
 
@@ -33,7 +35,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     constraint.add_argument("--schema", metavar="FILE", help="JSON Schema file the output must validate against")
     constraint.add_argument("--regex", metavar="R", help="regular expression the output must match in full")
     constraint.add_argument("--choice", metavar="A,B,...", help="comma-separated strings; the output is one")
-    parser.add_argument("--max-tokens", type=_positive_int, default=None,
+    parser.add_argument("--max-tokens", type=positive_int, default=None,
                         help="token limit (default: the model's context)")
     parser.add_argument("--temperature", type=float, default=None, help="sampling temperature (0 = greedy)")
     parser.add_argument("--seed", type=int, default=None, help="sampling seed")
@@ -44,16 +46,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("prompt", metavar="PROMPT", help="the prompt")
     parser.set_defaults(func=run)
     return parser
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

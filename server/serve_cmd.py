@@ -8,6 +8,8 @@ import re
 import time
 from pathlib import Path
 
+from formwork.cli_args import positive_int
+
 logger = logging.getLogger("formwork.serve")
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
@@ -25,16 +27,6 @@ def parse_size(text: str) -> int:
     return value
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "serve", help="serve a model over the OpenAI-compatible HTTP API",
@@ -45,12 +37,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--served-model-name", default=None,
                         help="model name clients must send (default: --model as given, or the demo's name)")
-    parser.add_argument("--max-model-len", type=_positive_int, default=None, help="context limit in tokens")
-    parser.add_argument("--max-num-seqs", type=_positive_int, default=64, help="sequences per batch")
-    parser.add_argument("--max-num-batched-tokens", type=_positive_int, default=2048, help="tokens per step")
+    parser.add_argument("--max-model-len", type=positive_int, default=None, help="context limit in tokens")
+    parser.add_argument("--max-num-seqs", type=positive_int, default=64, help="sequences per batch")
+    parser.add_argument("--max-num-batched-tokens", type=positive_int, default=2048, help="tokens per step")
     parser.add_argument("--kv-cache-memory", type=parse_size, default=None,
                         help="KV-cache budget, e.g. 256MiB (default: the engine's)")
-    parser.add_argument("--max-waiting-requests", type=_positive_int, default=256,
+    parser.add_argument("--max-waiting-requests", type=positive_int, default=256,
                         help="waiting-queue limit; beyond it requests get 503 with Retry-After")
     parser.add_argument("--no-prefix-caching", action="store_true", help="disable the prefix cache")
     parser.add_argument("--seed", type=int, default=0, help="engine seed for unseeded requests")
