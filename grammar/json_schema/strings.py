@@ -18,6 +18,7 @@ character by character into canonical spellings (:func:`encode_decoded`).
 """
 from __future__ import annotations
 
+import functools
 import json
 from typing import Optional
 
@@ -63,11 +64,14 @@ def _byteset(chars_: str) -> ByteSet:
     return ByteSet(tuple((ord(c), ord(c)) for c in chars_))
 
 
-#: One character of a JSON string in the canonical spelling: raw, a short escape, or ``\u00xx``
-#: (lower-case hex) for the control characters without a short form (factored: few NFA states).
-CANONICAL_CHAR = alt(RAW_CHAR, seq(lit("\\"), alt(
+#: The canonical escapes: ``\"``, ``\\``, the short forms ``\b \f \n \r \t`` and ``\u00xx``
+#: (lower-case hex) for the other control characters (factored: few NFA states).
+CANONICAL_ESCAPE = seq(lit("\\"), alt(
     _byteset('"\\bfnrt'),
-    seq(lit("u00"), alt(seq(lit("0"), _byteset("01234567bef")), seq(lit("1"), _byteset("0123456789abcdef")))))))
+    seq(lit("u00"), alt(seq(lit("0"), _byteset("01234567bef")), seq(lit("1"), _byteset("0123456789abcdef"))))))
+
+#: One character of a JSON string in the canonical spelling: raw or a canonical escape.
+CANONICAL_CHAR = alt(RAW_CHAR, CANONICAL_ESCAPE)
 
 
 def string_content(min_length: int = 0, max_length: Optional[int] = None,
@@ -86,8 +90,33 @@ def literal_content(value: str) -> Node:
     return lit(json.dumps(value, ensure_ascii=False)[1:-1])
 
 
-_ESCAPED_ASCII = [*range(0x20), 0x22, 0x5C]
+#: Raw ASCII characters of a canonical spelling, as byte ranges (no ``"``, ``\`` or controls).
+_RAW_ASCII = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7F))
 _NON_ASCII = chars([(0x80, 0x10FFFF)])
+_ANY_CONTENT = repeat(CANONICAL_CHAR, 0, None)
+
+
+def _raw_ascii_except(excluded: frozenset[int]) -> tuple[tuple[int, int], ...]:
+    """The raw ASCII characters other than the bytes `excluded`, as sorted, merged ranges."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in _RAW_ASCII:
+        for b in sorted(x for x in excluded if lo <= x <= hi):
+            if lo < b:
+                out.append((lo, b - 1))
+            lo = b + 1
+        if lo <= hi:
+            out.append((lo, hi))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=4096)
+def _leave_names(continuations: frozenset[int]) -> Node:
+    """Contents that leave a trie of names where `continuations` are the next bytes of names: one
+    canonical character that is none of them, then anything.  Built once per process (the same
+    node in every schema lets automaton memos find it by identity)."""
+    raw = _raw_ascii_except(continuations)
+    first = alt(*([ByteSet(raw)] if raw else []), _NON_ASCII, CANONICAL_ESCAPE)
+    return seq(first, _ANY_CONTENT)
 
 
 def canonical_content_except(names: list[str]) -> Node:
@@ -104,14 +133,9 @@ def canonical_content_except(names: list[str]) -> Node:
         for ch in name:
             node = node.setdefault(ch, {})
         node[""] = {}
-    any_rest = repeat(CANONICAL_CHAR, 0, None)
-    escapes = [lit(canonical_ascii(b)) for b in _ESCAPED_ASCII]
 
     def walk(node: dict) -> Node:
-        children = {ord(c) for c in node if c}
-        raw = [(b, b) for b in range(0x20, 0x80) if b not in (0x22, 0x5C) and b not in children]
-        leave = alt(ByteSet(tuple(raw)), _NON_ASCII, *escapes)
-        options = [seq(leave, any_rest)]
+        options = [_leave_names(frozenset(ord(c) for c in node if c))]
         if "" not in node:
             options.append(EMPTY)  # stopping here spells a proper prefix, not a name
         for c in node:
