@@ -11,7 +11,8 @@ from jsonschema.exceptions import ValidationError
 from formwork.schemas.drafts import Draft
 from formwork.schemas.errors import MetaSchemaError
 from formwork.schemas.fast_metaschema import inlined_2020_12_metaschema
-from formwork.schemas.keywords import DRAFT_2020_12, SUBSCHEMA_KEYWORDS, Shape
+from formwork.schemas.keywords import DRAFT_07, DRAFT_2020_12, SUBSCHEMA_KEYWORDS, Shape
+from formwork.schemas.meta_predicate import Predicate, UnsupportedMetaSchemaError, compile_meta_schema
 from formwork.schemas.pointer import join_pointer
 from formwork.schemas.problems import Problem, Severity
 
@@ -45,8 +46,23 @@ def _fast_validator(draft: Draft) -> Any:
     return draft.validator(inlined_2020_12_metaschema(), format_checker=_format_checker(draft))
 
 
+@lru_cache(maxsize=None)
+def _predicate(draft: Draft) -> Predicate | None:
+    """The meta-schema compiled to a certainly-valid predicate (see `meta_predicate`), if it can be."""
+    meta = inlined_2020_12_metaschema() if draft.name == DRAFT_2020_12 else draft.validator.META_SCHEMA
+    try:
+        return compile_meta_schema(meta, draft.validator, _format_checker(draft),
+                                   draft07=draft.name == DRAFT_07)
+    except UnsupportedMetaSchemaError:
+        return None
+
+
 def is_valid_schema(schema: Any, draft: Draft) -> bool:
-    """Whether `schema` validates against `draft`'s meta-schema."""
+    """Whether `schema` validates against `draft`'s meta-schema: the compiled predicate decides the
+    usual valid case, jsonschema the rest."""
+    predicate = _predicate(draft)
+    if predicate is not None and predicate(schema):
+        return True
     return _fast_validator(draft).is_valid(schema)
 
 

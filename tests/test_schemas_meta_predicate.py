@@ -1,0 +1,94 @@
+"""The compiled meta-schema predicates (`schemas/meta_predicate.py`): True only for schemas the
+official meta-schema accepts, True for the valid schemas of the JSON Schema Test Suite, and
+refusing meta-schemas outside the compiled subset."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from formwork.schemas.drafts import DRAFT_07_SPEC, DRAFT_2020_12_SPEC
+from formwork.schemas.keywords import DRAFT_KEYWORDS
+from formwork.schemas.meta_predicate import UnsupportedMetaSchemaError, compile_meta_schema
+from formwork.schemas.metaschema import _predicate
+from formwork.schemas.walk import subschemas
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest_schemas import suite_groups  # noqa: E402
+
+DRAFTS = {"2020-12": DRAFT_2020_12_SPEC, "draft-07": DRAFT_07_SPEC}
+
+
+def _official(draft):
+    validator = draft.validator
+    formats = [f for f in validator.FORMAT_CHECKER.checkers if f != "regex"]
+    return validator(validator.META_SCHEMA, format_checker=jsonschema.FormatChecker(formats))
+
+
+@pytest.mark.parametrize("name", sorted(DRAFTS))
+def test_predicate_agrees_with_the_official_meta_schema_on_suite_schemas(name):
+    draft = DRAFTS[name]
+    predicate, official = _predicate(draft), _official(draft)
+    assert predicate is not None
+    checked = 0
+    for _file, group in suite_groups(name):
+        stack = [group["schema"]]
+        while stack:
+            schema = stack.pop()
+            ok = official.is_valid(schema)
+            # never a false "valid"; and every valid suite schema takes the fast path
+            assert predicate(schema) == ok, schema
+            stack.extend(sub.schema for sub in subschemas(schema, name))
+            checked += 1
+    assert checked > 500
+
+
+json_scalars = st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-2, 2) | st.sampled_from(
+    ["", "a", "string", "object", "array", "#", "#/$defs/x", "uuid", "^a+$", "(", "http://x/",
+     "not a uri"])
+keywords = st.sampled_from(sorted(DRAFT_KEYWORDS["2020-12"] | DRAFT_KEYWORDS["draft-07"])
+                           + ["x-unknown"])
+schema_like = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keywords, inner, max_size=4),
+    max_leaves=12)
+
+
+@settings(deadline=None, max_examples=200)
+@given(schema_like)
+def test_predicate_is_never_wrongly_true(schema):
+    for draft in DRAFTS.values():
+        if _predicate(draft)(schema):
+            assert _official(draft).is_valid(schema), schema
+
+
+def test_examples_of_valid_and_invalid_schemas():
+    predicate = _predicate(DRAFT_2020_12_SPEC)
+    assert predicate({"type": ["string", "null"], "required": ["a", "b"]})
+    assert not predicate({"required": ["a", "a"]})  # invalid
+    assert not predicate({"$id": "#frag"})  # 2020-12 forbids non-empty fragments in $id
+    assert not predicate({"minLength": -1}) and not predicate({"multipleOf": 0})
+    assert predicate({"minLength": 2.0})  # an integral float is an integer
+
+
+@pytest.mark.parametrize("meta", [
+    {"patternProperties": {"^x": True}},
+    {"$dynamicRef": "#meta"},
+    {"not": {"type": "string"}},
+    {"enum": [1, 2]},
+    {"items": [{"type": "string"}]},
+    {"$ref": "#/properties/a"},
+])
+def test_meta_schemas_outside_the_subset_are_refused(meta):
+    with pytest.raises(UnsupportedMetaSchemaError):
+        compile_meta_schema(meta, jsonschema.Draft202012Validator, jsonschema.FormatChecker())
+
+
+def test_draft_07_ref_siblings_are_refused():
+    with pytest.raises(UnsupportedMetaSchemaError):
+        compile_meta_schema({"$ref": "#", "type": "object"}, jsonschema.Draft7Validator,
+                            jsonschema.FormatChecker(), draft07=True)
