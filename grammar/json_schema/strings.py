@@ -127,23 +127,34 @@ def canonical_content_except(names: list[str]) -> Node:
     """
     if not all(n.isascii() and n.isprintable() and '"' not in n and "\\" not in n for n in names):
         return And(string_content(canonical=True), Not(alt(*(literal_content(n) for n in names))))
-    trie: dict = {}
-    for name in names:
-        node = trie
-        for ch in name:
-            node = node.setdefault(ch, {})
-        node[""] = {}
+    return _except_suffixes(sorted(set(names)))
 
-    def walk(node: dict) -> Node:
-        options = [_leave_names(frozenset(ord(c) for c in node if c))]
-        if "" not in node:
-            options.append(EMPTY)  # stopping here spells a proper prefix, not a name
-        for c in node:
-            if c:
-                options.append(seq(lit(c), walk(node[c])))
-        return alt(*options)
 
-    return walk(trie)
+def _except_suffixes(suffixes: list[str]) -> Node:
+    """Contents that, after the common prefix spelled so far, complete none of `suffixes` (sorted,
+    distinct): a walk down the trie of the names."""
+    if len(suffixes) == 1:
+        return _except_suffix(suffixes[0])
+    groups: dict[str, list[str]] = {}
+    for suffix in suffixes:
+        if suffix:
+            groups.setdefault(suffix[0], []).append(suffix[1:])
+    options = [_leave_names(frozenset(ord(c) for c in groups))]
+    if not suffixes or suffixes[0]:
+        options.append(EMPTY)  # stopping here spells a proper prefix, not a name
+    for c, rest in groups.items():
+        options.append(seq(lit(c), _except_suffixes(rest)))
+    return alt(*options)
+
+
+@functools.lru_cache(maxsize=4096)
+def _except_suffix(suffix: str) -> Node:
+    """`_except_suffixes` for one suffix (a chain of the trie).  Built once per process: property
+    names recur across schemas."""
+    node = _leave_names(frozenset())
+    for c in reversed(suffix):
+        node = alt(_leave_names(frozenset((ord(c),))), EMPTY, seq(lit(c), node))
+    return node
 
 
 def _encode_byteset(node: ByteSet) -> Node:
