@@ -60,6 +60,7 @@ class AutomatonBuilder:
         self.budget = (budget or CompileBudget()).start()
         self._memo: dict[Node, DFA | LazyDFA] = {}
         self._eager: dict[Node, DFA] = {}
+        self._lexemes: dict[Node, LazyDFA] = {}
 
     def dfa(self, node: Node) -> DFA | LazyDFA:
         got = self._memo.get(node)
@@ -81,8 +82,21 @@ class AutomatonBuilder:
             nfa = NFA(self.budget, self.eager)
             s, e = nfa.new_state(), nfa.new_state()
             nfa.build(node, s, e)
-            out = LazyDFA(SubsetBuilder(nfa, s, e, self.budget, empty=nfa.is_empty(node)), root=node)
+            out = LazyDFA(SubsetBuilder(nfa, s, e, self.budget, empty=nfa.is_empty(node)), root=node,
+                          standalone=self.lexeme_automaton)
         return out
+
+    def lexeme_automaton(self, node: Node) -> LazyDFA:
+        """The automaton of a lexeme on its own, numbered like its region in any document NFA
+        (start 0, end 1, then the lexeme's states in the order the document built them)."""
+        got = self._lexemes.get(node)
+        if got is None:
+            budget = CompileBudget().start()  # shared by later compilations: not this one's budget
+            nfa = NFA(budget, self.eager, record_regions=False)
+            s, e = nfa.new_state(), nfa.new_state()
+            nfa.build(node, s, e)
+            got = self._lexemes[node] = LazyDFA(SubsetBuilder(nfa, s, e, budget), root=("lexeme", node))
+        return got
 
     def eager(self, node: Node) -> DFA:
         """The complete, minimal DFA of `node`."""

@@ -8,16 +8,19 @@ every non-empty state set has a non-empty language and the empty set is exactly 
 """
 from __future__ import annotations
 
+import bisect
 import itertools
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 
 import numpy as np
 
 from formwork.grammar.budget import CompileBudget
 from formwork.grammar.dfa import DEAD, DFA, START, minimize
 from formwork.grammar.gc_pause import paused_gc
+from formwork.grammar.ir import Node
+from formwork.grammar.lexemes import LexemeState, Region
 from formwork.grammar.nfa import NFA
 
 _KEYS = itertools.count()
@@ -66,6 +69,8 @@ class SubsetBuilder:
         self._edges = nfa.edges
         self._class_edges: list[tuple[tuple[int, int, int], ...] | None] = [None] * len(nfa.edges)
         self.eps = nfa.eps
+        self.regions: list[Region] = nfa.regions
+        self._region_starts = [r.first for r in nfa.regions]
         self._closures: dict[int, frozenset[int]] = {}
         self._union: dict[tuple[int, ...], int] = {}
         nothing: frozenset[int] = frozenset()
@@ -97,6 +102,38 @@ class SubsetBuilder:
     def accepting(self, i: int) -> bool:
         return self.final in self.sets[i]
 
+    def intern(self, state_set: frozenset[int]) -> int:
+        """The index of a closed NFA state set, added if new."""
+        sid = self.index.get(state_set)
+        if sid is None:
+            sid = self.index[state_set] = len(self.sets)
+            self.sets.append(state_set)
+            self.budget.check_dfa(len(self.sets), "the grammar automaton")
+        return sid
+
+    def region_of(self, i: int) -> tuple[Region, frozenset[int], bool] | None:
+        """(region, the set's NFA states inside it, whether the lexeme may end here) when set `i`
+        lies inside one lexeme region, plus all of the region's continuation if it may end."""
+        states = self.sets[i]
+        if not self.regions:
+            return None
+        starts = self._region_starts
+        for x in states:
+            k = bisect.bisect_right(starts, x) - 1
+            if k >= 0 and x < self.regions[k].last:
+                region = self.regions[k]
+                break
+        else:
+            return None
+        inside = frozenset(x for x in states if region.first <= x < region.last)
+        rest = states - inside
+        if not rest:
+            return region, inside, False
+        after = self.closure(region.end)
+        if rest == after and not any(region.first <= x < region.last for x in after):
+            return region, inside, True
+        return None
+
     def row(self, i: int) -> list[int]:
         """Successor state index per byte class (new state sets are interned)."""
         moves: list[list[int]] = [[] for _ in range(self.num_classes)]
@@ -111,13 +148,7 @@ class SubsetBuilder:
             key = tuple(sorted(set(targets)))
             sid = self._union.get(key)
             if sid is None:
-                target_set = frozenset().union(*(self.closure(t) for t in key))
-                sid = self.index.get(target_set)
-                if sid is None:
-                    sid = self.index[target_set] = len(self.sets)
-                    self.sets.append(target_set)
-                    self.budget.check_dfa(len(self.sets), "the grammar automaton")
-                self._union[key] = sid
+                sid = self._union[key] = self.intern(frozenset().union(*(self.closure(t) for t in key)))
             row[k] = sid
         return row
 
@@ -133,8 +164,11 @@ class LazyDFA:
 
     lazy = True
 
-    def __init__(self, builder: SubsetBuilder, root: Hashable | None = None):
+    def __init__(self, builder: SubsetBuilder, root: Hashable | None = None,
+                 standalone: Callable[[Node], "LazyDFA"] | None = None):
         self._b = builder
+        self._standalone = standalone
+        self._lexeme_states: dict[int, LexemeState | None] = {}
         self._lock = threading.Lock()
         self._cache: dict = {}
         self._root = _root_id(root)
@@ -215,6 +249,27 @@ class LazyDFA:
         """Names the language of state `s` for state-level caches: the IR root it was built
         from (construction is deterministic) and its set of NFA states."""
         return self._root, self._b.sets[s]
+
+    def state_of(self, state_set: frozenset[int]) -> int:
+        """The DFA state whose NFA state set is `state_set` (closed under epsilon moves)."""
+        sid = self._b.index.get(state_set)
+        if sid is None:
+            with self._lock:
+                sid = self._b.intern(state_set)
+                self._record_new()
+        return sid
+
+    def lexeme_state(self, s: int) -> LexemeState | None:
+        """Where state `s` lies inside a lexeme (see `formwork.grammar.lexemes`), or None."""
+        if s in self._lexeme_states:
+            return self._lexeme_states[s]
+        found = self._b.region_of(s) if self._standalone is not None else None
+        if found is not None:
+            region, inside, ends = found
+            automaton, local = region.local_state(inside, ends, self._standalone)
+            found = LexemeState(automaton, local, self.state_of(self._b.closure(region.end)), ends)
+        self._lexeme_states[s] = found
+        return found
 
     def flat256(self) -> np.ndarray:
         """Flat table of next_state * 256 (rows of unexpanded states are zero: call ensure)."""

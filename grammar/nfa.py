@@ -15,21 +15,25 @@ from formwork.grammar.errors import GrammarError
 from formwork.grammar.ir import (
     Alt, And, ByteSet, Bytes, Empty, Node, Not, Nothing, Repeat, RuleRef, Seq,
 )
+from formwork.grammar.lexemes import Region, is_lexeme
 
 
 class NFA:
     """States with epsilon moves and byte-range edges `(lo, hi, target)`.
 
     Sub-terms with an empty language add nothing, so every state lies on a path to the end
-    state: a non-empty set of states always has a non-empty language.
+    state: a non-empty set of states always has a non-empty language.  `regions` records where
+    lexemes (embedded DFAs, nodes marked with `lexeme()`) were built, outermost only, in order.
     """
 
-    def __init__(self, budget: CompileBudget, dfa_of: Callable[[Node], DFA]):
+    def __init__(self, budget: CompileBudget, dfa_of: Callable[[Node], DFA], record_regions: bool = True):
         self.eps: list[list[int]] = []
         self.edges: list[list[tuple[int, int, int]]] = []
         self.budget = budget
         self.dfa_of = dfa_of
         self._empty: dict[Node, bool] = {}
+        self.regions: list[Region] = []
+        self._inside = 0 if record_regions else 1  # > 0: inside a region, record none
 
     def is_empty(self, node: Node) -> bool:
         """True when `node` matches no string at all."""
@@ -68,6 +72,19 @@ class NFA:
         """
         if self.is_empty(node):
             return
+        if not self._inside and isinstance(node, Repeat) and is_lexeme(node):
+            first = len(self.eps)
+            self._inside += 1
+            try:
+                self._build(node, s, e)
+            finally:
+                self._inside -= 1
+            if len(self.eps) > first:
+                self.regions.append(Region(first, len(self.eps), e, node=node))
+            return
+        self._build(node, s, e)
+
+    def _build(self, node: Node, s: int, e: int) -> None:
         if isinstance(node, Empty) or (isinstance(node, (Bytes, Seq)) and not (
                 node.value if isinstance(node, Bytes) else node.items)):
             self.eps[s].append(e)
@@ -134,6 +151,8 @@ class NFA:
             self.edges[base + q] = [(lo, hi, base + t) for lo, hi, t in ranges]
             if dfa.accepting[q]:
                 self.eps[base + q].append(e)
+        if not self._inside and n > 1:
+            self.regions.append(Region(base + 1, base + n, e, dfa=dfa))
 
 
 def _byte_ranges(dfa: DFA) -> list[list[tuple[int, int, int]]]:

@@ -15,6 +15,7 @@ import numpy as np
 from formwork.grammar.dfa import DFA, DEAD
 from formwork.grammar.errors import GrammarBudgetError
 from formwork.grammar.lazy_dfa import LazyDFA
+from formwork.grammar.lexemes import lexeme_mask
 from formwork.grammar.slices import JSON_STRING_CHARS, TokenSlice
 from formwork.grammar.token_trie import TokenTrie
 from formwork.grammar.vocabulary import Vocabulary
@@ -25,9 +26,11 @@ StateKey = tuple
 class TokenMaskCache:
     """LRU of packed int32 masks keyed by `StateKey`, for one vocabulary."""
 
-    def __init__(self, vocab: Vocabulary, max_entries: int = 4096, use_slices: bool = True):
+    def __init__(self, vocab: Vocabulary, max_entries: int = 4096, use_slices: bool = True,
+                 use_lexemes: bool = True):
         self.vocab = vocab
         self.use_slices = use_slices
+        self.use_lexemes = use_lexemes
         self.sliced = 0
         self.max_entries = max_entries
         self._masks: OrderedDict[StateKey, np.ndarray] = OrderedDict()
@@ -40,6 +43,7 @@ class TokenMaskCache:
         stop[list(vocab.stop_token_ids)] = True
         self._stop = stop
         self._stop_ids = np.array(vocab.stop_token_ids, dtype=np.intp)
+        self.stop_words = pack_token_ids(self._stop_ids, vocab.vocab_size)
 
     def mask(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None = None) -> np.ndarray:
         """Packed int32 mask (bit 1 = allowed) of `state`, computed on first use; do not modify."""
@@ -62,6 +66,12 @@ class TokenMaskCache:
         custom = getattr(dfa, "compute_mask", None)  # automata with their own decomposition (CFG)
         if custom is not None:
             words = custom(self, state, max_seconds)
+            words.flags.writeable = False
+            return words
+        inside = dfa.lexeme_state(state) if self.use_lexemes and dfa.lazy else None
+        if inside is not None:
+            deadline = None if max_seconds is None else time.perf_counter() + max_seconds
+            words = lexeme_mask(self, dfa, inside, max_seconds, deadline)
             words.flags.writeable = False
             return words
         trie, base = self.vocab.trie, None

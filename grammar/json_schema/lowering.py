@@ -28,6 +28,7 @@ from formwork.grammar.json_schema.strings import encode_decoded, quoted, string_
 from formwork.grammar.json_schema.values import (
     ANY_JSON_RULE, AnyValue, any_json_rules, container, freeze, value_node,
 )
+from formwork.grammar.lexemes import lexeme
 from formwork.schemas.keywords import ANNOTATION_KEYWORDS
 from formwork.schemas.pointer import child
 
@@ -120,16 +121,17 @@ class Lowerer:
 
     def leaf(self, spec: Any) -> Node:
         """A frequently repeated scalar language, built once per process so that automaton
-        memos find it by identity (`spec`: a regex, or ("string", min_length, max_length))."""
+        memos find it by identity (`spec`: a regex, or ("string", min_length, max_length)); the
+        number or the string's contents is a lexeme (see `formwork.grammar.lexemes`)."""
         node = self._leaves.get(spec)
         if node is None:
             if isinstance(spec, str):
-                node = regex(spec)
+                node = freeze(regex(spec))  # small: an embedded DFA, whose masks are shared
             else:
                 # length-bounded strings use the canonical spelling: far fewer automaton states
                 # per counted character than the general escape model
                 bounded = spec[1] > 0 or spec[2] is not None
-                node = quoted(string_content(spec[1], spec[2], canonical=bounded))
+                node = quoted(lexeme(string_content(spec[1], spec[2], canonical=bounded)))
             self._leaves[spec] = node
         return node
 

@@ -1,0 +1,115 @@
+"""Lexemes: sub-languages whose token masks every grammar shares (string contents, numbers, formats).
+
+A regular grammar compiles to one document automaton, so a state inside, say, a string's contents
+would get a token mask of its own in every grammar, computed by walking the whole vocabulary
+through the document.  The NFA records where each lexeme was built (a `Region`): an embedded DFA
+(`And`/`Not` sub-terms, frozen pieces such as numbers and formats) or an IR node marked with
+`lexeme()` (string contents, whose bounded forms are too big to build eagerly).  A document state
+whose NFA states all lie inside one region *is* a state of the lexeme's own automaton, and its
+mask is the union of
+- the tokens that stay inside the lexeme: the lexeme automaton's own mask, cached per lexeme
+  state by `TokenMaskCache` and so shared by every grammar that uses the lexeme; and
+- the tokens that finish the lexeme part way and go on after it: from the trie nodes where the
+  lexeme may end (`Exits`, also shared), only their subtrees are walked, from the document
+  state right after the lexeme.
+This is the lexer/parser split of DESIGN.md applied to regular grammars.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from formwork.grammar.dfa import DFA
+from formwork.grammar.ir import Alt, Node, Seq
+
+if TYPE_CHECKING:
+    from formwork.grammar.lazy_dfa import LazyDFA
+    from formwork.grammar.token_mask import TokenMaskCache
+
+_MAX_LEXEMES = 4096
+_LEXEMES: OrderedDict[Node, None] = OrderedDict()
+_LEXEMES_LOCK = threading.Lock()
+
+
+def lexeme(node: Node) -> Node:
+    """Mark `node` as a lexeme (its language is unchanged) and return it.  Only nodes that
+    concatenation and union keep whole can be found again: a repetition, not a sequence."""
+    if isinstance(node, (Seq, Alt)):
+        raise TypeError("a lexeme must be a node that seq()/alt() do not flatten (e.g. a Repeat)")
+    with _LEXEMES_LOCK:
+        _LEXEMES[node] = None
+        _LEXEMES.move_to_end(node)
+        if len(_LEXEMES) > _MAX_LEXEMES:
+            _LEXEMES.popitem(last=False)
+    return node
+
+
+def is_lexeme(node: Node) -> bool:
+    return node in _LEXEMES
+
+
+@dataclass(frozen=True)
+class Region:
+    """NFA states `first..last-1` spell one lexeme; `end` is the NFA state right after it.
+
+    Either `dfa` (an embedded DFA whose state q is NFA state `first - 1 + q`) or `node` (a lexeme
+    built in place, whose standalone automaton numbers NFA state x as `x - first + 2`).
+    """
+
+    first: int
+    last: int
+    end: int
+    dfa: DFA | None = None
+    node: Node | None = None
+
+    def local_state(self, inside: frozenset[int], ends: bool, standalone: Callable[[Node], "LazyDFA"]
+                    ) -> tuple[DFA | "LazyDFA", int]:
+        """The lexeme automaton and its state for the document's NFA states `inside` the region
+        (`ends`: the lexeme may end here, so the local state is accepting)."""
+        if self.dfa is not None:
+            (x,) = inside  # an embedded DFA is deterministic: one NFA state
+            return self.dfa, x - self.first + 1
+        automaton = standalone(self.node)
+        local = frozenset(x - self.first + 2 for x in inside)
+        return automaton, automaton.state_of(local | {1} if ends else local)
+
+
+@dataclass(frozen=True)
+class LexemeState:
+    """A document state inside a lexeme: the lexeme automaton, its state, the document state
+    after the lexeme, and whether the lexeme may end here (the document state then holds the
+    state after it too)."""
+
+    automaton: DFA | "LazyDFA"
+    state: int
+    after: int
+    ends: bool
+
+
+def lexeme_mask(cache: "TokenMaskCache", dfa: "LazyDFA", where: LexemeState,
+                max_seconds: float | None, deadline: float | None) -> np.ndarray:
+    """Packed mask of a document state inside a lexeme: tokens inside the lexeme, tokens that
+    leave it part way, and (where it may end here) the mask of the state after it."""
+    # imported here: the CFG package imports token_mask, which calls this module
+    from formwork.grammar.cfg.trie_walks import shared_exits, tokens_at, walk_below
+
+    words = cache.mask(where.automaton, where.state, max_seconds).copy()
+    if where.ends:  # the lexeme's stop bits say it is complete, not the document
+        words &= ~cache.stop_words
+        words |= cache.mask(dfa, where.after, max_seconds)
+    trie = cache.vocab.trie
+    exits = shared_exits(trie, where.automaton, where.state)
+    dfa.ensure_one(where.after)
+    row = dfa.flat256()[where.after * 256: where.after * 256 + 256]
+    seeds = exits.seeds(row)
+    if seeds:
+        ids = tokens_at(trie, walk_below(trie, dfa, seeds, deadline))
+        if len(ids):
+            packed = words.view(np.uint8)
+            np.bitwise_or.at(packed, ids >> 3, np.left_shift(1, ids & 7).astype(np.uint8))
+    return words

@@ -1,0 +1,114 @@
+"""Lexeme masks (grammar/lexemes.py): a document state inside a string's contents, a number or an
+embedded format gets its mask from the lexeme's own automaton plus the tokens that leave it, and
+that mask must equal the plain walk of the whole vocabulary through the document automaton."""
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest_grammar import deepseek_tokenizer, deepseek_vocab  # noqa: E402
+
+from formwork.grammar.compiler import GrammarCompiler  # noqa: E402
+from formwork.grammar.json_schema import compile_json_schema  # noqa: E402
+from formwork.grammar.lexemes import is_lexeme, lexeme  # noqa: E402
+from formwork.grammar.ir import lit, repeat, chars, seq  # noqa: E402
+from formwork.grammar.token_mask import TokenMaskCache  # noqa: E402
+
+SCHEMAS = {
+    "free strings": ({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+                      "required": ["a", "b"]}, {"a": "hello world, \"quoted\" \\ ok", "b": "x"}),
+    "bounded string": ({"type": "object", "properties": {"name": {"type": "string", "minLength": 2,
+                                                                   "maxLength": 20}}},
+                       {"name": "Ada Lovelace"}),
+    "numbers": ({"type": "array", "items": {"type": "number"}}, [1.5, -20, 3e5, 0.25]),
+    "integer range": ({"type": "object", "properties": {"port": {"type": "integer", "minimum": 1,
+                                                                  "maximum": 65535}}}, {"port": 8080}),
+    "formats": ({"type": "object", "properties": {"when": {"type": "string", "format": "date-time"},
+                                                  "site": {"type": "string", "format": "uri"}}},
+                {"when": "2024-05-01T12:30:00Z", "site": "https://example.org/a?b=c"}),
+    "open object": ({"type": "object", "properties": {"id": {"type": "integer"}}},
+                    {"id": 7, "note": "extra member", "n": 2}),
+}
+
+
+@pytest.fixture(scope="module")
+def vocab():
+    return deepseek_vocab()
+
+
+@pytest.fixture(scope="module")
+def plain(vocab):
+    """A mask cache that never decomposes: the reference."""
+    return TokenMaskCache(vocab, use_lexemes=False)
+
+
+def visited_states(grammar, text: str) -> list[int]:
+    """The document states a replay of `text`'s tokens passes through."""
+    m = grammar.matcher()
+    states = []
+    for token in deepseek_tokenizer().encode(text, add_special_tokens=False).ids:
+        states.append(m._state)
+        assert m.accept_token(token)
+    return states
+
+
+@pytest.mark.parametrize("name", list(SCHEMAS))
+def test_lexeme_masks_equal_the_plain_walk(name, vocab, plain):
+    schema, instance = SCHEMAS[name]
+    grammar = compile_json_schema(schema, vocab, compiler=GrammarCompiler(vocab, cache_enabled=False))
+    states = visited_states(grammar, json.dumps(instance))
+    inside = [s for s in states if grammar.dfa.lexeme_state(s) is not None]
+    assert inside, "the replay never entered a lexeme"
+    for s in inside:
+        got = grammar.mask_cache.mask(grammar.dfa, s)
+        assert np.array_equal(got, plain._compute(grammar.dfa, s, None)), f"state {s}"
+
+
+def test_string_contents_share_one_lexeme_automaton_across_schemas(vocab):
+    compiler = GrammarCompiler(vocab, cache_enabled=False)
+    first = compile_json_schema({"type": "object", "properties": {"q": {"type": "string"}}}, vocab,
+                                compiler=compiler)
+    second = compile_json_schema({"type": "array", "items": {"type": "string"}}, vocab, compiler=compiler)
+    a = [first.dfa.lexeme_state(s) for s in visited_states(first, '{"q": "some words"}')]
+    b = [second.dfa.lexeme_state(s) for s in visited_states(second, '["some words"]')]
+    a = [x for x in a if x is not None]
+    b = [x for x in b if x is not None]
+    assert a and b
+    assert a[-1].automaton is b[-1].automaton and a[-1].state == b[-1].state
+    cache = compiler.mask_cache
+    for s in visited_states(first, '{"q": "some words"}'):
+        cache.mask(first.dfa, s)
+    hits = cache.hits
+    cache.mask(second.dfa, visited_states(second, '["some words"]')[-1])
+    assert cache.hits > hits  # the contents' own mask came from the first schema
+
+
+def test_a_marked_node_keeps_its_language(vocab):
+    body = repeat(chars([("a", "z")]), 1, None)
+    assert lexeme(body) is body and is_lexeme(body)
+    compiler = GrammarCompiler(vocab, cache_enabled=False)
+    grammar = compiler.compile_grammar(seq(lit("<"), body, lit(">")))
+    m = grammar.matcher()
+    assert m.accept_string("<abc") and grammar.dfa.lexeme_state(m._state) is not None
+    assert not m.accept_string("1") and m.accept_string("xyz>") and m.can_terminate()
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12))
+def test_any_string_value_replays_through_lexeme_masks(vocab, plain, text):
+    """Every token of any string value is allowed by the decomposed mask, which equals the plain one."""
+    schema = {"type": "object", "properties": {"s": {"type": "string"}}, "required": ["s"]}
+    grammar = compile_json_schema(schema, vocab)
+    m = grammar.matcher()
+    for token in deepseek_tokenizer().encode(json.dumps({"s": text}), add_special_tokens=False).ids:
+        words = m.next_token_mask()
+        if grammar.dfa.lexeme_state(m._state) is not None:
+            assert np.array_equal(words, plain._compute(grammar.dfa, m._state, None))
+        assert words.view(np.uint8)[token >> 3] >> (token & 7) & 1
+        assert m.accept_token(token)
+    assert m.can_terminate()
