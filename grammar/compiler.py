@@ -6,6 +6,7 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 
+import numpy as np
 import torch
 
 from formwork.grammar.cfg.automaton import compile_automaton
@@ -37,6 +38,7 @@ class CompiledGrammar:
         self.compile_seconds = compile_seconds
         self.spec = spec
         self.warnings: list[str] = []
+        self.state_masks: dict[int, np.ndarray] = {}  # filled by matchers: state id -> mask
         if dfa.is_empty():
             raise GrammarError("the constraint matches no string at all")
 

@@ -13,6 +13,8 @@ from formwork.grammar.errors import GrammarError, RollbackError
 if TYPE_CHECKING:
     from formwork.grammar.compiler import CompiledGrammar
 
+MAX_STATE_MASKS = 1024  # masks a grammar keeps by its own state ids (a shortcut past the shared cache)
+
 
 class Matcher:
     """Tracks one generation against a CompiledGrammar.
@@ -59,7 +61,14 @@ class Matcher:
 
     def next_token_mask(self) -> np.ndarray:
         """Packed int32 mask words of the current state (shared with the cache: do not modify)."""
-        return self.grammar.mask_cache.mask(self._dfa, self._state, self.max_step_seconds)
+        masks = self.grammar.state_masks
+        got = masks.get(self._state)
+        if got is None:
+            got = self.grammar.mask_cache.mask(self._dfa, self._state, self.max_step_seconds)
+            if len(masks) >= MAX_STATE_MASKS:
+                masks.clear()
+            masks[self._state] = got
+        return got
 
     # ------------------------------------------------------------ advancing
     def accept_token(self, token_id: int) -> bool:
