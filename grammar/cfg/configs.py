@@ -110,13 +110,6 @@ class ConfigDFA(LazyDFA):
         self.builder = builder
         self.masks = ConfigMasks(self)
 
-    def boundary(self, earley_set: int) -> int:
-        """The configuration "at a boundary after `earley_set`, nothing of the next terminal read"."""
-        with self._lock:
-            got = self.builder._intern(frozenset({(earley_set, BOUNDARY, 0)}))
-            self._record_new()
-        return got
-
     def compute_mask(self, cache, state: int, max_seconds: float | None) -> np.ndarray:
         """Packed mask of configuration `state` (called by `TokenMaskCache` on a miss)."""
         return self.masks.compute(cache, state, max_seconds)

@@ -1,0 +1,129 @@
+"""CFG mask building blocks: terminal-state walks, language keys, slice tables, continuations."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest_grammar import deepseek_vocab  # noqa: E402
+from conftest_grammar_cfg import JSON_LARK  # noqa: E402
+
+from formwork.grammar import GrammarCompiler, Vocabulary  # noqa: E402
+from formwork.grammar.automaton import AutomatonBuilder  # noqa: E402
+from formwork.grammar.cfg.terminal_tables import language_key, terminal_table  # noqa: E402
+from formwork.grammar.cfg.trie_walks import terminal_walk  # noqa: E402
+from formwork.grammar.dfa import DEAD, START  # noqa: E402
+from formwork.grammar.ir import alt, chars, lit, repeat, seq  # noqa: E402
+from formwork.grammar.token_mask import TokenMaskCache, pack_token_ids, walk_trie  # noqa: E402
+
+WS = repeat(chars([(9, 10), (13, 13), (32, 32)]), 1, None)
+NAME = seq(chars([(0x5F, 0x5F), (0x61, 0x7A)]), repeat(chars([(0x30, 0x39), (0x5F, 0x5F), (0x61, 0x7A)]), 0, None))
+STRING = seq(lit('"'), repeat(alt(chars([(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF)]),
+                                  seq(lit("\\"), chars([(0x22, 0x22), (0x5C, 0x5C), (0x6E, 0x6E)]))), 0, None),
+             lit('"'))
+TERMINALS = {"ws": WS, "name": NAME, "string": STRING}
+PREFIXES = [b"", b" ", b"a", b"ab", b'"', b'"a', b'"\\', b'"a"']
+
+
+def trie_prefixes(trie) -> dict[tuple[int, int], bytes]:
+    """(depth, node) -> the bytes spelled from the root to that node."""
+    out: dict[tuple[int, int], bytes] = {}
+    for d in range(trie.max_depth):
+        for i, (byte, parent) in enumerate(zip(trie.level_bytes[d].tolist(), trie.parent[d].tolist())):
+            out[(d, i)] = (out[(d - 1, parent)] if d else b"") + bytes([byte])
+    return out
+
+
+def as_set(found) -> set[tuple[int, int]]:
+    return {(d, int(n)) for d, nodes in found for n in nodes}
+
+
+@settings(deadline=None, max_examples=25)
+@given(tokens=st.lists(st.binary(min_size=1, max_size=12).map(
+    lambda b: bytes(b" a_1\"\\\n'"[x % 8] for x in b)), min_size=1, max_size=60, unique=True))
+def test_terminal_walk_is_the_brute_force_walk(tokens):
+    """Live nodes = prefixes alive from the state; exit children = prefix + one byte where a
+    non-empty prefix takes the terminal to acceptance (ending before any byte is the boundary
+    hypothesis that the configuration holds beside an accepting state).  Deep single paths
+    exercise the node-by-node part of the walk."""
+    trie = Vocabulary(tokens).trie
+    prefixes = trie_prefixes(trie)
+    for name, node in TERMINALS.items():
+        dfa = AutomatonBuilder().dfa(node)
+        for start in {dfa.walk(START, p) for p in PREFIXES} - {DEAD}:
+            live, exits = terminal_walk(trie, dfa, start)
+            want_live = {k for k, p in prefixes.items() if dfa.walk(start, p) != DEAD}
+            want_exits = {k for k, p in prefixes.items()
+                          if len(p) > 1 and dfa.accepting[dfa.walk(start, p[:-1])]}
+            assert as_set(live) == want_live, name
+            assert as_set(exits) == want_exits, name
+
+
+def test_language_key_names_the_language_not_the_automaton():
+    ws_twice = AutomatonBuilder().dfa(seq(lit(","), WS))
+    ws = AutomatonBuilder().dfa(WS)
+    after_comma = ws_twice.walk(START, b", ")  # inside the whitespace of `, ws`: the language ws*
+    after_space = ws.walk(START, b" ")
+    assert language_key(ws_twice, after_comma) == language_key(ws, after_space)
+    assert language_key(ws, START) != language_key(ws, after_space)  # ws+ vs ws*
+    assert language_key(ws, START) != language_key(AutomatonBuilder().dfa(NAME), START)
+
+
+@pytest.fixture(scope="module")
+def vocab():
+    return deepseek_vocab()
+
+
+def test_string_body_tables_use_the_slice(vocab):
+    """A JSON string body takes its inside mask from the sliced cache and its exits from the trie
+    of the tokens outside the slice; both agree with plain walks of the whole trie."""
+    cache = TokenMaskCache(vocab)
+    dfa = AutomatonBuilder().dfa(STRING)
+    body = dfa.walk(START, b'"ab')
+    table = terminal_table(cache, dfa, body)
+    assert table.exits.trie is not vocab.trie
+    inside = walk_trie(vocab.trie, dfa, body).token_ids()
+    assert np.array_equal(table.inside, pack_token_ids(inside, vocab.vocab_size))
+    _, exits = terminal_walk(vocab.trie, dfa, body)
+    ending = np.flatnonzero([data is not None and b'"' in data for data in vocab.token_bytes])
+    through = np.concatenate([vocab.trie.end_tokens[vocab.trie.end_ptr[n + vocab.trie.level_offset[d]]:
+                                                    vocab.trie.end_ptr[n + vocab.trie.level_offset[d] + 1]]
+                              for d, nodes in exits for n in nodes.tolist()])
+    rest_ids = {i for i, data in enumerate(vocab.token_bytes) if data is not None} - set(
+        cache._slice.member_ids.tolist())
+    assert set(through.tolist()) <= set(ending.tolist()) & rest_ids  # exits only through a closing quote
+    assert len(table.exits.node) > 0
+
+
+SMALL_TOKENS = [bytes([c]) for c in b' \n{}[]:,"-.0123456789abcdefghijklmnopqrstuvwxyzE+\\'] + [
+    b'{"', b'":', b'",', b'"}', b'},', b'}}', b'],', b'[{', b'": ', b', "', b'  ', b'    ', b'\n  ', b'",\n',
+    b'true', b'null', b'false', b'12', b'.5', b'e+', b'"a', b'b"', b'"},{"', b'1]', b'0}', b' [', b' {"']
+
+
+def greedy_tokens(vocab: Vocabulary, text: bytes) -> list[int]:
+    index = {data: i for i, data in enumerate(vocab.token_bytes) if data is not None}
+    out, i = [], 0
+    while i < len(text):
+        j = max(k for k in range(i + 1, len(text) + 1) if text[i:k] in index)
+        out.append(index[text[i:j]])
+        i = j
+    return out
+
+
+@pytest.mark.parametrize("text", [b'{"a": [1, -2.5e+3, {"b": null}], "c": "x\\"y"}',
+                                  b'[\n  {"k": [true, false]},\n  {}\n]'])
+def test_continuation_masks_equal_the_full_walk_on_a_small_vocabulary(text):
+    """Tokens spanning several terminals (`"},{"`, `",\\n`) go through chains of continuations;
+    the split mask still equals one walk of the configuration automaton at every step."""
+    vocab = Vocabulary(SMALL_TOKENS + [None], stop_token_ids=[len(SMALL_TOKENS)])
+    g = GrammarCompiler(vocab, cache_enabled=False).compile_ebnf(JSON_LARK)
+    state = START
+    for token in greedy_tokens(vocab, text):
+        full = walk_trie(vocab.trie, g.dfa, state).token_ids()
+        assert np.array_equal(g.mask_cache.mask(g.dfa, state), pack_token_ids(full, vocab.vocab_size))
+        state = g.dfa.walk(state, vocab.token_bytes[token])
+        assert state != DEAD
