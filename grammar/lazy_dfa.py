@@ -71,6 +71,7 @@ class SubsetBuilder:
         self.eps = nfa.eps
         self.regions: list[Region] = nfa.regions
         self._region_starts = [r.first for r in nfa.regions]
+        self._region_at_start = {r.start: r for r in nfa.regions if r.start_moves is not None}
         self._closures: dict[int, frozenset[int]] = {}
         self._union: dict[tuple[int, ...], int] = {}
         nothing: frozenset[int] = frozenset()
@@ -111,14 +112,19 @@ class SubsetBuilder:
             self.budget.check_dfa(len(self.sets), "the grammar automaton")
         return sid
 
-    def region_of(self, i: int) -> tuple[Region, frozenset[int], bool] | None:
-        """(region, the set's NFA states inside it, whether the lexeme may end here) when set `i`
-        lies inside one lexeme region, plus all of the region's continuation if it may end."""
+    def region_of(self, i: int) -> tuple[Region, frozenset[int], bool, bool] | None:
+        """(region, the set's NFA states inside it, whether it holds the region's start, whether
+        the lexeme may end here) when set `i` lies inside one lexeme region: its other states are
+        the region's start (if only the lexeme leaves it) and, if the lexeme may end here, exactly
+        the states after it."""
         states = self.sets[i]
         if not self.regions:
             return None
         starts = self._region_starts
         for x in states:
+            region = self._region_at_start.get(x)
+            if region is not None:
+                break
             k = bisect.bisect_right(starts, x) - 1
             if k >= 0 and x < self.regions[k].last:
                 region = self.regions[k]
@@ -126,12 +132,16 @@ class SubsetBuilder:
         else:
             return None
         inside = frozenset(x for x in states if region.first <= x < region.last)
-        rest = states - inside
+        at_start = region.start in states
+        if at_start and region.start_moves != (len(self.eps[region.start]), len(self._edges[region.start])):
+            return None
+        rest = states - inside - {region.start}
         if not rest:
-            return region, inside, False
+            return region, inside, at_start, False
         after = self.closure(region.end)
-        if rest == after and not any(region.first <= x < region.last for x in after):
-            return region, inside, True
+        if rest == after and region.start not in after and \
+                not any(region.first <= x < region.last for x in after):
+            return region, inside, at_start, True
         return None
 
     def row(self, i: int) -> list[int]:
@@ -265,8 +275,8 @@ class LazyDFA:
             return self._lexeme_states[s]
         found = self._b.region_of(s) if self._standalone is not None else None
         if found is not None:
-            region, inside, ends = found
-            automaton, local = region.local_state(inside, ends, self._standalone)
+            region, inside, at_start, ends = found
+            automaton, local = region.local_state(inside, at_start, ends, self._standalone)
             found = LexemeState(automaton, local, self.state_of(self._b.closure(region.end)), ends)
         self._lexeme_states[s] = found
         return found

@@ -10,8 +10,8 @@ mask is the union of
 - the tokens that stay inside the lexeme: the lexeme automaton's own mask, cached per lexeme
   state by `TokenMaskCache` and so shared by every grammar that uses the lexeme; and
 - the tokens that finish the lexeme part way and go on after it: from the trie nodes where the
-  lexeme may end (`Exits`, also shared), only their subtrees are walked, from the document
-  state right after the lexeme.
+  lexeme may end and the next byte is one the document allows after it (`exit_seeds`, also
+  shared), only their subtrees are walked, from the document state after that byte.
 This is the lexer/parser split of DESIGN.md applied to regular grammars.
 """
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from formwork.grammar.dfa import DFA
+from formwork.grammar.follow_exits import exit_seeds
 from formwork.grammar.ir import Alt, Node, Seq
 
 if TYPE_CHECKING:
@@ -58,7 +59,10 @@ class Region:
     """NFA states `first..last-1` spell one lexeme; `end` is the NFA state right after it.
 
     Either `dfa` (an embedded DFA whose state q is NFA state `first - 1 + q`) or `node` (a lexeme
-    built in place, whose standalone automaton numbers NFA state x as `x - first + 2`).
+    built in place, whose standalone automaton numbers NFA state x as `x - first + 2` and `start`
+    as 0).  A document state holding `start` is inside the lexeme only if nothing else leaves
+    `start` (no sibling alternative was built from it): the NFA's moves out of it are still
+    `start_moves`.
     """
 
     first: int
@@ -66,17 +70,23 @@ class Region:
     end: int
     dfa: DFA | None = None
     node: Node | None = None
+    start: int = -1  # the NFA state before the lexeme ...
+    start_moves: tuple[int, int] | None = None  # ... and its moves if they all enter the lexeme
 
-    def local_state(self, inside: frozenset[int], ends: bool, standalone: Callable[[Node], "LazyDFA"]
-                    ) -> tuple[DFA | "LazyDFA", int]:
+    def local_state(self, inside: frozenset[int], at_start: bool, ends: bool,
+                    standalone: Callable[[Node], "LazyDFA"]) -> tuple[DFA | "LazyDFA", int]:
         """The lexeme automaton and its state for the document's NFA states `inside` the region
-        (`ends`: the lexeme may end here, so the local state is accepting)."""
+        (`at_start`: the set holds `start`; `ends`: the lexeme may end here)."""
         if self.dfa is not None:
             (x,) = inside  # an embedded DFA is deterministic: one NFA state
             return self.dfa, x - self.first + 1
         automaton = standalone(self.node)
-        local = frozenset(x - self.first + 2 for x in inside)
-        return automaton, automaton.state_of(local | {1} if ends else local)
+        local = {x - self.first + 2 for x in inside}
+        if at_start:
+            local.add(0)
+        if ends:
+            local.add(1)
+        return automaton, automaton.state_of(frozenset(local))
 
 
 @dataclass(frozen=True)
@@ -96,17 +106,19 @@ def lexeme_mask(cache: "TokenMaskCache", dfa: "LazyDFA", where: LexemeState,
     """Packed mask of a document state inside a lexeme: tokens inside the lexeme, tokens that
     leave it part way, and (where it may end here) the mask of the state after it."""
     # imported here: the CFG package imports token_mask, which calls this module
-    from formwork.grammar.cfg.trie_walks import shared_exits, tokens_at, walk_below
+    from formwork.grammar.cfg.trie_walks import tokens_at, walk_below
 
     words = cache.mask(where.automaton, where.state, max_seconds).copy()
     if where.ends:  # the lexeme's stop bits say it is complete, not the document
         words &= ~cache.stop_words
         words |= cache.mask(dfa, where.after, max_seconds)
     trie = cache.vocab.trie
-    exits = shared_exits(trie, where.automaton, where.state)
-    dfa.ensure_one(where.after)
-    row = dfa.flat256()[where.after * 256: where.after * 256 + 256]
-    seeds = exits.seeds(row)
+    row = dfa.row(where.after)
+    seeds = []
+    for byte in np.flatnonzero(row).tolist():
+        after_byte = int(row[byte]) * 256
+        for depth, nodes in exit_seeds(trie, where.automaton, where.state, byte).items():
+            seeds.append((depth, np.asarray(nodes, dtype=np.int64), np.full(len(nodes), after_byte, dtype=np.intp)))
     if seeds:
         ids = tokens_at(trie, walk_below(trie, dfa, seeds, deadline))
         if len(ids):

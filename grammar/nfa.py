@@ -74,13 +74,15 @@ class NFA:
             return
         if not self._inside and isinstance(node, Repeat) and is_lexeme(node):
             first = len(self.eps)
+            fresh = not self.eps[s] and not self.edges[s]
             self._inside += 1
             try:
                 self._build(node, s, e)
             finally:
                 self._inside -= 1
             if len(self.eps) > first:
-                self.regions.append(Region(first, len(self.eps), e, node=node))
+                self.regions.append(Region(first, len(self.eps), e, node=node, start=s,
+                                           start_moves=self._moves(s) if fresh else None))
             return
         self._build(node, s, e)
 
@@ -152,7 +154,12 @@ class NFA:
             if dfa.accepting[q]:
                 self.eps[base + q].append(e)
         if not self._inside and n > 1:
-            self.regions.append(Region(base + 1, base + n, e, dfa=dfa))
+            moves = self._moves(s) if self._moves(s) == (1, 0) else None  # just the move into the DFA
+            self.regions.append(Region(base + 1, base + n, e, dfa=dfa, start=s, start_moves=moves))
+
+    def _moves(self, q: int) -> tuple[int, int]:
+        """(epsilon moves, byte edges) out of state `q`."""
+        return len(self.eps[q]), len(self.edges[q])
 
 
 def _byte_ranges(dfa: DFA) -> list[list[tuple[int, int, int]]]:

@@ -112,3 +112,27 @@ def test_any_string_value_replays_through_lexeme_masks(vocab, plain, text):
         assert words.view(np.uint8)[token >> 3] >> (token & 7) & 1
         assert m.accept_token(token)
     assert m.can_terminate()
+
+
+def spelled(trie, depth: int, node: int) -> bytes:
+    """The bytes of trie node `node` at `depth`."""
+    out = []
+    for d in range(depth, -1, -1):
+        out.append(int(trie.level_bytes[d][node]))
+        node = int(trie.parent[d][node]) if d else 0
+    return bytes(reversed(out))
+
+
+def test_exit_seeds_are_the_follow_byte_after_a_complete_prefix():
+    from formwork.grammar.automaton import AutomatonBuilder
+    from formwork.grammar.dfa import START
+    from formwork.grammar.follow_exits import exit_seeds
+    from formwork.grammar.token_trie import TokenTrie
+
+    tokens = [b'ab"', b'a"x', b'"', b'abc"}', b'x', b'a1"', b'"q"', b'zz']
+    trie = TokenTrie(tokens, len(tokens))
+    word = AutomatonBuilder().eager(repeat(chars([("a", "z")]), 1, None))  # one or more letters
+    got = {spelled(trie, d, n) for d, nodes in exit_seeds(trie, word, START, ord('"')).items() for n in nodes}
+    # 'a1"' never completes a word before '"'; '"' and '"q"' would need an empty word first
+    assert got == {b'ab"', b'a"', b'abc"'}
+    assert exit_seeds(trie, word, START, ord("}")) == {}

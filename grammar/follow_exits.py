@@ -1,0 +1,104 @@
+"""Where a lexeme may end inside a token, for one byte that follows it.
+
+A token leaves a lexeme part way when a proper prefix of it completes the lexeme and its next
+byte is one the text after the lexeme allows (a string's contents are followed by `"`, a number
+by `,`, `}` or `]`...).  Walking the whole vocabulary to find those prefixes costs as much as a
+full mask; but only trie nodes with a child spelling the follow byte can be such a prefix, and in
+a real vocabulary few nodes lie on a path to one (under a hundred for `"` in a 129k byte-level
+BPE vocabulary).  `FollowTrie` is the trie pruned to those paths, per byte; `exit_seeds` walks it
+from a lexeme state, in plain Python, and returns the follow-byte children where the lexeme may
+end: the seeds from which the rest of the token is walked after the lexeme.
+"""
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+
+import numpy as np
+
+from formwork.grammar.token_trie import TokenTrie
+
+
+class FollowTrie:
+    """The nodes of `trie` on a path to a node with a child spelling `byte`, as a small tree:
+    `children[(depth, node)]` lists kept children (node, byte) and `follow[(depth, node)]` is the
+    node's `byte` child (root: depth -1, node 0)."""
+
+    def __init__(self, trie: TokenTrie, byte: int):
+        keep: list[np.ndarray] = [np.zeros(0, dtype=bool)] * trie.max_depth
+        follow: dict[tuple[int, int], int] = {}
+        for d in range(trie.max_depth - 1, -1, -1):
+            kept = np.zeros(len(trie.level_bytes[d]), dtype=bool)
+            if d + 1 < trie.max_depth:
+                spelled = np.flatnonzero(trie.level_bytes[d + 1] == byte)
+                parents = trie.parent[d + 1]
+                for child, parent in zip(spelled.tolist(), parents[spelled].tolist()):
+                    follow[(d, parent)] = child
+                kept[parents[(trie.level_bytes[d + 1] == byte) | keep[d + 1]]] = True
+            keep[d] = kept
+        self.follow = follow
+        self.children: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        for d in range(trie.max_depth):
+            nodes = np.flatnonzero(keep[d])
+            parents = trie.parent[d][nodes].tolist() if d else [0] * len(nodes)
+            for node, parent, b in zip(nodes.tolist(), parents, trie.level_bytes[d][nodes].tolist()):
+                self.children.setdefault((d - 1, parent), []).append((node, b))
+
+
+_TRIES: "weakref.WeakKeyDictionary[TokenTrie, dict[int, FollowTrie]]" = weakref.WeakKeyDictionary()
+_SEEDS: "weakref.WeakKeyDictionary[TokenTrie, OrderedDict]" = weakref.WeakKeyDictionary()
+_LOCK = threading.Lock()
+_MAX_SEEDS = 8192  # per vocabulary trie
+
+
+def follow_trie(trie: TokenTrie, byte: int) -> FollowTrie:
+    with _LOCK:
+        per_byte = _TRIES.setdefault(trie, {})
+        got = per_byte.get(byte)
+    if got is None:
+        got = FollowTrie(trie, byte)
+        with _LOCK:
+            per_byte[byte] = got
+    return got
+
+
+def exit_seeds(trie: TokenTrie, automaton, state: int, byte: int) -> dict[int, list[int]]:
+    """Depth -> trie nodes spelling `byte` right after a prefix that takes `automaton` from
+    `state` to an accepting state (the prefix is never empty).  Shared by every automaton whose
+    state has the same state key."""
+    key = (automaton.state_key(state), byte)
+    with _LOCK:
+        table = _SEEDS.setdefault(trie, OrderedDict())
+        got = table.get(key)
+        if got is not None:
+            table.move_to_end(key)
+            return got
+    got = _walk(follow_trie(trie, byte), automaton, state)
+    with _LOCK:
+        table[key] = got
+        if len(table) > _MAX_SEEDS:
+            table.popitem(last=False)
+    return got
+
+
+def _walk(pruned: FollowTrie, automaton, state: int) -> dict[int, list[int]]:
+    rows: dict[int, list[int]] = {}
+    accepting: dict[int, bool] = {}
+    seeds: dict[int, list[int]] = {}
+    stack = [(-1, 0, state)]
+    while stack:
+        d, node, st = stack.pop()
+        row = rows.get(st)
+        if row is None:
+            row = rows[st] = automaton.row(st).tolist()
+            accepting[st] = bool(automaton.accepting[st])
+        if d >= 0 and accepting[st]:
+            child = pruned.follow.get((d, node))
+            if child is not None:
+                seeds.setdefault(d + 1, []).append(child)
+        for child, b in pruned.children.get((d, node), ()):
+            nxt = row[b]
+            if nxt:
+                stack.append((d + 1, child, nxt))
+    return seeds
