@@ -22,12 +22,13 @@ def _node(cls):
     generated = cls.__hash__
 
     def __hash__(self) -> int:
-        cached = self.__dict__.get("_hash")
+        cached = self._hash  # the class default (None) until computed
         if cached is None:
             cached = generated(self)
             object.__setattr__(self, "_hash", cached)
         return cached
 
+    cls._hash = None
     cls.__hash__ = __hash__
     return cls
 
@@ -66,6 +67,8 @@ class ByteSet(Node):
     ranges: tuple[tuple[int, int], ...]
 
     def __post_init__(self) -> None:
+        if type(self.ranges) is tuple and _normalised(self.ranges):
+            return
         merged: list[tuple[int, int]] = []
         for lo, hi in sorted(tuple(r) for r in self.ranges):
             if not (0 <= lo <= hi <= 255):
@@ -75,6 +78,19 @@ class ByteSet(Node):
             else:
                 merged.append((lo, hi))
         object.__setattr__(self, "ranges", tuple(merged))
+
+
+def _normalised(ranges: tuple) -> bool:
+    """Whether `ranges` already are sorted, disjoint, non-adjacent (lo, hi) tuples within 0..255."""
+    prev = -2
+    for r in ranges:
+        if type(r) is not tuple or len(r) != 2:
+            return False
+        lo, hi = r
+        if not (prev + 1 < lo <= hi <= 255):
+            return False
+        prev = hi
+    return True
 
 
 def ByteRange(lo: int, hi: int) -> ByteSet:  # noqa: N802 - reads as a node constructor
@@ -167,28 +183,38 @@ def lit(text: str | bytes) -> Node:
 def seq(*items: Node) -> Node:
     """Concatenation, flattened; adjacent literals merged; Nothing absorbs."""
     flat: list[Node] = []
+    run: list[Bytes] = []  # adjacent literals, merged into one Bytes
     for item in items:
-        parts = item.items if isinstance(item, Seq) else (item,)
-        for part in parts:
-            if isinstance(part, Nothing):
-                return NOTHING
-            if isinstance(part, Empty):
+        for part in item.items if type(item) is Seq else (item,):
+            kind = type(part)
+            if kind is Bytes:
+                run.append(part)
                 continue
-            if isinstance(part, Bytes) and flat and isinstance(flat[-1], Bytes):
-                flat[-1] = Bytes(flat[-1].value + part.value)
-            else:
-                flat.append(part)
+            if kind is Empty:
+                continue
+            if kind is Nothing:
+                return NOTHING
+            if run:
+                flat.append(_merged(run))
+                run = []
+            flat.append(part)
+    if run:
+        flat.append(_merged(run))
     if not flat:
         return EMPTY
     return flat[0] if len(flat) == 1 else Seq(tuple(flat))
+
+
+def _merged(literals: list[Bytes]) -> Bytes:
+    return literals[0] if len(literals) == 1 else Bytes(b"".join(b.value for b in literals))
 
 
 def alt(*items: Node) -> Node:
     """Union, flattened and de-duplicated; Nothing dropped."""
     flat: dict[Node, None] = {}
     for item in items:
-        for part in item.items if isinstance(item, Alt) else (item,):
-            if not isinstance(part, Nothing):
+        for part in item.items if type(item) is Alt else (item,):
+            if type(part) is not Nothing:
                 flat[part] = None
     if not flat:
         return NOTHING
@@ -269,6 +295,8 @@ def chars(ranges: Iterable[tuple[int | str, int | str] | int | str], negate: boo
         raise GrammarError(str(exc)) from None
     if negate:
         norm = complement_code_ranges(norm)
+    elif norm and norm[-1][1] <= 0x7F:  # ASCII only: one byte class
+        return ByteSet(tuple(norm))
     options: list[Node] = []
     single: list[tuple[int, int]] = []
     for lo, hi in norm:

@@ -59,6 +59,8 @@ class SchemaDocument:
 
     def enter(self, subschema: Any, resolver: Resolver[Any]) -> Resolver[Any]:
         """The resolver to use inside `subschema` (it may set a new base URI with `$id`)."""
+        if not isinstance(subschema, dict) or ("$id" not in subschema and "$schema" not in subschema):
+            return resolver  # the common case, without looking up the draft
         return self._index.enter(subschema, resolver, draft_of(subschema, self.draft).specification)
 
     def ref_cycles(self) -> list[list[str]]:

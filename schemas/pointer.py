@@ -11,7 +11,10 @@ class InvalidPointerError(ValueError):
 
 def escape_token(token: str | int) -> str:
     """Escape one reference token: `~` -> `~0`, `/` -> `~1`."""
-    return str(token).replace("~", "~0").replace("/", "~1")
+    text = str(token)
+    if "~" in text or "/" in text:
+        return text.replace("~", "~0").replace("/", "~1")
+    return text
 
 
 def unescape_token(token: str) -> str:
@@ -48,6 +51,8 @@ def split_pointer(pointer: str) -> list[str]:
 
 def child(pointer: str, *tokens: str | int) -> str:
     """`pointer` extended by `tokens`."""
+    if len(tokens) == 1:
+        return pointer + "/" + escape_token(tokens[0])
     return pointer + join_pointer(tokens)
 
 

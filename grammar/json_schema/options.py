@@ -95,6 +95,8 @@ class Whitespace:
     def __init__(self, options: JsonSchemaOptions):
         self.policy = options.whitespace
         self._free = repeat(_WS_CHARS, 0, options.max_whitespace) if options.max_whitespace else EMPTY
+        self._commas: dict[int, Node] = {}  # built once per depth: separators recur in every member
+        self._colon: Node | None = None
 
     def _newline(self, depth: int) -> Node:
         assert isinstance(self.policy, IndentSpec)
@@ -114,6 +116,12 @@ class Whitespace:
 
     def comma(self, depth: int) -> Node:
         """Between two members of a container at `depth`."""
+        node = self._commas.get(depth)
+        if node is None:
+            node = self._commas[depth] = self._comma(depth)
+        return node
+
+    def _comma(self, depth: int) -> Node:
         if isinstance(self.policy, IndentSpec):
             return seq(lit(","), self._newline(depth + 1))
         if self.policy == "free":
@@ -123,6 +131,12 @@ class Whitespace:
         return lit(",")
 
     def colon(self) -> Node:
+        """Between a member's key and its value."""
+        if self._colon is None:
+            self._colon = self._colon_node()
+        return self._colon
+
+    def _colon_node(self) -> Node:
         if isinstance(self.policy, IndentSpec):
             return lit(": ")
         if self.policy == "free":

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from typing import Optional
 
 from formwork.grammar.ir import (
@@ -157,6 +158,13 @@ def _except_suffix(suffix: str) -> Node:
     return node
 
 
+#: The ASCII characters a canonical spelling escapes, and their escapes.
+_MUST_ESCAPE = (*range(0x20), 0x22, 0x5C)
+_ESCAPE_NODES = {b: lit(canonical_ascii(b)) for b in _MUST_ESCAPE}
+_ESCAPE_BYTES = {b: canonical_ascii(b).encode("ascii") for b in _MUST_ESCAPE}
+_NEEDS_ESCAPE = re.compile(rb'[\x00-\x1f"\\]')
+
+
 def _encode_byteset(node: ByteSet) -> Node:
     """Rewrite the ASCII members of a decoded-character byte class into canonical spellings.
 
@@ -165,15 +173,24 @@ def _encode_byteset(node: ByteSet) -> Node:
     raw: list[tuple[int, int]] = []
     escaped: list[Node] = []
     for lo, hi in node.ranges:
-        for b in range(lo, min(hi, 0x7F) + 1):
-            if b < 0x20 or b in (0x22, 0x5C):
-                escaped.append(lit(canonical_ascii(b)))
-            else:
-                raw.append((b, b))
-        if hi >= 0x80:
-            raw.append((max(lo, 0x80), hi))
+        escaped.extend(_ESCAPE_NODES[b] for b in _MUST_ESCAPE if lo <= b <= hi)
+        start = max(lo, 0x20)  # the rest is raw, but for '"' and '\\'
+        for cut in (0x22, 0x5C):
+            if start <= cut <= hi:
+                if start < cut:
+                    raw.append((start, cut - 1))
+                start = cut + 1
+        if start <= hi:
+            raw.append((start, hi))
     parts: list[Node] = [ByteSet(tuple(raw))] if raw else []
     return alt(*parts, *escaped)
+
+
+def _encode_bytes(node: Bytes) -> Bytes:
+    """The canonical spelling of a literal of decoded text (escaping bytes only ever ASCII)."""
+    if _NEEDS_ESCAPE.search(node.value) is None:
+        return node
+    return Bytes(_NEEDS_ESCAPE.sub(lambda m: _ESCAPE_BYTES[m.group()[0]], node.value))
 
 
 def encode_decoded(node: Node) -> Node:
@@ -191,8 +208,7 @@ def encode_decoded(node: Node) -> Node:
         if isinstance(n, ByteSet):
             out = _encode_byteset(n)
         elif isinstance(n, Bytes):
-            out = seq(*(_encode_byteset(ByteSet(((b, b),))) if b < 0x80 else Bytes(bytes([b]))
-                        for b in n.value))
+            out = _encode_bytes(n)
         elif isinstance(n, Not):
             # complement of the decoded language, then re-encoded: canonical spellings of all
             # strings minus the encoded language
