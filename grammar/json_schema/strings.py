@@ -24,9 +24,10 @@ import re
 from typing import Optional
 
 from formwork.grammar.ir import (
-    EMPTY, Alt, And, ByteSet, Bytes, Empty, Node, Not, Nothing, Repeat, Seq, alt, chars, lit, map_children,
-    repeat, seq,
+    EMPTY, NOTHING, Alt, And, ByteSet, Bytes, Empty, Node, Not, Nothing, Repeat, Seq, alt, chars, lit,
+    map_children, repeat, seq,
 )
+from formwork.grammar.lexemes import lexeme
 
 QUOTE = lit('"')
 
@@ -94,7 +95,7 @@ def literal_content(value: str) -> Node:
 #: Raw ASCII characters of a canonical spelling, as byte ranges (no ``"``, ``\`` or controls).
 _RAW_ASCII = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7F))
 _NON_ASCII = chars([(0x80, 0x10FFFF)])
-_ANY_CONTENT = repeat(CANONICAL_CHAR, 0, None)
+_ANY_CONTENT = lexeme(repeat(CANONICAL_CHAR, 0, None))
 
 
 def _raw_ascii_except(excluded: frozenset[int]) -> tuple[tuple[int, int], ...]:
@@ -112,50 +113,57 @@ def _raw_ascii_except(excluded: frozenset[int]) -> tuple[tuple[int, int], ...]:
 
 @functools.lru_cache(maxsize=4096)
 def _leave_names(continuations: frozenset[int]) -> Node:
-    """Contents that leave a trie of names where `continuations` are the next bytes of names: one
-    canonical character that is none of them, then anything.  Built once per process (the same
-    node in every schema lets automaton memos find it by identity)."""
+    """One canonical character that leaves a trie of names where `continuations` are the next bytes
+    of names.  Built once per process (the same node in every schema lets automaton memos find it
+    by identity)."""
     raw = _raw_ascii_except(continuations)
-    first = alt(*([ByteSet(raw)] if raw else []), _NON_ASCII, CANONICAL_ESCAPE)
-    return seq(first, _ANY_CONTENT)
+    return alt(*([ByteSet(raw)] if raw else []), _NON_ASCII, CANONICAL_ESCAPE)
 
 
 def canonical_content_except(names: list[str]) -> Node:
     """Canonical string contents spelling none of `names`.
 
     Names of printable ASCII without ``"`` or ``\\`` (the usual case) get a trie walk with no
-    complement; other names fall back to an intersection with a complement.
+    complement: a proper prefix of the names, or a prefix and one character that leaves the trie,
+    then any contents.  The "any contents" is one node after every way of leaving, so the
+    automaton has one copy of it (a copy per trie node multiplies the states of a walk), and it
+    is a lexeme (see `formwork.grammar.lexemes`).  Other names fall back to an intersection with
+    a complement.
     """
     if not all(n.isascii() and n.isprintable() and '"' not in n and "\\" not in n for n in names):
         return And(string_content(canonical=True), Not(alt(*(literal_content(n) for n in names))))
-    return _except_suffixes(sorted(set(names)))
+    leaving, stopping = _except_suffixes(sorted(set(names)))
+    return alt(seq(leaving, _ANY_CONTENT), stopping)
 
 
-def _except_suffixes(suffixes: list[str]) -> Node:
-    """Contents that, after the common prefix spelled so far, complete none of `suffixes` (sorted,
-    distinct): a walk down the trie of the names."""
+def _except_suffixes(suffixes: list[str]) -> tuple[Node, Node]:
+    """(leaving, stopping) after the common prefix spelled so far, for a trie of `suffixes`
+    (sorted, distinct): the contents that end one character past the trie, and the proper
+    prefixes that stop inside it without completing a suffix."""
     if len(suffixes) == 1:
         return _except_suffix(suffixes[0])
     groups: dict[str, list[str]] = {}
     for suffix in suffixes:
         if suffix:
             groups.setdefault(suffix[0], []).append(suffix[1:])
-    options = [_leave_names(frozenset(ord(c) for c in groups))]
-    if not suffixes or suffixes[0]:
-        options.append(EMPTY)  # stopping here spells a proper prefix, not a name
+    leaving = [_leave_names(frozenset(ord(c) for c in groups))]
+    stopping = [EMPTY] if not suffixes or suffixes[0] else []  # a proper prefix, not a name
     for c, rest in groups.items():
-        options.append(seq(lit(c), _except_suffixes(rest)))
-    return alt(*options)
+        below_leaving, below_stopping = _except_suffixes(rest)
+        leaving.append(seq(lit(c), below_leaving))
+        stopping.append(seq(lit(c), below_stopping))
+    return alt(*leaving), alt(*stopping)
 
 
 @functools.lru_cache(maxsize=4096)
-def _except_suffix(suffix: str) -> Node:
+def _except_suffix(suffix: str) -> tuple[Node, Node]:
     """`_except_suffixes` for one suffix (a chain of the trie).  Built once per process: property
     names recur across schemas."""
-    node = _leave_names(frozenset())
+    leaving, stopping = _leave_names(frozenset()), NOTHING
     for c in reversed(suffix):
-        node = alt(_leave_names(frozenset((ord(c),))), EMPTY, seq(lit(c), node))
-    return node
+        leaving = alt(_leave_names(frozenset((ord(c),))), seq(lit(c), leaving))
+        stopping = alt(EMPTY, seq(lit(c), stopping))
+    return leaving, stopping
 
 
 #: The ASCII characters a canonical spelling escapes, and their escapes.
