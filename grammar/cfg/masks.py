@@ -23,7 +23,7 @@ import numpy as np
 from formwork.grammar.cfg.continuations import continuation
 from formwork.grammar.cfg.earley import DEAD_SET
 from formwork.grammar.cfg.terminal_tables import TerminalTable, language_key, terminal_table
-from formwork.grammar.cfg.trie_walks import Exits
+from formwork.grammar.cfg.trie_walks import Exits, byte_set
 from formwork.grammar.dfa import START
 from formwork.grammar.errors import GrammarBudgetError
 from formwork.grammar.token_mask import pack_token_ids
@@ -43,6 +43,7 @@ class ConfigMasks:
         self._hyp: OrderedDict[tuple, np.ndarray] = OrderedDict()
         self._tables: dict[tuple[int, int], TerminalTable] = {}  # (terminal, state) -> shared table
         self._keys: dict[int, tuple] = {}  # terminal -> the name of its language (for continuations)
+        self._first_bytes: dict[int, int] = {}  # terminal -> the bytes it may start with
         self._stop_words: np.ndarray | None = None
         self._lock = threading.Lock()
 
@@ -99,6 +100,8 @@ class ConfigMasks:
             raise GrammarBudgetError("token mask computation exceeded its step budget")
         b = self.builder
         for t2 in b.parser.expected(sid):
+            if not exits.first_bytes & self._terminal_first_bytes(t2):
+                continue
             step = continuation(exits, self._terminal_key(t2), b.terminals[t2], deadline)
             if len(step.tokens):
                 found.append(step.tokens)
@@ -106,6 +109,12 @@ class ConfigMasks:
                 after = b.parser.scan(sid, t2)
                 if after != DEAD_SET:
                     self._continue(step.exits, after, deadline, found)
+
+    def _terminal_first_bytes(self, t: int) -> int:
+        got = self._first_bytes.get(t)
+        if got is None:
+            got = self._first_bytes[t] = byte_set(np.flatnonzero(self.builder.terminals[t].row(START)))
+        return got
 
     def _terminal_key(self, t: int) -> tuple:
         got = self._keys.get(t)

@@ -7,13 +7,12 @@ the part of the terminal's DFA reachable from it.  Lowering puts the same pieces
 separators, string bodies) into many terminals, so their states share one table.
 
 A state that admits every token of the JSON-string slice (`grammar.slices`) and that no slice
-token can finish takes its inside mask from the token-mask cache (which walks only the tokens
-outside the slice) and its exits from the trie of the tokens outside the slice.
+token can finish (a string body) walks only the trie of the tokens outside the slice: the slice's
+mask is all inside, and none of its tokens is an exit.
 """
 from __future__ import annotations
 
 import threading
-import time
 import weakref
 from collections import OrderedDict
 from typing import TYPE_CHECKING
@@ -29,7 +28,7 @@ if TYPE_CHECKING:
     from formwork.grammar.slices import TokenSlice
     from formwork.grammar.token_mask import TokenMaskCache
 
-_MAX_SIGNATURE_STATES = 8  # larger reachable parts are keyed by the automaton's own state key
+_MAX_SIGNATURE_STATES = 24  # larger reachable parts are keyed by the automaton's own state key
 _GATHER_NODES = 20_000  # above this many live nodes, read tokens by one gather over all ids
 _MAX_TABLES = 2048  # per vocabulary trie
 
@@ -44,23 +43,52 @@ class TerminalTable:
 
 
 def language_signature(dfa, state: int) -> tuple | None:
-    """A hashable description of the language of `state`: the part of the DFA reachable from it,
-    states numbered in breadth-first order (None when that part is large)."""
-    order = [state]
-    index = {state: 0}
-    i = 0
-    while i < len(order):
-        for target in np.unique(dfa.row(order[i])).tolist():
+    """A hashable description of the language of `state` (None when the part of the DFA reachable
+    from it is large): that part minimised, its states numbered breadth-first and its byte
+    classes merged where no state tells them apart, so equal languages get equal signatures."""
+    order, index, rows = [state], {state: 0}, []
+    for q in order:
+        row = dfa.class_row(q)
+        rows.append(row)
+        for target in set(row.tolist()):
             if target != DEAD and target not in index:
                 if len(order) == _MAX_SIGNATURE_STATES:
                     return None
                 index[target] = len(order)
                 order.append(target)
-        i += 1
-    renumber = np.full(dfa.num_states, -1, dtype=np.int32)
-    renumber[order] = np.arange(len(order), dtype=np.int32)
-    rows = np.stack([dfa.row(q) for q in order])
-    return (bytes(dfa.accepting[order].astype(np.uint8)), renumber[rows].tobytes())
+    sink = len(order)  # the dead state, made explicit
+    renumber = np.full(dfa.num_states, sink, dtype=np.int64)
+    renumber[order] = np.arange(sink)
+    local = np.vstack([renumber[np.stack(rows)], np.full(len(rows[0]), sink)])
+    accepting = np.append(dfa.accepting[order], False)
+    classes = accepting.astype(np.int64)
+    while True:  # Moore's partition refinement
+        ids: dict[bytes, int] = {}
+        refined = np.array([ids.setdefault(key.tobytes(), len(ids))
+                            for key in np.column_stack([classes, classes[local]])])
+        stable = len(ids) == len(np.unique(classes))
+        classes = refined
+        if stable:
+            break
+    seen, frontier = {int(classes[0]): 0}, [0]  # minimal states numbered breadth-first from the start
+    for q in frontier:
+        for t in local[q].tolist():
+            if int(classes[t]) not in seen:
+                seen[int(classes[t])] = len(seen)
+                frontier.append(t)
+    rank = np.zeros(len(seen), dtype=np.int64)
+    rank[list(seen)] = np.arange(len(seen))
+    minimal = rank[classes[local[frontier]]]
+    columns: dict[bytes, int] = {}  # byte classes that no state tells apart read as one
+    group_of_class = [columns.setdefault(minimal[:, k].tobytes(), len(columns)) for k in range(minimal.shape[1])]
+    group_of_byte = np.asarray(group_of_class)[dfa.byte_classes()[0]]
+    _, first_byte = np.unique(group_of_byte, return_index=True)
+    groups = group_of_byte[np.sort(first_byte)]  # numbered by their first byte
+    first_class = [group_of_class.index(g) for g in groups.tolist()]
+    group_rank = np.zeros(len(columns), dtype=np.uint8)
+    group_rank[groups] = np.arange(len(groups))
+    return (group_rank[group_of_byte].tobytes(), accepting[frontier].tobytes(),
+            minimal[:, first_class].tobytes(), len(frontier))
 
 
 def language_key(dfa, state: int) -> tuple:
@@ -96,24 +124,24 @@ def slice_never_ends(token_slice: "TokenSlice", dfa, state: int) -> bool:
 
 def _build(cache: "TokenMaskCache", dfa, state: int, deadline: float | None) -> TerminalTable:
     vocab = cache.vocab
-    trie = vocab.trie
     token_slice = cache._slice if cache.use_slices else None  # the cache's slice tables (built by prepare())
     if token_slice is not None and token_slice.covers(dfa, state) and slice_never_ends(token_slice, dfa, state):
-        remaining = None if deadline is None else max(deadline - time.perf_counter(), 1e-3)
-        inside = cache.mask(dfa, state, remaining).copy()
-        rest = token_slice.rest_trie
-        _, exits = terminal_walk(rest, dfa, state, deadline)
+        rest = token_slice.rest_trie  # every slice token stays inside: walk only the others
+        live, exits = terminal_walk(rest, dfa, state, deadline)
+        inside = token_slice.mask_words | _pack(rest, live, vocab.vocab_size)
         return TerminalTable(inside, Exits(rest, exits))
-    live, exits = terminal_walk(trie, dfa, state, deadline)
-    count = sum(len(n) for _, n in live)
-    if count > _GATHER_NODES:
+    live, exits = terminal_walk(vocab.trie, dfa, state, deadline)
+    return TerminalTable(_pack(vocab.trie, live, vocab.vocab_size), Exits(vocab.trie, exits))
+
+
+def _pack(trie: TokenTrie, live: list[Nodes], vocab_size: int) -> np.ndarray:
+    """Packed mask of the tokens ending at the live nodes."""
+    if sum(len(n) for _, n in live) > _GATHER_NODES:
         flags = np.zeros(trie.num_nodes + 1, dtype=bool)
         for d, n in live:
             flags[n + trie.level_offset[d]] = True
-        ids = np.flatnonzero(flags[trie.token_node])
-    else:
-        ids = _tokens_ending_at(trie, live)
-    return TerminalTable(pack_token_ids(ids, vocab.vocab_size), Exits(trie, exits))
+        return pack_token_ids(np.flatnonzero(flags[trie.token_node]), vocab_size)
+    return pack_token_ids(_tokens_ending_at(trie, live), vocab_size)
 
 
 def _tokens_ending_at(trie: TokenTrie, live: list[Nodes]) -> np.ndarray:

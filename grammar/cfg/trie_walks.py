@@ -19,7 +19,8 @@ Nodes = tuple[int, np.ndarray]  # (depth, local node indices)
 _SMALL_FRONTIER = 24
 _PYTHON_VISITS = 2048  # children a Python descent may look at before giving up
 _DENSE_FRACTION = 0.2  # terminal walks: expand a whole level once this share of it may be live
-_DEEP = 4  # terminal walks follow small frontiers node by node from this depth on
+_DEEP = 4  # terminal walks try following small frontiers node by node from this depth on
+_WIDE = 32  # ...and filter the children of a node in numpy when it has more than this
 
 
 def _children(trie: TokenTrie, depth: int, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -134,6 +135,7 @@ def terminal_walk(trie: TokenTrie, dfa, state: int,
     flat = dfa.flat256()
     states = flat[state * 256 + trie.level_bytes[0]]
     nodes: np.ndarray | None = None  # None: `states` covers the whole level
+    retry = _DEEP  # the first depth at which to try following a small frontier node by node
     for d in range(trie.max_depth):
         alive = states != 0
         live = np.flatnonzero(alive) if nodes is None else nodes[alive]
@@ -153,9 +155,10 @@ def terminal_walk(trie: TokenTrie, dfa, state: int,
             children, _ = _children(trie, d, ends)
             if len(children):
                 exit_out.append((d + 1, children))
-        if d >= _DEEP and len(live) <= _SMALL_FRONTIER:
-            _follow(trie, dfa, d, live.tolist(), states.tolist(), live_out, exit_out)
-            break
+        if d >= retry and len(live) <= _SMALL_FRONTIER:
+            if _follow(trie, dfa, d, live.tolist(), states.tolist(), live_out, exit_out):
+                break
+            retry = d + _DEEP  # a bushy subtree: go on by levels for a while
         next_bytes = trie.level_bytes[d + 1]
         if len(live) >= _DENSE_FRACTION * len(next_bytes):
             full = np.zeros(len(trie.level_bytes[d]), dtype=states.dtype)
@@ -169,9 +172,11 @@ def terminal_walk(trie: TokenTrie, dfa, state: int,
 
 
 def _follow(trie: TokenTrie, dfa, depth: int, nodes: list[int], states: list[int],
-            live_out: list[Nodes], exit_out: list[Nodes]) -> None:
+            live_out: list[Nodes], exit_out: list[Nodes]) -> bool:
     """`terminal_walk` below a few live nodes (whose exits are recorded), one node at a time in
-    plain Python: deep subtrees are mostly single paths, where per-level numpy calls cost more."""
+    plain Python: deep subtrees are mostly single paths, where per-level numpy calls cost more.
+    False (nothing recorded) when the subtrees turn out bushy: more than `_PYTHON_VISITS` live nodes."""
+    budget = _PYTHON_VISITS
     found: dict[int, list[int]] = {}
     exits: dict[int, list[int]] = {}
     rows: dict[int, tuple[list[int], bool]] = {}  # state * 256 -> (its row, accepting)
@@ -188,16 +193,32 @@ def _follow(trie: TokenTrie, dfa, depth: int, nodes: list[int], states: list[int
         if got is None:
             dfa.ensure_one(st >> 8)
             got = rows[st] = (dfa.flat256()[st: st + 256].tolist(), bool(dfa.accepting[st >> 8]))
-        row = got[0]
-        for child, byte in zip(range(lo, hi), trie.level_bytes[d + 1][lo:hi].tolist()):
-            nxt = row[byte]
+        if hi - lo > _WIDE:  # many children (e.g. indentation followed by words): filter in numpy
+            targets = dfa.flat256()[st + trie.level_bytes[d + 1][lo:hi]]
+            hits = np.flatnonzero(targets)
+            pairs = zip((hits + lo).tolist(), targets[hits].tolist())
+        else:
+            row = got[0]
+            pairs = ((child, row[byte]) for child, byte in zip(range(lo, hi), trie.level_bytes[d + 1][lo:hi].tolist()))
+        for child, nxt in pairs:
             if nxt:
                 found.setdefault(d + 1, []).append(child)
                 stack.append((d + 1, child, nxt))
+                budget -= 1
+        if budget < 0:
+            return False
         if got[1] and d > depth:  # the start nodes' exits are recorded by the caller
             exits.setdefault(d + 1, []).extend(range(lo, hi))
     live_out += [(d, np.asarray(n, dtype=np.int64)) for d, n in sorted(found.items())]
     exit_out += [(d, np.asarray(n, dtype=np.int64)) for d, n in sorted(exits.items())]
+    return True
+
+
+def byte_set(byte_values: np.ndarray) -> int:
+    """A set of byte values as the bits of an int (fast to intersect)."""
+    bits = np.zeros(256, dtype=np.uint8)
+    bits[byte_values] = 1
+    return int.from_bytes(np.packbits(bits, bitorder="little").tobytes(), "little")
 
 
 class Exits:
@@ -212,9 +233,10 @@ class Exits:
             byte = np.concatenate([trie.level_bytes[d][n] for d, n in found]).astype(np.int64)
         else:
             node = depth = byte = np.zeros(0, dtype=np.int64)
-        order = np.lexsort((depth, byte))  # by byte, then depth
+        order = np.argsort((byte * 256 + depth).astype(np.uint16), kind="stable")  # by byte, then depth (radix)
         self.node, self.depth, self.byte = node[order], depth[order], byte[order]
         self.byte_ptr = np.searchsorted(self.byte, np.arange(257))
+        self.first_bytes = byte_set(np.flatnonzero(np.diff(self.byte_ptr)))  # as a bit set
         self.next: dict = {}  # next terminal's language -> `Continuation` (see cfg.continuations)
 
     def seeds(self, row: np.ndarray) -> list[Level]:
@@ -228,7 +250,7 @@ class Exits:
         sel = np.repeat(lo - (np.cumsum(sizes) - sizes), sizes) + np.arange(total)
         states = np.repeat(row[alive], sizes)
         depth = self.depth[sel]
-        order = np.argsort(depth, kind="stable")
+        order = np.argsort(depth.astype(np.uint8), kind="stable")
         sel, states, depth = sel[order], states[order], depth[order]
         cuts = np.flatnonzero(np.diff(depth)) + 1
         return [(int(d[0]), n, st) for d, n, st in zip(np.split(depth, cuts), np.split(self.node[sel], cuts),
