@@ -35,6 +35,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
+from formwork.grammar.gc_pause import paused_gc
 from formwork.grammar.ir import Grammar, Node
 from formwork.grammar.json_schema.errors import (
     InvalidSchemaError, OneOfOverlapError, SchemaLoweringError, UnsupportedSchemaError,
@@ -110,7 +111,17 @@ def lower_json_schema(schema: Any, *, whitespace: WhitespaceOption = "default",
 
     `draft` ("2020-12" or "draft-07") applies when the schema has no `$schema` (default 2020-12);
     `max_nesting_depth` is an int (0..8), None (exact) or "auto" (see `resolve_nesting_depth`).
+    The cyclic garbage collector is paused meanwhile: lowering allocates many small objects and
+    frees few, so its passes would re-scan the process's heap for nothing.
     """
+    with paused_gc():
+        return _lower(schema, whitespace, max_whitespace, forbid_additional_properties, lenient,
+                      max_nesting_depth, registry, draft)
+
+
+def _lower(schema: Any, whitespace: WhitespaceOption, max_whitespace: int,
+           forbid_additional_properties: bool, lenient: bool, max_nesting_depth: NestingOption,
+           registry: Optional[Mapping[str, Any]], draft: Optional[str]) -> LoweredSchema:
     doc = _load(schema, registry, draft)
     options = JsonSchemaOptions(whitespace, max_whitespace, forbid_additional_properties, lenient,
                                 resolve_nesting_depth(max_nesting_depth, doc.schema, whitespace))

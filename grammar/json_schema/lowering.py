@@ -8,6 +8,7 @@ through `report` (an error, or a warning in lenient mode).
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from decimal import Decimal
@@ -57,6 +58,19 @@ def _encoded_format(name: str) -> Node:
     return node
 
 
+@functools.lru_cache(maxsize=1024)
+def _pattern_language(pattern: str) -> Node:
+    """The decoded-value language of a regex with search semantics, built once per process (the
+    same patterns recur across schemas); an unsupported regex raises `GrammarError` each time."""
+    return regex(pattern, search=True)
+
+
+@functools.lru_cache(maxsize=1024)
+def _encoded_pattern(pattern: str) -> Node:
+    """The canonical spellings of the strings `pattern` matches, built once per process."""
+    return encode_decoded(_pattern_language(pattern))
+
+
 def _ws_key(options: JsonSchemaOptions) -> tuple:
     return (repr(options.whitespace), options.max_whitespace)
 
@@ -87,7 +101,6 @@ class Lowerer:
         self.rules: dict[str, Node] = {}  # recursive rules ($ref cycles, unbounded any-JSON)
         self._rule_ids = itertools.count()
         self._memo: dict[tuple, Node] = {}
-        self._patterns: dict[str, Node] = {}
         self._pattern_dfas: dict[str, Any] = {}
         self._leaves = _LEAVES.setdefault(_ws_key(options), {})
 
@@ -100,16 +113,14 @@ class Lowerer:
             raise exc
         self.warnings.append(str(exc))
 
-    def pattern_node(self, pattern: str, keyword: str, pointer: str) -> Node:
-        """Decoded-value language of a regex (search semantics); a regex outside the supported
-        syntax is an `UnsupportedSchemaError` naming `keyword` at `pointer`."""
-        node = self._patterns.get(pattern)
-        if node is None:
-            try:
-                node = self._patterns[pattern] = regex(pattern, search=True)
-            except GrammarError as exc:
-                raise UnsupportedSchemaError(keyword, pointer, str(exc)) from None
-        return node
+    def pattern_node(self, pattern: str, keyword: str, pointer: str, encoded: bool = False) -> Node:
+        """Decoded-value language of a regex (search semantics), or with `encoded` the canonical
+        spellings of those strings; a regex outside the supported syntax is an
+        `UnsupportedSchemaError` naming `keyword` at `pointer`."""
+        try:
+            return _encoded_pattern(pattern) if encoded else _pattern_language(pattern)
+        except GrammarError as exc:
+            raise UnsupportedSchemaError(keyword, pointer, str(exc)) from None
 
     def pattern_matches(self, pattern: str, pointer: str, text: str) -> bool:
         """Whether a patternProperties regex (at `pointer`) matches the key `text`."""
@@ -310,8 +321,8 @@ class Lowerer:
             extra = []
             if "pattern" in sch:
                 try:
-                    node = self.pattern_node(sch["pattern"], "pattern", child(s.pointer, "pattern"))
-                    extra.append(encode_decoded(node))
+                    extra.append(self.pattern_node(sch["pattern"], "pattern",
+                                                   child(s.pointer, "pattern"), encoded=True))
                 except UnsupportedSchemaError as exc:
                     self.report(exc.keyword, exc.pointer, exc.reason)
             if "format" in sch:

@@ -15,7 +15,7 @@ from formwork.grammar.errors import GrammarBudgetError
 from formwork.grammar.ir import EMPTY, NOTHING, And, Node, Not, Nothing, alt, lit, repeat, seq
 from formwork.grammar.json_schema.expand import Sub, plain_unevaluated
 from formwork.grammar.json_schema.strings import (
-    QUOTE, canonical_content_except, encode_decoded, literal_content, string_content,
+    QUOTE, canonical_content_except, literal_content, string_content,
 )
 from formwork.grammar.json_schema.values import container, freeze
 
@@ -123,7 +123,7 @@ class ObjectLowering:
             key = any_key
             values: list[Sub] = []
             for bit, (_, pattern, s) in enumerate(patterns):
-                lang = encode_decoded(self.lw.pattern_node(pattern, "patternProperties", s.pointer))
+                lang = self.lw.pattern_node(pattern, "patternProperties", s.pointer, encoded=True)
                 key = And(key, lang) if mask >> bit & 1 else And(key, Not(lang))
             for i, part in enumerate(self.parts):
                 matched = [s for bit, (j, _, s) in enumerate(patterns) if j == i and mask >> bit & 1]
