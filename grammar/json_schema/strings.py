@@ -111,59 +111,62 @@ def _raw_ascii_except(excluded: frozenset[int]) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
+#: A canonical character no name spells (names here are printable ASCII without escapes).
+_NOT_IN_NAMES = alt(_NON_ASCII, CANONICAL_ESCAPE)
+
+
 @functools.lru_cache(maxsize=4096)
-def _leave_names(continuations: frozenset[int]) -> Node:
-    """One canonical character that leaves a trie of names where `continuations` are the next bytes
-    of names.  Built once per process (the same node in every schema lets automaton memos find it
-    by identity)."""
+def _leave_ascii(continuations: frozenset[int]) -> Node:
+    """One raw ASCII character that leaves a trie of names where `continuations` are the next
+    bytes of names."""
     raw = _raw_ascii_except(continuations)
-    return alt(*([ByteSet(raw)] if raw else []), _NON_ASCII, CANONICAL_ESCAPE)
+    return ByteSet(raw) if raw else NOTHING
 
 
 def canonical_content_except(names: list[str]) -> Node:
     """Canonical string contents spelling none of `names`.
 
     Names of printable ASCII without ``"`` or ``\\`` (the usual case) get a trie walk with no
-    complement: a proper prefix of the names, or a prefix and one character that leaves the trie,
-    then any contents.  The "any contents" is one node after every way of leaving, so the
-    automaton has one copy of it (a copy per trie node multiplies the states of a walk), and it
-    is a lexeme (see `formwork.grammar.lexemes`).  Other names fall back to an intersection with
-    a complement.
+    complement: a proper prefix of the names; or a prefix and one character that leaves the trie
+    (a raw ASCII byte no name continues with there, or any character no name has), then any
+    contents.  The characters no name has and the "any contents" each occur once, after the
+    whole trie: a copy per trie node would multiply the automaton states a mask walk builds.
+    The contents are a lexeme (see `formwork.grammar.lexemes`).  Other names fall back to an
+    intersection with a complement.
     """
     if not all(n.isascii() and n.isprintable() and '"' not in n and "\\" not in n for n in names):
         return And(string_content(canonical=True), Not(alt(*(literal_content(n) for n in names))))
-    leaving, stopping = _except_suffixes(sorted(set(names)))
-    return alt(seq(leaving, _ANY_CONTENT), stopping)
+    trie = _names_trie(tuple(sorted(set(names))))
+    leaving = alt(trie.leave_ascii, seq(trie.prefixes, _NOT_IN_NAMES))
+    return alt(seq(leaving, _ANY_CONTENT), trie.stopping)
 
 
-def _except_suffixes(suffixes: list[str]) -> tuple[Node, Node]:
-    """(leaving, stopping) after the common prefix spelled so far, for a trie of `suffixes`
-    (sorted, distinct): the contents that end one character past the trie, and the proper
-    prefixes that stop inside it without completing a suffix."""
-    if len(suffixes) == 1:
-        return _except_suffix(suffixes[0])
+class _NamesTrie:
+    """Three languages over a trie of names (after the prefix spelled so far): `prefixes` (every
+    prefix, names included), `stopping` (proper prefixes that are no name) and `leave_ascii` (a
+    prefix and one raw ASCII byte that no name continues with)."""
+
+    def __init__(self, prefixes: Node, stopping: Node, leave_ascii: Node):
+        self.prefixes, self.stopping, self.leave_ascii = prefixes, stopping, leave_ascii
+
+
+@functools.lru_cache(maxsize=4096)
+def _names_trie(suffixes: tuple[str, ...]) -> _NamesTrie:
+    """The `_NamesTrie` of `suffixes` (sorted, distinct).  Built once per process: property names
+    recur across schemas."""
     groups: dict[str, list[str]] = {}
     for suffix in suffixes:
         if suffix:
             groups.setdefault(suffix[0], []).append(suffix[1:])
-    leaving = [_leave_names(frozenset(ord(c) for c in groups))]
-    stopping = [EMPTY] if not suffixes or suffixes[0] else []  # a proper prefix, not a name
+    prefixes = [EMPTY]
+    stopping = [] if suffixes and not suffixes[0] else [EMPTY]  # "" first: a name ends here
+    leave_ascii = [_leave_ascii(frozenset(ord(c) for c in groups))]
     for c, rest in groups.items():
-        below_leaving, below_stopping = _except_suffixes(rest)
-        leaving.append(seq(lit(c), below_leaving))
-        stopping.append(seq(lit(c), below_stopping))
-    return alt(*leaving), alt(*stopping)
-
-
-@functools.lru_cache(maxsize=4096)
-def _except_suffix(suffix: str) -> tuple[Node, Node]:
-    """`_except_suffixes` for one suffix (a chain of the trie).  Built once per process: property
-    names recur across schemas."""
-    leaving, stopping = _leave_names(frozenset()), NOTHING
-    for c in reversed(suffix):
-        leaving = alt(_leave_names(frozenset((ord(c),))), seq(lit(c), leaving))
-        stopping = alt(EMPTY, seq(lit(c), stopping))
-    return leaving, stopping
+        below = _names_trie(tuple(rest))
+        prefixes.append(seq(lit(c), below.prefixes))
+        stopping.append(seq(lit(c), below.stopping))
+        leave_ascii.append(seq(lit(c), below.leave_ascii))
+    return _NamesTrie(alt(*prefixes), alt(*stopping), alt(*leave_ascii))
 
 
 #: The ASCII characters a canonical spelling escapes, and their escapes.
