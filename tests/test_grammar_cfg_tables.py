@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -15,9 +16,11 @@ from conftest_grammar_cfg import JSON_LARK  # noqa: E402
 from formwork.grammar import GrammarCompiler, Vocabulary  # noqa: E402
 from formwork.grammar.automaton import AutomatonBuilder  # noqa: E402
 from formwork.grammar.cfg.terminal_tables import language_key, terminal_table  # noqa: E402
+from formwork.grammar.cfg import trie_walks  # noqa: E402
 from formwork.grammar.cfg.trie_walks import terminal_walk  # noqa: E402
 from formwork.grammar.dfa import DEAD, START  # noqa: E402
 from formwork.grammar.ir import alt, chars, lit, repeat, seq  # noqa: E402
+from formwork.grammar.slices import JSON_STRING_CHARS  # noqa: E402
 from formwork.grammar.token_mask import TokenMaskCache, pack_token_ids, walk_trie  # noqa: E402
 
 WS = repeat(chars([(9, 10), (13, 13), (32, 32)]), 1, None)
@@ -42,9 +45,18 @@ def as_set(found) -> set[tuple[int, int]]:
     return {(d, int(n)) for d, nodes in found for n in nodes}
 
 
-@settings(deadline=None, max_examples=25)
-@given(tokens=st.lists(st.binary(min_size=1, max_size=12).map(
-    lambda b: bytes(b" a_1\"\\\n'"[x % 8] for x in b)), min_size=1, max_size=60, unique=True))
+ALPHABETS = [b" \n", b"a_1", b'a"\\', b" a_1\"\\\n'"]  # narrow ones make long runs (deep single paths)
+
+
+@st.composite
+def vocabularies(draw) -> list[bytes]:
+    alphabet = draw(st.sampled_from(ALPHABETS))
+    spell = st.binary(min_size=1, max_size=14).map(lambda b: bytes(alphabet[x % len(alphabet)] for x in b))
+    return draw(st.lists(spell, min_size=1, max_size=60, unique=True))
+
+
+@settings(deadline=None, max_examples=40)
+@given(tokens=vocabularies())
 def test_terminal_walk_is_the_brute_force_walk(tokens):
     """Live nodes = prefixes alive from the state; exit children = prefix + one byte where a
     non-empty prefix takes the terminal to acceptance (ending before any byte is the boundary
@@ -55,15 +67,21 @@ def test_terminal_walk_is_the_brute_force_walk(tokens):
     for name, node in TERMINALS.items():
         dfa = AutomatonBuilder().dfa(node)
         for start in {dfa.walk(START, p) for p in PREFIXES} - {DEAD}:
-            live, exits = terminal_walk(trie, dfa, start)
             want_live = {k for k, p in prefixes.items() if dfa.walk(start, p) != DEAD}
             want_exits = {k for k, p in prefixes.items()
                           if len(p) > 1 and dfa.accepting[dfa.walk(start, p[:-1])]}
-            assert as_set(live) == want_live, name
-            assert as_set(exits) == want_exits, name
+            for follow_nodes in (1024, 1):  # 1: every node-by-node attempt gives up, levels go on
+                with mock.patch.object(trie_walks, "_FOLLOW_NODES", follow_nodes):
+                    live, exits = terminal_walk(trie, dfa, start)
+                assert as_set(live) == want_live, name
+                assert as_set(exits) == want_exits, name
 
 
 def test_language_key_names_the_language_not_the_automaton():
+    quoted = AutomatonBuilder().dfa(seq(lit("'"), repeat(chars([(0, 0x26), (0x28, 0x10FFFF)]), 0, None), lit("'")))
+    body, later = quoted.walk(START, b"'"), quoted.walk(START, b"'ab\xc3\xa9")  # different DFA states
+    assert body != later and language_key(quoted, body) == language_key(quoted, later)
+    assert language_key(quoted, START) != language_key(quoted, body)
     ws_twice = AutomatonBuilder().dfa(seq(lit(","), WS))
     ws = AutomatonBuilder().dfa(WS)
     after_comma = ws_twice.walk(START, b", ")  # inside the whitespace of `, ws`: the language ws*
@@ -71,6 +89,23 @@ def test_language_key_names_the_language_not_the_automaton():
     assert language_key(ws_twice, after_comma) == language_key(ws, after_space)
     assert language_key(ws, START) != language_key(ws, after_space)  # ws+ vs ws*
     assert language_key(ws, START) != language_key(AutomatonBuilder().dfa(NAME), START)
+
+
+def test_terminals_that_slice_tokens_can_finish_walk_the_whole_trie():
+    """`x` then string characters: every slice token stays alive, but may end the terminal part way,
+    so the exits come from the whole trie (the slice's rest trie would miss `ab` and `a b`)."""
+    tokens = [b"x", b"ab", b"a b", b"xab", b'"', b"\n"]
+    vocab = Vocabulary(tokens + [None], stop_token_ids=[len(tokens)])
+    dfa = AutomatonBuilder().dfa(seq(lit("x"), repeat(chars(JSON_STRING_CHARS), 1, None)))
+    after_x = dfa.walk(START, b"x")
+    table = terminal_table(TokenMaskCache(vocab), dfa, after_x)
+    assert table.exits.trie is vocab.trie
+    prefixes = trie_prefixes(vocab.trie)
+    exits = {prefixes[(d, int(n))] for d, n in zip(table.exits.depth.tolist(), table.exits.node.tolist())}
+    assert exits == {b"ab", b"a ", b"a b", b"xa", b"xab"}  # one byte past a prefix the terminal may end at
+    want = {i for i, data in enumerate(tokens) if dfa.walk(after_x, data) != DEAD}
+    got = set(np.flatnonzero(np.unpackbits(table.inside.view(np.uint8), bitorder="little")).tolist())
+    assert got == want
 
 
 @pytest.fixture(scope="module")

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from formwork.grammar.slices import TokenSlice
     from formwork.grammar.token_mask import TokenMaskCache
 
-_MAX_SIGNATURE_STATES = 24  # larger reachable parts are keyed by the automaton's own state key
+_MAX_SIGNATURE_STATES = 40  # larger reachable parts are keyed by the automaton's own state key
 _GATHER_NODES = 20_000  # above this many live nodes, read tokens by one gather over all ids
 _MAX_TABLES = 2048  # per vocabulary trie
 

@@ -21,6 +21,8 @@ _PYTHON_VISITS = 2048  # children a Python descent may look at before giving up
 _DENSE_FRACTION = 0.2  # terminal walks: expand a whole level once this share of it may be live
 _DEEP = 4  # terminal walks try following small frontiers node by node from this depth on
 _WIDE = 32  # ...and filter the children of a node in numpy when it has more than this
+_FOLLOW_NODES = 1024  # ...and go back to levels when the subtrees hold more live nodes than this
+_FOLLOW_BELOW = 4096  # ...trying only where the trie has at most this many nodes further down
 
 
 def _children(trie: TokenTrie, depth: int, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -136,6 +138,7 @@ def terminal_walk(trie: TokenTrie, dfa, state: int,
     states = flat[state * 256 + trie.level_bytes[0]]
     nodes: np.ndarray | None = None  # None: `states` covers the whole level
     retry = _DEEP  # the first depth at which to try following a small frontier node by node
+    below = np.cumsum([len(level) for level in trie.level_bytes][::-1])[::-1].tolist()  # nodes at depth >= d
     for d in range(trie.max_depth):
         alive = states != 0
         live = np.flatnonzero(alive) if nodes is None else nodes[alive]
@@ -155,7 +158,7 @@ def terminal_walk(trie: TokenTrie, dfa, state: int,
             children, _ = _children(trie, d, ends)
             if len(children):
                 exit_out.append((d + 1, children))
-        if d >= retry and len(live) <= _SMALL_FRONTIER:
+        if d >= retry and len(live) <= _SMALL_FRONTIER and below[d] <= _FOLLOW_BELOW:
             if _follow(trie, dfa, d, live.tolist(), states.tolist(), live_out, exit_out):
                 break
             retry = d + _DEEP  # a bushy subtree: go on by levels for a while
@@ -175,8 +178,8 @@ def _follow(trie: TokenTrie, dfa, depth: int, nodes: list[int], states: list[int
             live_out: list[Nodes], exit_out: list[Nodes]) -> bool:
     """`terminal_walk` below a few live nodes (whose exits are recorded), one node at a time in
     plain Python: deep subtrees are mostly single paths, where per-level numpy calls cost more.
-    False (nothing recorded) when the subtrees turn out bushy: more than `_PYTHON_VISITS` live nodes."""
-    budget = _PYTHON_VISITS
+    False (nothing recorded) when the subtrees turn out bushy: more than `_FOLLOW_NODES` live nodes."""
+    budget = _FOLLOW_NODES
     found: dict[int, list[int]] = {}
     exits: dict[int, list[int]] = {}
     rows: dict[int, tuple[list[int], bool]] = {}  # state * 256 -> (its row, accepting)
