@@ -192,9 +192,25 @@ class _Analyser:
                         Severity.INFO))
 
 
+def _has_definition_container(document: Any) -> bool:
+    """Whether any object in `document` has a `$defs`/`definitions` key (a quick scan: without
+    one, no definition can be unreached)."""
+    stack = [document]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if any(key in node for key in DEFINITION_CONTAINERS):
+                return True
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
+
+
 def analyse(index: RefIndex, root: Any, draft: Draft) -> Analysis:
     """Traverse `root` and everything its references reach; see the module docstring."""
     analyser = _Analyser(index, root, draft)
     analyser.run()
-    analyser.report_unreached_definitions(root)
+    if _has_definition_container(root):
+        analyser.report_unreached_definitions(root)
     return analyser.result

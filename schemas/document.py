@@ -28,14 +28,14 @@ class SchemaDocument:
     over the document and the registry, `label` where it came from.
     """
 
-    def __init__(self, schema: Any, draft: Draft, index: RefIndex, analysis: Analysis,
-                 normalized: NormalizedSchema, label: str) -> None:
+    def __init__(self, schema: Any, draft: Draft, index: RefIndex, analysis: Analysis, label: str,
+                 depth: int = 0) -> None:
         self.schema = schema
         self.draft = draft
         self.label = label
         self._index = index
         self._analysis = analysis
-        self._normalized = normalized
+        self._depth = depth  # nesting depth of `schema`, for recursive passes over it
 
     def __repr__(self) -> str:
         return f"SchemaDocument({self.label!r}, draft={self.draft.name!r})"
@@ -79,8 +79,14 @@ class SchemaDocument:
         return elementary_cycles(ref_graph(self._analysis))
 
     def normalized(self) -> NormalizedSchema:
-        """The normalised form for the compiler (see `formwork.schemas.normalize`)."""
+        """The normalised form for the compiler (see `formwork.schemas.normalize`), built on first
+        use (compiling a schema does not need it)."""
         return self._normalized
+
+    @cached_property
+    def _normalized(self) -> NormalizedSchema:
+        return call_with_depth(
+            lambda: normalize(self._analysis, self._index, self.schema, self.draft), self._depth)
 
     def unsupported(self) -> list[Problem]:
         """Keywords reached from the root that formwork cannot enforce (errors), keywords the
@@ -137,11 +143,10 @@ def load_schema(source: Source, *, registry: Mapping[str, Any] | SchemaRegistry 
     if registry is not None and not isinstance(registry, SchemaRegistry):
         registry = SchemaRegistry(registry, default_draft=dialect, max_depth=max_depth)
 
-    def checked() -> tuple[RefIndex, Analysis, NormalizedSchema]:
+    def checked() -> tuple[RefIndex, Analysis]:
         check_meta_schema(schema, dialect)
         index = RefIndex(schema, dialect, registry)
-        analysis = analyse(index, schema, dialect)
-        return index, analysis, normalize(analysis, index, schema, dialect)
+        return index, analyse(index, schema, dialect)
 
-    index, analysis, normalized = call_with_depth(checked, depth)
-    return SchemaDocument(schema, dialect, index, analysis, normalized, label)
+    index, analysis = call_with_depth(checked, depth)
+    return SchemaDocument(schema, dialect, index, analysis, label, depth)
