@@ -189,24 +189,18 @@ def seq(*items: Node) -> Node:
             kind = type(part)
             if kind is Bytes:
                 run.append(part)
-                continue
-            if kind is Empty:
-                continue
-            if kind is Nothing:
+            elif kind is Nothing:
                 return NOTHING
-            if run:
-                flat.append(_merged(run))
-                run = []
-            flat.append(part)
+            elif kind is not Empty:
+                if run:
+                    flat.append(run[0] if len(run) == 1 else Bytes(b"".join([b.value for b in run])))
+                    run = []
+                flat.append(part)
     if run:
-        flat.append(_merged(run))
+        flat.append(run[0] if len(run) == 1 else Bytes(b"".join([b.value for b in run])))
     if not flat:
         return EMPTY
     return flat[0] if len(flat) == 1 else Seq(tuple(flat))
-
-
-def _merged(literals: list[Bytes]) -> Bytes:
-    return literals[0] if len(literals) == 1 else Bytes(b"".join(b.value for b in literals))
 
 
 def alt(*items: Node) -> Node:

@@ -92,6 +92,7 @@ def _natural_range(lo: int, hi: Optional[int]) -> Optional[str]:
     return _alt(parts)
 
 
+@lru_cache(maxsize=4096)
 def integer_range(lo: Optional[int], hi: Optional[int]) -> Optional[str]:
     """Canonical JSON integers in [lo, hi] (None bounds are open); None when the range is empty."""
     if lo is None and hi is None:
@@ -214,6 +215,7 @@ def _magnitude_range(lo: Decimal, lo_strict: bool, hi: Optional[Decimal], hi_str
     return _alt([p for p in parts if p is not None])
 
 
+@lru_cache(maxsize=4096)
 def number_range(lo: Optional[Decimal], lo_strict: bool, hi: Optional[Decimal], hi_strict: bool
                  ) -> Optional[str]:
     """JSON numbers (no exponent, no negative zero) in the interval; None when it is empty.
