@@ -62,13 +62,16 @@ class AutomatonBuilder:
         self._eager: dict[Node, DFA] = {}
         self._lexemes: dict[Node, LazyDFA] = {}
 
-    def dfa(self, node: Node) -> DFA | LazyDFA:
+    def dfa(self, node: Node, keep: bool = True) -> DFA | LazyDFA:
+        """The automaton of `node`, memoised unless `keep` is False (a whole document: only its
+        pieces are worth keeping for later compilations)."""
         got = self._memo.get(node)
         if got is not None:
             return got
         with paused_gc():
             out = self._build(node)
-        self._memo[node] = out
+        if keep:
+            self._memo[node] = out
         return out
 
     def _build(self, node: Node) -> DFA | LazyDFA:
@@ -82,6 +85,7 @@ class AutomatonBuilder:
             nfa = NFA(self.budget, self.eager)
             s, e = nfa.new_state(), nfa.new_state()
             nfa.build(node, s, e)
+            nfa.freeze()
             out = LazyDFA(SubsetBuilder(nfa, s, e, self.budget, empty=nfa.is_empty(node)), root=node,
                           standalone=self.lexeme_automaton)
         return out
@@ -95,6 +99,7 @@ class AutomatonBuilder:
             nfa = NFA(budget, self.eager, record_regions=False)
             s, e = nfa.new_state(), nfa.new_state()
             nfa.build(node, s, e)
+            nfa.freeze()
             got = self._lexemes[node] = LazyDFA(SubsetBuilder(nfa, s, e, budget), root=("lexeme", node))
         return got
 

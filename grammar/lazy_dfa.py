@@ -72,11 +72,12 @@ class SubsetBuilder:
         self.regions: list[Region] = nfa.regions
         self._region_starts = [r.first for r in nfa.regions]
         self._region_at_start = {r.start: r for r in nfa.regions if r.start_moves is not None}
-        self._closures: dict[int, frozenset[int]] = {}
+        self._closures: dict[int, tuple[int, ...]] = {}
         self._union: dict[tuple[int, ...], int] = {}
-        nothing: frozenset[int] = frozenset()
-        self.sets: list[frozenset[int]] = [nothing, nothing if empty else self.closure(start)]
-        self.index: dict[frozenset[int], int] = {nothing: DEAD}
+        # state sets as sorted tuples of ints: untracked by the cyclic garbage collector
+        nothing: tuple[int, ...] = ()
+        self.sets: list[tuple[int, ...]] = [nothing, nothing if empty else self.closure(start)]
+        self.index: dict[tuple[int, ...], int] = {nothing: DEAD}
         self.index.setdefault(self.sets[START], START)
 
     def class_edges(self, q: int) -> tuple[tuple[int, int, int], ...]:
@@ -87,7 +88,8 @@ class SubsetBuilder:
             got = self._class_edges[q] = tuple((cls[lo], cls[hi], t) for lo, hi, t in self._edges[q])
         return got
 
-    def closure(self, q: int) -> frozenset[int]:
+    def closure(self, q: int) -> tuple[int, ...]:
+        """The states `q` reaches by epsilon moves (itself included), sorted."""
         got = self._closures.get(q)
         if got is None:
             seen = {q}
@@ -97,14 +99,14 @@ class SubsetBuilder:
                     if t not in seen:
                         seen.add(t)
                         stack.append(t)
-            got = self._closures[q] = frozenset(seen)
+            got = self._closures[q] = tuple(sorted(seen))
         return got
 
     def accepting(self, i: int) -> bool:
         return self.final in self.sets[i]
 
-    def intern(self, state_set: frozenset[int]) -> int:
-        """The index of a closed NFA state set, added if new."""
+    def intern(self, state_set: tuple[int, ...]) -> int:
+        """The index of a closed NFA state set (a sorted tuple), added if new."""
         sid = self.index.get(state_set)
         if sid is None:
             sid = self.index[state_set] = len(self.sets)
@@ -135,10 +137,10 @@ class SubsetBuilder:
         at_start = region.start in states
         if at_start and region.start_moves != (len(self.eps[region.start]), len(self._edges[region.start])):
             return None
-        rest = states - inside - {region.start}
+        rest = set(states) - inside - {region.start}
         if not rest:
             return region, inside, at_start, False
-        after = self.closure(region.end)
+        after = frozenset(self.closure(region.end))
         if rest == after and region.start not in after and \
                 not any(region.first <= x < region.last for x in after):
             return region, inside, at_start, True
@@ -158,7 +160,9 @@ class SubsetBuilder:
             key = tuple(sorted(set(targets)))
             sid = self._union.get(key)
             if sid is None:
-                sid = self._union[key] = self.intern(frozenset().union(*(self.closure(t) for t in key)))
+                union = self.closure(key[0]) if len(key) == 1 else \
+                    tuple(sorted(set().union(*(self.closure(t) for t in key))))
+                sid = self._union[key] = self.intern(union)
             row[k] = sid
         return row
 
@@ -255,13 +259,14 @@ class LazyDFA:
     def accepting(self) -> np.ndarray:
         return self._accepting[: self._known]
 
-    def state_key(self, s: int) -> tuple[int, frozenset[int]]:
+    def state_key(self, s: int) -> tuple[int, tuple[int, ...]]:
         """Names the language of state `s` for state-level caches: the IR root it was built
         from (construction is deterministic) and its set of NFA states."""
         return self._root, self._b.sets[s]
 
-    def state_of(self, state_set: frozenset[int]) -> int:
+    def state_of(self, state_set: frozenset[int] | tuple[int, ...]) -> int:
         """The DFA state whose NFA state set is `state_set` (closed under epsilon moves)."""
+        state_set = tuple(sorted(state_set))
         sid = self._b.index.get(state_set)
         if sid is None:
             with self._lock:

@@ -27,13 +27,19 @@ class NFA:
     """
 
     def __init__(self, budget: CompileBudget, dfa_of: Callable[[Node], DFA], record_regions: bool = True):
-        self.eps: list[list[int]] = []
-        self.edges: list[list[tuple[int, int, int]]] = []
+        self.eps: list = []  # per state: epsilon targets (lists while building, then tuples)
+        self.edges: list = []  # per state: (lo, hi, target) byte ranges
         self.budget = budget
         self.dfa_of = dfa_of
         self._empty: dict[Node, bool] = {}
         self.regions: list[Region] = []
         self._inside = 0 if record_regions else 1  # > 0: inside a region, record none
+
+    def freeze(self) -> None:
+        """End construction: moves become tuples, which the cyclic garbage collector stops
+        tracking (a process holding many automata otherwise pays for re-scanning its lists)."""
+        self.eps = [tuple(x) for x in self.eps]
+        self.edges = [tuple(x) for x in self.edges]
 
     def is_empty(self, node: Node) -> bool:
         """True when `node` matches no string at all."""

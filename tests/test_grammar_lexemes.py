@@ -136,3 +136,27 @@ def test_exit_seeds_are_the_follow_byte_after_a_complete_prefix():
     # 'a1"' never completes a word before '"'; '"' and '"q"' would need an empty word first
     assert got == {b'ab"', b'a"', b'abc"'}
     assert exit_seeds(trie, word, START, ord("}")) == {}
+
+
+def test_automaton_tables_are_invisible_to_the_cycle_collector(vocab):
+    """State sets and NFA moves are tuples of ints, which the collector stops tracking: a process
+    holding many automata must not re-scan them at every collection."""
+    import gc
+
+    grammar = compile_json_schema({"type": "object", "properties": {"a": {"type": "string"}}}, vocab,
+                                  compiler=GrammarCompiler(vocab, cache_enabled=False))
+    visited_states(grammar, '{"a": "xyz"}')
+    builder = grammar.dfa._b
+    gc.collect()
+    tracked = [x for x in [*builder.sets, *builder.eps, *builder._edges] if gc.is_tracked(x)]
+    assert not tracked
+
+
+def test_a_schema_compiled_twice_without_the_cache_is_built_twice(vocab):
+    """With the compiled-grammar cache off, nothing keeps a whole schema's automaton (its pieces,
+    such as string contents, are shared)."""
+    compiler = GrammarCompiler(vocab, cache_enabled=False)
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    first = compile_json_schema(schema, vocab, compiler=compiler)
+    second = compile_json_schema(schema, vocab, compiler=compiler)
+    assert first.dfa is not second.dfa

@@ -38,12 +38,13 @@ class SharedAutomata:
             self._builder, self._uses = AutomatonBuilder(), 1
         return self._builder
 
-    def compile(self, node: Node, budget: CompileBudget | None = None) -> DFA:
-        """The minimal DFA of `node` under a fresh `budget` (time limit restarts per call)."""
+    def compile(self, node: Node, budget: CompileBudget | None = None, keep: bool = True) -> DFA:
+        """The automaton of `node` under a fresh `budget` (time limit restarts per call); `keep`
+        False leaves `node` itself out of the memo (a whole schema, unlike its pieces)."""
         with self._lock:
             builder = self._renewed_builder()
             builder.budget = (budget or CompileBudget()).start()
-            return builder.dfa(node)
+            return builder.dfa(node, keep)
 
     def compile_cfg(self, grammar: Grammar, budget: CompileBudget | None = None) -> LazyDFA:
         """The Earley automaton of a recursive `grammar`, its terminal DFAs from the shared memo."""

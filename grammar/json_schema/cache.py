@@ -34,7 +34,7 @@ def compile_cached(compiler: GrammarCompiler, key: Hashable, lower: Callable[[],
     if isinstance(lowered.node, Grammar):  # recursive schema: the Earley automaton
         dfa = SHARED.compile_cfg(lowered.node, budget)
     else:
-        dfa = SHARED.compile(lowered.node, budget)
+        dfa = SHARED.compile(lowered.node, budget, keep=False)  # no compiled-grammar cache here
     grammar = CompiledGrammar(dfa, compiler.vocab, compiler.mask_cache,
                               time.perf_counter() - start, key)
     grammar.warnings = list(lowered.warnings)
