@@ -48,6 +48,7 @@ class EarleyParser:
         self.sets: list[EarleySet] = []
         self._index: dict[tuple[frozenset[Item], bool], int] = {}
         self._scan_memo: dict[tuple[int, int], int] = {}
+        self._predictions: dict[int, tuple[tuple[Item, ...], frozenset[int]]] = {}
         self._lock = threading.RLock()
         self.start = self._intern(self._close([(self.augmented, 0, -1)]))
 
@@ -99,9 +100,12 @@ class EarleyParser:
             else:
                 x = rhs[d]
                 if x >= 0:
-                    if x not in predicted:
-                        predicted.add(x)
-                        new.extend((q, 0, -1) for q in self.by_lhs[x])
+                    if x not in predicted:  # predictions need no processing: add their closure at once
+                        closure, nonterminals = self._prediction(x)
+                        predicted |= nonterminals
+                        for item in closure:
+                            if item not in items:
+                                items[item] = None
                     if self.nullable[x]:
                         new.append((p, d + 1, o))
                 elif ~x in self.nullable_terminals:
@@ -114,6 +118,36 @@ class EarleyParser:
                 raise GrammarBudgetError(f"an Earley set grew past {self.max_items} items "
                                          "(budget max_items; the grammar is too ambiguous here)")
         return items
+
+    def _prediction(self, x: int) -> tuple[tuple[Item, ...], frozenset[int]]:
+        """The items that predicting nonterminal `x` adds to a set, closed under prediction and
+        nullable advances (all with origin "this set", so the same in every set), and the
+        nonterminals predicted on the way."""
+        got = self._predictions.get(x)
+        if got is None:
+            items: dict[Item, None] = {}
+            predicted: set[int] = set()
+            stack = [x]
+            while stack:
+                y = stack.pop()
+                if y in predicted:
+                    continue
+                predicted.add(y)
+                for q in self.by_lhs[y]:
+                    rhs = self.rhs[q]
+                    for d in range(len(rhs) + 1):
+                        items[(q, d, -1)] = None
+                        if d == len(rhs):
+                            break
+                        s = rhs[d]
+                        if s >= 0:
+                            stack.append(s)
+                            if not self.nullable[s]:
+                                break
+                        elif ~s not in self.nullable_terminals:
+                            break
+            got = self._predictions[x] = (tuple(items), frozenset(predicted))
+        return got
 
     def _intern(self, items: dict[Item, None]) -> int:
         rhs_of = self.rhs
