@@ -1,4 +1,4 @@
-"""CFG mask building blocks: terminal-state walks, language keys, slice tables, continuations."""
+"""CFG mask building blocks: terminal-state walks, slice tables, continuations."""
 from __future__ import annotations
 
 import sys
@@ -15,7 +15,7 @@ from conftest_grammar_cfg import JSON_LARK  # noqa: E402
 
 from formwork.grammar import GrammarCompiler, Vocabulary  # noqa: E402
 from formwork.grammar.automaton import AutomatonBuilder  # noqa: E402
-from formwork.grammar.cfg.terminal_tables import language_key, terminal_table  # noqa: E402
+from formwork.grammar.cfg.terminal_tables import pack_ids, terminal_table  # noqa: E402
 from formwork.grammar.cfg import trie_walks  # noqa: E402
 from formwork.grammar.cfg.trie_walks import terminal_walk  # noqa: E402
 from formwork.grammar.dfa import DEAD, START  # noqa: E402
@@ -77,18 +77,11 @@ def test_terminal_walk_is_the_brute_force_walk(tokens):
                 assert as_set(exits) == want_exits, name
 
 
-def test_language_key_names_the_language_not_the_automaton():
-    quoted = AutomatonBuilder().dfa(seq(lit("'"), repeat(chars([(0, 0x26), (0x28, 0x10FFFF)]), 0, None), lit("'")))
-    body, later = quoted.walk(START, b"'"), quoted.walk(START, b"'ab\xc3\xa9")  # different DFA states
-    assert body != later and language_key(quoted, body) == language_key(quoted, later)
-    assert language_key(quoted, START) != language_key(quoted, body)
-    ws_twice = AutomatonBuilder().dfa(seq(lit(","), WS))
-    ws = AutomatonBuilder().dfa(WS)
-    after_comma = ws_twice.walk(START, b", ")  # inside the whitespace of `, ws`: the language ws*
-    after_space = ws.walk(START, b" ")
-    assert language_key(ws_twice, after_comma) == language_key(ws, after_space)
-    assert language_key(ws, START) != language_key(ws, after_space)  # ws+ vs ws*
-    assert language_key(ws, START) != language_key(AutomatonBuilder().dfa(NAME), START)
+def test_pack_ids_equals_the_scatter():
+    rng = np.random.default_rng(7)
+    for count in (0, 3, 5000):
+        ids = rng.integers(0, 1000, count)
+        assert np.array_equal(pack_ids(ids, 1000), pack_token_ids(ids, 1000))
 
 
 def test_terminals_that_slice_tokens_can_finish_walk_the_whole_trie():

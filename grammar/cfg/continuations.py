@@ -4,9 +4,10 @@ From the trie nodes right after a terminal may end (an `Exits`), a token continu
 next terminal t2 — the walk over t2's own DFA from its start state — and, where t2 may end in
 turn, into the terminal after it.  Which terminals may come next is the parser's business; the
 walk inside t2 is not.  So the walk is a `Continuation` cached on the exits it starts from, per
-next terminal's language: every Earley set, configuration, grammar and compilation that reaches
-the same exits and next terminal reuses it, and the per-mask work at a terminal boundary is a
-few dictionary lookups per expected terminal plus memoised parser scans.
+next terminal (by the state key of its start, which names its language): every Earley set,
+configuration, grammar and compilation that reaches the same exits and next terminal reuses it,
+and the per-mask work at a terminal boundary is a few dictionary lookups per expected terminal
+plus memoised parser scans.
 """
 from __future__ import annotations
 
@@ -30,10 +31,11 @@ class Continuation:
         self.exits = exits
 
 
-def continuation(source: Exits, terminal_key: tuple, dfa, deadline: float | None) -> Continuation:
-    """The `Continuation` of `source` into the terminal with DFA `dfa` (named by `terminal_key`,
-    a grammar-independent name of its language), computed on first use."""
-    got = source.next.get(terminal_key)
+def continuation(source: Exits, dfa, deadline: float | None) -> Continuation:
+    """The `Continuation` of `source` into the terminal with DFA `dfa`, computed on first use
+    (cached on `source` under the state key of the terminal's start: the name of its language)."""
+    key = dfa.state_key(START)
+    got = source.next.get(key)
     if got is not None:
         return got
     trie = source.trie
@@ -50,4 +52,4 @@ def continuation(source: Exits, terminal_key: tuple, dfa, deadline: float | None
                 ends.append((depth + 1, children))
     got = Continuation(tokens_at(trie, levels), Exits(trie, ends))
     with _LOCK:
-        return source.next.setdefault(terminal_key, got)
+        return source.next.setdefault(key, got)

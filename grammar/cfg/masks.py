@@ -2,7 +2,7 @@
 
 For a hypothesis (earley_set, terminal t, state s), a token is allowed when either
 - it stays inside t: the terminal state's inside mask (`terminal_tables`: one trie walk per
-  terminal-state *language*, shared by every configuration, grammar and compilation), or
+  terminal state, shared by every configuration, grammar and compilation), or
 - t may end after one of its proper prefixes (the state's `Exits`) and the rest goes on from the
   Earley set after t: through each expected terminal's `Continuation` (the walk inside that
   terminal from those exits, cached on the exits and independent of the parser), recursively
@@ -22,7 +22,7 @@ import numpy as np
 
 from formwork.grammar.cfg.continuations import continuation
 from formwork.grammar.cfg.earley import DEAD_SET
-from formwork.grammar.cfg.terminal_tables import TerminalTable, language_key, terminal_table
+from formwork.grammar.cfg.terminal_tables import TerminalTable, pack_ids, terminal_table
 from formwork.grammar.cfg.trie_walks import Exits, byte_set
 from formwork.grammar.dfa import START
 from formwork.grammar.errors import GrammarBudgetError
@@ -42,7 +42,6 @@ class ConfigMasks:
         self.max_entries = max_entries
         self._hyp: OrderedDict[tuple, np.ndarray] = OrderedDict()
         self._tables: dict[tuple[int, int], TerminalTable] = {}  # (terminal, state) -> shared table
-        self._keys: dict[int, tuple] = {}  # terminal -> the name of its language (for continuations)
         self._first_bytes: dict[int, int] = {}  # terminal -> the bytes it may start with
         self._stop_words: np.ndarray | None = None
         self._lock = threading.Lock()
@@ -86,7 +85,7 @@ class ConfigMasks:
         if after != DEAD_SET:
             self._continue(table.exits, after, deadline, found)
         if found:
-            words |= pack_token_ids(np.concatenate(found), cache.vocab.vocab_size)
+            words |= pack_ids(np.concatenate(found), cache.vocab.vocab_size)
         with self._lock:
             self._hyp[key] = words
             if len(self._hyp) > self.max_entries:
@@ -102,7 +101,7 @@ class ConfigMasks:
         for t2 in b.parser.expected(sid):
             if not exits.first_bytes & self._terminal_first_bytes(t2):
                 continue
-            step = continuation(exits, self._terminal_key(t2), b.terminals[t2], deadline)
+            step = continuation(exits, b.terminals[t2], deadline)
             if len(step.tokens):
                 found.append(step.tokens)
             if len(step.exits.node):
@@ -114,10 +113,4 @@ class ConfigMasks:
         got = self._first_bytes.get(t)
         if got is None:
             got = self._first_bytes[t] = byte_set(np.flatnonzero(self.builder.terminals[t].row(START)))
-        return got
-
-    def _terminal_key(self, t: int) -> tuple:
-        got = self._keys.get(t)
-        if got is None:
-            got = self._keys[t] = language_key(self.builder.terminals[t], START)
         return got

@@ -2,9 +2,9 @@
 
 For a terminal state the CFG mask needs the tokens that stay inside the terminal and the trie
 nodes where the terminal may end before a token does (`Exits`).  Both come from one walk of the
-vocabulary trie (`terminal_walk`) and are keyed by the state's *language*: the canonical form of
-the part of the terminal's DFA reachable from it.  Lowering puts the same pieces (whitespace,
-separators, string bodies) into many terminals, so their states share one table.
+vocabulary trie (`terminal_walk`) and are keyed like the token-mask cache, by the automaton's
+state key (which names the state's language): recompiling a grammar, or another grammar with the
+same terminal, reuses them.
 
 A state that admits every token of the JSON-string slice (`grammar.slices`) and that no slice
 token can finish (a string body) walks only the trie of the tokens outside the slice: the slice's
@@ -28,9 +28,9 @@ if TYPE_CHECKING:
     from formwork.grammar.slices import TokenSlice
     from formwork.grammar.token_mask import TokenMaskCache
 
-_MAX_SIGNATURE_STATES = 40  # larger reachable parts are keyed by the automaton's own state key
 _GATHER_NODES = 20_000  # above this many live nodes, read tokens by one gather over all ids
 _MAX_TABLES = 2048  # per vocabulary trie
+_SCATTER_IDS = 1024  # from this many token ids on, pack them through a flag array
 
 
 class TerminalTable:
@@ -40,61 +40,6 @@ class TerminalTable:
         inside.flags.writeable = False
         self.inside = inside
         self.exits = exits
-
-
-def language_signature(dfa, state: int) -> tuple | None:
-    """A hashable description of the language of `state` (None when the part of the DFA reachable
-    from it is large): that part minimised, its states numbered breadth-first and its byte
-    classes merged where no state tells them apart, so equal languages get equal signatures."""
-    order, index, rows = [state], {state: 0}, []
-    for q in order:
-        row = dfa.class_row(q)
-        rows.append(row)
-        for target in set(row.tolist()):
-            if target != DEAD and target not in index:
-                if len(order) == _MAX_SIGNATURE_STATES:
-                    return None
-                index[target] = len(order)
-                order.append(target)
-    sink = len(order)  # the dead state, made explicit
-    renumber = np.full(dfa.num_states, sink, dtype=np.int64)
-    renumber[order] = np.arange(sink)
-    local = np.vstack([renumber[np.stack(rows)], np.full(len(rows[0]), sink)])
-    accepting = np.append(dfa.accepting[order], False)
-    classes = accepting.astype(np.int64)
-    while True:  # Moore's partition refinement
-        ids: dict[bytes, int] = {}
-        refined = np.array([ids.setdefault(key.tobytes(), len(ids))
-                            for key in np.column_stack([classes, classes[local]])])
-        stable = len(ids) == len(np.unique(classes))
-        classes = refined
-        if stable:
-            break
-    seen, frontier = {int(classes[0]): 0}, [0]  # minimal states numbered breadth-first from the start
-    for q in frontier:
-        for t in local[q].tolist():
-            if int(classes[t]) not in seen:
-                seen[int(classes[t])] = len(seen)
-                frontier.append(t)
-    rank = np.zeros(len(seen), dtype=np.int64)
-    rank[list(seen)] = np.arange(len(seen))
-    minimal = rank[classes[local[frontier]]]
-    columns: dict[bytes, int] = {}  # byte classes that no state tells apart read as one
-    group_of_class = [columns.setdefault(minimal[:, k].tobytes(), len(columns)) for k in range(minimal.shape[1])]
-    group_of_byte = np.asarray(group_of_class)[dfa.byte_classes()[0]]
-    _, first_byte = np.unique(group_of_byte, return_index=True)
-    groups = group_of_byte[np.sort(first_byte)]  # numbered by their first byte
-    first_class = [group_of_class.index(g) for g in groups.tolist()]
-    group_rank = np.zeros(len(columns), dtype=np.uint8)
-    group_rank[groups] = np.arange(len(groups))
-    return (group_rank[group_of_byte].tobytes(), accepting[frontier].tobytes(),
-            minimal[:, first_class].tobytes(), len(frontier))
-
-
-def language_key(dfa, state: int) -> tuple:
-    """A grammar-independent cache key naming the language of `state`."""
-    signature = language_signature(dfa, state)
-    return ("language", signature) if signature is not None else ("state", dfa.state_key(state))
 
 
 def slice_never_ends(token_slice: "TokenSlice", dfa, state: int) -> bool:
@@ -140,8 +85,24 @@ def _pack(trie: TokenTrie, live: list[Nodes], vocab_size: int) -> np.ndarray:
         flags = np.zeros(trie.num_nodes + 1, dtype=bool)
         for d, n in live:
             flags[n + trie.level_offset[d]] = True
-        return pack_token_ids(np.flatnonzero(flags[trie.token_node]), vocab_size)
-    return pack_token_ids(_tokens_ending_at(trie, live), vocab_size)
+        return _pack_flags(flags[trie.token_node], vocab_size)
+    return pack_ids(_tokens_ending_at(trie, live), vocab_size)
+
+
+def pack_ids(token_ids: np.ndarray, vocab_size: int) -> np.ndarray:
+    """Packed int32 mask words of the given token ids (many ids: through one flag array)."""
+    if len(token_ids) < _SCATTER_IDS:
+        return pack_token_ids(token_ids, vocab_size)
+    flags = np.zeros(vocab_size, dtype=bool)
+    flags[token_ids] = True
+    return _pack_flags(flags, vocab_size)
+
+
+def _pack_flags(flags: np.ndarray, vocab_size: int) -> np.ndarray:
+    words = np.zeros((vocab_size + 31) // 32, dtype=np.int32)
+    packed = np.packbits(flags[:vocab_size], bitorder="little")
+    words.view(np.uint8)[: len(packed)] = packed
+    return words
 
 
 def _tokens_ending_at(trie: TokenTrie, live: list[Nodes]) -> np.ndarray:
@@ -159,7 +120,7 @@ _TABLES_LOCK = threading.Lock()
 
 def terminal_table(cache: "TokenMaskCache", dfa, state: int, deadline: float | None = None) -> TerminalTable:
     """The shared `TerminalTable` of a terminal state (built on first use, LRU per vocabulary)."""
-    key = language_key(dfa, state)
+    key = dfa.state_key(state)
     trie = cache.vocab.trie
     with _TABLES_LOCK:
         tables = _TABLES.setdefault(trie, OrderedDict())

@@ -240,7 +240,7 @@ class Exits:
         self.node, self.depth, self.byte = node[order], depth[order], byte[order]
         self.byte_ptr = np.searchsorted(self.byte, np.arange(257))
         self.first_bytes = byte_set(np.flatnonzero(np.diff(self.byte_ptr)))  # as a bit set
-        self.next: dict = {}  # next terminal's language -> `Continuation` (see cfg.continuations)
+        self.next: dict = {}  # next terminal's start state key -> `Continuation` (cfg.continuations)
 
     def seeds(self, row: np.ndarray) -> list[Level]:
         """Children whose byte `row` (next state * 256 per byte) keeps alive, grouped by depth."""
