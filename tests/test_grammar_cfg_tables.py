@@ -60,8 +60,8 @@ def vocabularies(draw) -> list[bytes]:
 def test_terminal_walk_is_the_brute_force_walk(tokens):
     """Live nodes = prefixes alive from the state; exit children = prefix + one byte where a
     non-empty prefix takes the terminal to acceptance (ending before any byte is the boundary
-    hypothesis that the configuration holds beside an accepting state).  Deep single paths
-    exercise the node-by-node part of the walk."""
+    hypothesis that the configuration holds beside an accepting state).  Both the node-by-node
+    part of the walk and levels all the way down."""
     trie = Vocabulary(tokens).trie
     prefixes = trie_prefixes(trie)
     for name, node in TERMINALS.items():
@@ -70,8 +70,8 @@ def test_terminal_walk_is_the_brute_force_walk(tokens):
             want_live = {k for k, p in prefixes.items() if dfa.walk(start, p) != DEAD}
             want_exits = {k for k, p in prefixes.items()
                           if len(p) > 1 and dfa.accepting[dfa.walk(start, p[:-1])]}
-            for follow_nodes in (1024, 1):  # 1: every node-by-node attempt gives up, levels go on
-                with mock.patch.object(trie_walks, "_FOLLOW_NODES", follow_nodes):
+            for follow in (2048, 0):  # 0: levels all the way down
+                with mock.patch.object(trie_walks, "_FOLLOW_NODES", follow):
                     live, exits = terminal_walk(trie, dfa, start)
                 assert as_set(live) == want_live, name
                 assert as_set(exits) == want_exits, name

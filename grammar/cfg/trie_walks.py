@@ -19,10 +19,8 @@ Nodes = tuple[int, np.ndarray]  # (depth, local node indices)
 _SMALL_FRONTIER = 24
 _PYTHON_VISITS = 2048  # children a Python descent may look at before giving up
 _DENSE_FRACTION = 0.2  # terminal walks: expand a whole level once this share of it may be live
-_DEEP = 4  # terminal walks try following small frontiers node by node from this depth on
-_WIDE = 32  # ...and filter the children of a node in numpy when it has more than this
-_FOLLOW_NODES = 1024  # ...and go back to levels when the subtrees hold more live nodes than this
-_FOLLOW_BELOW = 4096  # ...trying only where the trie has at most this many nodes further down
+_FOLLOW_NODES = 2048  # terminal walks follow a small frontier node by node when its subtrees are this small
+_WIDE = 32  # ...filtering the children of a node in numpy when it has more than this
 
 
 def _children(trie: TokenTrie, depth: int, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -128,8 +126,8 @@ def terminal_walk(trie: TokenTrie, dfa, state: int,
     configuration with an accepting state holds the boundary after it as a hypothesis too).
 
     Level by level like the token-mask walk: a level is expanded whole (dead parents stay dead)
-    while a large share of it may be live, else only the live nodes' children are; a few deep
-    live nodes (runs of spaces, dashes...) are followed one by one.
+    while a large share of it may be live, else only the live nodes' children are; a few live
+    nodes with small subtrees (a literal's prefixes, runs of spaces) are followed one by one.
     """
     live_out: list[Nodes] = []
     exit_out: list[Nodes] = []
@@ -137,8 +135,7 @@ def terminal_walk(trie: TokenTrie, dfa, state: int,
     flat = dfa.flat256()
     states = flat[state * 256 + trie.level_bytes[0]]
     nodes: np.ndarray | None = None  # None: `states` covers the whole level
-    retry = _DEEP  # the first depth at which to try following a small frontier node by node
-    below = np.cumsum([len(level) for level in trie.level_bytes][::-1])[::-1].tolist()  # nodes at depth >= d
+    below = subtree_sizes(trie)
     for d in range(trie.max_depth):
         alive = states != 0
         live = np.flatnonzero(alive) if nodes is None else nodes[alive]
@@ -158,10 +155,9 @@ def terminal_walk(trie: TokenTrie, dfa, state: int,
             children, _ = _children(trie, d, ends)
             if len(children):
                 exit_out.append((d + 1, children))
-        if d >= retry and len(live) <= _SMALL_FRONTIER and below[d] <= _FOLLOW_BELOW:
-            if _follow(trie, dfa, d, live.tolist(), states.tolist(), live_out, exit_out):
-                break
-            retry = d + _DEEP  # a bushy subtree: go on by levels for a while
+        if len(live) <= _SMALL_FRONTIER and int(below[d][live].sum()) <= _FOLLOW_NODES:
+            _follow(trie, dfa, d, live.tolist(), states.tolist(), live_out, exit_out)
+            break
         next_bytes = trie.level_bytes[d + 1]
         if len(live) >= _DENSE_FRACTION * len(next_bytes):
             full = np.zeros(len(trie.level_bytes[d]), dtype=states.dtype)
@@ -175,11 +171,9 @@ def terminal_walk(trie: TokenTrie, dfa, state: int,
 
 
 def _follow(trie: TokenTrie, dfa, depth: int, nodes: list[int], states: list[int],
-            live_out: list[Nodes], exit_out: list[Nodes]) -> bool:
-    """`terminal_walk` below a few live nodes (whose exits are recorded), one node at a time in
-    plain Python: deep subtrees are mostly single paths, where per-level numpy calls cost more.
-    False (nothing recorded) when the subtrees turn out bushy: more than `_FOLLOW_NODES` live nodes."""
-    budget = _FOLLOW_NODES
+            live_out: list[Nodes], exit_out: list[Nodes]) -> None:
+    """`terminal_walk` below a few live nodes with small subtrees (their own exits are recorded),
+    one node at a time in plain Python: there, per-level numpy calls cost more."""
     found: dict[int, list[int]] = {}
     exits: dict[int, list[int]] = {}
     rows: dict[int, tuple[list[int], bool]] = {}  # state * 256 -> (its row, accepting)
@@ -207,14 +201,25 @@ def _follow(trie: TokenTrie, dfa, depth: int, nodes: list[int], states: list[int
             if nxt:
                 found.setdefault(d + 1, []).append(child)
                 stack.append((d + 1, child, nxt))
-                budget -= 1
-        if budget < 0:
-            return False
         if got[1] and d > depth:  # the start nodes' exits are recorded by the caller
             exits.setdefault(d + 1, []).extend(range(lo, hi))
     live_out += [(d, np.asarray(n, dtype=np.int64)) for d, n in sorted(found.items())]
     exit_out += [(d, np.asarray(n, dtype=np.int64)) for d, n in sorted(exits.items())]
-    return True
+
+
+_SUBTREE_SIZES: "weakref.WeakKeyDictionary[TokenTrie, list[np.ndarray]]" = weakref.WeakKeyDictionary()
+
+
+def subtree_sizes(trie: TokenTrie) -> list[np.ndarray]:
+    """Per depth, the number of nodes strictly below each node (computed once per trie)."""
+    got = _SUBTREE_SIZES.get(trie)
+    if got is None:
+        sizes = [np.zeros(len(trie.level_bytes[-1]), dtype=np.int64)]
+        for d in range(trie.max_depth - 2, -1, -1):
+            sizes.append(np.bincount(trie.parent[d + 1], weights=sizes[-1] + 1,
+                                     minlength=len(trie.level_bytes[d])).astype(np.int64))
+        got = _SUBTREE_SIZES[trie] = sizes[::-1]
+    return got
 
 
 def byte_set(byte_values: np.ndarray) -> int:
