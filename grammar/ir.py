@@ -17,18 +17,20 @@ from formwork.grammar.utf8 import complement_code_ranges, normalize_code_ranges,
 
 
 def _node(cls):
-    """Make `cls` a frozen dataclass whose hash is computed once and cached."""
-    cls = dataclass(frozen=True)(cls)
+    """Make `cls` a frozen dataclass with slots (no per-node dict: lowering builds thousands of
+    nodes) whose hash is computed once and cached in the `_hash` slot."""
+    cls.__annotations__ = {**cls.__dict__.get("__annotations__", {}), "_hash": "int | None"}
+    cls._hash = field(default=None, init=False, repr=False, compare=False)
+    cls = dataclass(frozen=True, slots=True)(cls)
     generated = cls.__hash__
 
     def __hash__(self) -> int:
-        cached = self._hash  # the class default (None) until computed
+        cached = self._hash
         if cached is None:
             cached = generated(self)
             object.__setattr__(self, "_hash", cached)
         return cached
 
-    cls._hash = None
     cls.__hash__ = __hash__
     return cls
 

@@ -59,7 +59,7 @@ class Analysis:
     visited: set[Location] = field(default_factory=set)
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class _Frame:
     schema: Any
     location: Location

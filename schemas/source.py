@@ -115,6 +115,22 @@ def parse_json_text(text: str, *, max_depth: int = MAX_DEPTH) -> Any:
 def check_depth(value: Any, max_depth: int = MAX_DEPTH) -> int:
     """The nesting depth of a parsed JSON value; `SchemaTooDeepError` past `max_depth`."""
     deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, (dict, list)) else []
+    while stack:  # containers only, no paths: the error's pointer is found by a second walk
+        node, depth = stack.pop()
+        if depth > max_depth:
+            _raise_too_deep(value, max_depth)
+        if depth > deepest:
+            deepest = depth
+        for child in node.values() if isinstance(node, dict) else node:
+            if isinstance(child, (dict, list)):
+                stack.append((child, depth + 1))
+    return deepest
+
+
+def _raise_too_deep(value: Any, max_depth: int) -> None:
+    """Raise `SchemaTooDeepError` with the pointer of the first container past `max_depth`, in the
+    order `check_depth` visits them."""
     stack: list[tuple[Any, int, tuple[str | int, ...]]] = [(value, 1, ())]
     while stack:
         node, depth, path = stack.pop()
@@ -127,9 +143,7 @@ def check_depth(value: Any, max_depth: int = MAX_DEPTH) -> int:
         if depth > max_depth:
             raise SchemaTooDeepError(f"nesting deeper than the limit of {max_depth}",
                                      pointer=join_pointer(path))
-        deepest = max(deepest, depth)
         stack.extend((child, depth + 1, path + (key,)) for key, child in items)
-    return deepest
 
 
 def checked_copy(value: Any, max_depth: int = MAX_DEPTH) -> Any:
@@ -163,6 +177,8 @@ def checked_copy(value: Any, max_depth: int = MAX_DEPTH) -> Any:
             if isinstance(item, (dict, list, tuple)):
                 copy = {} if isinstance(item, dict) else []
                 stack.append((item, copy, depth + 1, path + (key,)))
+            elif item is None or isinstance(item, (bool, int, str)):
+                copy = item  # the usual scalars, without building their path
             else:
                 copy = scalar(item, path + (key,))
             if isinstance(dst, dict):

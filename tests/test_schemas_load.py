@@ -294,3 +294,16 @@ schema_like = st.recursive(
 @given(schema_like)
 def test_fast_meta_schema_agrees_on_random_schema_like_values(schema):
     assert is_valid_schema(schema, DRAFT_2020_12_SPEC) == _official_is_valid(schema)
+
+
+def test_check_depth_counts_containers_and_names_the_first_one_too_deep():
+    from formwork.schemas.source import check_depth
+
+    assert check_depth("x") == 0 and check_depth({}) == 1
+    assert check_depth({"a": [1, {"b": []}], "c": {}}) == 4
+    with pytest.raises(SchemaTooDeepError) as info:
+        check_depth({"a": [[[]]], "b": {"c": {"d": {}}}}, max_depth=3)
+    assert info.value.pointer == "/b/c/d"  # the last member is walked first
+    with pytest.raises(SchemaTooDeepError) as info:
+        load_schema(json.dumps(nested(300)))
+    assert info.value.pointer.startswith("/items/items")
