@@ -88,6 +88,17 @@ class SubsetBuilder:
             got = self._class_edges[q] = tuple((cls[lo], cls[hi], t) for lo, hi, t in self._edges[q])
         return got
 
+    @staticmethod
+    def _disjoint(edges: tuple[tuple[int, int, int], ...]) -> bool:
+        """Whether no byte class is on two of the edges."""
+        seen = 0
+        for clo, chi, _ in edges:
+            span = (1 << (chi + 1)) - (1 << clo)
+            if seen & span:
+                return False
+            seen |= span
+        return True
+
     def closure(self, q: int) -> tuple[int, ...]:
         """The states `q` reaches by epsilon moves (itself included), sorted."""
         got = self._closures.get(q)
@@ -146,23 +157,41 @@ class SubsetBuilder:
             return region, inside, at_start, True
         return None
 
+    def _target(self, t: int) -> int:
+        """The state index of NFA state `t`'s closure."""
+        key = (t,)
+        sid = self._union.get(key)
+        if sid is None:
+            sid = self._union[key] = self.intern(self.closure(t))
+        return sid
+
     def row(self, i: int) -> list[int]:
         """Successor state index per byte class (new state sets are interned)."""
-        moves: list[list[int]] = [[] for _ in range(self.num_classes)]
-        for q in self.sets[i]:
+        row = [DEAD] * self.num_classes
+        states = self.sets[i]
+        if len(states) == 1 and self._disjoint(self.class_edges(states[0])):
+            for clo, chi, t in self.class_edges(states[0]):  # the usual case: whole edges at once
+                row[clo:chi + 1] = [self._target(t)] * (chi - clo + 1)
+            return row
+        moves: dict[int, list[int]] = {}
+        for q in states:
             for clo, chi, t in self.class_edges(q):
                 for k in range(clo, chi + 1):
-                    moves[k].append(t)
-        row = [DEAD] * self.num_classes
-        for k, targets in enumerate(moves):
-            if not targets:
+                    if row[k] == DEAD:  # first target of class k: a state id stands in for now
+                        row[k] = -1 - t
+                    else:
+                        moves.setdefault(k, [-1 - row[k]] if row[k] < 0 else []).append(t)
+                        row[k] = -1 - t
+        union = self._union
+        for k, first in enumerate(row):
+            if first == DEAD:
                 continue
-            key = tuple(sorted(set(targets)))
-            sid = self._union.get(key)
+            key = tuple(sorted(set(moves[k]))) if k in moves else (-1 - first,)
+            sid = union.get(key)
             if sid is None:
-                union = self.closure(key[0]) if len(key) == 1 else \
+                merged = self.closure(key[0]) if len(key) == 1 else \
                     tuple(sorted(set().union(*(self.closure(t) for t in key))))
-                sid = self._union[key] = self.intern(union)
+                sid = union[key] = self.intern(merged)
             row[k] = sid
         return row
 
