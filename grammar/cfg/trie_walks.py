@@ -17,7 +17,6 @@ Level = tuple[int, np.ndarray, np.ndarray]  # (depth, local node indices, states
 Nodes = tuple[int, np.ndarray]  # (depth, local node indices)
 
 _SMALL_FRONTIER = 24
-_PYTHON_VISITS = 2048  # children a Python descent may look at before giving up
 _DENSE_FRACTION = 0.2  # terminal walks: expand a whole level once this share of it may be live
 _FOLLOW_NODES = 2048  # terminal walks follow a small frontier node by node when its subtrees are this small
 _WIDE = 32  # ...filtering the children of a node in numpy when it has more than this
@@ -56,15 +55,13 @@ def walk_below(trie: TokenTrie, dfa, seeds: list[Level], deadline: float | None)
         out.append((depth, nodes, states))
         if depth + 1 >= trie.max_depth:
             break
-        if len(nodes) <= _SMALL_FRONTIER:  # a few deep paths (e.g. runs of spaces): no per-level numpy
-            below = _descend(trie, dfa, depth, nodes.tolist(), states.tolist())
-            if below is not None:
-                out += below
-                nodes, states = nodes[:0], states[:0]
-                if not by_depth:
-                    break
-                depth = min(by_depth)
-                continue
+        if len(nodes) <= _SMALL_FRONTIER and int(subtree_sizes(trie)[depth][nodes].sum()) <= _FOLLOW_NODES:
+            out += _descend(trie, dfa, depth, nodes.tolist(), states.tolist())  # small subtrees: no numpy levels
+            nodes, states = nodes[:0], states[:0]
+            if not by_depth:
+                break
+            depth = min(by_depth)
+            continue
         if deadline is not None and time.perf_counter() > deadline:
             raise GrammarBudgetError("token mask computation exceeded its step budget")
         children, sizes = _children(trie, depth, nodes)
@@ -77,13 +74,11 @@ def walk_below(trie: TokenTrie, dfa, seeds: list[Level], deadline: float | None)
     return out
 
 
-def _descend(trie: TokenTrie, dfa, depth: int, nodes: list[int], states: list[int]) -> list[Level] | None:
-    """Live strict descendants of a few live nodes, walked in Python (None: too many children
-    to visit this way, walk by levels instead)."""
+def _descend(trie: TokenTrie, dfa, depth: int, nodes: list[int], states: list[int]) -> list[Level]:
+    """Live strict descendants of a few live nodes with small subtrees, walked in Python."""
     found: dict[int, tuple[list[int], list[int]]] = {}
     stack = list(zip([depth] * len(nodes), nodes, states))
-    lazy = dfa.lazy
-    budget = _PYTHON_VISITS
+    rows: dict[int, list[int]] = {}  # state * 256 -> its row
     while stack:
         d, node, st = stack.pop()
         if d + 1 >= trie.max_depth:
@@ -91,15 +86,17 @@ def _descend(trie: TokenTrie, dfa, depth: int, nodes: list[int], states: list[in
         lo, hi = int(trie.child_lo[d][node]), int(trie.child_hi[d][node])
         if lo == hi:
             continue
-        budget -= hi - lo
-        if budget < 0:
-            return None
-        if lazy:
+        row = rows.get(st)
+        if row is None:
             dfa.ensure_one(st >> 8)
-        row = dfa.flat256()[st: st + 256]
-        level_bytes = trie.level_bytes[d + 1]
-        for child in range(lo, hi):
-            nxt = int(row[level_bytes[child]])
+            row = rows[st] = dfa.flat256()[st: st + 256].tolist()
+        if hi - lo > _WIDE:
+            targets = dfa.flat256()[st + trie.level_bytes[d + 1][lo:hi]]
+            hits = np.flatnonzero(targets)
+            pairs = zip((hits + lo).tolist(), targets[hits].tolist())
+        else:
+            pairs = ((child, row[byte]) for child, byte in zip(range(lo, hi), trie.level_bytes[d + 1][lo:hi].tolist()))
+        for child, nxt in pairs:
             if nxt:
                 got = found.setdefault(d + 1, ([], []))
                 got[0].append(child)
