@@ -187,17 +187,33 @@ def seq(*items: Node) -> Node:
     flat: list[Node] = []
     run: list[Bytes] = []  # adjacent literals, merged into one Bytes
     for item in items:
-        for part in item.items if type(item) is Seq else (item,):
-            kind = type(part)
-            if kind is Bytes:
-                run.append(part)
-            elif kind is Nothing:
-                return NOTHING
-            elif kind is not Empty:
+        kind = type(item)
+        if kind is Seq:
+            # already normal (no Empty/Nothing, no adjacent literals): only its ends may merge
+            parts = item.items
+            head, tail = parts[0], parts[-1]
+            if type(head) is Bytes:
+                run.append(head)
+            else:
                 if run:
                     flat.append(run[0] if len(run) == 1 else Bytes(b"".join([b.value for b in run])))
                     run = []
-                flat.append(part)
+                flat.append(head)
+            if len(parts) > 2:
+                if run:
+                    flat.append(run[0] if len(run) == 1 else Bytes(b"".join([b.value for b in run])))
+                    run = []
+                flat.extend(parts[1:-1])
+            kind, item = type(tail), tail
+        if kind is Bytes:
+            run.append(item)
+        elif kind is Nothing:
+            return NOTHING
+        elif kind is not Empty:
+            if run:
+                flat.append(run[0] if len(run) == 1 else Bytes(b"".join([b.value for b in run])))
+                run = []
+            flat.append(item)
     if run:
         flat.append(run[0] if len(run) == 1 else Bytes(b"".join([b.value for b in run])))
     if not flat:
