@@ -246,3 +246,13 @@ def test_regex_and_modulus_limits_are_errors_naming_keyword_and_pointer():
     assert err.value.keyword == "multipleOf" and err.value.pointer == "/multipleOf"
     lowered = lower_json_schema({"type": "integer", "multipleOf": 7}, lenient=True)
     assert any("multipleOf" in w for w in lowered.warnings)
+
+
+def test_enum_and_const_values_are_kept_only_when_every_sibling_accepts_them():
+    mixed = [1, 1.0, 2.5, True, "1", None, [1], {"a": 1}]
+    check({"type": "integer", "enum": mixed}, ["1"], ["2.5", "true", '"1"', "null", "[1]"])
+    check({"type": ["string", "null"], "enum": mixed}, ['"1"', "null"], ["1", "true", "2.5"])
+    check({"enum": mixed}, ["1", "2.5", "true", '"1"', "null", "[1]", '{"a": 1}'], ["2", "false"])
+    check({"allOf": [{"enum": mixed}, {"type": "number", "minimum": 2}]}, ["2.5"], ["1", "true"])
+    check({"allOf": [{"const": 3}, {"type": "integer"}, {"title": "t"}]}, ["3"], ["3.0", "4"])
+    check({"const": "a", "enum": ["b"]}, [], ['"a"', '"b"'])

@@ -152,6 +152,29 @@ class Lowerer:
         validator = cls(sub.schema, format_checker=cls.FORMAT_CHECKER, _resolver=sub.resolver)
         return validator.is_valid(value)
 
+    def _values_allowed(self, values: list[Any], owner: Sub, keyword: str, subs: list[Sub]
+                        ) -> list[Any]:
+        """The `const`/`enum` `values` of `owner` that every subschema in `subs` accepts.
+
+        A subschema whose only constraint is `type` (or, for `owner`, that keyword itself) is
+        decided with the validator's type checker; any other is asked to jsonschema.
+        """
+        is_type = self.doc.draft.validator.TYPE_CHECKER.is_type
+        type_lists: list[list[str]] = []
+        others: list[Sub] = []
+        for o in subs:
+            rest = o.schema.keys() - _LOCAL_FREE - {"type"}
+            if o is owner:
+                rest.discard(keyword)
+            if rest:
+                others.append(o.local())
+            elif "type" in o.schema:
+                t = o.schema["type"]
+                type_lists.append([t] if isinstance(t, str) else list(t))
+        return [v for v in values
+                if all(any(is_type(v, t) for t in types) for types in type_lists)
+                and all(self._is_valid(v, o) for o in others)]
+
     # ------------------------------------------------------------------ entry points
     def lower_root(self) -> Node:
         return self.lower_subs([self.expander.root()], 0)
@@ -228,7 +251,7 @@ class Lowerer:
             for kw in ("const", "enum"):
                 if kw in s.schema:
                     values = [s.schema["const"]] if kw == "const" else list(s.schema["enum"])
-                    keep = [v for v in values if all(self._is_valid(v, o.local()) for o in subs)]
+                    keep = self._values_allowed(values, s, kw, subs)
                     return alt(*(value_node(v, self.ws, depth) for v in keep))
         types = set(TYPES) | {"integer"}
         for s in subs:
