@@ -5,7 +5,7 @@ from formwork.grammar.budget import CompileBudget
 from formwork.grammar.dfa import DFA, complement, product
 from formwork.grammar.errors import RecursionNotSupportedError, UndefinedRuleError
 from formwork.grammar.ir import (
-    And, Grammar, Node, Not, RuleRef, any_text, map_children,
+    And, Grammar, Node, Not, Repeat, RuleRef, any_text, map_children,
 )
 from formwork.grammar.gc_pause import paused_gc
 from formwork.grammar.lazy_dfa import LazyDFA, SubsetBuilder
@@ -98,9 +98,10 @@ class AutomatonBuilder:
             budget = CompileBudget().start()  # shared by later compilations: not this one's budget
             nfa = NFA(budget, self.eager, record_regions=False)
             s, e = nfa.new_state(), nfa.new_state()
-            nfa.build(node, s, e)
+            positions = nfa.build_repeat(node, s, e) if isinstance(node, Repeat) else nfa.build(node, s, e)
             nfa.freeze()
             got = self._lexemes[node] = LazyDFA(SubsetBuilder(nfa, s, e, budget), root=("lexeme", node))
+            got.positions = tuple(positions or ())
         return got
 
     def eager(self, node: Node) -> DFA:

@@ -211,6 +211,7 @@ class LazyDFA:
                  standalone: Callable[[Node], "LazyDFA"] | None = None):
         self._b = builder
         self._standalone = standalone
+        self.positions: tuple[tuple[int, int], ...] = ()  # a lexeme repetition's (see NFA._repeat)
         self._lexeme_states: dict[int, LexemeState | None] = {}
         self._lock = threading.Lock()
         self._cache: dict = {}
@@ -303,6 +304,10 @@ class LazyDFA:
                 self._record_new()
         return sid
 
+    def closure(self, nfa_states: list[int]) -> frozenset[int]:
+        """The NFA states reached from `nfa_states` by epsilon moves."""
+        return frozenset(x for q in nfa_states for x in self._b.closure(q))
+
     def lexeme_state(self, s: int) -> LexemeState | None:
         """Where state `s` lies inside a lexeme (see `formwork.grammar.lexemes`), or None."""
         if s in self._lexeme_states:
@@ -311,7 +316,8 @@ class LazyDFA:
         if found is not None:
             region, inside, at_start, ends = found
             automaton, local = region.local_state(inside, at_start, ends, self._standalone)
-            found = LexemeState(automaton, local, self.state_of(self._b.closure(region.end)), ends)
+            found = LexemeState(automaton, local, self.state_of(self._b.closure(region.end)), ends,
+                                region.counted_state(inside, at_start, self._standalone))
         self._lexeme_states[s] = found
         return found
 

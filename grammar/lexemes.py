@@ -16,6 +16,7 @@ This is the lexer/parser split of DESIGN.md applied to regular grammars.
 """
 from __future__ import annotations
 
+import bisect
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -26,7 +27,7 @@ import numpy as np
 
 from formwork.grammar.dfa import DFA
 from formwork.grammar.follow_exits import exit_seeds
-from formwork.grammar.ir import Alt, Node, Seq
+from formwork.grammar.ir import Alt, Node, Repeat, Seq
 
 if TYPE_CHECKING:
     from formwork.grammar.lazy_dfa import LazyDFA
@@ -72,6 +73,7 @@ class Region:
     node: Node | None = None
     start: int = -1  # the NFA state before the lexeme ...
     start_moves: tuple[int, int] | None = None  # ... and its moves if they all enter the lexeme
+    positions: tuple[tuple[int, int], ...] = ()  # a bounded repetition's (see NFA._repeat)
 
     def local_state(self, inside: frozenset[int], at_start: bool, ends: bool,
                     standalone: Callable[[Node], "LazyDFA"]) -> tuple[DFA | "LazyDFA", int]:
@@ -89,6 +91,56 @@ class Region:
         return automaton, automaton.state_of(frozenset(local))
 
 
+    def counted_state(self, inside: frozenset[int], at_start: bool,
+                      standalone: Callable[[Node], "LazyDFA"]) -> tuple["LazyDFA", int] | None:
+        """For a bounded repetition `item{lo,hi}` past its minimum: the same place in the shared
+        automaton of `item{0,HORIZON}` with as many repetitions left (at most HORIZON), which no
+        token can tell apart from this one (see `HORIZON`); None elsewhere."""
+        node = self.node
+        if not self.positions or not isinstance(node, Repeat) or node.max is None:
+            return None
+        where = _position(self.positions, self.last, inside, at_start)
+        if where is None or where[0] < node.min:
+            return None
+        done, offsets = where
+        counted = standalone(Repeat(node.item, 0, HORIZON))
+        k = HORIZON - min(node.max - done, HORIZON)  # repetitions done there
+        if offsets is None:  # between repetitions
+            states = [0] if k == 0 else [counted.positions[k - 1][1]]
+        else:
+            first = counted.positions[k][0]
+            states = [first + o for o in offsets]
+        return counted, counted.state_of(counted.closure(states))
+
+
+#: Repetitions no token can count past: a bounded repetition with more than this many left acts,
+#: for every token, like one with exactly this many (tokens are at most this many bytes).
+HORIZON = 256
+
+
+def _position(positions: tuple[tuple[int, int], ...], last: int, inside: frozenset[int],
+              at_start: bool) -> tuple[int, frozenset[int] | None] | None:
+    """(repetitions done, item state offsets or None between repetitions) of NFA states inside a
+    bounded repetition's region; None if they are not all at one place."""
+    boundary = {after: j + 1 for j, (_, after) in enumerate(positions)}
+    firsts = [first for first, _ in positions]
+    done: set[int] = {0} if at_start else set()
+    offsets: set[int] = set()
+    for x in inside:
+        if x in boundary:
+            done.add(boundary[x])
+            continue
+        j = bisect.bisect_right(firsts, x) - 1
+        end = firsts[j + 1] - 1 if j + 1 < len(firsts) else last
+        if j < 0 or x >= end:
+            return None
+        done.add(j)
+        offsets.add(x - firsts[j])
+    if len(done) != 1 or (offsets and (at_start or len(offsets) != len(inside))):
+        return None
+    return done.pop(), frozenset(offsets) if offsets else None
+
+
 @dataclass(frozen=True)
 class LexemeState:
     """A document state inside a lexeme: the lexeme automaton, its state, the document state
@@ -99,6 +151,7 @@ class LexemeState:
     state: int
     after: int
     ends: bool
+    counted: tuple["LazyDFA", int] | None = None  # the shared place (see Region.counted_state)
 
 
 def lexeme_mask(cache: "TokenMaskCache", dfa: "LazyDFA", where: LexemeState,
@@ -108,16 +161,18 @@ def lexeme_mask(cache: "TokenMaskCache", dfa: "LazyDFA", where: LexemeState,
     # imported here: the CFG package imports token_mask, which calls this module
     from formwork.grammar.cfg.trie_walks import tokens_at, walk_below
 
-    words = cache.mask(where.automaton, where.state, max_seconds).copy()
+    trie = cache.vocab.trie
+    automaton, state = where.counted if where.counted and trie.max_depth <= HORIZON else \
+        (where.automaton, where.state)
+    words = cache.mask(automaton, state, max_seconds).copy()
     if where.ends:  # the lexeme's stop bits say it is complete, not the document
         words &= ~cache.stop_words
         words |= cache.mask(dfa, where.after, max_seconds)
-    trie = cache.vocab.trie
     row = dfa.row(where.after)
     seeds = []
     for byte in np.flatnonzero(row).tolist():
         after_byte = int(row[byte]) * 256
-        for depth, nodes in exit_seeds(trie, where.automaton, where.state, byte).items():
+        for depth, nodes in exit_seeds(trie, automaton, state, byte).items():
             seeds.append((depth, np.asarray(nodes, dtype=np.int64), np.full(len(nodes), after_byte, dtype=np.intp)))
     if seeds:
         ids = tokens_at(trie, walk_below(trie, dfa, seeds, deadline))

@@ -83,12 +83,13 @@ class NFA:
             fresh = not self.eps[s] and not self.edges[s]
             self._inside += 1
             try:
-                self._build(node, s, e)
+                positions = self._repeat(node, s, e)
             finally:
                 self._inside -= 1
             if len(self.eps) > first:
                 self.regions.append(Region(first, len(self.eps), e, node=node, start=s,
-                                           start_moves=self._moves(s) if fresh else None))
+                                           start_moves=self._moves(s) if fresh else None,
+                                           positions=tuple(positions)))
             return
         self._build(node, s, e)
 
@@ -123,13 +124,17 @@ class NFA:
         else:
             raise GrammarError(f"unknown IR node {type(node).__name__}")
 
-    def _repeat(self, node: Repeat, s: int, e: int) -> None:
+    def _repeat(self, node: Repeat, s: int, e: int) -> list[tuple[int, int]]:
+        """Build `node`; for a bounded repetition, return per repetition (the first state of its
+        item, the state after it: the boundary, which is `e` after the last one)."""
+        positions: list[tuple[int, int]] = []
         if self.is_empty(node.item):  # only zero repetitions are possible
             self.eps[s].append(e)
-            return
+            return positions
         cur = s
         for _ in range(node.min):
             nxt = self.new_state()
+            positions.append((len(self.eps), nxt))
             self.build(node.item, cur, nxt)
             cur = nxt
         if node.max is None:
@@ -137,14 +142,20 @@ class NFA:
             self.eps[cur].append(loop)
             self.build(node.item, loop, loop)
             self.eps[loop].append(e)
-            return
+            return []
         self.eps[cur].append(e)
         for k in range(node.max - node.min):
             nxt = e if k == node.max - node.min - 1 else self.new_state()
+            positions.append((len(self.eps), nxt))
             self.build(node.item, cur, nxt)
             if nxt != e:
                 self.eps[nxt].append(e)
             cur = nxt
+        return positions
+
+    def build_repeat(self, node: Repeat, s: int, e: int) -> list[tuple[int, int]]:
+        """`build` for a repetition, returning its positions (see `_repeat`)."""
+        return self._repeat(node, s, e) if not self.is_empty(node) else []
 
     def embed(self, dfa: DFA, s: int, e: int) -> None:
         """Splice a DFA between `s` and `e` (dead state dropped)."""

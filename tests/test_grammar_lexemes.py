@@ -160,3 +160,31 @@ def test_a_schema_compiled_twice_without_the_cache_is_built_twice(vocab):
     first = compile_json_schema(schema, vocab, compiler=compiler)
     second = compile_json_schema(schema, vocab, compiler=compiler)
     assert first.dfa is not second.dfa
+
+
+@pytest.mark.parametrize("bounds", [(0, 5), (2, 20), (3, 300), (0, 400)])
+def test_bounded_strings_use_the_shared_counted_automaton_and_keep_exact_masks(vocab, plain, bounds):
+    lo, hi = bounds
+    schema = {"type": "array", "items": {"type": "string", "minLength": lo, "maxLength": hi}}
+    grammar = compile_json_schema(schema, vocab, compiler=GrammarCompiler(vocab, cache_enabled=False))
+    value = ('é"\\\n x✓' * 60)[:hi]
+    states = visited_states(grammar, json.dumps([value, value[:lo]], ensure_ascii=False))
+    inside = [grammar.dfa.lexeme_state(s) for s in states]
+    counted = [w for w in inside if w is not None and w.counted is not None]
+    assert counted, "no state past the minimum length used the shared automaton"
+    for s in states:
+        if grammar.dfa.lexeme_state(s) is not None:
+            assert np.array_equal(grammar.mask_cache.mask(grammar.dfa, s), plain._compute(grammar.dfa, s, None))
+
+
+def test_equal_repetitions_left_share_one_place(vocab):
+    """maxLength 10 after 4 characters and maxLength 8 after 2 leave 6: one shared state."""
+    compiler = GrammarCompiler(vocab, cache_enabled=False)
+    places = []
+    for hi, text in ((10, "abcd"), (8, "ab")):
+        grammar = compile_json_schema({"type": "string", "maxLength": hi}, vocab, compiler=compiler)
+        m = grammar.matcher()
+        assert m.accept_string('"' + text)
+        where = grammar.dfa.lexeme_state(m._state)
+        places.append(where.counted)
+    assert places[0] is not None and places[0][0] is places[1][0] and places[0][1] == places[1][1]
