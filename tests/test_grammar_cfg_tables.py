@@ -1,4 +1,4 @@
-"""CFG mask building blocks: terminal-state walks, slice tables, continuations."""
+"""CFG mask building blocks: terminal-state walks, language keys, slice tables, continuations."""
 from __future__ import annotations
 
 import sys
@@ -15,7 +15,7 @@ from conftest_grammar_cfg import JSON_LARK  # noqa: E402
 
 from formwork.grammar import GrammarCompiler, Vocabulary  # noqa: E402
 from formwork.grammar.automaton import AutomatonBuilder  # noqa: E402
-from formwork.grammar.cfg.terminal_tables import pack_ids, terminal_table  # noqa: E402
+from formwork.grammar.cfg.terminal_tables import language_key, pack_ids, terminal_table  # noqa: E402
 from formwork.grammar.cfg import trie_walks  # noqa: E402
 from formwork.grammar.cfg.trie_walks import terminal_walk  # noqa: E402
 from formwork.grammar.dfa import DEAD, START  # noqa: E402
@@ -77,6 +77,18 @@ def test_terminal_walk_is_the_brute_force_walk(tokens):
                 assert as_set(exits) == want_exits, name
 
 
+def test_language_key_names_the_language_not_the_automaton_state():
+    quoted = AutomatonBuilder().dfa(seq(lit("'"), repeat(chars([(0, 0x26), (0x28, 0x10FFFF)]), 0, None), lit("'")))
+    body, later = quoted.walk(START, b"'"), quoted.walk(START, b"'ab\xc3\xa9")  # different DFA states
+    assert body != later and language_key(quoted, body) == language_key(quoted, later)
+    assert language_key(quoted, START) != language_key(quoted, body)
+    ws = AutomatonBuilder().dfa(WS)
+    assert language_key(ws, ws.walk(START, b" ")) == language_key(ws, ws.walk(START, b"  \n"))
+    assert language_key(ws, START) != language_key(ws, ws.walk(START, b" "))  # ws+ vs ws*
+    after_comma = AutomatonBuilder().dfa(seq(lit(","), WS))
+    assert language_key(after_comma, after_comma.walk(START, b", ")) == language_key(ws, ws.walk(START, b" "))
+
+
 def test_pack_ids_equals_the_scatter():
     rng = np.random.default_rng(7)
     for count in (0, 3, 5000):
@@ -99,6 +111,16 @@ def test_terminals_that_slice_tokens_can_finish_walk_the_whole_trie():
     want = {i for i, data in enumerate(tokens) if dfa.walk(after_x, data) != DEAD}
     got = set(np.flatnonzero(np.unpackbits(table.inside.view(np.uint8), bitorder="little")).tolist())
     assert got == want
+
+
+def test_terminals_that_end_alike_share_exits_and_continuations():
+    tokens = [b" ", b" a", b" ab", b"AS", b"FROM", b"a", b" (", b"x "]
+    cache = TokenMaskCache(Vocabulary(tokens))
+    space, either = AutomatonBuilder().dfa(lit(" ")), AutomatonBuilder().dfa(alt(lit(" "), lit("q ")))
+    one = terminal_table(cache, space, START)
+    other = terminal_table(cache, either, START)  # another language, but no token starts with "q"
+    assert one is not other and one.exits is other.exits  # both end after a space: children of " "
+    assert len(one.exits.node) == 2  # " a" and " ("
 
 
 @pytest.fixture(scope="module")

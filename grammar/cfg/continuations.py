@@ -15,7 +15,7 @@ import threading
 
 import numpy as np
 
-from formwork.grammar.cfg.trie_walks import Exits, Nodes, _children, tokens_at, walk_below
+from formwork.grammar.cfg.trie_walks import Exits, Nodes, _children, interned_exits, tokens_at, walk_below
 from formwork.grammar.dfa import START
 
 _LOCK = threading.Lock()
@@ -50,6 +50,6 @@ def continuation(source: Exits, dfa, deadline: float | None) -> Continuation:
             children, _ = _children(trie, depth, done)
             if len(children):
                 ends.append((depth + 1, children))
-    got = Continuation(tokens_at(trie, levels), Exits(trie, ends))
+    got = Continuation(tokens_at(trie, levels), interned_exits(trie, ends))
     with _LOCK:
         return source.next.setdefault(key, got)

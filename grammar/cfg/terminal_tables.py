@@ -2,9 +2,9 @@
 
 For a terminal state the CFG mask needs the tokens that stay inside the terminal and the trie
 nodes where the terminal may end before a token does (`Exits`).  Both come from one walk of the
-vocabulary trie (`terminal_walk`) and are keyed like the token-mask cache, by the automaton's
-state key (which names the state's language): recompiling a grammar, or another grammar with the
-same terminal, reuses them.
+vocabulary trie (`terminal_walk`) and are keyed by the state's *language*: for a small reachable
+part, its minimal DFA in a canonical numbering (so the states of `[a-z]+` after one letter and
+after two, distinct in a lazily built DFA, share one table); else the automaton's state key.
 
 A state that admits every token of the JSON-string slice (`grammar.slices`) and that no slice
 token can finish (a string body) walks only the trie of the tokens outside the slice: the slice's
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from formwork.grammar.cfg.trie_walks import Exits, Nodes, terminal_walk
+from formwork.grammar.cfg.trie_walks import Exits, Nodes, interned_exits, terminal_walk
 from formwork.grammar.dfa import DEAD, START
 from formwork.grammar.token_mask import pack_token_ids
 from formwork.grammar.token_trie import TokenTrie
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 _GATHER_NODES = 20_000  # above this many live nodes, read tokens by one gather over all ids
 _MAX_TABLES = 2048  # per vocabulary trie
+_MAX_SIGNATURE_STATES = 32  # larger reachable parts are keyed by the automaton's own state key
 _SCATTER_IDS = 1024  # from this many token ids on, pack them through a flag array
 
 
@@ -40,6 +41,61 @@ class TerminalTable:
         inside.flags.writeable = False
         self.inside = inside
         self.exits = exits
+
+
+def language_signature(dfa, state: int) -> tuple | None:
+    """A hashable description of the language of `state` (None when the part of the DFA reachable
+    from it is large): that part minimised, its states numbered breadth-first and its byte
+    classes merged where no state tells them apart, so equal languages get equal signatures."""
+    order, index, rows = [state], {state: 0}, []
+    for q in order:
+        row = dfa.class_row(q)
+        rows.append(row)
+        for target in set(row.tolist()):
+            if target != DEAD and target not in index:
+                if len(order) == _MAX_SIGNATURE_STATES:
+                    return None
+                index[target] = len(order)
+                order.append(target)
+    sink = len(order)  # the dead state, made explicit
+    renumber = np.full(dfa.num_states, sink, dtype=np.int64)
+    renumber[order] = np.arange(sink)
+    local = np.vstack([renumber[np.stack(rows)], np.full(len(rows[0]), sink)])
+    accepting = np.append(dfa.accepting[order], False)
+    classes = accepting.astype(np.int64)
+    while True:  # Moore's partition refinement
+        ids: dict[bytes, int] = {}
+        refined = np.array([ids.setdefault(key.tobytes(), len(ids))
+                            for key in np.column_stack([classes, classes[local]])])
+        stable = len(ids) == len(np.unique(classes))
+        classes = refined
+        if stable:
+            break
+    seen, frontier = {int(classes[0]): 0}, [0]  # minimal states numbered breadth-first from the start
+    for q in frontier:
+        for t in local[q].tolist():
+            if int(classes[t]) not in seen:
+                seen[int(classes[t])] = len(seen)
+                frontier.append(t)
+    rank = np.zeros(len(seen), dtype=np.int64)
+    rank[list(seen)] = np.arange(len(seen))
+    minimal = rank[classes[local[frontier]]]
+    columns: dict[bytes, int] = {}  # byte classes that no state tells apart read as one
+    group_of_class = [columns.setdefault(minimal[:, k].tobytes(), len(columns)) for k in range(minimal.shape[1])]
+    group_of_byte = np.asarray(group_of_class)[dfa.byte_classes()[0]]
+    _, first_byte = np.unique(group_of_byte, return_index=True)
+    groups = group_of_byte[np.sort(first_byte)]  # numbered by their first byte
+    first_class = [group_of_class.index(g) for g in groups.tolist()]
+    group_rank = np.zeros(len(columns), dtype=np.uint8)
+    group_rank[groups] = np.arange(len(groups))
+    return (group_rank[group_of_byte].tobytes(), accepting[frontier].tobytes(),
+            minimal[:, first_class].tobytes(), len(frontier))
+
+
+def language_key(dfa, state: int) -> tuple:
+    """A grammar-independent cache key naming the language of `state`."""
+    signature = language_signature(dfa, state)
+    return ("language", signature) if signature is not None else ("state", dfa.state_key(state))
 
 
 def slice_never_ends(token_slice: "TokenSlice", dfa, state: int) -> bool:
@@ -74,9 +130,9 @@ def _build(cache: "TokenMaskCache", dfa, state: int, deadline: float | None) -> 
         rest = token_slice.rest_trie  # every slice token stays inside: walk only the others
         live, exits = terminal_walk(rest, dfa, state, deadline)
         inside = token_slice.mask_words | _pack(rest, live, vocab.vocab_size)
-        return TerminalTable(inside, Exits(rest, exits))
+        return TerminalTable(inside, interned_exits(rest, exits))
     live, exits = terminal_walk(vocab.trie, dfa, state, deadline)
-    return TerminalTable(_pack(vocab.trie, live, vocab.vocab_size), Exits(vocab.trie, exits))
+    return TerminalTable(_pack(vocab.trie, live, vocab.vocab_size), interned_exits(vocab.trie, exits))
 
 
 def _pack(trie: TokenTrie, live: list[Nodes], vocab_size: int) -> np.ndarray:
@@ -120,7 +176,7 @@ _TABLES_LOCK = threading.Lock()
 
 def terminal_table(cache: "TokenMaskCache", dfa, state: int, deadline: float | None = None) -> TerminalTable:
     """The shared `TerminalTable` of a terminal state (built on first use, LRU per vocabulary)."""
-    key = dfa.state_key(state)
+    key = language_key(dfa, state)
     trie = cache.vocab.trie
     with _TABLES_LOCK:
         tables = _TABLES.setdefault(trie, OrderedDict())

@@ -262,9 +262,29 @@ class Exits:
                                                         np.split(states, cuts))]
 
 
-_EXITS: "weakref.WeakKeyDictionary[TokenTrie, OrderedDict]" = weakref.WeakKeyDictionary()
 _EXITS_LOCK = threading.Lock()
-_MAX_EXITS = 2048  # per vocabulary trie
+_MAX_EXITS = 2048  # per vocabulary trie, in each of the two tables below
+_INTERNED: "weakref.WeakKeyDictionary[TokenTrie, OrderedDict]" = weakref.WeakKeyDictionary()
+
+
+def interned_exits(trie: TokenTrie, found: list[Nodes]) -> Exits:
+    """`Exits(trie, found)`, one object per distinct set of nodes: terminals that end alike (every
+    literal whose last byte is a space) share it, and so share its continuations."""
+    exits = Exits(trie, found)
+    key = (len(exits.node), hash(exits.node.tobytes()), hash(exits.depth.tobytes()))
+    with _EXITS_LOCK:
+        table = _INTERNED.setdefault(trie, OrderedDict())
+        got = table.get(key)
+        if got is not None and np.array_equal(got.node, exits.node) and np.array_equal(got.depth, exits.depth):
+            table.move_to_end(key)
+            return got
+        table[key] = exits
+        if len(table) > _MAX_EXITS:
+            table.popitem(last=False)
+    return exits
+
+
+_EXITS: "weakref.WeakKeyDictionary[TokenTrie, OrderedDict]" = weakref.WeakKeyDictionary()
 
 
 def shared_exits(trie: TokenTrie, dfa, state: int) -> Exits:
@@ -277,7 +297,7 @@ def shared_exits(trie: TokenTrie, dfa, state: int) -> Exits:
         if got is not None:
             table.move_to_end(key)
             return got
-    got = Exits(trie, terminal_walk(trie, dfa, state)[1])
+    got = interned_exits(trie, terminal_walk(trie, dfa, state)[1])
     with _EXITS_LOCK:
         table[key] = got
         if len(table) > _MAX_EXITS:
