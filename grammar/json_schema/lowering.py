@@ -84,15 +84,14 @@ def _shared_any_value(options: JsonSchemaOptions) -> AnyValue:
     return got
 
 
-
 class Lowerer:
     """Lowers the schemas of one document under one set of options."""
 
     def __init__(self, doc: Any, options: JsonSchemaOptions):
         self.doc = doc
         self.options = options
-        self.ws = Whitespace(options)
         self.any_value = _shared_any_value(options)
+        self.ws = self.any_value.ws  # shared too: its separators are built once per process
         self.expander = Expander(doc, lambda sub, branches: resolve_one_of(self, sub, branches),
                                  doc.draft.name == "draft-07")
         self.warnings: list[str] = []
