@@ -171,11 +171,11 @@ def main() -> None:
     notes = ("Context-free cases over the DeepSeek 129k tokenizer. formwork and llguidance read the Lark grammars, "
              "xgrammar the same languages in GBNF (it has no Lark front end); the recursive schema goes through "
              "each engine's JSON Schema compiler. TTFM = compile + first mask, compiled-grammar caches off. "
-             "formwork's CFG masks are cached per parser configuration of one compiled grammar (nothing reused "
-             "between compilations); below them, the per-terminal-state masks (`TokenMaskCache`) and terminal exit "
-             "tables are keyed by the terminal's language and shared across grammars, but each case here meets its "
-             "terminals for the first time. The machine is shared with other jobs, so times are noisy; ratios "
-             "matter.")
+             "formwork's CFG masks are cached per parser configuration of one compiled grammar; below them, "
+             "the per-terminal-state tables (inside mask + exits) and the continuations from exits into a next "
+             "terminal are keyed by the terminal's language and shared across grammars and compilations, but each "
+             "case here meets its terminals for the first time, in a fresh process. The machine is shared with "
+             "other jobs, so times are noisy; ratios matter.")
     text = report(results, "Grammar benchmark: context-free grammars and recursive schemas", notes)
     text += "\n".join(targets(results)) + "\n"
     print(text)
