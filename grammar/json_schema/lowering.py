@@ -8,7 +8,6 @@ through `report` (an error, or a warning in lenient mode).
 """
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 from decimal import Decimal
@@ -25,7 +24,8 @@ from formwork.grammar.json_schema.expand import APPLICATORS, Alternative, Expand
 from formwork.grammar.json_schema.objects import ObjectLowering
 from formwork.grammar.json_schema.one_of import CANONICAL_SCALARS, resolve_one_of
 from formwork.grammar.json_schema.options import IndentSpec, JsonSchemaOptions, Whitespace
-from formwork.grammar.json_schema.strings import encode_decoded, quoted, string_content
+from formwork.grammar.json_schema.pieces import encoded_format, encoded_pattern, pattern_language
+from formwork.grammar.json_schema.strings import quoted, string_content
 from formwork.grammar.json_schema.values import (
     ANY_JSON_RULE, AnyValue, any_json_rules, container, freeze, value_node,
 )
@@ -45,30 +45,6 @@ MAX_NESTED_SCHEMAS = 64  # conjunctions lowered inside one another
 # builder's memo finds them by identity (equal-but-distinct deep nodes cost a deep comparison).
 _ANY_VALUES: dict[tuple, AnyValue] = {}
 _LEAVES: dict[tuple, dict[Any, Node]] = {}
-
-
-_FORMATS: dict[str, Node] = {}
-
-
-def _encoded_format(name: str) -> Node:
-    """The canonical spellings of a format's strings, compiled once per process and spliced in."""
-    node = _FORMATS.get(name)
-    if node is None:
-        node = _FORMATS[name] = freeze(encode_decoded(formats.format_node(name)))
-    return node
-
-
-@functools.lru_cache(maxsize=1024)
-def _pattern_language(pattern: str) -> Node:
-    """The decoded-value language of a regex with search semantics, built once per process (the
-    same patterns recur across schemas); an unsupported regex raises `GrammarError` each time."""
-    return regex(pattern, search=True)
-
-
-@functools.lru_cache(maxsize=1024)
-def _encoded_pattern(pattern: str) -> Node:
-    """The canonical spellings of the strings `pattern` matches, built once per process."""
-    return encode_decoded(_pattern_language(pattern))
 
 
 def _ws_key(options: JsonSchemaOptions) -> tuple:
@@ -117,7 +93,7 @@ class Lowerer:
         spellings of those strings; a regex outside the supported syntax is an
         `UnsupportedSchemaError` naming `keyword` at `pointer`."""
         try:
-            return _encoded_pattern(pattern) if encoded else _pattern_language(pattern)
+            return encoded_pattern(pattern) if encoded else pattern_language(pattern)
         except GrammarError as exc:
             raise UnsupportedSchemaError(keyword, pointer, str(exc)) from None
 
@@ -350,7 +326,7 @@ class Lowerer:
             if "format" in sch:
                 fmt = sch["format"]
                 if fmt in formats.SUPPORTED:
-                    extra.append(_encoded_format(fmt))
+                    extra.append(encoded_format(fmt))
                 else:
                     self.report("format", child(s.pointer, "format"),
                                 f"format {fmt!r} is not supported")
