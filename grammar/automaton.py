@@ -61,6 +61,7 @@ class AutomatonBuilder:
         self._memo: dict[Node, DFA | LazyDFA] = {}
         self._eager: dict[Node, DFA] = {}
         self._lexemes: dict[Node, LazyDFA] = {}
+        self._templates: dict[Node, NFA] = {}
 
     def dfa(self, node: Node, keep: bool = True) -> DFA | LazyDFA:
         """The automaton of `node`, memoised unless `keep` is False (a whole document: only its
@@ -82,7 +83,7 @@ class AutomatonBuilder:
         elif isinstance(node, Not):
             out = complement(self.eager(node.a), self.eager(any_text()), self.budget)
         else:
-            nfa = NFA(self.budget, self.eager)
+            nfa = NFA(self.budget, self.eager, template_of=self.lexeme_template)
             s, e = nfa.new_state(), nfa.new_state()
             nfa.build(node, s, e)
             nfa.freeze()
@@ -98,11 +99,23 @@ class AutomatonBuilder:
             budget = CompileBudget().start()  # shared by later compilations: not this one's budget
             nfa = NFA(budget, self.eager, record_regions=False)
             s, e = nfa.new_state(), nfa.new_state()
-            positions = nfa.build_repeat(node, s, e) if isinstance(node, Repeat) else nfa.build(node, s, e)
+            if isinstance(node, Repeat):
+                nfa.build_repeat(node, s, e)
+            else:
+                nfa.build(node, s, e)
             nfa.freeze()
             got = self._lexemes[node] = LazyDFA(SubsetBuilder(nfa, s, e, budget), root=("lexeme", node))
-            got.positions = tuple(positions or ())
+            got.positions = tuple(nfa.positions)
+            self._templates[node] = nfa
         return got
+
+    def lexeme_template(self, node: Node) -> NFA:
+        """The NFA of `lexeme_automaton(node)`, which documents splice in."""
+        template = self._templates.get(node)
+        if template is None:
+            self.lexeme_automaton(node)
+            template = self._templates[node]
+        return template
 
     def eager(self, node: Node) -> DFA:
         """The complete, minimal DFA of `node`."""

@@ -55,20 +55,14 @@ class SubsetBuilder:
         budget.check_nfa(len(nfa.eps))
         self.budget = budget
         self.final = final
-        cuts = {0, 256}
-        for out in nfa.edges:
-            for lo, hi, _ in out:
-                cuts.add(lo)
-                cuts.add(hi + 1)
-        bounds = sorted(cuts)
+        bounds = sorted(nfa.cuts())
         self.num_classes = len(bounds) - 1
         self.class_of_byte = np.zeros(256, dtype=np.int64)
         for k in range(self.num_classes):
             self.class_of_byte[bounds[k]:bounds[k + 1]] = k
         self._class_list = self.class_of_byte.tolist()
-        self._edges = nfa.edges
+        self._nfa = nfa
         self._class_edges: list[tuple[tuple[int, int, int], ...] | None] = [None] * len(nfa.edges)
-        self.eps = nfa.eps
         self.regions: list[Region] = nfa.regions
         self._region_starts = [r.first for r in nfa.regions]
         self._region_at_start = {r.start: r for r in nfa.regions if r.start_moves is not None}
@@ -85,7 +79,7 @@ class SubsetBuilder:
         got = self._class_edges[q]
         if got is None:
             cls = self._class_list
-            got = self._class_edges[q] = tuple((cls[lo], cls[hi], t) for lo, hi, t in self._edges[q])
+            got = self._class_edges[q] = tuple((cls[lo], cls[hi], t) for lo, hi, t in self._nfa.moves(q)[1])
         return got
 
     @staticmethod
@@ -106,7 +100,7 @@ class SubsetBuilder:
             seen = {q}
             stack = [q]
             while stack:
-                for t in self.eps[stack.pop()]:
+                for t in self._nfa.moves(stack.pop())[0]:
                     if t not in seen:
                         seen.add(t)
                         stack.append(t)
@@ -146,7 +140,7 @@ class SubsetBuilder:
             return None
         inside = frozenset(x for x in states if region.first <= x < region.last)
         at_start = region.start in states
-        if at_start and region.start_moves != (len(self.eps[region.start]), len(self._edges[region.start])):
+        if at_start and region.start_moves != tuple(map(len, self._nfa.moves(region.start))):
             return None
         rest = set(states) - inside - {region.start}
         if not rest:

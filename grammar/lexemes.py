@@ -21,7 +21,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -74,6 +74,7 @@ class Region:
     start: int = -1  # the NFA state before the lexeme ...
     start_moves: tuple[int, int] | None = None  # ... and its moves if they all enter the lexeme
     positions: tuple[tuple[int, int], ...] = ()  # a bounded repetition's (see NFA._repeat)
+    template: Any = None  # the lexeme's own NFA (`node` regions), copied from on first use
 
     def local_state(self, inside: frozenset[int], at_start: bool, ends: bool,
                     standalone: Callable[[Node], "LazyDFA"]) -> tuple[DFA | "LazyDFA", int]:

@@ -5,6 +5,7 @@ back into the NFA as ordinary states.
 """
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 
 import numpy as np
@@ -23,23 +24,74 @@ class NFA:
 
     Sub-terms with an empty language add nothing, so every state lies on a path to the end
     state: a non-empty set of states always has a non-empty language.  `regions` records where
-    lexemes (embedded DFAs, nodes marked with `lexeme()`) were built, outermost only, in order.
+    lexemes (embedded DFAs, nodes marked with `lexeme()`) were spliced in, outermost only, in
+    order; their states are filled from the DFA or the lexeme's template NFA on first use.
     """
 
-    def __init__(self, budget: CompileBudget, dfa_of: Callable[[Node], DFA], record_regions: bool = True):
+    def __init__(self, budget: CompileBudget, dfa_of: Callable[[Node], DFA], record_regions: bool = True,
+                 template_of: Callable[[Node], "NFA"] | None = None):
         self.eps: list = []  # per state: epsilon targets (lists while building, then tuples)
         self.edges: list = []  # per state: (lo, hi, target) byte ranges
         self.budget = budget
         self.dfa_of = dfa_of
+        self.template_of = template_of
+        self.positions: list[tuple[int, int]] = []  # of the repetition `build_repeat` built
         self._empty: dict[Node, bool] = {}
         self.regions: list[Region] = []
         self._inside = 0 if record_regions else 1  # > 0: inside a region, record none
+        self._region_firsts: list[int] | None = None  # set by freeze()
+        self._cuts: set[int] | None = None
 
     def freeze(self) -> None:
         """End construction: moves become tuples, which the cyclic garbage collector stops
-        tracking (a process holding many automata otherwise pays for re-scanning its lists)."""
-        self.eps = [tuple(x) for x in self.eps]
-        self.edges = [tuple(x) for x in self.edges]
+        tracking (a process holding many automata otherwise pays for re-scanning its lists).
+        The states of regions stay None until `moves` first asks for them."""
+        self.eps = [x if x is None else tuple(x) for x in self.eps]
+        self.edges = [x if x is None else tuple(x) for x in self.edges]
+        self._region_firsts = [r.first for r in self.regions]
+
+    def moves(self, q: int) -> tuple[tuple[int, ...], tuple[tuple[int, int, int], ...]]:
+        """(epsilon targets, byte edges) of state `q`; a region's states are copied from the
+        region's DFA or template on first use (a lexeme costs nothing until it is reached)."""
+        eps = self.eps[q]
+        if eps is None:
+            region = self.regions[bisect.bisect_right(self._region_firsts, q) - 1]
+            if region.dfa is not None:
+                base, d = region.first - 1, q - region.first + 1
+                self.edges[q] = tuple((lo, hi, base + t) for lo, hi, t in _byte_ranges(region.dfa)[d])
+                self.eps[q] = (region.end,) if region.dfa.accepting[d] else ()
+            else:
+                template, t = region.template, q - region.first + 2
+                at = (region.start, region.end, *range(region.first, region.last))  # template ids
+                self.edges[q] = tuple((lo, hi, at[x]) for lo, hi, x in template.edges[t])
+                self.eps[q] = tuple(at[x] for x in template.eps[t])
+            eps = self.eps[q]
+        return eps, self.edges[q]
+
+    def reserve(self, n: int) -> int:
+        """Room for `n` states filled on first use (see `moves`); returns the first."""
+        first = len(self.eps)
+        self.eps.extend([None] * n)
+        self.edges.extend([None] * n)
+        self.budget.check_nfa(len(self.eps))
+        self.budget.check_time("NFA construction")
+        return first
+
+    def cuts(self) -> set[int]:
+        """Every byte where some edge starts or ends (edges of unfilled regions included); kept
+        once frozen (templates are asked once per document that splices them)."""
+        if self._cuts is not None:
+            return self._cuts
+        out = {0, 256}
+        for edges in self.edges:
+            for lo, hi, _ in edges or ():
+                out.add(lo)
+                out.add(hi + 1)
+        for region in self.regions:
+            out |= _cuts(region.dfa) if region.dfa is not None else region.template.cuts()
+        if self._region_firsts is not None:
+            self._cuts = out
+        return out
 
     def is_empty(self, node: Node) -> bool:
         """True when `node` matches no string at all."""
@@ -78,20 +130,25 @@ class NFA:
         """
         if self.is_empty(node):
             return
-        if not self._inside and isinstance(node, Repeat) and is_lexeme(node):
-            first = len(self.eps)
-            fresh = not self.eps[s] and not self.edges[s]
-            self._inside += 1
-            try:
-                positions = self._repeat(node, s, e)
-            finally:
-                self._inside -= 1
-            if len(self.eps) > first:
-                self.regions.append(Region(first, len(self.eps), e, node=node, start=s,
-                                           start_moves=self._moves(s) if fresh else None,
-                                           positions=tuple(positions)))
+        if not self._inside and self.template_of is not None and isinstance(node, Repeat) \
+                and is_lexeme(node):
+            self._splice(node, s, e)
             return
         self._build(node, s, e)
+
+    def _splice(self, node: Repeat, s: int, e: int) -> None:
+        """A lexeme as a region whose states are copied from its template when first reached."""
+        template = self.template_of(node)
+        fresh = not self.eps[s] and not self.edges[s]
+        n = len(template.eps) - 2  # template: 0 is `s`, 1 is `e`, then the lexeme's own states
+        first = self.reserve(n)
+        at = (s, e, *range(first, first + n))
+        self.eps[s].extend(at[x] for x in template.eps[0])
+        self.edges[s].extend((lo, hi, at[x]) for lo, hi, x in template.edges[0])
+        if n:
+            self.regions.append(Region(
+                first, first + n, e, node=node, start=s, start_moves=self._moves(s) if fresh else None,
+                positions=tuple((at[a], at[b]) for a, b in template.positions), template=template))
 
     def _build(self, node: Node, s: int, e: int) -> None:
         if isinstance(node, Empty) or (isinstance(node, (Bytes, Seq)) and not (
@@ -153,14 +210,23 @@ class NFA:
             cur = nxt
         return positions
 
-    def build_repeat(self, node: Repeat, s: int, e: int) -> list[tuple[int, int]]:
-        """`build` for a repetition, returning its positions (see `_repeat`)."""
-        return self._repeat(node, s, e) if not self.is_empty(node) else []
+    def build_repeat(self, node: Repeat, s: int, e: int) -> None:
+        """`build` for a repetition, keeping its positions in `positions` (see `_repeat`)."""
+        if not self.is_empty(node):
+            self.positions = self._repeat(node, s, e)
 
     def embed(self, dfa: DFA, s: int, e: int) -> None:
-        """Splice a DFA between `s` and `e` (dead state dropped)."""
+        """Splice a DFA between `s` and `e` (dead state dropped); outside regions, as a region
+        whose states are filled on first use."""
         n = dfa.num_states
-        base = len(self.eps) - 1  # DFA state q (q >= 1) becomes NFA state base + q
+        if not self._inside:
+            base = self.reserve(n - 1) - 1  # DFA state q (q >= 1) becomes NFA state base + q
+            self.eps[s].append(base + START)
+            if n > 1:
+                moves = self._moves(s) if self._moves(s) == (1, 0) else None  # just the move into the DFA
+                self.regions.append(Region(base + 1, base + n, e, dfa=dfa, start=s, start_moves=moves))
+            return
+        base = len(self.eps) - 1
         for _ in range(1, n):
             self.new_state()
         self.eps[s].append(base + START)
@@ -170,13 +236,18 @@ class NFA:
             self.edges[base + q] = [(lo, hi, base + t) for lo, hi, t in ranges]
             if dfa.accepting[q]:
                 self.eps[base + q].append(e)
-        if not self._inside and n > 1:
-            moves = self._moves(s) if self._moves(s) == (1, 0) else None  # just the move into the DFA
-            self.regions.append(Region(base + 1, base + n, e, dfa=dfa, start=s, start_moves=moves))
 
     def _moves(self, q: int) -> tuple[int, int]:
         """(epsilon moves, byte edges) out of state `q`."""
         return len(self.eps[q]), len(self.edges[q])
+
+
+def _cuts(dfa: DFA) -> set[int]:
+    """The bytes where a DFA's edges start or end (cached)."""
+    got = dfa._cache.get("cuts")
+    if got is None:
+        got = dfa._cache["cuts"] = {b for ranges in _byte_ranges(dfa) for lo, hi, _ in ranges for b in (lo, hi + 1)}
+    return got
 
 
 def _byte_ranges(dfa: DFA) -> list[list[tuple[int, int, int]]]:

@@ -148,8 +148,25 @@ def test_automaton_tables_are_invisible_to_the_cycle_collector(vocab):
     visited_states(grammar, '{"a": "xyz"}')
     builder = grammar.dfa._b
     gc.collect()
-    tracked = [x for x in [*builder.sets, *builder.eps, *builder._edges] if gc.is_tracked(x)]
+    gc.collect()  # a tuple of tuples is untracked once its members are
+    nfa = builder._nfa
+    tracked = [x for x in [*builder.sets, *nfa.eps, *nfa.edges] if x is not None and gc.is_tracked(x)]
     assert not tracked
+
+
+def test_a_lexeme_costs_nothing_until_reached(vocab):
+    """A long bounded string is spliced in as a region whose NFA states are filled on first use."""
+    schema = {"type": "object", "properties": {"id": {"type": "integer"},
+                                               "bio": {"type": "string", "maxLength": 300}}}
+    grammar = compile_json_schema(schema, vocab, compiler=GrammarCompiler(vocab, cache_enabled=False))
+    nfa = grammar.dfa._b._nfa
+    unfilled = sum(x is None for x in nfa.eps)
+    assert unfilled > 300 * 5  # the string's positions
+    m = grammar.matcher()
+    assert m.accept_string('{"id": 7, "bio": "ab')
+    assert 0 < sum(x is None for x in nfa.eps) < unfilled
+    assert m.accept_string('c' * 298 + '"}') and m.can_terminate()
+    assert not grammar.matcher().accept_string('{"bio": "' + 'c' * 301 + '"}')
 
 
 def test_a_schema_compiled_twice_without_the_cache_is_built_twice(vocab):
