@@ -11,13 +11,10 @@ end: the seeds from which the rest of the token is walked after the lexeme.
 """
 from __future__ import annotations
 
-import threading
-import weakref
-from collections import OrderedDict
-
 import numpy as np
 
 from formwork.grammar.token_trie import TokenTrie
+from formwork.grammar.trie_memo import TrieMemo
 
 
 class FollowTrie:
@@ -46,40 +43,20 @@ class FollowTrie:
                 self.children.setdefault((d - 1, parent), []).append((node, b))
 
 
-_TRIES: "weakref.WeakKeyDictionary[TokenTrie, dict[int, FollowTrie]]" = weakref.WeakKeyDictionary()
-_SEEDS: "weakref.WeakKeyDictionary[TokenTrie, OrderedDict]" = weakref.WeakKeyDictionary()
-_LOCK = threading.Lock()
-_MAX_SEEDS = 8192  # per vocabulary trie
+_FOLLOW_TRIES: TrieMemo[FollowTrie] = TrieMemo(256)
+_SEEDS: TrieMemo[dict[int, list[int]]] = TrieMemo(8192)
 
 
 def follow_trie(trie: TokenTrie, byte: int) -> FollowTrie:
-    with _LOCK:
-        per_byte = _TRIES.setdefault(trie, {})
-        got = per_byte.get(byte)
-    if got is None:
-        got = FollowTrie(trie, byte)
-        with _LOCK:
-            per_byte[byte] = got
-    return got
+    return _FOLLOW_TRIES.get(trie, byte, lambda: FollowTrie(trie, byte))
 
 
 def exit_seeds(trie: TokenTrie, automaton, state: int, byte: int) -> dict[int, list[int]]:
     """Depth -> trie nodes spelling `byte` right after a prefix that takes `automaton` from
     `state` to an accepting state (the prefix is never empty).  Shared by every automaton whose
     state has the same state key."""
-    key = (automaton.state_key(state), byte)
-    with _LOCK:
-        table = _SEEDS.setdefault(trie, OrderedDict())
-        got = table.get(key)
-        if got is not None:
-            table.move_to_end(key)
-            return got
-    got = _walk(follow_trie(trie, byte), automaton, state)
-    with _LOCK:
-        table[key] = got
-        if len(table) > _MAX_SEEDS:
-            table.popitem(last=False)
-    return got
+    return _SEEDS.get(trie, (automaton.state_key(state), byte),
+                      lambda: _walk(follow_trie(trie, byte), automaton, state))
 
 
 def _walk(pruned: FollowTrie, automaton, state: int) -> dict[int, list[int]]:

@@ -205,3 +205,25 @@ def test_equal_repetitions_left_share_one_place(vocab):
         where = grammar.dfa.lexeme_state(m._state)
         places.append(where.counted)
     assert places[0] is not None and places[0][0] is places[1][0] and places[0][1] == places[1][1]
+
+
+def test_trie_memo_builds_once_and_evicts_the_least_recent():
+    from formwork.grammar.token_trie import TokenTrie
+    from formwork.grammar.trie_memo import TrieMemo
+
+    trie = TokenTrie([b"a", b"b"], 2)
+    memo: TrieMemo[str] = TrieMemo(2)
+    built = []
+
+    def build(key):
+        built.append(key)
+        return f"value {key}"
+
+    assert memo.get(trie, 1, lambda: build(1)) == "value 1"
+    assert memo.get(trie, 1, lambda: build(1)) == "value 1"
+    memo.get(trie, 2, lambda: build(2))
+    memo.get(trie, 1, lambda: build(1))  # 1 is now the most recent
+    memo.get(trie, 3, lambda: build(3))  # evicts 2
+    memo.get(trie, 1, lambda: build(1))
+    memo.get(trie, 2, lambda: build(2))
+    assert built == [1, 2, 3, 2]

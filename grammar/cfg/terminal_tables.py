@@ -12,9 +12,6 @@ mask is all inside, and none of its tokens is an exit.
 """
 from __future__ import annotations
 
-import threading
-import weakref
-from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,6 +20,7 @@ from formwork.grammar.cfg.trie_walks import Exits, Nodes, interned_exits, termin
 from formwork.grammar.dfa import DEAD, START
 from formwork.grammar.token_mask import pack_token_ids
 from formwork.grammar.token_trie import TokenTrie
+from formwork.grammar.trie_memo import TrieMemo
 
 if TYPE_CHECKING:
     from formwork.grammar.slices import TokenSlice
@@ -170,23 +168,9 @@ def _tokens_ending_at(trie: TokenTrie, live: list[Nodes]) -> np.ndarray:
     return trie.end_tokens[np.repeat(lo - (np.cumsum(sizes) - sizes), sizes) + np.arange(int(sizes.sum()))]
 
 
-_TABLES: "weakref.WeakKeyDictionary[TokenTrie, OrderedDict]" = weakref.WeakKeyDictionary()
-_TABLES_LOCK = threading.Lock()
+_TABLES: "TrieMemo[TerminalTable]" = TrieMemo(_MAX_TABLES)
 
 
 def terminal_table(cache: "TokenMaskCache", dfa, state: int, deadline: float | None = None) -> TerminalTable:
     """The shared `TerminalTable` of a terminal state (built on first use, LRU per vocabulary)."""
-    key = language_key(dfa, state)
-    trie = cache.vocab.trie
-    with _TABLES_LOCK:
-        tables = _TABLES.setdefault(trie, OrderedDict())
-        got = tables.get(key)
-        if got is not None:
-            tables.move_to_end(key)
-            return got
-    got = _build(cache, dfa, state, deadline)
-    with _TABLES_LOCK:
-        tables[key] = got
-        if len(tables) > _MAX_TABLES:
-            tables.popitem(last=False)
-    return got
+    return _TABLES.get(cache.vocab.trie, language_key(dfa, state), lambda: _build(cache, dfa, state, deadline))

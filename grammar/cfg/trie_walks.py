@@ -263,7 +263,7 @@ class Exits:
 
 
 _EXITS_LOCK = threading.Lock()
-_MAX_EXITS = 2048  # per vocabulary trie, in each of the two tables below
+_MAX_EXITS = 2048  # per vocabulary trie
 _INTERNED: "weakref.WeakKeyDictionary[TokenTrie, OrderedDict]" = weakref.WeakKeyDictionary()
 
 
@@ -282,24 +282,3 @@ def interned_exits(trie: TokenTrie, found: list[Nodes]) -> Exits:
         if len(table) > _MAX_EXITS:
             table.popitem(last=False)
     return exits
-
-
-_EXITS: "weakref.WeakKeyDictionary[TokenTrie, OrderedDict]" = weakref.WeakKeyDictionary()
-
-
-def shared_exits(trie: TokenTrie, dfa, state: int) -> Exits:
-    """`Exits` of an automaton state over `trie`, shared by every automaton whose state has the
-    same state key (the key of the token-mask cache)."""
-    key = dfa.state_key(state)
-    with _EXITS_LOCK:
-        table = _EXITS.setdefault(trie, OrderedDict())
-        got = table.get(key)
-        if got is not None:
-            table.move_to_end(key)
-            return got
-    got = interned_exits(trie, terminal_walk(trie, dfa, state)[1])
-    with _EXITS_LOCK:
-        table[key] = got
-        if len(table) > _MAX_EXITS:
-            table.popitem(last=False)
-    return got
