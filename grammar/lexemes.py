@@ -28,6 +28,7 @@ import numpy as np
 from formwork.grammar.dfa import DFA
 from formwork.grammar.follow_exits import exit_seeds
 from formwork.grammar.ir import Alt, Node, Repeat, Seq
+from formwork.grammar.trie_walks import tokens_at, walk_below
 
 if TYPE_CHECKING:
     from formwork.grammar.lazy_dfa import LazyDFA
@@ -159,9 +160,6 @@ def lexeme_mask(cache: "TokenMaskCache", dfa: "LazyDFA", where: LexemeState,
                 max_seconds: float | None, deadline: float | None) -> np.ndarray:
     """Packed mask of a document state inside a lexeme: tokens inside the lexeme, tokens that
     leave it part way, and (where it may end here) the mask of the state after it."""
-    # imported here: the CFG package imports token_mask, which calls this module
-    from formwork.grammar.cfg.trie_walks import tokens_at, walk_below
-
     trie = cache.vocab.trie
     automaton, state = where.counted if where.counted and trie.max_depth <= HORIZON else \
         (where.automaton, where.state)

@@ -16,8 +16,8 @@ from conftest_grammar_cfg import JSON_LARK  # noqa: E402
 from formwork.grammar import GrammarCompiler, Vocabulary  # noqa: E402
 from formwork.grammar.automaton import AutomatonBuilder  # noqa: E402
 from formwork.grammar.cfg.terminal_tables import language_key, pack_ids, terminal_table  # noqa: E402
-from formwork.grammar.cfg import trie_walks  # noqa: E402
-from formwork.grammar.cfg.trie_walks import terminal_walk  # noqa: E402
+from formwork.grammar import trie_walks  # noqa: E402
+from formwork.grammar.trie_walks import terminal_walk  # noqa: E402
 from formwork.grammar.dfa import DEAD, START  # noqa: E402
 from formwork.grammar.ir import alt, chars, lit, repeat, seq  # noqa: E402
 from formwork.grammar.slices import JSON_STRING_CHARS  # noqa: E402

@@ -15,7 +15,7 @@ import threading
 
 import numpy as np
 
-from formwork.grammar.cfg.trie_walks import Exits, Nodes, _children, interned_exits, tokens_at, walk_below
+from formwork.grammar.trie_walks import Exits, Nodes, _children, interned_exits, tokens_at, walk_below
 from formwork.grammar.dfa import START
 
 _LOCK = threading.Lock()

@@ -23,7 +23,7 @@ import numpy as np
 from formwork.grammar.cfg.continuations import continuation
 from formwork.grammar.cfg.earley import DEAD_SET
 from formwork.grammar.cfg.terminal_tables import TerminalTable, pack_ids, terminal_table
-from formwork.grammar.cfg.trie_walks import Exits, byte_set
+from formwork.grammar.trie_walks import Exits, byte_set
 from formwork.grammar.dfa import START
 from formwork.grammar.errors import GrammarBudgetError
 from formwork.grammar.token_mask import pack_token_ids

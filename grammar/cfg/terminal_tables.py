@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from formwork.grammar.cfg.trie_walks import Exits, Nodes, interned_exits, terminal_walk
+from formwork.grammar.trie_walks import Exits, Nodes, interned_exits, terminal_walk
 from formwork.grammar.dfa import DEAD, START
 from formwork.grammar.token_mask import pack_token_ids
 from formwork.grammar.token_trie import TokenTrie
