@@ -75,8 +75,8 @@ class TokenMaskCache:
             words.flags.writeable = False
             return words
         trie, base = self.vocab.trie, None
-        if self.use_slices and self._slice.covers(dfa, state):
-            trie, base = self._slice.rest_trie, self._slice.mask_words
+        if self.use_slices and self.token_slice.covers(dfa, state):
+            trie, base = self.token_slice.rest_trie, self.token_slice.mask_words
             self.sliced += 1
         live = walk_trie(trie, dfa, state, max_seconds)
         accepting = bool(dfa.accepting[state])
@@ -97,14 +97,15 @@ class TokenMaskCache:
         return words
 
     @cached_property
-    def _slice(self) -> TokenSlice:
+    def token_slice(self) -> TokenSlice:
+        """The JSON-string-character slice of this vocabulary (see `formwork.grammar.slices`)."""
         return TokenSlice(self.vocab, JSON_STRING_CHARS)
 
     def prepare(self) -> None:
         """Build the vocabulary trie and the slice tables now rather than on the first mask."""
         self.vocab.trie  # noqa: B018
         if self.use_slices:
-            self._slice.rest_trie  # noqa: B018
+            self.token_slice.rest_trie  # noqa: B018
 
     def __len__(self) -> int:
         return len(self._masks)

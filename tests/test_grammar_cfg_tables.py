@@ -144,7 +144,7 @@ def test_string_body_tables_use_the_slice(vocab):
                                                     vocab.trie.end_ptr[n + vocab.trie.level_offset[d] + 1]]
                               for d, nodes in exits for n in nodes.tolist()])
     rest_ids = {i for i, data in enumerate(vocab.token_bytes) if data is not None} - set(
-        cache._slice.member_ids.tolist())
+        cache.token_slice.member_ids.tolist())
     assert set(through.tolist()) <= set(ending.tolist()) & rest_ids  # exits only through a closing quote
     assert len(table.exits.node) > 0
 

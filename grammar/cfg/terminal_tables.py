@@ -123,7 +123,7 @@ def slice_never_ends(token_slice: "TokenSlice", dfa, state: int) -> bool:
 
 def _build(cache: "TokenMaskCache", dfa, state: int, deadline: float | None) -> TerminalTable:
     vocab = cache.vocab
-    token_slice = cache._slice if cache.use_slices else None  # the cache's slice tables (built by prepare())
+    token_slice = cache.token_slice if cache.use_slices else None  # the cache's slice tables (built by prepare())
     if token_slice is not None and token_slice.covers(dfa, state) and slice_never_ends(token_slice, dfa, state):
         rest = token_slice.rest_trie  # every slice token stays inside: walk only the others
         live, exits = terminal_walk(rest, dfa, state, deadline)
