@@ -12,7 +12,10 @@ mask is the union of
 - the tokens that finish the lexeme part way and go on after it: from the trie nodes where the
   lexeme may end and the next byte is one the document allows after it (`exit_seeds`, also
   shared), only their subtrees are walked, from the document state after that byte.
-This is the lexer/parser split of DESIGN.md applied to regular grammars.
+A bounded repetition (a string's contents under maxLength) past its minimum goes one step
+further: every place with as many repetitions left is one state of a shared automaton, whatever
+the bound (`Region.counted_state`).  This is the lexer/parser split of DESIGN.md applied to
+regular grammars.
 """
 from __future__ import annotations
 
@@ -61,8 +64,8 @@ class Region:
     """NFA states `first..last-1` spell one lexeme; `end` is the NFA state right after it.
 
     Either `dfa` (an embedded DFA whose state q is NFA state `first - 1 + q`) or `node` (a lexeme
-    built in place, whose standalone automaton numbers NFA state x as `x - first + 2` and `start`
-    as 0).  A document state holding `start` is inside the lexeme only if nothing else leaves
+    spliced from `template`, the NFA of its standalone automaton, which numbers NFA state x as
+    `x - first + 2`, `start` as 0 and `end` as 1).  A document state holding `start` is inside the lexeme only if nothing else leaves
     `start` (no sibling alternative was built from it): the NFA's moves out of it are still
     `start_moves`.
     """
@@ -91,7 +94,6 @@ class Region:
         if ends:
             local.add(1)
         return automaton, automaton.state_of(frozenset(local))
-
 
     def counted_state(self, inside: frozenset[int], at_start: bool,
                       standalone: Callable[[Node], "LazyDFA"]) -> tuple["LazyDFA", int] | None:
