@@ -7,7 +7,7 @@ import argparse
 import pytest
 
 from formwork.cli import build_parser, main
-from formwork.server.serve_cmd import parse_size
+from formwork.server.serve_cmd import freeze_startup_heap, parse_size
 
 
 @pytest.mark.parametrize("text, value", [("1024", 1024), ("512MiB", 512 << 20), ("2G", 2 << 30), ("64k", 64 << 10),
@@ -41,3 +41,14 @@ def test_serve_help_and_bad_values(capsys):
 def test_serve_reports_a_missing_model(tmp_path, caplog):
     assert main(["serve", "--model", str(tmp_path / "nowhere")]) == 1
     assert "cannot load the model" in caplog.text and "nowhere" in caplog.text
+
+
+def test_start_up_heap_is_frozen_out_of_the_cycle_collector():
+    import gc
+
+    alive = [[i] for i in range(1000)]  # tracked objects that outlive start-up
+    try:
+        frozen = freeze_startup_heap()
+        assert frozen >= len(alive) and gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
