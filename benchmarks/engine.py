@@ -26,6 +26,8 @@ import torch
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO / "benchmarks"))
+from machine import cpu_name  # noqa: E402
 
 MODEL_SHAPE = dict(hidden_size=256, intermediate_size=688, num_hidden_layers=4, num_attention_heads=4,
                    num_key_value_heads=2, max_position_embeddings=1024)
@@ -222,16 +224,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
 def write_results(table: str, args) -> None:
     import transformers
 
@@ -250,7 +242,7 @@ its longest output. Each system ran {args.repeats} time(s), alternating; the fas
 
 {table}
 
-Machine: {_cpu_name()} ({platform.machine()}, {torch.get_num_threads()} torch thread(s), \
+Machine: {cpu_name()} ({platform.machine()}, {torch.get_num_threads()} torch thread(s), \
 2 shared cores), Python {platform.python_version()}, torch {torch.__version__}, transformers \
 {transformers.__version__}. Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; the box is shared \
 with other jobs, so wall-clock numbers are noisy; CPU-time throughput is the steadier comparison.

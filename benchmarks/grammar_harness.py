@@ -27,6 +27,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from machine import cpu_name
+
 torch.set_num_threads(1)
 
 
@@ -349,12 +351,7 @@ def summary_rows(results: list[CaseResult]) -> list[dict[str, Any]]:
 
 
 def machine_info() -> str:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_name()
     versions = []
     for pkg in ("numpy", "torch", "xgrammar", "llguidance", "outlines-core"):
         try:
