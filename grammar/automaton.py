@@ -61,7 +61,6 @@ class AutomatonBuilder:
         self._memo: dict[Node, DFA | LazyDFA] = {}
         self._eager: dict[Node, DFA] = {}
         self._lexemes: dict[Node, LazyDFA] = {}
-        self._templates: dict[Node, NFA] = {}
 
     def dfa(self, node: Node, keep: bool = True) -> DFA | LazyDFA:
         """The automaton of `node`, memoised unless `keep` is False (a whole document: only its
@@ -105,17 +104,11 @@ class AutomatonBuilder:
                 nfa.build(node, s, e)
             nfa.freeze()
             got = self._lexemes[node] = LazyDFA(SubsetBuilder(nfa, s, e, budget), root=("lexeme", node))
-            got.positions = tuple(nfa.positions)
-            self._templates[node] = nfa
         return got
 
     def lexeme_template(self, node: Node) -> NFA:
         """The NFA of `lexeme_automaton(node)`, which documents splice in."""
-        template = self._templates.get(node)
-        if template is None:
-            self.lexeme_automaton(node)
-            template = self._templates[node]
-        return template
+        return self.lexeme_automaton(node).nfa
 
     def eager(self, node: Node) -> DFA:
         """The complete, minimal DFA of `node`."""

@@ -64,7 +64,6 @@ class SubsetBuilder:
         self._nfa = nfa
         self._class_edges: list[tuple[tuple[int, int, int], ...] | None] = [None] * len(nfa.edges)
         self.regions: list[Region] = nfa.regions
-        self._region_starts = [r.first for r in nfa.regions]
         self._region_at_start = {r.start: r for r in nfa.regions if r.start_moves is not None}
         self._closures: dict[int, tuple[int, ...]] = {}
         self._union: dict[tuple[int, ...], int] = {}
@@ -127,7 +126,7 @@ class SubsetBuilder:
         states = self.sets[i]
         if not self.regions:
             return None
-        starts = self._region_starts
+        starts = self._nfa.region_firsts
         for x in states:
             region = self._region_at_start.get(x)
             if region is not None:
@@ -205,7 +204,6 @@ class LazyDFA:
                  standalone: Callable[[Node], "LazyDFA"] | None = None):
         self._b = builder
         self._standalone = standalone
-        self.positions: tuple[tuple[int, int], ...] = ()  # a lexeme repetition's (see NFA._repeat)
         self._lexeme_states: dict[int, LexemeState | None] = {}
         self._lock = threading.Lock()
         self._cache: dict = {}
@@ -287,6 +285,10 @@ class LazyDFA:
         """Names the language of state `s` for state-level caches: the IR root it was built
         from (construction is deterministic) and its set of NFA states."""
         return self._root, self._b.sets[s]
+
+    @property
+    def nfa(self) -> NFA:
+        return self._b._nfa
 
     def state_of(self, state_set: frozenset[int] | tuple[int, ...]) -> int:
         """The DFA state whose NFA state set is `state_set` (closed under epsilon moves)."""

@@ -110,9 +110,9 @@ class Region:
         counted = standalone(Repeat(node.item, 0, HORIZON))
         k = HORIZON - min(node.max - done, HORIZON)  # repetitions done there
         if offsets is None:  # between repetitions
-            states = [0] if k == 0 else [counted.positions[k - 1][1]]
+            states = [0] if k == 0 else [counted.nfa.positions[k - 1][1]]
         else:
-            first = counted.positions[k][0]
+            first = counted.nfa.positions[k][0]
             states = [first + o for o in offsets]
         return counted, counted.state_of(counted.closure(states))
 

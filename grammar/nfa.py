@@ -38,8 +38,8 @@ class NFA:
         self.positions: list[tuple[int, int]] = []  # of the repetition `build_repeat` built
         self._empty: dict[Node, bool] = {}
         self.regions: list[Region] = []
-        self._inside = 0 if record_regions else 1  # > 0: inside a region, record none
-        self._region_firsts: list[int] | None = None  # set by freeze()
+        self.record_regions = record_regions  # False: a lexeme's own NFA, built whole
+        self.region_firsts: list[int] | None = None  # set by freeze()
         self._cuts: set[int] | None = None
 
     def freeze(self) -> None:
@@ -48,14 +48,14 @@ class NFA:
         The states of regions stay None until `moves` first asks for them."""
         self.eps = [x if x is None else tuple(x) for x in self.eps]
         self.edges = [x if x is None else tuple(x) for x in self.edges]
-        self._region_firsts = [r.first for r in self.regions]
+        self.region_firsts = [r.first for r in self.regions]
 
     def moves(self, q: int) -> tuple[tuple[int, ...], tuple[tuple[int, int, int], ...]]:
         """(epsilon targets, byte edges) of state `q`; a region's states are copied from the
         region's DFA or template on first use (a lexeme costs nothing until it is reached)."""
         eps = self.eps[q]
         if eps is None:
-            region = self.regions[bisect.bisect_right(self._region_firsts, q) - 1]
+            region = self.regions[bisect.bisect_right(self.region_firsts, q) - 1]
             if region.dfa is not None:
                 base, d = region.first - 1, q - region.first + 1
                 self.edges[q] = tuple((lo, hi, base + t) for lo, hi, t in _byte_ranges(region.dfa)[d])
@@ -89,7 +89,7 @@ class NFA:
                 out.add(hi + 1)
         for region in self.regions:
             out |= _cuts(region.dfa) if region.dfa is not None else region.template.cuts()
-        if self._region_firsts is not None:
+        if self.region_firsts is not None:
             self._cuts = out
         return out
 
@@ -130,7 +130,7 @@ class NFA:
         """
         if self.is_empty(node):
             return
-        if not self._inside and self.template_of is not None and isinstance(node, Repeat) \
+        if self.record_regions and self.template_of is not None and isinstance(node, Repeat) \
                 and is_lexeme(node):
             self._splice(node, s, e)
             return
@@ -219,7 +219,7 @@ class NFA:
         """Splice a DFA between `s` and `e` (dead state dropped); outside regions, as a region
         whose states are filled on first use."""
         n = dfa.num_states
-        if not self._inside:
+        if self.record_regions:
             base = self.reserve(n - 1) - 1  # DFA state q (q >= 1) becomes NFA state base + q
             self.eps[s].append(base + START)
             if n > 1:
