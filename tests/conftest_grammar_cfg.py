@@ -76,6 +76,12 @@ class NoCompletion(AssertionError):
     """No completion within the search bound."""
 
 
+def accepts(grammar, text: str) -> bool:
+    """The whole of `text` is a complete sentence of the compiled grammar."""
+    m = grammar.matcher()
+    return m.accept_string(text) and m.can_terminate()
+
+
 def shortest_completion(dfa, state: int, max_states: int = 3000) -> bytes:
     """Fewest bytes that take `state` to an accepting state (breadth-first over the automaton)."""
     parent: dict[int, tuple[int, int]] = {state: (-1, -1)}

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest_grammar import deepseek_tokenizer, deepseek_vocab, unpack_mask  # noqa: E402
 from conftest_grammar_cfg import (  # noqa: E402
-    AMBIGUOUS_LARK, ARITH_LARK, JSON_GBNF, JSON_LARK, LEFT_LIST_LARK, SQL_LARK, complete,
+    AMBIGUOUS_LARK, ARITH_LARK, JSON_GBNF, JSON_LARK, LEFT_LIST_LARK, SQL_LARK, accepts, complete,
 )
 
 from formwork.grammar import (  # noqa: E402
@@ -34,11 +34,6 @@ def vocab():
 @pytest.fixture(scope="module")
 def compiler(vocab):
     return GrammarCompiler(vocab)
-
-
-def accepts(grammar, text: str) -> bool:
-    m = grammar.matcher()
-    return m.accept_string(text) and m.can_terminate()
 
 
 JSON_CASES = [

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest_grammar import deepseek_vocab, unpack_mask  # noqa: E402
-from conftest_grammar_cfg import complete  # noqa: E402
+from conftest_grammar_cfg import accepts, complete  # noqa: E402
 
 from formwork.grammar import GrammarCompiler, RecursionNotSupportedError, allocate_token_bitmask  # noqa: E402
 from formwork.grammar.cfg import EmptyLanguageError  # noqa: E402
@@ -43,11 +43,6 @@ def vocab():
 @pytest.fixture(scope="module")
 def compiler(vocab):
     return GrammarCompiler(vocab)
-
-
-def accepts(grammar, text: str) -> bool:
-    m = grammar.matcher()
-    return m.accept_string(text) and m.can_terminate()
 
 
 def deep_tree(depth: int) -> dict:
