@@ -13,6 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from hypothesis import strategies as st
+
 from formwork.schemas import SchemaError, SchemaRegistry, load_schema
 from formwork.schemas.drafts import draft_named
 
@@ -68,3 +70,13 @@ def loaded_suite(draft: str) -> list[tuple[str, dict[str, Any], Any]]:
             doc = error
         loaded.append((name, group, doc))
     return loaded
+
+
+def schema_like(strings: list[str], keywords: list[str]) -> st.SearchStrategy:
+    """Random JSON values shaped like schemas: objects keyed by `keywords` (and arrays) over
+    small scalars and the given `strings`."""
+    scalars = st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-2, 2) | st.sampled_from(strings)
+    return st.recursive(
+        scalars,
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(keywords), inner, max_size=4),
+        max_leaves=12)

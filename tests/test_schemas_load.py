@@ -9,7 +9,6 @@ from pathlib import Path
 import jsonschema
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from formwork.schemas import (InvalidJSONError, MetaSchemaError, SchemaError, SchemaFileError,
                               SchemaTooDeepError, SchemaTooLargeError, UnknownDraftError,
@@ -21,7 +20,7 @@ from formwork.schemas.pointer import child
 from formwork.schemas.walk import subschemas
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest_schemas import loaded_suite, suite_groups, suite_registry  # noqa: E402
+from conftest_schemas import loaded_suite, schema_like, suite_groups, suite_registry  # noqa: E402
 
 PERSON = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
@@ -281,17 +280,13 @@ def test_fast_meta_schema_agrees_on_every_suite_schema_and_subschema():
     assert checked > 1000
 
 
-json_scalars = st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-2, 2) | st.sampled_from(
-    ["", "a", "string", "object", "#", "#/$defs/x", "uuid", "^a+$", "(", "http://x/"])
-keywords = st.sampled_from(sorted(DRAFT_KEYWORDS["2020-12"]) + ["x-unknown", "items"])
-schema_like = st.recursive(
-    json_scalars,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keywords, inner, max_size=4),
-    max_leaves=12)
+schema_like_values = schema_like(
+    ["", "a", "string", "object", "#", "#/$defs/x", "uuid", "^a+$", "(", "http://x/"],
+    sorted(DRAFT_KEYWORDS["2020-12"]) + ["x-unknown", "items"])
 
 
 @settings(deadline=None, max_examples=150)
-@given(schema_like)
+@given(schema_like_values)
 def test_fast_meta_schema_agrees_on_random_schema_like_values(schema):
     assert is_valid_schema(schema, DRAFT_2020_12_SPEC) == _official_is_valid(schema)
 

@@ -9,7 +9,6 @@ from pathlib import Path
 import jsonschema
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from formwork.schemas.drafts import DRAFT_07_SPEC, DRAFT_2020_12_SPEC
 from formwork.schemas.keywords import DRAFT_KEYWORDS
@@ -18,7 +17,7 @@ from formwork.schemas.metaschema import _predicate
 from formwork.schemas.walk import subschemas
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest_schemas import suite_groups  # noqa: E402
+from conftest_schemas import schema_like, suite_groups  # noqa: E402
 
 DRAFTS = {"2020-12": DRAFT_2020_12_SPEC, "draft-07": DRAFT_07_SPEC}
 
@@ -47,19 +46,13 @@ def test_predicate_agrees_with_the_official_meta_schema_on_suite_schemas(name):
     assert checked > 500
 
 
-json_scalars = st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-2, 2) | st.sampled_from(
-    ["", "a", "string", "object", "array", "#", "#/$defs/x", "uuid", "^a+$", "(", "http://x/",
-     "not a uri"])
-keywords = st.sampled_from(sorted(DRAFT_KEYWORDS["2020-12"] | DRAFT_KEYWORDS["draft-07"])
-                           + ["x-unknown"])
-schema_like = st.recursive(
-    json_scalars,
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keywords, inner, max_size=4),
-    max_leaves=12)
+schema_like_values = schema_like(
+    ["", "a", "string", "object", "array", "#", "#/$defs/x", "uuid", "^a+$", "(", "http://x/", "not a uri"],
+    sorted(DRAFT_KEYWORDS["2020-12"] | DRAFT_KEYWORDS["draft-07"]) + ["x-unknown"])
 
 
 @settings(deadline=None, max_examples=200)
-@given(schema_like)
+@given(schema_like_values)
 def test_predicate_is_never_wrongly_true(schema):
     for draft in DRAFTS.values():
         if _predicate(draft)(schema):
