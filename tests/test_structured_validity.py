@@ -7,7 +7,6 @@ validate (jsonschema, re.fullmatch, lark, choice membership)."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 from pathlib import Path
