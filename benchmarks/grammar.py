@@ -9,7 +9,7 @@ while replaying each instance's tokens (DeepSeek 129k tokenizer), then the stop 
 Writes `benchmarks/results/grammar.md` (machine, versions, summary, per-schema table, targets).
 State-level caches that stay on: formwork's token-mask cache (masks per automaton state, keyed by
 the state's language: the IR it was built from and its NFA state set, so schemas with the same
-language share masks; the 139 cases hold 63 distinct schemas), its lexeme caches (the automata,
+language share masks; the 139 cases are 139 distinct schemas), its lexeme caches (the automata,
 masks and exit points of string contents, numbers, formats and bounded repetitions, shared by
 every schema that uses them) and its shared sub-automata (DFAs of formats, patterns, numbers, the
 bounded any-JSON value); no whole schema's automaton is kept.  xgrammar's and llguidance's
@@ -89,8 +89,8 @@ NOTES = (
     "instances serialised with `json.dumps` defaults and members in schema order. TTFM = compile + "
     "first mask with compiled-grammar caches off; mask = every later fill while replaying the "
     "instance's tokens, then the stop token. formwork keeps its state-level caches across schemas, "
-    "as a server would: token masks keyed by a state's language (the 139 cases hold 63 distinct "
-    "schemas, whose repeats share masks but recompile), the lexeme caches (string contents, "
+    "as a server would: token masks keyed by a state's language (the 139 cases are 139 distinct "
+    "schemas, so a mask is shared only where two states have the same language), the lexeme caches (string contents, "
     "numbers, formats, bounded repetitions) and the shared sub-automata; no whole schema's "
     "automaton is kept; xgrammar runs with max_threads=1, any_whitespace=False, "
     "strict_mode=False; llguidance with whitespace_flexible=False and separators ', ' / ': '; outlines-core with "

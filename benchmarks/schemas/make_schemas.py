@@ -434,21 +434,77 @@ TEMPLATES = [user_profile, order, event, server_config, address, payment, sensor
              api_error, classification, extraction, kube_container, network_rule, recipe]
 
 
+def _objects(schema: dict, instances: list) -> list[tuple[dict, list]]:
+    """Every object sub-schema reached through properties and items, with its instance values."""
+    found = [(schema, instances)]
+    for key, sub in schema.get("properties", {}).items():
+        values = [inst[key] for inst in instances if key in inst]
+        if values and all(isinstance(v, dict) for v in values) and sub.get("type") == "object":
+            found += _objects(sub, values)
+        items = sub.get("items")
+        if values and all(isinstance(v, list) for v in values) and isinstance(items, dict) \
+                and items.get("type") == "object":
+            elements = [e for v in values for e in v]
+            if elements:
+                found += _objects(items, elements)
+    return found
+
+
+def _vary(schema: dict, instances: list, rng: random.Random) -> None:
+    """Change the language of `schema` in a way its instances still satisfy: a tighter or looser
+    bound, one more required member, or a closed/open switch, on the schema or an object inside it
+    (used when a template's random choices repeat an earlier variant, so that every case is a
+    distinct schema)."""
+    schema, instances = rng.choice(_objects(schema, instances))
+    props = schema.get("properties", {})
+    present = [k for k in props if all(k in inst for inst in instances)]
+    strings = [k for k in present if props[k].get("type") == "string"
+               and not {"format", "pattern", "enum", "const"} & props[k].keys()]
+    numbers = [k for k in present if props[k].get("type") in ("integer", "number")]
+    optional = [k for k in present if k not in schema.get("required", [])]
+    choice = rng.randrange(4)
+    if not props:  # a map of members: another bound on their count
+        schema["maxProperties"] = max(len(inst) for inst in instances) + rng.randint(0, 12)
+    elif choice == 0 and strings:
+        key = rng.choice(strings)
+        longest = max(len(inst[key]) for inst in instances)
+        props[key] = {**props[key], "maxLength": longest + rng.randint(4, 120)}
+    elif choice == 1 and numbers:
+        key = rng.choice(numbers)
+        top = max(inst[key] for inst in instances)
+        props[key] = {**props[key], "maximum": max(top, props[key].get("maximum", top)) + rng.randint(1, 10 ** 6)}
+    elif choice == 2 and optional:
+        added = rng.choice(optional)
+        schema["required"] = [k for k in props if k in schema.get("required", []) or k == added]
+    elif schema.get("additionalProperties") is False:
+        del schema["additionalProperties"]
+    else:
+        schema["additionalProperties"] = False
+
+
 def main() -> None:
     for old in OUT.glob("*.json"):
         old.unlink()
     count = 0
+    seen: set[str] = set()
     for template in TEMPLATES:
         for variant in range(VARIANTS if template not in (geo_point, api_error) else 2):
             rng = random.Random(f"{template.__name__}-{variant}")
             schema, instances = template(rng)
+            for _ in range(1000):  # every case a distinct schema
+                if json.dumps(schema, sort_keys=True) not in seen:
+                    break
+                _vary(schema, instances, rng)
+            else:
+                raise RuntimeError(f"{template.__name__}: no distinct variant {variant}")
+            seen.add(json.dumps(schema, sort_keys=True))
             schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
             for inst in instances:
                 jsonschema.validate(inst, schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
             name = f"{count:03d}_{template.__name__}_{variant}"
             (OUT / f"{name}.json").write_text(json.dumps({"schema": schema, "instances": instances}, indent=1) + "\n")
             count += 1
-    print(f"wrote {count} schemas to {OUT}")
+    print(f"wrote {count} distinct schemas to {OUT}")
 
 
 if __name__ == "__main__":
