@@ -61,10 +61,12 @@ class NFA:
                 self.edges[q] = tuple((lo, hi, base + t) for lo, hi, t in _byte_ranges(region.dfa)[d])
                 self.eps[q] = (region.end,) if region.dfa.accepting[d] else ()
             else:
-                template, t = region.template, q - region.first + 2
-                at = (region.start, region.end, *range(region.first, region.last))  # template ids
-                self.edges[q] = tuple((lo, hi, at[x]) for lo, hi, x in template.edges[t])
-                self.eps[q] = tuple(at[x] for x in template.eps[t])
+                # template ids: 0 is the region's start, 1 its end, x >= 2 is first - 2 + x
+                template, shift, t = region.template, region.first - 2, q - region.first + 2
+                start, end = region.start, region.end
+                self.edges[q] = tuple((lo, hi, shift + x if x > 1 else (end if x else start))
+                                      for lo, hi, x in template.edges[t])
+                self.eps[q] = tuple(shift + x if x > 1 else (end if x else start) for x in template.eps[t])
             eps = self.eps[q]
         return eps, self.edges[q]
 
