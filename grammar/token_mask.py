@@ -18,6 +18,7 @@ from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.lexemes import lexeme_mask
 from formwork.grammar.slices import JSON_STRING_CHARS, TokenSlice
 from formwork.grammar.token_trie import TokenTrie
+from formwork.grammar.trie_walks import descend, few_small_subtrees
 from formwork.grammar.vocabulary import Vocabulary
 
 StateKey = tuple
@@ -194,6 +195,11 @@ def walk_trie(trie: TokenTrie, dfa: DFA | LazyDFA, state: int, max_seconds: floa
             break
         if deadline is not None and time.perf_counter() > deadline:
             raise GrammarBudgetError(f"token mask computation exceeded its step budget of {max_seconds:g} s")
+        if few_small_subtrees(trie, d, live):  # in Python: a bounded number of nodes
+            live_states = states[live] if nodes is None else states
+            for depth, found, _ in descend(trie, dfa, d, live.tolist(), live_states.tolist()):
+                result.add(found + trie.level_offset[depth])
+            break
         if lazy:  # the rows of this level's states are needed for the next level
             dfa.ensure((states[live] if nodes is None else states) >> 8)
             flat = dfa.flat256()

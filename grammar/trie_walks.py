@@ -55,8 +55,8 @@ def walk_below(trie: TokenTrie, dfa, seeds: list[Level], deadline: float | None)
         out.append((depth, nodes, states))
         if depth + 1 >= trie.max_depth:
             break
-        if len(nodes) <= _SMALL_FRONTIER and int(subtree_sizes(trie)[depth][nodes].sum()) <= _FOLLOW_NODES:
-            out += _descend(trie, dfa, depth, nodes.tolist(), states.tolist())  # small subtrees: no numpy levels
+        if few_small_subtrees(trie, depth, nodes):
+            out += descend(trie, dfa, depth, nodes.tolist(), states.tolist())  # no numpy levels
             nodes, states = nodes[:0], states[:0]
             if not by_depth:
                 break
@@ -74,7 +74,13 @@ def walk_below(trie: TokenTrie, dfa, seeds: list[Level], deadline: float | None)
     return out
 
 
-def _descend(trie: TokenTrie, dfa, depth: int, nodes: list[int], states: list[int]) -> list[Level]:
+def few_small_subtrees(trie: TokenTrie, depth: int, nodes: np.ndarray) -> bool:
+    """Whether the live `nodes` at `depth` are few with small subtrees: cheaper to walk below them
+    node by node in Python than level by level in numpy."""
+    return len(nodes) <= _SMALL_FRONTIER and int(subtree_sizes(trie)[depth][nodes].sum()) <= _FOLLOW_NODES
+
+
+def descend(trie: TokenTrie, dfa, depth: int, nodes: list[int], states: list[int]) -> list[Level]:
     """Live strict descendants of a few live nodes with small subtrees, walked in Python."""
     found: dict[int, tuple[list[int], list[int]]] = {}
     stack = list(zip([depth] * len(nodes), nodes, states))
@@ -132,7 +138,6 @@ def terminal_walk(trie: TokenTrie, dfa, state: int,
     flat = dfa.flat256()
     states = flat[state * 256 + trie.level_bytes[0]]
     nodes: np.ndarray | None = None  # None: `states` covers the whole level
-    below = subtree_sizes(trie)
     for d in range(trie.max_depth):
         alive = states != 0
         live = np.flatnonzero(alive) if nodes is None else nodes[alive]
@@ -152,7 +157,7 @@ def terminal_walk(trie: TokenTrie, dfa, state: int,
             children, _ = _children(trie, d, ends)
             if len(children):
                 exit_out.append((d + 1, children))
-        if len(live) <= _SMALL_FRONTIER and int(below[d][live].sum()) <= _FOLLOW_NODES:
+        if few_small_subtrees(trie, d, live):
             _follow(trie, dfa, d, live.tolist(), states.tolist(), live_out, exit_out)
             break
         next_bytes = trie.level_bytes[d + 1]
