@@ -12,9 +12,9 @@ mask is the union of
 - the tokens that finish the lexeme part way and go on after it: from the trie nodes where the
   lexeme may end and the next byte is one the document allows after it (`exit_seeds`, also
   shared), only their subtrees are walked, from the document state after that byte.
-A bounded repetition (a string's contents under maxLength) past its minimum goes one step
-further: every place with as many repetitions left is one state of a shared automaton, whatever
-the bound (`Region.counted_state`).  This is the lexer/parser split of DESIGN.md applied to
+A bounded repetition (a string's contents under maxLength) goes one step further: every place
+with as many repetitions left is one state of a shared automaton, whatever the bounds
+(`Region.counted_state`); before the minimum, only for the tokens that stay inside.  This is the lexer/parser split of DESIGN.md applied to
 regular grammars.
 """
 from __future__ import annotations
@@ -96,15 +96,16 @@ class Region:
         return automaton, automaton.state_of(frozenset(local))
 
     def counted_state(self, inside: frozenset[int], at_start: bool,
-                      standalone: Callable[[Node], "LazyDFA"]) -> tuple["LazyDFA", int] | None:
-        """For a bounded repetition `item{lo,hi}` past its minimum: the same place in the shared
-        automaton of `item{0,HORIZON}` with as many repetitions left (at most HORIZON), which no
-        token can tell apart from this one (see `HORIZON`); None elsewhere."""
+                      standalone: Callable[[Node], "LazyDFA"]) -> "CountedPlace | None":
+        """For a bounded repetition `item{lo,hi}`: the same place in the shared automaton of
+        `item{0,HORIZON}` with as many repetitions left (at most HORIZON), which no token staying
+        inside the lexeme can tell apart from this one (see `HORIZON`); None elsewhere.  Before
+        the minimum the lexeme cannot end yet, so only the tokens inside agree (`past_min`)."""
         node = self.node
         if not self.positions or not isinstance(node, Repeat) or node.max is None:
             return None
         where = _position(self.positions, self.last, inside, at_start)
-        if where is None or where[0] < node.min:
+        if where is None:
             return None
         done, offsets = where
         counted = standalone(Repeat(node.item, 0, HORIZON))
@@ -114,7 +115,7 @@ class Region:
         else:
             first = counted.nfa.positions[k][0]
             states = [first + o for o in offsets]
-        return counted, counted.state_of(counted.closure(states))
+        return CountedPlace(counted, counted.state_of(counted.closure(states)), done >= node.min)
 
 
 #: Repetitions no token can count past: a bounded repetition with more than this many left acts,
@@ -146,6 +147,15 @@ def _position(positions: tuple[tuple[int, int], ...], last: int, inside: frozens
 
 
 @dataclass(frozen=True)
+class CountedPlace:
+    """A place in the shared automaton of a bounded repetition (see `Region.counted_state`)."""
+
+    automaton: "LazyDFA"
+    state: int
+    past_min: bool  # the lexeme may end where the shared automaton says so (else: inside only)
+
+
+@dataclass(frozen=True)
 class LexemeState:
     """A document state inside a lexeme: the lexeme automaton, its state, the document state
     after the lexeme, and whether the lexeme may end here (the document state then holds the
@@ -155,7 +165,7 @@ class LexemeState:
     state: int
     after: int
     ends: bool
-    counted: tuple["LazyDFA", int] | None = None  # the shared place (see Region.counted_state)
+    counted: CountedPlace | None = None
 
 
 def lexeme_mask(cache: "TokenMaskCache", dfa: "LazyDFA", where: LexemeState,
@@ -163,12 +173,15 @@ def lexeme_mask(cache: "TokenMaskCache", dfa: "LazyDFA", where: LexemeState,
     """Packed mask of a document state inside a lexeme: tokens inside the lexeme, tokens that
     leave it part way, and (where it may end here) the mask of the state after it."""
     trie = cache.vocab.trie
-    automaton, state = where.counted if where.counted and trie.max_depth <= HORIZON else \
-        (where.automaton, where.state)
-    words = cache.mask(automaton, state, max_seconds).copy()
-    if where.ends:  # the lexeme's stop bits say it is complete, not the document
-        words &= ~cache.stop_words
+    automaton, state = where.automaton, where.state
+    counted = where.counted if trie.max_depth <= HORIZON else None
+    words = cache.mask(*((counted.automaton, counted.state) if counted else (automaton, state)),
+                       max_seconds).copy()
+    words &= ~cache.stop_words  # the lexeme's stop bits say it is complete, not the document
+    if where.ends:
         words |= cache.mask(dfa, where.after, max_seconds)
+    if counted is not None and counted.past_min:  # ends where the shared automaton ends: its exits
+        automaton, state = counted.automaton, counted.state
     row = dfa.row(where.after)
     seeds = []
     for byte in np.flatnonzero(row).tolist():

@@ -188,7 +188,8 @@ def test_bounded_strings_use_the_shared_counted_automaton_and_keep_exact_masks(v
     states = visited_states(grammar, json.dumps([value, value[:lo]], ensure_ascii=False))
     inside = [grammar.dfa.lexeme_state(s) for s in states]
     counted = [w for w in inside if w is not None and w.counted is not None]
-    assert counted, "no state past the minimum length used the shared automaton"
+    assert any(w.counted.past_min for w in counted), "no state past the minimum used the shared automaton"
+    assert any(not w.counted.past_min for w in counted) == (lo > 0), "states before the minimum: shared too"
     for s in states:
         if grammar.dfa.lexeme_state(s) is not None:
             assert np.array_equal(grammar.mask_cache.mask(grammar.dfa, s), plain._compute(grammar.dfa, s, None))
@@ -204,7 +205,8 @@ def test_equal_repetitions_left_share_one_place(vocab):
         assert m.accept_string('"' + text)
         where = grammar.dfa.lexeme_state(m._state)
         places.append(where.counted)
-    assert places[0] is not None and places[0][0] is places[1][0] and places[0][1] == places[1][1]
+    assert places[0] is not None and places[0].automaton is places[1].automaton
+    assert places[0].state == places[1].state
 
 
 def test_trie_memo_builds_once_and_evicts_the_least_recent():
