@@ -6,7 +6,9 @@ expands only the live nodes of each level (see token_mask.py).
 """
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
+from functools import cached_property
 
 import numpy as np
 
@@ -84,6 +86,13 @@ class TokenTrie:
         order = text[np.argsort(token_node[text], kind="stable")]
         self.end_tokens = order
         self.end_ptr = np.searchsorted(token_node[order], np.arange(offset + 1))
+
+    @cached_property
+    def scalar_levels(self) -> tuple[list[array], list[array], list[bytes]]:
+        """(child_lo, child_hi, level_bytes) per depth as compact Python sequences: indexing one
+        node is much cheaper than on numpy arrays, for walks that go node by node."""
+        return ([array("q", x.tobytes()) for x in self.child_lo], [array("q", x.tobytes()) for x in self.child_hi],
+                [x.astype(np.uint8).tobytes() for x in self.level_bytes])
 
     @staticmethod
     def _lcp(matrix: np.ndarray, lens: np.ndarray) -> np.ndarray:

@@ -85,11 +85,12 @@ def descend(trie: TokenTrie, dfa, depth: int, nodes: list[int], states: list[int
     found: dict[int, tuple[list[int], list[int]]] = {}
     stack = list(zip([depth] * len(nodes), nodes, states))
     rows: dict[int, list[int]] = {}  # state * 256 -> its row
+    child_lo, child_hi, level_bytes = trie.scalar_levels
     while stack:
         d, node, st = stack.pop()
         if d + 1 >= trie.max_depth:
             continue
-        lo, hi = int(trie.child_lo[d][node]), int(trie.child_hi[d][node])
+        lo, hi = child_lo[d][node], child_hi[d][node]
         if lo == hi:
             continue
         row = rows.get(st)
@@ -101,7 +102,7 @@ def descend(trie: TokenTrie, dfa, depth: int, nodes: list[int], states: list[int
             hits = np.flatnonzero(targets)
             pairs = zip((hits + lo).tolist(), targets[hits].tolist())
         else:
-            pairs = ((child, row[byte]) for child, byte in zip(range(lo, hi), trie.level_bytes[d + 1][lo:hi].tolist()))
+            pairs = zip(range(lo, hi), map(row.__getitem__, level_bytes[d + 1][lo:hi]))
         for child, nxt in pairs:
             if nxt:
                 got = found.setdefault(d + 1, ([], []))
@@ -181,11 +182,12 @@ def _follow(trie: TokenTrie, dfa, depth: int, nodes: list[int], states: list[int
     rows: dict[int, tuple[list[int], bool]] = {}  # state * 256 -> (its row, accepting)
     stack = list(zip([depth] * len(nodes), nodes, states))
     last = trie.max_depth - 1
+    child_lo, child_hi, level_bytes = trie.scalar_levels
     while stack:
         d, node, st = stack.pop()
         if d >= last:
             continue
-        lo, hi = int(trie.child_lo[d][node]), int(trie.child_hi[d][node])
+        lo, hi = child_lo[d][node], child_hi[d][node]
         if lo == hi:
             continue
         got = rows.get(st)
@@ -197,8 +199,7 @@ def _follow(trie: TokenTrie, dfa, depth: int, nodes: list[int], states: list[int
             hits = np.flatnonzero(targets)
             pairs = zip((hits + lo).tolist(), targets[hits].tolist())
         else:
-            row = got[0]
-            pairs = ((child, row[byte]) for child, byte in zip(range(lo, hi), trie.level_bytes[d + 1][lo:hi].tolist()))
+            pairs = zip(range(lo, hi), map(got[0].__getitem__, level_bytes[d + 1][lo:hi]))
         for child, nxt in pairs:
             if nxt:
                 found.setdefault(d + 1, []).append(child)
