@@ -234,7 +234,7 @@ class LazyDFA:
 
         self._rows_k = grown(self._rows_k, (cap, k))
         self._table = grown(self._table, (cap, 256))
-        self._flat = self._table.reshape(-1).astype(np.intp) * 256
+        self._flat = grown(self._flat, (cap * 256,))
         self._accepting = grown(self._accepting, (cap,))
         self._expanded = grown(self._expanded, (cap,))
         self._cap = cap
@@ -249,11 +249,11 @@ class LazyDFA:
     def _expand(self, s: int) -> None:
         row_k = self._b.row(s)
         self._record_new()
-        row = np.asarray(row_k, dtype=np.int32)
-        self._rows_k[s] = row
-        full = row[self._b.class_of_byte]
-        self._table[s] = full
-        self._flat[s * 256:(s + 1) * 256] = full.astype(np.intp) * 256
+        row = self._rows_k[s]
+        row[:] = row_k
+        full = self._table[s]
+        row.take(self._b.class_of_byte, out=full)
+        np.multiply(full, 256, out=self._flat[s * 256:(s + 1) * 256])
         self._expanded[s] = True
 
     def ensure(self, states: np.ndarray | list[int]) -> None:
