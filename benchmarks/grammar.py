@@ -12,8 +12,10 @@ the state's language: the IR it was built from and its NFA state set, so schemas
 language share masks; the 139 cases are 139 distinct schemas), its lexeme caches (the automata,
 masks and exit points of string contents, numbers, formats and bounded repetitions, shared by
 every schema that uses them) and its shared sub-automata (DFAs of formats, patterns, numbers, the
-bounded any-JSON value); no whole schema's automaton is kept.  xgrammar's and llguidance's
-tokenizer-level precomputation stays on too.
+bounded any-JSON value); no whole schema's automaton is kept.  Before any timing, each engine
+builds its tokenizer-level tables; formwork's (`GrammarCompiler.prepare`, as the server does at
+start) are the vocabulary trie, the string-character slice and the masks of JSON string contents
+with each count of characters left, which depend on no schema.
 """
 from __future__ import annotations
 
@@ -92,7 +94,9 @@ NOTES = (
     "as a server would: token masks keyed by a state's language (the 139 cases are 139 distinct "
     "schemas, so a mask is shared only where two states have the same language), the lexeme caches (string contents, "
     "numbers, formats, bounded repetitions) and the shared sub-automata; no whole schema's "
-    "automaton is kept; xgrammar runs with max_threads=1, any_whitespace=False, "
+    "automaton is kept. Tokenizer-level tables are built before timing (formwork: the trie, the "
+    "string-character slice and the masks of JSON string contents per count of characters left, "
+    "which depend on no schema; `GrammarCompiler.prepare`, as the server does at start); xgrammar runs with max_threads=1, any_whitespace=False, "
     "strict_mode=False; llguidance with whitespace_flexible=False and separators ', ' / ': '; outlines-core with "
     "whitespace_pattern `[ ]?`.")
 

@@ -107,7 +107,7 @@ class FormworkEngine(Engine):
 
         self.vocab = Vocabulary.from_pretrained(tok.directory, vocab_size=tok.vocab_size)
         self.compiler = GrammarCompiler(self.vocab, cache_enabled=False)
-        self.compiler.mask_cache.prepare()  # per-vocabulary tables, built once outside the timings
+        self.compiler.prepare()  # per-vocabulary tables (no schema's), built once outside the timings
 
     def compile(self, case: Case) -> Any:
         if case.kind == "regex":

@@ -20,8 +20,8 @@ class GrammarBackend:
 
     def __init__(self, tokenizer: Any, vocab_size: int, stop_token_ids: list[int]):
         self.vocab = Vocabulary.from_pretrained(tokenizer, vocab_size=vocab_size, stop_token_ids=stop_token_ids)
-        self.vocab.trie  # noqa: B018 - built here, off the engine thread
         self.compiler = GrammarCompiler(self.vocab)
+        self.compiler.prepare()  # the per-vocabulary tables, built here, off the engine thread
         self.compile_lock = threading.Lock()
         self.mask_lock = threading.Lock()
         self.forced = ForcedTokenizer(self.vocab, _encoder(tokenizer))

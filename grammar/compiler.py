@@ -70,6 +70,15 @@ class GrammarCompiler:
         self.mask_cache = TokenMaskCache(vocab, mask_cache_size)
         self._grammars: OrderedDict[Hashable, CompiledGrammar] = OrderedDict()
 
+    def prepare(self) -> None:
+        """Build the per-vocabulary tables now rather than on first use: the token trie, the
+        slice tables, and the token masks of JSON string contents (any length, and each count of
+        characters left), which every schema's strings share (about 1 s for a 129k vocabulary)."""
+        from formwork.grammar.json_schema.automata import SHARED
+
+        self.mask_cache.prepare()
+        SHARED.warm_string_masks(self.mask_cache)
+
     def _budget(self) -> CompileBudget:
         b = self.budget
         return CompileBudget(b.max_nfa_states, b.max_dfa_states, b.max_seconds)

@@ -110,12 +110,25 @@ class Region:
         done, offsets = where
         counted = standalone(Repeat(node.item, 0, HORIZON))
         k = HORIZON - min(node.max - done, HORIZON)  # repetitions done there
-        if offsets is None:  # between repetitions
-            states = [0] if k == 0 else [counted.nfa.positions[k - 1][1]]
-        else:
-            first = counted.nfa.positions[k][0]
-            states = [first + o for o in offsets]
-        return CountedPlace(counted, counted.state_of(counted.closure(states)), done >= node.min)
+        return CountedPlace(counted, counted_place(counted, k, offsets), done >= node.min)
+
+
+def counted_place(counted: "LazyDFA", done: int, offsets: frozenset[int] | None = None) -> int:
+    """The state of the shared automaton `item{0,HORIZON}` after `done` repetitions, between
+    repetitions (`offsets` None) or at the given item state offsets inside the next one."""
+    if offsets is None:
+        states = [0] if done == 0 else [counted.nfa.positions[done - 1][1]]
+    else:
+        first = counted.nfa.positions[done][0]
+        states = [first + o for o in offsets]
+    return counted.state_of(counted.closure(states))
+
+
+def warm_counted_masks(cache: "TokenMaskCache", counted: "LazyDFA") -> None:
+    """Compute the token masks of `item{0,HORIZON}` between repetitions, for every count left:
+    once per vocabulary, since every bounded repetition of `item` in any grammar shares them."""
+    for done in range(HORIZON, -1, -1):  # most left last: its walk reuses the states built before
+        cache.mask(counted, counted_place(counted, done))
 
 
 #: Repetitions no token can count past: a bounded repetition with more than this many left acts,

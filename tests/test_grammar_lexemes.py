@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest_grammar import deepseek_tokenizer, deepseek_vocab  # noqa: E402
 
 from formwork.grammar.compiler import GrammarCompiler  # noqa: E402
+from formwork.grammar.dfa import START  # noqa: E402
 from formwork.grammar.json_schema import compile_json_schema  # noqa: E402
 from formwork.grammar.lexemes import is_lexeme, lexeme  # noqa: E402
 from formwork.grammar.ir import lit, repeat, chars, seq  # noqa: E402
@@ -229,3 +230,21 @@ def test_trie_memo_builds_once_and_evicts_the_least_recent():
     memo.get(trie, 1, lambda: build(1))
     memo.get(trie, 2, lambda: build(2))
     assert built == [1, 2, 3, 2]
+
+
+def test_prepare_computes_the_string_masks_every_schema_shares(vocab, plain):
+    compiler = GrammarCompiler(vocab, cache_enabled=False)
+    compiler.prepare()
+    before = set(compiler.mask_cache._masks)
+    grammar = compile_json_schema({"type": "object", "properties": {"a": {"type": "string", "maxLength": 37}}},
+                                  vocab, compiler=compiler)
+    matcher = grammar.matcher()
+    assert matcher.accept_string('{"a": "Ada')
+    where = grammar.dfa.lexeme_state(matcher._state)
+    assert where.counted is not None and where.counted.past_min
+    key = where.counted.automaton.state_key(where.counted.state)
+    assert key in compiler.mask_cache._masks  # computed by prepare(), before any schema
+    mask = matcher.next_token_mask()
+    new_keys = set(compiler.mask_cache._masks) - before
+    assert new_keys and all(k[0] == grammar.dfa.state_key(START)[0] for k in new_keys)  # document states only
+    assert np.array_equal(mask, plain._compute(grammar.dfa, matcher._state, None))

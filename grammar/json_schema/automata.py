@@ -10,14 +10,18 @@ no schema's compiled grammar is cached here.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from formwork.grammar.automaton import AutomatonBuilder
 from formwork.grammar.budget import CompileBudget
 from formwork.grammar.cfg import compile_cfg
 from formwork.grammar.dfa import START, DFA
-from formwork.grammar.ir import Grammar, Node
+from formwork.grammar.ir import Grammar, Node, Repeat
 from formwork.grammar.lazy_dfa import LazyDFA
+from formwork.grammar.lexemes import HORIZON, warm_counted_masks
+
+if TYPE_CHECKING:
+    from formwork.grammar.token_mask import TokenMaskCache
 
 MAX_COMPILATIONS = 512
 
@@ -50,6 +54,20 @@ class SharedAutomata:
         """The Earley automaton of a recursive `grammar`, its terminal DFAs from the shared memo."""
         with self._lock:
             return compile_cfg(grammar, budget, self._renewed_builder())
+
+
+    def warm_string_masks(self, cache: "TokenMaskCache") -> None:
+        """Token masks of JSON string contents, now rather than on first use: any length, and
+        0..HORIZON characters left (shared by the bounded strings of every schema)."""
+        from formwork.grammar.json_schema.strings import ANY_CONTENT, CANONICAL_CHAR, string_content
+
+        with self._lock:
+            builder = self._builder
+            counted = builder.lexeme_automaton(Repeat(CANONICAL_CHAR, 0, HORIZON))
+            unbounded = [builder.lexeme_automaton(node) for node in (string_content(), ANY_CONTENT)]
+        warm_counted_masks(cache, counted)
+        for automaton in unbounded:
+            cache.mask(automaton, START)
 
 
 SHARED = SharedAutomata()

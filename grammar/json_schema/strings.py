@@ -95,7 +95,7 @@ def literal_content(value: str) -> Node:
 #: Raw ASCII characters of a canonical spelling, as byte ranges (no ``"``, ``\`` or controls).
 _RAW_ASCII = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7F))
 _NON_ASCII = chars([(0x80, 0x10FFFF)])
-_ANY_CONTENT = lexeme(repeat(CANONICAL_CHAR, 0, None))
+ANY_CONTENT = lexeme(repeat(CANONICAL_CHAR, 0, None))
 
 
 def _raw_ascii_except(excluded: frozenset[int]) -> tuple[tuple[int, int], ...]:
@@ -138,7 +138,7 @@ def canonical_content_except(names: list[str]) -> Node:
         return And(string_content(canonical=True), Not(alt(*(literal_content(n) for n in names))))
     trie = _names_trie(tuple(sorted(set(names))))
     leaving = alt(trie.leave_ascii, seq(trie.prefixes, _NOT_IN_NAMES))
-    return alt(seq(leaving, _ANY_CONTENT), trie.stopping)
+    return alt(seq(leaving, ANY_CONTENT), trie.stopping)
 
 
 class _NamesTrie:
