@@ -29,6 +29,8 @@ import torch
 
 from machine import cpu_name
 
+from formwork.server.serve_cmd import freeze_startup_heap
+
 torch.set_num_threads(1)
 
 
@@ -275,6 +277,8 @@ def load_engines(tok: Tokenized, names: list[str] | None = None) -> list[Engine]
             engines.append(cls(tok))
         except ImportError as exc:
             print(f"[harness] {cls.name} not available: {exc}")
+    frozen = freeze_startup_heap()  # as `formwork serve` does once loaded: start-up objects leave the collector
+    print(f"[harness] start-up heap frozen ({frozen} objects), as the server does")
     return engines
 
 
