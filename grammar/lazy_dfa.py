@@ -166,26 +166,20 @@ class SubsetBuilder:
             for clo, chi, t in self.class_edges(states[0]):  # the usual case: whole edges at once
                 row[clo:chi + 1] = [self._target(t)] * (chi - clo + 1)
             return row
-        moves: dict[int, list[int]] = {}
-        for q in states:
-            for clo, chi, t in self.class_edges(q):
-                for k in range(clo, chi + 1):
-                    if row[k] == DEAD:  # first target of class k: a state id stands in for now
-                        row[k] = -1 - t
-                    else:
-                        moves.setdefault(k, [-1 - row[k]] if row[k] < 0 else []).append(t)
-                        row[k] = -1 - t
+        edges = [e for q in states for e in self.class_edges(q)]
+        cuts = sorted({c for clo, chi, _ in edges for c in (clo, chi + 1)})
         union = self._union
-        for k, first in enumerate(row):
-            if first == DEAD:
+        for a, b in zip(cuts, cuts[1:]):  # runs of classes with the same edges, in class order
+            targets = [t for clo, chi, t in edges if clo <= a <= chi]
+            if not targets:
                 continue
-            key = tuple(sorted(set(moves[k]))) if k in moves else (-1 - first,)
+            key = tuple(sorted(set(targets))) if len(targets) > 1 else (targets[0],)
             sid = union.get(key)
             if sid is None:
                 merged = self.closure(key[0]) if len(key) == 1 else \
                     tuple(sorted(set().union(*(self.closure(t) for t in key))))
                 sid = union[key] = self.intern(merged)
-            row[k] = sid
+            row[a:b] = [sid] * (b - a)
         return row
 
 
