@@ -162,11 +162,17 @@ class SubsetBuilder:
         """Successor state index per byte class (new state sets are interned)."""
         row = [DEAD] * self.num_classes
         states = self.sets[i]
-        if len(states) == 1 and self._disjoint(self.class_edges(states[0])):
-            for clo, chi, t in self.class_edges(states[0]):  # the usual case: whole edges at once
-                row[clo:chi + 1] = [self._target(t)] * (chi - clo + 1)
-            return row
-        edges = [e for q in states for e in self.class_edges(q)]
+        known = self._class_edges
+        if len(states) == 1:
+            edges = known[states[0]]
+            if edges is None:
+                edges = self.class_edges(states[0])
+            if self._disjoint(edges):  # the usual case: whole edges at once
+                for clo, chi, t in edges:
+                    row[clo:chi + 1] = [self._target(t)] * (chi - clo + 1)
+                return row
+        else:
+            edges = [e for q in states for e in (known[q] if known[q] is not None else self.class_edges(q))]
         cuts = sorted({c for clo, chi, _ in edges for c in (clo, chi + 1)})
         union = self._union
         for a, b in zip(cuts, cuts[1:]):  # runs of classes with the same edges, in class order
@@ -234,10 +240,12 @@ class LazyDFA:
         self._cap = cap
 
     def _record_new(self) -> None:
-        sets = self._b.sets
-        self._grow(len(sets))
+        sets, final = self._b.sets, self._b.final
+        if len(sets) > self._cap:
+            self._grow(len(sets))
         for i in range(self._known, len(sets)):
-            self._accepting[i] = self._b.accepting(i)
+            if final in sets[i]:  # the grown flags start False
+                self._accepting[i] = True
         self._known = len(sets)
 
     def _expand(self, s: int) -> None:
@@ -253,8 +261,9 @@ class LazyDFA:
     def ensure(self, states: np.ndarray | list[int]) -> None:
         """Compute the rows of the given states (no-op for the ones already known)."""
         states = np.asarray(states, dtype=np.intp)
-        missing = states[~self._expanded[states]]
-        if len(missing):
+        known = self._expanded[states]
+        if not known.all():
+            missing = states[~known]
             with self._lock, paused_gc():
                 for s in np.unique(missing).tolist():
                     if not self._expanded[s]:
