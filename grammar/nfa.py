@@ -147,10 +147,11 @@ class NFA:
         at = (s, e, *range(first, first + n))
         self.eps[s].extend(at[x] for x in template.eps[0])
         self.edges[s].extend((lo, hi, at[x]) for lo, hi, x in template.edges[0])
-        if n:
+        if n:  # a repetition's first item state may be one past the template's last (an item
+            # without states of its own, e.g. one byte): map it by arithmetic, not through `at`
             self.regions.append(Region(
                 first, first + n, e, node=node, start=s, start_moves=self._moves(s) if fresh else None,
-                positions=tuple((at[a], at[b]) for a, b in template.positions), template=template))
+                positions=tuple((first - 2 + a, at[b]) for a, b in template.positions), template=template))
 
     def _build(self, node: Node, s: int, e: int) -> None:
         if isinstance(node, Empty) or (isinstance(node, (Bytes, Seq)) and not (

@@ -1,0 +1,98 @@
+"""Lazy subset construction checked against a plain one: every reachable state's row, per byte.
+
+The reference steps a state's NFA set over one byte edge by edge and closes the result by a plain
+search over epsilon moves; `LazyDFA` must reach the same NFA set through every byte, and keep its
+byte table, class rows, flat table and accepting flags consistent with it.
+"""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings, strategies as st
+
+from formwork.grammar.automaton import AutomatonBuilder
+from formwork.grammar.dfa import DEAD, START
+from formwork.grammar.ir import Node, alt, chars, lit, repeat, seq
+from formwork.grammar.lazy_dfa import LazyDFA
+from formwork.grammar.lexemes import lexeme
+from formwork.grammar.nfa import NFA
+
+_MAX_STATES = 400
+
+
+def _closure(nfa: NFA, states: set[int]) -> frozenset[int]:
+    seen, stack = set(states), list(states)
+    while stack:
+        for t in nfa.moves(stack.pop())[0]:
+            if t not in seen:
+                seen.add(t)
+                stack.append(t)
+    return frozenset(seen)
+
+
+def _step(nfa: NFA, states: frozenset[int], byte: int) -> frozenset[int]:
+    return _closure(nfa, {t for q in states for lo, hi, t in nfa.moves(q)[1] if lo <= byte <= hi})
+
+
+def _check_against_reference(dfa: LazyDFA) -> None:
+    nfa, final = dfa.nfa, dfa._b.final
+    seen, todo = {START}, [START]
+    while todo and len(seen) < _MAX_STATES:
+        s = todo.pop()
+        here = frozenset(dfa._b.sets[s])
+        row = dfa.row(s)
+        flat = dfa.flat256()[s * 256:(s + 1) * 256]
+        assert (flat == row.astype(np.intp) * 256).all()
+        assert (dfa.class_row(s)[dfa.byte_classes()[0]] == row).all()
+        for byte in range(256):
+            nxt = int(row[byte])
+            assert frozenset(dfa._b.sets[nxt]) == _step(nfa, here, byte), (s, byte)
+            assert bool(dfa.accepting[nxt]) == (final in dfa._b.sets[nxt])
+            if nxt != DEAD and nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+
+
+_ATOMS = st.one_of(
+    st.text(alphabet="abc{}\"", min_size=1, max_size=3).map(lit),
+    st.lists(st.tuples(st.sampled_from("abcxyz"), st.sampled_from("abcxyz")), min_size=1, max_size=3)
+    .map(lambda pairs: chars([(min(p), max(p)) for p in pairs])),
+    st.sampled_from(["é", "日", "\x7f"]).map(lit),
+)
+
+
+def _nodes(children: st.SearchStrategy[Node]) -> st.SearchStrategy[Node]:
+    bounds = st.tuples(st.integers(0, 2), st.one_of(st.none(), st.integers(0, 2)))
+    return st.one_of(
+        st.lists(children, min_size=2, max_size=3).map(lambda xs: seq(*xs)),
+        st.lists(children, min_size=2, max_size=3).map(lambda xs: alt(*xs)),
+        st.tuples(children, bounds).map(lambda x: repeat(x[0], x[1][0], max(x[1]) if x[1][1] is not None else None)),
+        st.tuples(children, st.integers(1, 3)).map(lambda x: lexeme(repeat(x[0], 0, x[1]))),
+        st.tuples(children, st.integers(0, 1)).map(lambda x: lexeme(repeat(x[0], x[1], None))),
+    )
+
+
+@settings(deadline=None, max_examples=60)
+@given(st.recursive(_ATOMS, _nodes, max_leaves=8))
+def test_lazy_rows_match_plain_subset_construction(node: Node) -> None:
+    dfa = AutomatonBuilder().dfa(node)
+    if isinstance(dfa, LazyDFA):
+        _check_against_reference(dfa)
+
+
+def test_overlapping_edges_of_one_state_are_merged() -> None:
+    """One NFA state whose edges overlap (an alternative of classes sharing bytes): the row
+    must hold the union of both targets' closures on the shared bytes."""
+    node = alt(seq(chars([("a", "m")]), lit("1")), seq(chars([("h", "z")]), lit("2")))
+    dfa = AutomatonBuilder().dfa(node)
+    assert isinstance(dfa, LazyDFA)
+    _check_against_reference(dfa)
+    assert dfa.accepts(b"h1") and dfa.accepts(b"h2") and dfa.accepts(b"a1") and not dfa.accepts(b"a2")
+
+
+def test_lexeme_regions_spliced_from_templates() -> None:
+    """A document with the same lexeme twice: both regions' states come from one template."""
+    word = lexeme(repeat(chars([("a", "c")]), 1, None))
+    dfa = AutomatonBuilder().dfa(seq(lit("{"), word, lit(","), word, lit("}")))
+    assert isinstance(dfa, LazyDFA) and len(dfa.nfa.regions) == 2
+    _check_against_reference(dfa)
+    assert dfa.accepts(b"{ab,c}") and not dfa.accepts(b"{ab,}") and not dfa.accepts(b"{a,d}")
