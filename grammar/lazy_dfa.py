@@ -240,11 +240,11 @@ class LazyDFA:
         self._cap = cap
 
     def _record_new(self) -> None:
-        sets, final = self._b.sets, self._b.final
+        sets, accepting = self._b.sets, self._b.accepting
         if len(sets) > self._cap:
             self._grow(len(sets))
         for i in range(self._known, len(sets)):
-            if final in sets[i]:  # the grown flags start False
+            if accepting(i):  # the grown flags start False
                 self._accepting[i] = True
         self._known = len(sets)
 
