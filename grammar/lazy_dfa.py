@@ -78,7 +78,7 @@ class SubsetBuilder:
         got = self._class_edges[q]
         if got is None:
             cls = self._class_list
-            got = self._class_edges[q] = tuple((cls[lo], cls[hi], t) for lo, hi, t in self._nfa.moves(q)[1])
+            got = self._class_edges[q] = tuple([(cls[lo], cls[hi], t) for lo, hi, t in self._nfa.moves(q)[1]])
         return got
 
     @staticmethod
@@ -96,6 +96,9 @@ class SubsetBuilder:
         """The states `q` reaches by epsilon moves (itself included), sorted."""
         got = self._closures.get(q)
         if got is None:
+            if not self._nfa.moves(q)[0]:
+                got = self._closures[q] = (q,)
+                return got
             seen = {q}
             stack = [q]
             while stack:

@@ -58,15 +58,15 @@ class NFA:
             region = self.regions[bisect.bisect_right(self.region_firsts, q) - 1]
             if region.dfa is not None:
                 base, d = region.first - 1, q - region.first + 1
-                self.edges[q] = tuple((lo, hi, base + t) for lo, hi, t in _byte_ranges(region.dfa)[d])
+                self.edges[q] = tuple([(lo, hi, base + t) for lo, hi, t in _byte_ranges(region.dfa)[d]])
                 self.eps[q] = (region.end,) if region.dfa.accepting[d] else ()
             else:
                 # template ids: 0 is the region's start, 1 its end, x >= 2 is first - 2 + x
                 template, shift, t = region.template, region.first - 2, q - region.first + 2
                 start, end = region.start, region.end
-                self.edges[q] = tuple((lo, hi, shift + x if x > 1 else (end if x else start))
-                                      for lo, hi, x in template.edges[t])
-                self.eps[q] = tuple(shift + x if x > 1 else (end if x else start) for x in template.eps[t])
+                self.edges[q] = tuple([(lo, hi, shift + x if x > 1 else (end if x else start))
+                                       for lo, hi, x in template.edges[t]])
+                self.eps[q] = tuple([shift + x if x > 1 else (end if x else start) for x in template.eps[t]])
             eps = self.eps[q]
         return eps, self.edges[q]
 
