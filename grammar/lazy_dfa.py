@@ -66,7 +66,7 @@ class SubsetBuilder:
         self.regions: list[Region] = nfa.regions
         self._region_at_start = {r.start: r for r in nfa.regions if r.start_moves is not None}
         self._closures: dict[int, tuple[int, ...]] = {}
-        self._union: dict[tuple[int, ...], int] = {}
+        self._union: dict[int | tuple[int, ...], int] = {}  # NFA state(s) -> their closure's index
         # state sets as sorted tuples of ints: untracked by the cyclic garbage collector
         nothing: tuple[int, ...] = ()
         self.sets: list[tuple[int, ...]] = [nothing, nothing if empty else self.closure(start)]
@@ -153,42 +153,45 @@ class SubsetBuilder:
             return region, inside, at_start, True
         return None
 
-    def _target(self, t: int) -> int:
-        """The state index of NFA state `t`'s closure."""
-        key = (t,)
-        sid = self._union.get(key)
-        if sid is None:
-            sid = self._union[key] = self.intern(self.closure(t))
+    def _successor(self, key: int | tuple[int, ...]) -> int:
+        """The state index of the closure of NFA state `key` (or of the union of a sorted tuple of
+        two or more states' closures), interned on first use."""
+        if type(key) is int:
+            merged = self.closure(key)
+        else:
+            merged = tuple(sorted(set().union(*map(self.closure, key))))
+        sid = self._union[key] = self.intern(merged)
         return sid
 
     def row(self, i: int) -> list[int]:
         """Successor state index per byte class (new state sets are interned)."""
         row = [DEAD] * self.num_classes
         states = self.sets[i]
-        known = self._class_edges
+        known, union = self._class_edges, self._union
         if len(states) == 1:
             edges = known[states[0]]
             if edges is None:
                 edges = self.class_edges(states[0])
             if self._disjoint(edges):  # the usual case: whole edges at once
                 for clo, chi, t in edges:
-                    row[clo:chi + 1] = [self._target(t)] * (chi - clo + 1)
+                    sid = union.get(t)
+                    row[clo:chi + 1] = [sid if sid is not None else self._successor(t)] * (chi - clo + 1)
                 return row
         else:
             edges = [e for q in states for e in (known[q] if known[q] is not None else self.class_edges(q))]
         cuts = sorted({c for clo, chi, _ in edges for c in (clo, chi + 1)})
-        union = self._union
         for a, b in zip(cuts, cuts[1:]):  # runs of classes with the same edges, in class order
             targets = [t for clo, chi, t in edges if clo <= a <= chi]
             if not targets:
                 continue
-            key = tuple(sorted(set(targets))) if len(targets) > 1 else (targets[0],)
+            if len(targets) == 1:
+                key: int | tuple[int, ...] = targets[0]
+            else:
+                key = tuple(sorted(set(targets)))
+                if len(key) == 1:
+                    key = key[0]
             sid = union.get(key)
-            if sid is None:
-                merged = self.closure(key[0]) if len(key) == 1 else \
-                    tuple(sorted(set().union(*(self.closure(t) for t in key))))
-                sid = union[key] = self.intern(merged)
-            row[a:b] = [sid] * (b - a)
+            row[a:b] = [sid if sid is not None else self._successor(key)] * (b - a)
         return row
 
 
