@@ -180,8 +180,12 @@ class SubsetBuilder:
         else:
             edges = [e for q in states for e in (known[q] if known[q] is not None else self.class_edges(q))]
         cuts = sorted({c for clo, chi, _ in edges for c in (clo, chi + 1)})
-        for a, b in zip(cuts, cuts[1:]):  # runs of classes with the same edges, in class order
-            targets = [t for clo, chi, t in edges if clo <= a <= chi]
+        at = {c: k for k, c in enumerate(cuts)}
+        runs: list[list[int]] = [[] for _ in cuts]  # runs of classes with the same edges
+        for clo, chi, t in edges:
+            for k in range(at[clo], at[chi + 1]):
+                runs[k].append(t)
+        for a, b, targets in zip(cuts, cuts[1:], runs):  # in class order
             if not targets:
                 continue
             if len(targets) == 1:
