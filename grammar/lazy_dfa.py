@@ -27,6 +27,7 @@ _KEYS = itertools.count()
 _ROOTS: "OrderedDict[Hashable, int]" = OrderedDict()  # IR root -> small id, for cache keys
 _ROOTS_LOCK = threading.Lock()
 _MAX_ROOTS = 4096
+_PAUSE_GC_FROM = 64  # expanding this many states at once pauses the cyclic garbage collector
 
 
 def _root_id(root: Hashable | None) -> int:
@@ -57,7 +58,7 @@ class SubsetBuilder:
         self.final = final
         bounds = sorted(nfa.cuts())
         self.num_classes = len(bounds) - 1
-        self.class_of_byte = np.zeros(256, dtype=np.int64)
+        self.class_of_byte = np.zeros(256, dtype=np.int32)
         for k in range(self.num_classes):
             self.class_of_byte[bounds[k]:bounds[k + 1]] = k
         self._class_list = self.class_of_byte.tolist()
@@ -66,6 +67,7 @@ class SubsetBuilder:
         self.regions: list[Region] = nfa.regions
         self._region_at_start = {r.start: r for r in nfa.regions if r.start_moves is not None}
         self._closures: dict[int, tuple[int, ...]] = {}
+        self._loops: dict[int, bool] = {}  # NFA state -> whether `looping` keeps it
         self._union: dict[int | tuple[int, ...], int] = {}  # NFA state(s) -> their closure's index
         # state sets as sorted tuples of ints: untracked by the cyclic garbage collector
         nothing: tuple[int, ...] = ()
@@ -153,6 +155,18 @@ class SubsetBuilder:
             return region, inside, at_start, True
         return None
 
+    def looping(self, i: int) -> list[int]:
+        """The NFA states of set `i` that can come back to themselves after one byte."""
+        out = []
+        for q in self.sets[i]:
+            got = self._loops.get(q)
+            if got is None:
+                edges = self._class_edges[q] if self._class_edges[q] is not None else self.class_edges(q)
+                got = self._loops[q] = any(q in self.closure(t) for _, _, t in edges)
+            if got:
+                out.append(q)
+        return out
+
     def _successor(self, key: int | tuple[int, ...]) -> int:
         """The state index of the closure of NFA state `key` (or of the union of a sorted tuple of
         two or more states' closures), interned on first use."""
@@ -202,7 +216,8 @@ class SubsetBuilder:
 class LazyDFA:
     """A DFA (DEAD=0, START=1) whose rows are computed on first use.
 
-    Hot paths call `ensure(states)` before reading `flat256()` / `class_row`; `table` expands
+    Rows are kept over byte classes (`byte_classes`); hot paths call `ensure(states)` before
+    reading them (`walk_tables` for the native trie walk, `class_row`); `table` expands
     everything (for oracles and tests).  Expansions are serialised by a lock, but a walk reads
     arrays that an expansion may reallocate, so matchers sharing one automaton must be driven
     from one thread at a time.
@@ -218,10 +233,9 @@ class LazyDFA:
         self._lock = threading.Lock()
         self._cache: dict = {}
         self._root = _root_id(root)
+        self._class_list = builder.class_of_byte.tolist()
         self._cap = 0
         self._rows_k = np.zeros((0, builder.num_classes), dtype=np.int32)
-        self._table = np.zeros((0, 256), dtype=np.int32)
-        self._flat = np.zeros(0, dtype=np.intp)
         self._accepting = np.zeros(0, dtype=bool)
         self._expanded = np.zeros(0, dtype=bool)
         self._known = 0  # state sets whose accepting flag is recorded
@@ -243,8 +257,6 @@ class LazyDFA:
             return out
 
         self._rows_k = grown(self._rows_k, (cap, k))
-        self._table = grown(self._table, (cap, 256))
-        self._flat = grown(self._flat, (cap * 256,))
         self._accepting = grown(self._accepting, (cap,))
         self._expanded = grown(self._expanded, (cap,))
         self._cap = cap
@@ -258,32 +270,41 @@ class LazyDFA:
                 self._accepting[i] = True
         self._known = len(sets)
 
-    def _expand(self, s: int) -> None:
-        row_k = self._b.row(s)
+    def _expand(self, states: list[int]) -> None:
+        """Compute the rows of `states` (distinct, not yet expanded)."""
+        rows = [self._b.row(s) for s in states]
         self._record_new()
-        row = self._rows_k[s]
-        row[:] = row_k
-        full = self._table[s]
-        row.take(self._b.class_of_byte, out=full)
-        np.multiply(full, 256, out=self._flat[s * 256:(s + 1) * 256])
-        self._expanded[s] = True
+        if len(states) == 1:
+            self._rows_k[states[0]] = rows[0]
+            self._expanded[states[0]] = True
+        else:
+            idx = np.array(states, dtype=np.intp)
+            self._rows_k[idx] = rows
+            self._expanded[idx] = True
 
     def ensure(self, states: np.ndarray | list[int]) -> None:
         """Compute the rows of the given states (no-op for the ones already known)."""
-        states = np.asarray(states, dtype=np.intp)
-        known = self._expanded[states]
-        if not known.all():
-            missing = states[~known]
-            with self._lock, paused_gc():
-                for s in np.unique(missing).tolist():
-                    if not self._expanded[s]:
-                        self._expand(s)
+        expanded = self._expanded
+        if isinstance(states, np.ndarray):
+            states = states.tolist()
+        missing = sorted({s for s in states if not expanded[s]})
+        if not missing:
+            return
+        with self._lock:
+            missing = [s for s in missing if not self._expanded[s]]
+            if not missing:
+                return
+            if len(missing) < _PAUSE_GC_FROM:
+                self._expand(missing)
+            else:
+                with paused_gc():
+                    self._expand(missing)
 
     def ensure_one(self, s: int) -> None:
         if not self._expanded[s]:
             with self._lock:
                 if not self._expanded[s]:
-                    self._expand(s)
+                    self._expand([s])
 
     # ------------------------------------------------------------ DFA interface
     @property
@@ -330,13 +351,20 @@ class LazyDFA:
         self._lexeme_states[s] = found
         return found
 
-    def flat256(self) -> np.ndarray:
-        """Flat table of next_state * 256 (rows of unexpanded states are zero: call ensure)."""
-        return self._flat
+    def looping_parts(self, s: int) -> list[int]:
+        """The states (each the closure of one NFA state of `s` that can loop on itself) whose
+        languages `s`'s language holds: quick witnesses for properties of every continuation."""
+        return [self.state_of(self._b.closure(q)) for q in self._b.looping(s)]
+
+    def walk_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(rows over classes, class_of_byte, row-built flags, accepting flags) for the native
+        trie walk; the arrays are replaced when the automaton grows."""
+        return self._rows_k, self._b.class_of_byte, self._expanded, self._accepting
 
     def row(self, s: int) -> np.ndarray:
+        """Next state per byte."""
         self.ensure_one(s)
-        return self._table[s]
+        return self._rows_k[s].take(self._b.class_of_byte)
 
     def class_row(self, s: int) -> np.ndarray:
         self.ensure_one(s)
@@ -347,10 +375,11 @@ class LazyDFA:
         return self._b.class_of_byte, self._rows_k[: self._known]
 
     def walk(self, state: int, data: bytes) -> int:
+        classes = self._class_list
         for b in data:
             if not self._expanded[state]:
                 self.ensure_one(state)
-            state = int(self._table[state, b])
+            state = int(self._rows_k[state, classes[b]])
             if state == DEAD:
                 return DEAD
         return state
@@ -378,7 +407,7 @@ class LazyDFA:
     def table(self) -> np.ndarray:
         """The full transition table [num_states, 256] (expands every reachable state)."""
         self.expand_all()
-        return self._table[: self._known]
+        return self._rows_k[: self._known].take(self._b.class_of_byte, axis=1)
 
     def materialize(self, budget: CompileBudget | None = None) -> DFA:
         """The equivalent minimal eager DFA."""

@@ -31,7 +31,7 @@ import numpy as np
 from formwork.grammar.dfa import DFA
 from formwork.grammar.follow_exits import exit_seeds
 from formwork.grammar.ir import Alt, Node, Repeat, Seq
-from formwork.grammar.trie_walks import tokens_at, walk_below
+from formwork.grammar.native_walk import walk_into
 
 if TYPE_CHECKING:
     from formwork.grammar.lazy_dfa import LazyDFA
@@ -196,14 +196,14 @@ def lexeme_mask(cache: "TokenMaskCache", dfa: "LazyDFA", where: LexemeState,
     if counted is not None and counted.past_min:  # ends where the shared automaton ends: its exits
         automaton, state = counted.automaton, counted.state
     row = dfa.row(where.after)
-    seeds = []
+    nodes: list[int] = []
+    states: list[int] = []
     for byte in np.flatnonzero(row).tolist():
-        after_byte = int(row[byte]) * 256
-        for depth, nodes in exit_seeds(trie, automaton, state, byte).items():
-            seeds.append((depth, np.asarray(nodes, dtype=np.int64), np.full(len(nodes), after_byte, dtype=np.intp)))
-    if seeds:
-        ids = tokens_at(trie, walk_below(trie, dfa, seeds, deadline))
-        if len(ids):
-            packed = words.view(np.uint8)
-            np.bitwise_or.at(packed, ids >> 3, np.left_shift(1, ids & 7).astype(np.uint8))
+        after_byte = int(row[byte])
+        for depth, found in exit_seeds(trie, automaton, state, byte).items():
+            offset = trie.level_offset[depth]
+            nodes += [offset + node for node in found]
+            states += [after_byte] * len(found)
+    if nodes:
+        walk_into(trie, dfa, np.array(nodes), np.array(states), words, deadline)
     return words

@@ -12,8 +12,10 @@ from functools import cached_property
 
 import numpy as np
 
+from formwork.grammar._slice_cover import covers as _covers
 from formwork.grammar.automaton import AutomatonBuilder
-from formwork.grammar.dfa import DEAD, DFA, START
+from formwork.grammar.dfa import DFA, START
+from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.ir import chars, repeat
 from formwork.grammar.token_trie import TokenTrie
 from formwork.grammar.vocabulary import Vocabulary
@@ -40,11 +42,7 @@ class TokenSlice:
         words.view(np.uint8)[: len(packed)] = packed
         self.mask_words = words
         self.max_len = max((len(vocab.token_bytes[i]) for i in members), default=0)
-        # per live slice-DFA state: (next slice state, the bytes that lead there)
-        self._moves = {
-            u: [(int(v), np.flatnonzero(self.dfa.table[u] == v)) for v in np.unique(self.dfa.table[u]) if v != DEAD]
-            for u in range(1, self.dfa.num_states)
-        }
+        self._slice_rows = np.ascontiguousarray(self.dfa.table, dtype=np.int32)
 
     @cached_property
     def rest_trie(self) -> TokenTrie:
@@ -54,41 +52,49 @@ class TokenSlice:
             rest[i] = None
         return TokenTrie(rest, self.vocab.vocab_size)
 
-    def covers(self, dfa: DFA, state: int) -> bool:
-        """True when every token of the slice can be consumed from `state`.
+    def covers(self, dfa: DFA | LazyDFA, state: int) -> bool:
+        """True when every token of the slice can be consumed from `state`: a breadth-first
+        search over (slice state, grammar state) pairs up to the longest member's length (in C,
+        `_slice_cover.c`), asked again after building the grammar rows it found missing.
 
-        Breadth-first over (slice state, grammar state) pairs: False at the first death within
-        the longest member's length; True once no new pair appears or that length is reached.
-        """
-        moves = self._class_moves(dfa)
-        memo = dfa._cache.setdefault(("slice_steps", id(self)), {})
-        frontier = [(START, state)]
-        seen = set(frontier)
-        for _ in range(self.max_len):
-            nxt = []
-            for pair in frontier:
-                steps = memo.get(pair)
-                if steps is None:
-                    row = dfa.class_row(pair[1])
-                    steps = memo[pair] = [(v, set(row[classes].tolist())) for v, classes in moves[pair[0]]]
-                for v, targets in steps:
-                    if DEAD in targets:
-                        return False
-                    for q in targets:
-                        if (v, q) not in seen:
-                            seen.add((v, q))
-                            nxt.append((v, q))
-            if not nxt:
-                return True
-            frontier = nxt
-        return True
+        A missing row at the slice's start is not built when the grammar state holds a looping
+        NFA state that covers the slice on its own (the free-form part of an open object's keys):
+        otherwise the search would build the states of every declared key name."""
+        while True:
+            rows, class_of_byte, expanded, _ = dfa.walk_tables()
+            covered = self._covered(dfa, len(expanded))
+            answer, blocked = _covers(self._slice_rows, rows, class_of_byte, expanded, covered, state, self.max_len)
+            if answer >= 0:
+                return bool(answer)
+            need = []
+            for u, q in np.frombuffer(blocked, dtype=np.int64).reshape(-1, 2).tolist():
+                if u == START and dfa.lazy and self._loop_covers(dfa, q):
+                    self._covered(dfa)[q] = True  # (a nested search may have grown the flags)
+                else:
+                    need.append(q)
+            if need:
+                dfa.ensure(need)
 
-    def _class_moves(self, dfa: DFA) -> dict[int, list[tuple[int, np.ndarray]]]:
-        """The slice DFA's moves with byte sets replaced by `dfa`'s byte classes."""
-        key = ("slice_moves", id(self))
+    def _covered(self, dfa: DFA | LazyDFA, size: int = 0) -> np.ndarray:
+        """`dfa`'s flags of states known to cover the slice (grown to `size`)."""
+        key = ("slice_covered", id(self))
         got = dfa._cache.get(key)
-        if got is None:
-            class_of_byte = dfa.byte_classes()[0]
-            got = dfa._cache[key] = {u: [(v, np.unique(class_of_byte[byte_set])) for v, byte_set in moves]
-                                     for u, moves in self._moves.items()}
+        if got is None or len(got) < size:
+            grown = np.zeros(max(size, 64, 2 * len(got) if got is not None else 0), dtype=bool)
+            if got is not None:
+                grown[: len(got)] = got
+            got = dfa._cache[key] = grown
         return got
+
+    def _loop_covers(self, dfa: LazyDFA, q: int) -> bool:
+        """Whether one looping NFA state of grammar state `q` covers the slice by itself (each
+        such part is searched once per automaton; False while its own search is under way)."""
+        known = dfa._cache.setdefault(("slice_loops", id(self)), {})
+        for part in dfa.looping_parts(q):
+            got = known.get(part)
+            if got is None:
+                known[part] = False
+                got = known[part] = self.covers(dfa, part)
+            if got:
+                return True
+        return False

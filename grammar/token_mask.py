@@ -1,4 +1,4 @@
-"""Token masks for DFA states: a vectorised walk of the vocabulary trie, cached per state.
+"""Token masks for DFA states: a walk of the vocabulary trie (native_walk), cached per state.
 
 Masks are cached by the automaton's `state_key`, which names the state's language: recompiling
 the same IR (or language) reuses them.
@@ -12,13 +12,11 @@ from functools import cached_property
 
 import numpy as np
 
-from formwork.grammar.dfa import DFA, DEAD
-from formwork.grammar.errors import GrammarBudgetError
+from formwork.grammar.dfa import DFA
 from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.lexemes import lexeme_mask
+from formwork.grammar.native_walk import walk_state
 from formwork.grammar.slices import JSON_STRING_CHARS, TokenSlice
-from formwork.grammar.token_trie import TokenTrie
-from formwork.grammar.trie_walks import descend, few_small_subtrees
 from formwork.grammar.vocabulary import Vocabulary
 
 StateKey = tuple
@@ -79,19 +77,11 @@ class TokenMaskCache:
         if self.use_slices and self.token_slice.covers(dfa, state):
             trie, base = self.token_slice.rest_trie, self.token_slice.mask_words
             self.sliced += 1
-        live = walk_trie(trie, dfa, state, max_seconds)
-        accepting = bool(dfa.accepting[state])
-        if live.many:
-            allowed = live.token_flags()
-            if accepting:
-                allowed |= self._stop
-            packed_u8 = np.packbits(allowed, bitorder="little")
-            words = np.zeros(self._num_bytes // 4, dtype=np.int32)
-            words.view(np.uint8)[: len(packed_u8)] = packed_u8
-        else:
-            ids = live.token_ids()
-            words = pack_token_ids(np.concatenate([ids, self._stop_ids]) if accepting else ids,
-                                   self.vocab.vocab_size)
+        words = np.zeros(self._num_bytes // 4, dtype=np.int32)
+        deadline = None if max_seconds is None else time.perf_counter() + max_seconds
+        walk_state(trie, dfa, state, words, deadline)
+        if dfa.accepting[state]:
+            words |= self.stop_words
         if base is not None:
             words |= base
         words.flags.writeable = False
@@ -112,118 +102,6 @@ class TokenMaskCache:
         return len(self._masks)
 
 
-_DENSE_FRACTION = 0.2  # expand a level fully once this share of it may be live
-_GATHER_NODES = 20_000  # above this many live nodes, read tokens by gathering over all ids
-
-
-class LiveNodes:
-    """The result of a trie walk: live nodes as a flag array (dense walks) or index lists."""
-
-    def __init__(self, trie: TokenTrie):
-        self.trie = trie
-        self.flags: np.ndarray | None = None
-        self.lists: list[np.ndarray] = []
-        self.count = 0
-
-    def add_dense(self, offset: int, alive: np.ndarray) -> None:
-        if self.flags is None:
-            self.flags = np.zeros(self.trie.num_nodes + 1, dtype=bool)
-        self.flags[offset: offset + len(alive)] = alive
-
-    def add(self, global_nodes: np.ndarray) -> None:
-        self.lists.append(global_nodes)
-        self.count += len(global_nodes)
-
-    @property
-    def many(self) -> bool:
-        """Too many live nodes for per-node token lists: read tokens by one gather instead."""
-        return self.flags is not None or self.count > _GATHER_NODES
-
-    def token_flags(self) -> np.ndarray:
-        """Bool per token id (the trie's width): its end node is live."""
-        if self.flags is None:
-            self.flags = np.zeros(self.trie.num_nodes + 1, dtype=bool)
-        for nodes in self.lists:
-            self.flags[nodes] = True
-        self.lists = []
-        return self.flags[self.trie.token_node]
-
-    def token_ids(self) -> np.ndarray:
-        """Ids of the tokens ending at live nodes."""
-        if self.many:
-            return np.flatnonzero(self.token_flags())
-        if not self.lists:
-            return np.zeros(0, dtype=np.intp)
-        live = np.concatenate(self.lists)
-        trie = self.trie
-        lo, hi = trie.end_ptr[live], trie.end_ptr[live + 1]
-        sizes = hi - lo
-        total = int(sizes.sum())
-        starts = np.cumsum(sizes) - sizes
-        return trie.end_tokens[np.repeat(lo - starts, sizes) + np.arange(total)]
-
-
-def walk_trie(trie: TokenTrie, dfa: DFA | LazyDFA, state: int, max_seconds: float | None = None) -> LiveNodes:
-    """Trie nodes whose byte path stays alive from `state`.
-
-    Level by level: a level is computed densely (every node, dead parents stay dead) while
-    many nodes may be live, otherwise only the children of live nodes are expanded.
-    """
-    result = LiveNodes(trie)
-    if state == DEAD or trie.max_depth == 0:
-        return result
-    deadline = None if max_seconds is None else time.perf_counter() + max_seconds
-    lazy = dfa.lazy
-    dfa.ensure_one(state)
-    flat = dfa.flat256()
-    nodes: np.ndarray | None = None  # None: `states` covers the whole level
-    states = flat[state * 256 + trie.level_bytes[0]]
-    for d in range(trie.max_depth):
-        if nodes is None:
-            alive = states != 0
-            live = np.flatnonzero(alive)
-            if len(live) > _GATHER_NODES // 8:
-                result.add_dense(trie.level_offset[d], alive)
-            elif len(live):
-                result.add(live + trie.level_offset[d])
-        else:
-            keep = states != 0
-            live, states = nodes[keep], states[keep]
-            if len(live):
-                result.add(live + trie.level_offset[d])
-        if not len(live) or d + 1 == trie.max_depth:
-            break
-        if deadline is not None and time.perf_counter() > deadline:
-            raise GrammarBudgetError(f"token mask computation exceeded its step budget of {max_seconds:g} s")
-        if few_small_subtrees(trie, d, live):  # in Python: a bounded number of nodes
-            live_states = states[live] if nodes is None else states
-            for depth, found, _ in descend(trie, dfa, d, live.tolist(), live_states.tolist()):
-                result.add(found + trie.level_offset[depth])
-            break
-        if lazy:  # the rows of this level's states are needed for the next level
-            dfa.ensure((states[live] if nodes is None else states) >> 8)
-            flat = dfa.flat256()
-        next_size = len(trie.level_bytes[d + 1])
-        if len(live) >= _DENSE_FRACTION * next_size:
-            if nodes is not None:
-                full = np.zeros(len(trie.level_bytes[d]), dtype=states.dtype)
-                full[live] = states
-                states = full
-            states = flat[states[trie.parent[d + 1]] + trie.level_bytes[d + 1]]
-            nodes = None
-        else:
-            live_states = states[live] if nodes is None else states
-            lo, hi = trie.child_lo[d][live], trie.child_hi[d][live]
-            sizes = hi - lo
-            total = int(sizes.sum())
-            if not total:
-                break
-            starts = np.cumsum(sizes) - sizes
-            nodes = np.repeat(lo - starts, sizes) + np.arange(total)
-            states = flat[np.repeat(live_states, sizes) + trie.level_bytes[d + 1][nodes]]
-    return result
-
-
 def pack_token_ids(token_ids: np.ndarray, vocab_size: int) -> np.ndarray:
     """Packed int32 bitmask words with the given token bits set."""
     words = np.zeros((vocab_size + 31) // 32, dtype=np.int32)
@@ -231,3 +109,11 @@ def pack_token_ids(token_ids: np.ndarray, vocab_size: int) -> np.ndarray:
     ids = np.asarray(token_ids, dtype=np.intp)
     np.bitwise_or.at(packed, ids >> 3, np.left_shift(1, ids & 7).astype(np.uint8))
     return words
+
+
+def unpack_token_ids(words: np.ndarray) -> np.ndarray:
+    """The token ids whose bits are set in packed int32 mask words, ascending."""
+    nonzero = np.flatnonzero(words)
+    bits = np.unpackbits(words[nonzero].view(np.uint8), bitorder="little").reshape(-1, 32)
+    rows, cols = np.nonzero(bits)
+    return nonzero[rows] * 32 + cols

@@ -6,7 +6,6 @@ expands only the live nodes of each level (see token_mask.py).
 """
 from __future__ import annotations
 
-from array import array
 from collections.abc import Sequence
 from functools import cached_property
 
@@ -88,11 +87,27 @@ class TokenTrie:
         self.end_ptr = np.searchsorted(token_node[order], np.arange(offset + 1))
 
     @cached_property
-    def scalar_levels(self) -> tuple[list[array], list[array], list[bytes]]:
-        """(child_lo, child_hi, level_bytes) per depth as compact Python sequences: indexing one
-        node is much cheaper than on numpy arrays, for walks that go node by node."""
-        return ([array("q", x.tobytes()) for x in self.child_lo], [array("q", x.tobytes()) for x in self.child_hi],
-                [x.astype(np.uint8).tobytes() for x in self.level_bytes])
+    def flat_arrays(self) -> tuple[np.ndarray, ...]:
+        """(child_lo, child_hi, byte, end_ptr, end_tokens) over global node numbers, int64 (byte:
+        uint8), for the native walk: node `num_nodes` is the root, whose children are depth 0."""
+        n = self.num_nodes
+        child_lo = np.zeros(n + 1, dtype=np.int64)
+        child_hi = np.zeros(n + 1, dtype=np.int64)
+        for d in range(self.max_depth):
+            at = self.level_offset[d]
+            size = len(self.level_bytes[d])
+            below = self.level_offset[d + 1] if d + 1 < self.max_depth else n
+            child_lo[at: at + size] = self.child_lo[d] + below
+            child_hi[at: at + size] = self.child_hi[d] + below
+        if self.max_depth:
+            child_hi[n] = len(self.level_bytes[0])
+        byte = np.concatenate(self.level_bytes).astype(np.uint8) if self.max_depth else np.zeros(0, np.uint8)
+        return (child_lo, child_hi, byte, np.ascontiguousarray(self.end_ptr, dtype=np.int64),
+                np.ascontiguousarray(self.end_tokens, dtype=np.int64))
+
+    def depth_of(self, nodes: np.ndarray) -> np.ndarray:
+        """Depth of each global node number."""
+        return np.searchsorted(np.asarray(self.level_offset), nodes, side="right") - 1
 
     @staticmethod
     def _lcp(matrix: np.ndarray, lens: np.ndarray) -> np.ndarray:

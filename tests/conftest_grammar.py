@@ -9,6 +9,8 @@ import numpy as np
 import torch
 
 from formwork.grammar.dfa import DEAD, DFA
+from formwork.grammar.native_walk import walk_state
+from formwork.grammar.token_mask import unpack_token_ids
 from formwork.grammar.vocabulary import Vocabulary
 
 
@@ -48,6 +50,27 @@ def brute_force_allowed(vocab: Vocabulary, dfa: DFA, state: int) -> np.ndarray:
             out[i] = True
     if dfa.accepting[state]:
         out[list(vocab.stop_token_ids)] = True
+    return out
+
+
+def walk_token_ids(trie, dfa, state: int) -> np.ndarray:
+    """Ids of the tokens whose every prefix stays alive from `state` (one native walk of the whole
+    trie, no decomposition), ascending."""
+    words = np.zeros((len(trie.token_node) + 31) // 32, dtype=np.int32)
+    walk_state(trie, dfa, state, words)
+    return unpack_token_ids(words)
+
+
+def node_prefixes(trie) -> dict[int, bytes]:
+    """Global trie node number -> the bytes spelled from the root to it."""
+    child_lo, child_hi, byte = trie.flat_arrays[:3]
+    out: dict[int, bytes] = {}
+    todo = [(trie.num_nodes, b"")]
+    while todo:
+        node, spelled = todo.pop()
+        for child in range(int(child_lo[node]), int(child_hi[node])):
+            out[child] = spelled + bytes([int(byte[child])])
+            todo.append((child, out[child]))
     return out
 
 

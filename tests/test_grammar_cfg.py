@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest_grammar import deepseek_tokenizer, deepseek_vocab, unpack_mask  # noqa: E402
+from conftest_grammar import deepseek_tokenizer, deepseek_vocab, unpack_mask, walk_token_ids  # noqa: E402
 from conftest_grammar_cfg import (  # noqa: E402
     AMBIGUOUS_LARK, ARITH_LARK, JSON_GBNF, JSON_LARK, LEFT_LIST_LARK, SQL_LARK, accepts, complete,
 )
@@ -23,7 +23,7 @@ from formwork.grammar.cfg import EmptyLanguageError, compile_cfg  # noqa: E402
 from formwork.grammar.cfg.lark_frontend import EbnfSyntaxError  # noqa: E402
 from formwork.grammar.dfa import START  # noqa: E402
 from formwork.grammar.ir import Grammar, RuleRef, alt, lit, regex, seq  # noqa: E402
-from formwork.grammar.token_mask import pack_token_ids, walk_trie  # noqa: E402
+from formwork.grammar.token_mask import pack_token_ids  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -209,7 +209,7 @@ def test_split_masks_equal_the_full_trie_walk(compiler, vocab, grammar, texts):
     for text in texts:
         state = START
         for token in deepseek_tokenizer().encode(text, add_special_tokens=False).ids:
-            full = walk_trie(vocab.trie, g.dfa, state).token_ids()
+            full = walk_token_ids(vocab.trie, g.dfa, state)
             if g.dfa.accepting[state]:
                 full = np.concatenate([full, stops])
             np.testing.assert_array_equal(g.mask_cache.mask(g.dfa, state), pack_token_ids(full, vocab.vocab_size))

@@ -3,25 +3,23 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest_grammar import deepseek_vocab  # noqa: E402
+from conftest_grammar import deepseek_vocab, node_prefixes, walk_token_ids  # noqa: E402
 from conftest_grammar_cfg import JSON_LARK  # noqa: E402
 
 from formwork.grammar import GrammarCompiler, Vocabulary  # noqa: E402
 from formwork.grammar.automaton import AutomatonBuilder  # noqa: E402
 from formwork.grammar.cfg.terminal_tables import language_key, pack_ids, terminal_table  # noqa: E402
-from formwork.grammar import trie_walks  # noqa: E402
-from formwork.grammar.trie_walks import terminal_walk  # noqa: E402
+from formwork.grammar.native_walk import walk_state  # noqa: E402
 from formwork.grammar.dfa import DEAD, START  # noqa: E402
 from formwork.grammar.ir import alt, chars, lit, repeat, seq  # noqa: E402
 from formwork.grammar.slices import JSON_STRING_CHARS  # noqa: E402
-from formwork.grammar.token_mask import TokenMaskCache, pack_token_ids, walk_trie  # noqa: E402
+from formwork.grammar.token_mask import TokenMaskCache, pack_token_ids, unpack_token_ids  # noqa: E402
 
 WS = repeat(chars([(9, 10), (13, 13), (32, 32)]), 1, None)
 NAME = seq(chars([(0x5F, 0x5F), (0x61, 0x7A)]), repeat(chars([(0x30, 0x39), (0x5F, 0x5F), (0x61, 0x7A)]), 0, None))
@@ -30,19 +28,6 @@ STRING = seq(lit('"'), repeat(alt(chars([(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10
              lit('"'))
 TERMINALS = {"ws": WS, "name": NAME, "string": STRING}
 PREFIXES = [b"", b" ", b"a", b"ab", b'"', b'"a', b'"\\', b'"a"']
-
-
-def trie_prefixes(trie) -> dict[tuple[int, int], bytes]:
-    """(depth, node) -> the bytes spelled from the root to that node."""
-    out: dict[tuple[int, int], bytes] = {}
-    for d in range(trie.max_depth):
-        for i, (byte, parent) in enumerate(zip(trie.level_bytes[d].tolist(), trie.parent[d].tolist())):
-            out[(d, i)] = (out[(d - 1, parent)] if d else b"") + bytes([byte])
-    return out
-
-
-def as_set(found) -> set[tuple[int, int]]:
-    return {(d, int(n)) for d, nodes in found for n in nodes}
 
 
 ALPHABETS = [b" \n", b"a_1", b'a"\\', b" a_1\"\\\n'"]  # narrow ones make long runs (deep single paths)
@@ -58,23 +43,22 @@ def vocabularies(draw) -> list[bytes]:
 @settings(deadline=None, max_examples=40)
 @given(tokens=vocabularies())
 def test_terminal_walk_is_the_brute_force_walk(tokens):
-    """Live nodes = prefixes alive from the state; exit children = prefix + one byte where a
+    """Tokens inside = every prefix alive from the state; exit children = prefix + one byte where a
     non-empty prefix takes the terminal to acceptance (ending before any byte is the boundary
-    hypothesis that the configuration holds beside an accepting state).  Both the node-by-node
-    part of the walk and levels all the way down."""
-    trie = Vocabulary(tokens).trie
-    prefixes = trie_prefixes(trie)
+    hypothesis that the configuration holds beside an accepting state)."""
+    vocab = Vocabulary(tokens)
+    trie = vocab.trie
+    prefixes = node_prefixes(trie)
     for name, node in TERMINALS.items():
         dfa = AutomatonBuilder().dfa(node)
         for start in {dfa.walk(START, p) for p in PREFIXES} - {DEAD}:
-            want_live = {k for k, p in prefixes.items() if dfa.walk(start, p) != DEAD}
-            want_exits = {k for k, p in prefixes.items()
-                          if len(p) > 1 and dfa.accepting[dfa.walk(start, p[:-1])]}
-            for follow in (2048, 0):  # 0: levels all the way down
-                with mock.patch.object(trie_walks, "_FOLLOW_NODES", follow):
-                    live, exits = terminal_walk(trie, dfa, start)
-                assert as_set(live) == want_live, name
-                assert as_set(exits) == want_exits, name
+            want_inside = {i for i, data in enumerate(tokens) if dfa.walk(start, data) != DEAD}
+            want_exits = {p for p in prefixes.values()
+                          if len(p) > 1 and dfa.walk(start, p[:-1]) != DEAD and dfa.accepting[dfa.walk(start, p[:-1])]}
+            words = np.zeros((vocab.vocab_size + 31) // 32, dtype=np.int32)
+            exits = walk_state(trie, dfa, start, words, want_exits=True)
+            assert set(unpack_token_ids(words).tolist()) == want_inside, name
+            assert {prefixes[n] for n in exits.tolist()} == want_exits, name
 
 
 def test_language_key_names_the_language_not_the_automaton_state():
@@ -105,8 +89,8 @@ def test_terminals_that_slice_tokens_can_finish_walk_the_whole_trie():
     after_x = dfa.walk(START, b"x")
     table = terminal_table(TokenMaskCache(vocab), dfa, after_x)
     assert table.exits.trie is vocab.trie
-    prefixes = trie_prefixes(vocab.trie)
-    exits = {prefixes[(d, int(n))] for d, n in zip(table.exits.depth.tolist(), table.exits.node.tolist())}
+    prefixes = node_prefixes(vocab.trie)
+    exits = {prefixes[n] for n in table.exits.node.tolist()}
     assert exits == {b"ab", b"a ", b"a b", b"xa", b"xab"}  # one byte past a prefix the terminal may end at
     want = {i for i, data in enumerate(tokens) if dfa.walk(after_x, data) != DEAD}
     got = set(np.flatnonzero(np.unpackbits(table.inside.view(np.uint8), bitorder="little")).tolist())
@@ -136,13 +120,13 @@ def test_string_body_tables_use_the_slice(vocab):
     body = dfa.walk(START, b'"ab')
     table = terminal_table(cache, dfa, body)
     assert table.exits.trie is not vocab.trie
-    inside = walk_trie(vocab.trie, dfa, body).token_ids()
+    inside = walk_token_ids(vocab.trie, dfa, body)
     assert np.array_equal(table.inside, pack_token_ids(inside, vocab.vocab_size))
-    _, exits = terminal_walk(vocab.trie, dfa, body)
+    whole = np.zeros_like(table.inside)
+    exits = walk_state(vocab.trie, dfa, body, whole, want_exits=True)
     ending = np.flatnonzero([data is not None and b'"' in data for data in vocab.token_bytes])
-    through = np.concatenate([vocab.trie.end_tokens[vocab.trie.end_ptr[n + vocab.trie.level_offset[d]]:
-                                                    vocab.trie.end_ptr[n + vocab.trie.level_offset[d] + 1]]
-                              for d, nodes in exits for n in nodes.tolist()])
+    trie = vocab.trie
+    through = np.concatenate([trie.end_tokens[trie.end_ptr[n]:trie.end_ptr[n + 1]] for n in exits.tolist()])
     rest_ids = {i for i, data in enumerate(vocab.token_bytes) if data is not None} - set(
         cache.token_slice.member_ids.tolist())
     assert set(through.tolist()) <= set(ending.tolist()) & rest_ids  # exits only through a closing quote
@@ -173,7 +157,7 @@ def test_continuation_masks_equal_the_full_walk_on_a_small_vocabulary(text):
     g = GrammarCompiler(vocab, cache_enabled=False).compile_ebnf(JSON_LARK)
     state = START
     for token in greedy_tokens(vocab, text):
-        full = walk_trie(vocab.trie, g.dfa, state).token_ids()
+        full = walk_token_ids(vocab.trie, g.dfa, state)
         assert np.array_equal(g.mask_cache.mask(g.dfa, state), pack_token_ids(full, vocab.vocab_size))
         state = g.dfa.walk(state, vocab.token_bytes[token])
         assert state != DEAD

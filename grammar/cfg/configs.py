@@ -27,13 +27,13 @@ BOUNDARY = -1
 def combined_byte_classes(dfas: list[DFA | LazyDFA]) -> tuple[np.ndarray, np.ndarray]:
     """(class_of_byte [256], one representative byte per class) refining every terminal's classes."""
     if not dfas:
-        return np.zeros(256, dtype=np.int64), np.zeros(1, dtype=np.int64)
+        return np.zeros(256, dtype=np.int32), np.zeros(1, dtype=np.int64)
     stacked = np.stack([np.asarray(d.byte_classes()[0], dtype=np.int64) for d in dfas])
     _, first, inverse = np.unique(stacked.T, axis=0, return_index=True, return_inverse=True)
     order = np.argsort(first)
     rank = np.empty_like(order)
     rank[order] = np.arange(len(order))
-    return rank[inverse.reshape(-1)].astype(np.int64), np.sort(first).astype(np.int64)
+    return rank[inverse.reshape(-1)].astype(np.int32), np.sort(first).astype(np.int64)
 
 
 class ConfigBuilder:

@@ -15,8 +15,10 @@ import threading
 
 import numpy as np
 
-from formwork.grammar.trie_walks import Exits, Nodes, _children, interned_exits, tokens_at, walk_below
 from formwork.grammar.dfa import START
+from formwork.grammar.native_walk import walk_into
+from formwork.grammar.token_mask import unpack_token_ids
+from formwork.grammar.trie_walks import Exits, interned_exits
 
 _LOCK = threading.Lock()
 
@@ -39,17 +41,9 @@ def continuation(source: Exits, dfa, deadline: float | None) -> Continuation:
     if got is not None:
         return got
     trie = source.trie
-    dfa.ensure_one(START)
-    row = dfa.flat256()[START * 256:(START + 1) * 256]
-    levels = walk_below(trie, dfa, source.seeds(row), deadline)
-    ends: list[Nodes] = []
-    accepting = dfa.accepting
-    for depth, nodes, states in levels:
-        done = nodes[accepting[states >> 8]]
-        if len(done) and depth + 1 < trie.max_depth:
-            children, _ = _children(trie, depth, done)
-            if len(children):
-                ends.append((depth + 1, children))
-    got = Continuation(tokens_at(trie, levels), interned_exits(trie, ends))
+    nodes, states = source.seeds(dfa.row(START))
+    words = np.zeros((len(trie.token_node) + 31) // 32, dtype=np.int32)
+    ends = walk_into(trie, dfa, nodes, states, words, deadline, want_exits=True)
+    got = Continuation(unpack_token_ids(words), interned_exits(trie, ends))
     with _LOCK:
         return source.next.setdefault(key, got)

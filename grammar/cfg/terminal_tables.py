@@ -2,7 +2,7 @@
 
 For a terminal state the CFG mask needs the tokens that stay inside the terminal and the trie
 nodes where the terminal may end before a token does (`Exits`).  Both come from one walk of the
-vocabulary trie (`terminal_walk`) and are keyed by the state's *language*: for a small reachable
+vocabulary trie (`native_walk.walk_state`) and are keyed by the state's *language*: for a small reachable
 part, its minimal DFA in a canonical numbering (so the states of `[a-z]+` after one letter and
 after two, distinct in a lazily built DFA, share one table); else the automaton's state key.
 
@@ -16,17 +16,16 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from formwork.grammar.trie_walks import Exits, Nodes, interned_exits, terminal_walk
 from formwork.grammar.dfa import DEAD, START
+from formwork.grammar.native_walk import walk_state
 from formwork.grammar.token_mask import pack_token_ids
-from formwork.grammar.token_trie import TokenTrie
 from formwork.grammar.trie_memo import TrieMemo
+from formwork.grammar.trie_walks import Exits, interned_exits
 
 if TYPE_CHECKING:
     from formwork.grammar.slices import TokenSlice
     from formwork.grammar.token_mask import TokenMaskCache
 
-_GATHER_NODES = 20_000  # above this many live nodes, read tokens by one gather over all ids
 _MAX_TABLES = 2048  # per vocabulary trie
 _MAX_SIGNATURE_STATES = 32  # larger reachable parts are keyed by the automaton's own state key
 _SCATTER_IDS = 1024  # from this many token ids on, pack them through a flag array
@@ -124,23 +123,14 @@ def slice_never_ends(token_slice: "TokenSlice", dfa, state: int) -> bool:
 def _build(cache: "TokenMaskCache", dfa, state: int, deadline: float | None) -> TerminalTable:
     vocab = cache.vocab
     token_slice = cache.token_slice if cache.use_slices else None  # the cache's slice tables (built by prepare())
+    inside = np.zeros((vocab.vocab_size + 31) // 32, dtype=np.int32)
     if token_slice is not None and token_slice.covers(dfa, state) and slice_never_ends(token_slice, dfa, state):
         rest = token_slice.rest_trie  # every slice token stays inside: walk only the others
-        live, exits = terminal_walk(rest, dfa, state, deadline)
-        inside = token_slice.mask_words | _pack(rest, live, vocab.vocab_size)
+        exits = walk_state(rest, dfa, state, inside, deadline, want_exits=True)
+        inside |= token_slice.mask_words
         return TerminalTable(inside, interned_exits(rest, exits))
-    live, exits = terminal_walk(vocab.trie, dfa, state, deadline)
-    return TerminalTable(_pack(vocab.trie, live, vocab.vocab_size), interned_exits(vocab.trie, exits))
-
-
-def _pack(trie: TokenTrie, live: list[Nodes], vocab_size: int) -> np.ndarray:
-    """Packed mask of the tokens ending at the live nodes."""
-    if sum(len(n) for _, n in live) > _GATHER_NODES:
-        flags = np.zeros(trie.num_nodes + 1, dtype=bool)
-        for d, n in live:
-            flags[n + trie.level_offset[d]] = True
-        return _pack_flags(flags[trie.token_node], vocab_size)
-    return pack_ids(_tokens_ending_at(trie, live), vocab_size)
+    exits = walk_state(vocab.trie, dfa, state, inside, deadline, want_exits=True)
+    return TerminalTable(inside, interned_exits(vocab.trie, exits))
 
 
 def pack_ids(token_ids: np.ndarray, vocab_size: int) -> np.ndarray:
@@ -149,23 +139,10 @@ def pack_ids(token_ids: np.ndarray, vocab_size: int) -> np.ndarray:
         return pack_token_ids(token_ids, vocab_size)
     flags = np.zeros(vocab_size, dtype=bool)
     flags[token_ids] = True
-    return _pack_flags(flags, vocab_size)
-
-
-def _pack_flags(flags: np.ndarray, vocab_size: int) -> np.ndarray:
     words = np.zeros((vocab_size + 31) // 32, dtype=np.int32)
-    packed = np.packbits(flags[:vocab_size], bitorder="little")
+    packed = np.packbits(flags, bitorder="little")
     words.view(np.uint8)[: len(packed)] = packed
     return words
-
-
-def _tokens_ending_at(trie: TokenTrie, live: list[Nodes]) -> np.ndarray:
-    if not live:
-        return np.zeros(0, dtype=np.int64)
-    nodes = np.concatenate([n + trie.level_offset[d] for d, n in live])
-    lo, hi = trie.end_ptr[nodes], trie.end_ptr[nodes + 1]
-    sizes = hi - lo
-    return trie.end_tokens[np.repeat(lo - (np.cumsum(sizes) - sizes), sizes) + np.arange(int(sizes.sum()))]
 
 
 _TABLES: "TrieMemo[TerminalTable]" = TrieMemo(_MAX_TABLES)

@@ -1,0 +1,169 @@
+/* Depth-first walk of the vocabulary trie over a byte DFA, in C.
+ *
+ * The one hot loop of mask computation: from seed (trie node, DFA state) pairs, follow every
+ * child whose byte keeps the DFA alive, OR-ing the tokens that end at live nodes into a packed
+ * int32 mask.  The DFA may be lazy (rows built on first use, in Python): a live node whose
+ * state has no row yet is handed back as "blocked", the caller builds those rows and walks on
+ * from them (see native_walk.py).  Optionally the children of live nodes reached in an
+ * accepting state are collected too (where a terminal may end part way through a token).
+ *
+ * Layout (see TokenTrie.flat_arrays): nodes are numbered globally, the virtual root last;
+ * child_lo/child_hi give each node's children as a contiguous range, byte[c] the byte a child
+ * spells, end_ptr/end_tokens the token ids ending at each node (CSR).  The DFA is given over
+ * byte classes: `rows[state * num_classes + class_of_byte[byte]]` is the next state, 0 is dead.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    int64_t *data;
+    Py_ssize_t len, cap;
+} Vec;
+
+static int vec_push2(Vec *v, int64_t a, int64_t b) {
+    if (v->len + 2 > v->cap) {
+        Py_ssize_t cap = v->cap ? 2 * v->cap : 256;
+        int64_t *grown = realloc(v->data, (size_t)cap * sizeof(int64_t));
+        if (!grown) return -1;
+        v->data = grown;
+        v->cap = cap;
+    }
+    v->data[v->len++] = a;
+    v->data[v->len++] = b;
+    return 0;
+}
+
+static int vec_push_range(Vec *v, int64_t lo, int64_t hi) {
+    for (int64_t c = lo; c < hi; c++) {
+        if (v->len + 1 > v->cap) {
+            Py_ssize_t cap = v->cap ? 2 * v->cap : 256;
+            int64_t *grown = realloc(v->data, (size_t)cap * sizeof(int64_t));
+            if (!grown) return -1;
+            v->data = grown;
+            v->cap = cap;
+        }
+        v->data[v->len++] = c;
+    }
+    return 0;
+}
+
+static PyObject *vec_bytes(Vec *v) {
+    return PyBytes_FromStringAndSize((const char *)v->data, v->len * (Py_ssize_t)sizeof(int64_t));
+}
+
+#define NBUF 12
+
+PyDoc_STRVAR(walk_doc,
+"walk(rows, class_of_byte, expanded, accepting, child_lo, child_hi, byte, end_ptr, end_tokens,\n"
+"     seed_nodes, seed_states, words, want_exits) -> (blocked, exits)\n\n"
+"Marks in `words` the tokens ending at every live node below the seeds (the seeds' own\n"
+"tokens included, the root has none).  `blocked` packs (node, state) pairs whose state\n"
+"has no row yet; `exits` the children of live non-root nodes in an accepting state (empty\n"
+"unless want_exits), both as int64 bytes.");
+
+static PyObject *walk(PyObject *self, PyObject *args) {
+    Py_buffer b[NBUF];
+    int want_exits = 0;
+    memset(b, 0, sizeof(b));
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*y*w*p", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
+                          &b[6], &b[7], &b[8], &b[9], &b[10], &b[11], &want_exits))
+        return NULL;
+    const int32_t *rows = b[0].buf, *class_of_byte = b[1].buf;
+    const uint8_t *expanded = b[2].buf, *accepting = b[3].buf;
+    const int64_t *child_lo = b[4].buf, *child_hi = b[5].buf;
+    const uint8_t *byte = b[6].buf;
+    const int64_t *end_ptr = b[7].buf, *end_tokens = b[8].buf;
+    const int64_t *seed_nodes = b[9].buf, *seed_states = b[10].buf;
+    uint32_t *words = b[11].buf;
+    const int64_t num_states = b[2].len < b[3].len ? b[2].len : b[3].len;
+    const int64_t num_classes = num_states ? (b[0].len / 4) / num_states : 0;
+    const int64_t root = b[4].len / 8 - 1, num_seeds = b[9].len / 8;
+    const int64_t num_words = b[11].len / 4, num_end = b[8].len / 8;
+    PyObject *result = NULL;
+    Vec stack = {0}, blocked = {0}, exits = {0};
+    const char *bad = NULL;
+
+    if (b[1].len != 256 * 4 || b[5].len != b[4].len || b[6].len != root || b[7].len / 8 < root + 1 ||
+        b[10].len != b[9].len || num_classes < 1 || b[0].len != 4 * num_classes * num_states) {
+        bad = "walk: inconsistent array sizes";
+        goto done;
+    }
+    for (int i = 0; i < 256; i++) {
+        if (class_of_byte[i] < 0 || class_of_byte[i] >= num_classes) {
+            bad = "walk: byte class out of range";
+            goto done;
+        }
+    }
+    for (int64_t i = 0; i < num_seeds; i++) {
+        if (vec_push2(&stack, seed_nodes[i], seed_states[i])) goto nomem;
+    }
+    while (stack.len) {
+        int64_t st = stack.data[--stack.len];
+        int64_t node = stack.data[--stack.len];
+        if (node < 0 || node > root || st < 0 || st >= num_states) {
+            bad = "walk: node or state out of range";
+            goto done;
+        }
+        if (node != root) {
+            for (int64_t k = end_ptr[node]; k < end_ptr[node + 1]; k++) {
+                int64_t t = k < num_end ? end_tokens[k] : -1;
+                if (t < 0 || (t >> 5) >= num_words) {
+                    bad = "walk: token id out of range of the mask";
+                    goto done;
+                }
+                words[t >> 5] |= (uint32_t)1 << (t & 31);
+            }
+        }
+        int64_t lo = child_lo[node], hi = child_hi[node];
+        if (lo >= hi) continue;
+        if (lo < 0 || hi > root) {
+            bad = "walk: child range out of range";
+            goto done;
+        }
+        if (!expanded[st]) {
+            if (vec_push2(&blocked, node, st)) goto nomem;
+            continue;
+        }
+        if (want_exits && accepting[st] && node != root) {
+            if (vec_push_range(&exits, lo, hi)) goto nomem;
+        }
+        const int32_t *row = rows + st * num_classes;
+        for (int64_t c = lo; c < hi; c++) {
+            int64_t nxt = row[class_of_byte[byte[c]]];
+            if (nxt) {
+                /* a child's tokens are marked when it is popped (seeds the same way) */
+                if (vec_push2(&stack, c, nxt)) goto nomem;
+            }
+        }
+    }
+    {
+        PyObject *bl = vec_bytes(&blocked), *ex = bl ? vec_bytes(&exits) : NULL;
+        if (bl && ex) result = PyTuple_Pack(2, bl, ex);
+        Py_XDECREF(bl);
+        Py_XDECREF(ex);
+    }
+    goto done;
+nomem:
+    PyErr_NoMemory();
+done:
+    if (bad) PyErr_SetString(PyExc_ValueError, bad);
+    free(stack.data);
+    free(blocked.data);
+    free(exits.data);
+    for (int i = 0; i < NBUF; i++) PyBuffer_Release(&b[i]);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"walk", walk, METH_VARARGS, walk_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_trie_walk", "Vocabulary trie walks over byte DFAs (see native_walk.py).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__trie_walk(void) { return PyModule_Create(&module); }

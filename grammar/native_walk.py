@@ -1,0 +1,49 @@
+"""The vocabulary walk of mask computation, in C (`_trie_walk.c`), over eager or lazy DFAs.
+
+The C loop walks the trie depth first and marks the tokens of live nodes in a packed mask.  A
+lazy DFA builds rows on first use, in Python; the C walk hands back the live nodes whose state
+has no row yet, this module builds those rows (all of a round at once) and walks on from them.
+Rounds are bounded by the longest token, and the step deadline is checked between rounds.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from formwork.grammar._trie_walk import walk as _walk
+from formwork.grammar.errors import GrammarBudgetError
+from formwork.grammar.token_trie import TokenTrie
+
+
+def walk_into(trie: TokenTrie, dfa, nodes: np.ndarray, states: np.ndarray, words: np.ndarray,
+              deadline: float | None = None, want_exits: bool = False) -> np.ndarray | None:
+    """OR into `words` (packed int32, writable) the tokens ending at the live nodes below the seed
+    (global node, DFA state) pairs, the seeds included (`trie.num_nodes` is the root, with no
+    tokens).  With `want_exits`, returns the global numbers of the children of live non-root nodes
+    reached in an accepting state, sorted and unique."""
+    tables = trie.flat_arrays
+    nodes = np.ascontiguousarray(nodes, dtype=np.int64)
+    states = np.ascontiguousarray(states, dtype=np.int64)
+    found: list[np.ndarray] = []
+    while True:
+        blocked, exits = _walk(*dfa.walk_tables(), *tables, nodes, states, words, want_exits)
+        if want_exits and exits:
+            found.append(np.frombuffer(exits, dtype=np.int64))
+        if not blocked:
+            break
+        if deadline is not None and time.perf_counter() > deadline:
+            raise GrammarBudgetError("token mask computation exceeded its step budget")
+        pairs = np.frombuffer(blocked, dtype=np.int64)
+        nodes, states = pairs[0::2].copy(), pairs[1::2].copy()
+        dfa.ensure(states)
+    if not want_exits:
+        return None
+    return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+
+
+def walk_state(trie: TokenTrie, dfa, state: int, words: np.ndarray, deadline: float | None = None,
+               want_exits: bool = False) -> np.ndarray | None:
+    """`walk_into` from the root in DFA state `state` (tokens whose every prefix stays alive)."""
+    dfa.ensure_one(state)
+    return walk_into(trie, dfa, np.array([trie.num_nodes]), np.array([state]), words, deadline, want_exits)
