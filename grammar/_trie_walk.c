@@ -1,4 +1,4 @@
-/* Depth-first walk of the vocabulary trie over a byte DFA, in C.
+/* Breadth-first walk of the vocabulary trie over a byte DFA, in C.
  *
  * The one hot loop of mask computation: from seed (trie node, DFA state) pairs, follow every
  * child whose byte keeps the DFA alive, OR-ing the tokens that end at live nodes into a packed
@@ -83,7 +83,8 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     const int64_t root = b[4].len / 8 - 1, num_seeds = b[9].len / 8;
     const int64_t num_words = b[11].len / 4, num_end = b[8].len / 8;
     PyObject *result = NULL;
-    Vec stack = {0}, blocked = {0}, exits = {0};
+    Vec queue = {0}, blocked = {0}, exits = {0};  /* level order: the trie's arrays are read in order */
+    Py_ssize_t head = 0;
     const char *bad = NULL;
 
     if (b[1].len != 256 * 4 || b[5].len != b[4].len || b[6].len != root || b[7].len / 8 < root + 1 ||
@@ -98,11 +99,11 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         }
     }
     for (int64_t i = 0; i < num_seeds; i++) {
-        if (vec_push2(&stack, seed_nodes[i], seed_states[i])) goto nomem;
+        if (vec_push2(&queue, seed_nodes[i], seed_states[i])) goto nomem;
     }
-    while (stack.len) {
-        int64_t st = stack.data[--stack.len];
-        int64_t node = stack.data[--stack.len];
+    while (head < queue.len) {
+        int64_t node = queue.data[head++];
+        int64_t st = queue.data[head++];
         if (node < 0 || node > root || st < 0 || st >= num_states) {
             bad = "walk: node or state out of range";
             goto done;
@@ -134,8 +135,8 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         for (int64_t c = lo; c < hi; c++) {
             int64_t nxt = row[class_of_byte[byte[c]]];
             if (nxt) {
-                /* a child's tokens are marked when it is popped (seeds the same way) */
-                if (vec_push2(&stack, c, nxt)) goto nomem;
+                /* a child's tokens are marked when it is dequeued (seeds the same way) */
+                if (vec_push2(&queue, c, nxt)) goto nomem;
             }
         }
     }
@@ -150,7 +151,7 @@ nomem:
     PyErr_NoMemory();
 done:
     if (bad) PyErr_SetString(PyExc_ValueError, bad);
-    free(stack.data);
+    free(queue.data);
     free(blocked.data);
     free(exits.data);
     for (int i = 0; i < NBUF; i++) PyBuffer_Release(&b[i]);

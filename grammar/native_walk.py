@@ -21,7 +21,7 @@ def walk_into(trie: TokenTrie, dfa, nodes: np.ndarray, states: np.ndarray, words
     """OR into `words` (packed int32, writable) the tokens ending at the live nodes below the seed
     (global node, DFA state) pairs, the seeds included (`trie.num_nodes` is the root, with no
     tokens).  With `want_exits`, returns the global numbers of the children of live non-root nodes
-    reached in an accepting state, sorted and unique."""
+    reached in an accepting state (each once: a node is expanded once, its exits with it)."""
     tables = trie.flat_arrays
     nodes = np.ascontiguousarray(nodes, dtype=np.int64)
     states = np.ascontiguousarray(states, dtype=np.int64)
@@ -39,7 +39,7 @@ def walk_into(trie: TokenTrie, dfa, nodes: np.ndarray, states: np.ndarray, words
         dfa.ensure(states)
     if not want_exits:
         return None
-    return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+    return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
 
 def walk_state(trie: TokenTrie, dfa, state: int, words: np.ndarray, deadline: float | None = None,

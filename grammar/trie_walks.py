@@ -14,9 +14,10 @@ from formwork.grammar.token_trie import TokenTrie
 
 def byte_set(byte_values: np.ndarray) -> int:
     """A set of byte values as the bits of an int (fast to intersect)."""
-    bits = np.zeros(256, dtype=np.uint8)
-    bits[byte_values] = 1
-    return int.from_bytes(np.packbits(bits, bitorder="little").tobytes(), "little")
+    bits = 0
+    for b in np.asarray(byte_values).tolist():
+        bits |= 1 << b
+    return bits
 
 
 class Exits:
@@ -25,9 +26,9 @@ class Exits:
 
     def __init__(self, trie: TokenTrie, nodes: np.ndarray):
         self.trie = trie  # the trie the nodes belong to (the full one, or the slice's rest)
-        nodes = np.asarray(nodes, dtype=np.int64)
-        byte = trie.flat_arrays[2][nodes].astype(np.int64)
-        order = np.argsort(byte, kind="stable")
+        nodes = np.sort(np.asarray(nodes, dtype=np.int64))  # canonical: equal sets, equal arrays
+        byte = trie.flat_arrays[2][nodes]
+        order = np.argsort(byte, kind="stable")  # (radix sort on bytes)
         self.node, self.byte = nodes[order], byte[order]
         self.byte_ptr = np.searchsorted(self.byte, np.arange(257))
         self.first_bytes = byte_set(np.flatnonzero(np.diff(self.byte_ptr)))  # as a bit set
