@@ -188,9 +188,8 @@ def lexeme_mask(cache: "TokenMaskCache", dfa: "LazyDFA", where: LexemeState,
     trie = cache.vocab.trie
     automaton, state = where.automaton, where.state
     counted = where.counted if trie.max_depth <= HORIZON else None
-    words = cache.mask(*((counted.automaton, counted.state) if counted else (automaton, state)),
-                       max_seconds).copy()
-    words &= ~cache.stop_words  # the lexeme's stop bits say it is complete, not the document
+    inside = cache.mask(*((counted.automaton, counted.state) if counted else (automaton, state)), max_seconds)
+    words = inside & cache.text_words  # the lexeme's stop bits say it is complete, not the document
     if where.ends:
         words |= cache.mask(dfa, where.after, max_seconds)
     if counted is not None and counted.past_min:  # ends where the shared automaton ends: its exits

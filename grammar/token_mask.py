@@ -38,11 +38,8 @@ class TokenMaskCache:
         self.misses = 0
         words = (vocab.vocab_size + 31) // 32
         self._num_bytes = words * 4
-        stop = np.zeros(vocab.vocab_size, dtype=bool)
-        stop[list(vocab.stop_token_ids)] = True
-        self._stop = stop
-        self._stop_ids = np.array(vocab.stop_token_ids, dtype=np.intp)
-        self.stop_words = pack_token_ids(self._stop_ids, vocab.vocab_size)
+        self.stop_words = pack_token_ids(np.array(vocab.stop_token_ids, dtype=np.intp), vocab.vocab_size)
+        self.text_words = ~self.stop_words  # every bit but the stop tokens'
 
     def mask(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None = None) -> np.ndarray:
         """Packed int32 mask (bit 1 = allowed) of `state`, computed on first use; do not modify."""
