@@ -4,8 +4,7 @@
  * longest token: the answer is "no" at the first byte the slice allows and the grammar state
  * does not, "yes" once no new pair appears or the length is reached.  The grammar automaton may
  * be lazy: pairs whose grammar state has no row yet are handed back, the caller builds their
- * rows (or marks them covered) and asks again.  `covered[q]` marks grammar states known to admit
- * every slice string from the slice's start: pairs (slice start, q) need no further search.
+ * rows and asks again.
  *
  * Slice automaton: an eager byte table (slice_rows[u * 256 + b], 0 dead, 1 start).  Grammar
  * automaton: rows over byte classes as in _trie_walk.c.
@@ -16,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NBUF 5
+#define NBUF 4
 
 typedef struct {
     int64_t *data;
@@ -76,19 +75,18 @@ static int set_add(Set *s, int64_t key) {
 }
 
 PyDoc_STRVAR(covers_doc,
-"covers(slice_rows, rows, class_of_byte, expanded, covered, state, max_len) -> (answer, blocked)\n\n"
+"covers(slice_rows, rows, class_of_byte, expanded, state, max_len) -> (answer, blocked)\n\n"
 "answer is 1 when every slice string of up to max_len bytes stays alive from `state`, 0 when\n"
-"one dies, -1 when rows are missing: `blocked` (int64 bytes) then lists the (slice state,\n"
-"grammar state) pairs whose grammar rows are needed.");
+"one dies, -1 when rows are missing: `blocked` (int64 bytes) then lists the grammar states\n"
+"whose rows are needed.");
 
 static PyObject *covers(PyObject *self, PyObject *args) {
     Py_buffer b[NBUF];
     long long state, max_len;
     memset(b, 0, sizeof(b));
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*LL", &b[0], &b[1], &b[2], &b[3], &b[4], &state, &max_len))
-        return NULL;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*LL", &b[0], &b[1], &b[2], &b[3], &state, &max_len)) return NULL;
     const int32_t *slice_rows = b[0].buf, *rows = b[1].buf, *class_of_byte = b[2].buf;
-    const uint8_t *expanded = b[3].buf, *covered = b[4].buf;
+    const uint8_t *expanded = b[3].buf;
     const int64_t slice_states = b[0].len / (4 * 256), num_states = b[3].len;
     const int64_t num_classes = num_states ? (b[1].len / 4) / num_states : 0;
     const char *bad = NULL;
@@ -98,7 +96,7 @@ static PyObject *covers(PyObject *self, PyObject *args) {
     int64_t answer = 1;
 
     if (b[0].len != 4 * 256 * slice_states || b[2].len != 4 * 256 || num_classes < 1 ||
-        b[1].len != 4 * num_classes * num_states || b[4].len < num_states || state < 0 || state >= num_states) {
+        b[1].len != 4 * num_classes * num_states || state < 0 || state >= num_states) {
         bad = "covers: inconsistent arguments";
         goto done;
     }
@@ -114,9 +112,8 @@ static PyObject *covers(PyObject *self, PyObject *args) {
         next.len = 0;
         for (int64_t i = 0; i < frontier.len && answer == 1; i++) {
             int64_t u = frontier.data[i] / num_states, q = frontier.data[i] % num_states;
-            if (u == 1 && covered[q]) continue;
             if (!expanded[q]) {
-                if (push(&blocked, u) || push(&blocked, q)) goto nomem;
+                if (push(&blocked, q)) goto nomem;
                 continue;
             }
             const int32_t *slice_row = slice_rows + u * 256, *row = rows + q * num_classes;

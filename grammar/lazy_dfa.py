@@ -67,7 +67,8 @@ class SubsetBuilder:
         self.regions: list[Region] = nfa.regions
         self._region_at_start = {r.start: r for r in nfa.regions if r.start_moves is not None}
         self._closures: dict[int, tuple[int, ...]] = {}
-        self._loops: dict[int, bool] = {}  # NFA state -> whether `looping` keeps it
+        self._open_regions = [r for r in nfa.regions if r.open_ended]
+        self._open_starts = {r.start for r in self._open_regions}
         self._union: dict[int | tuple[int, ...], int] = {}  # NFA state(s) -> their closure's index
         # state sets as sorted tuples of ints: untracked by the cyclic garbage collector
         nothing: tuple[int, ...] = ()
@@ -155,17 +156,19 @@ class SubsetBuilder:
             return region, inside, at_start, True
         return None
 
-    def looping(self, i: int) -> list[int]:
-        """The NFA states of set `i` that can come back to themselves after one byte."""
-        out = []
-        for q in self.sets[i]:
-            got = self._loops.get(q)
-            if got is None:
-                edges = self._class_edges[q] if self._class_edges[q] is not None else self.class_edges(q)
-                got = self._loops[q] = any(q in self.closure(t) for _, _, t in edges)
-            if got:
-                out.append(q)
-        return out
+    def in_open_lexeme(self, i: int) -> bool:
+        """Whether set `i` holds the start of, or a state inside, an open-ended lexeme region
+        (see `lexemes.lexeme`): its language then admits any string characters next."""
+        if not self._open_starts and not self._open_regions:
+            return False
+        starts = self._nfa.region_firsts
+        for x in self.sets[i]:
+            if x in self._open_starts:
+                return True
+            k = bisect.bisect_right(starts, x) - 1
+            if k >= 0 and x < self.regions[k].last and self.regions[k].open_ended:
+                return True
+        return False
 
     def _successor(self, key: int | tuple[int, ...]) -> int:
         """The state index of the closure of NFA state `key` (or of the union of a sorted tuple of
@@ -351,10 +354,9 @@ class LazyDFA:
         self._lexeme_states[s] = found
         return found
 
-    def looping_parts(self, s: int) -> list[int]:
-        """The states (each the closure of one NFA state of `s` that can loop on itself) whose
-        languages `s`'s language holds: quick witnesses for properties of every continuation."""
-        return [self.state_of(self._b.closure(q)) for q in self._b.looping(s)]
+    def in_open_lexeme(self, s: int) -> bool:
+        """Whether state `s` is in or at the start of an open-ended lexeme (see `lexemes.lexeme`)."""
+        return self._standalone is not None and self._b.in_open_lexeme(s)
 
     def walk_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(rows over classes, class_of_byte, row-built flags, accepting flags) for the native

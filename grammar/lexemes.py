@@ -38,17 +38,21 @@ if TYPE_CHECKING:
     from formwork.grammar.token_mask import TokenMaskCache
 
 _MAX_LEXEMES = 4096
-_LEXEMES: OrderedDict[Node, None] = OrderedDict()
+_LEXEMES: OrderedDict[Node, bool] = OrderedDict()  # lexeme -> whether it is open-ended (below)
 _LEXEMES_LOCK = threading.Lock()
 
 
-def lexeme(node: Node) -> Node:
+def lexeme(node: Node, open_ended: bool = False) -> Node:
     """Mark `node` as a lexeme (its language is unchanged) and return it.  Only nodes that
-    concatenation and union keep whole can be found again: a repetition, not a sequence."""
+    concatenation and union keep whole can be found again: a repetition, not a sequence.
+
+    `open_ended` promises that after any prefix of the lexeme, every string of JSON string
+    characters can follow (e.g. string contents, or object keys other than the declared names):
+    a document state inside it then admits the whole string-character token slice."""
     if isinstance(node, (Seq, Alt)):
         raise TypeError("a lexeme must be a node that seq()/alt() do not flatten (e.g. a Repeat)")
     with _LEXEMES_LOCK:
-        _LEXEMES[node] = None
+        _LEXEMES[node] = open_ended
         _LEXEMES.move_to_end(node)
         if len(_LEXEMES) > _MAX_LEXEMES:
             _LEXEMES.popitem(last=False)
@@ -57,6 +61,10 @@ def lexeme(node: Node) -> Node:
 
 def is_lexeme(node: Node) -> bool:
     return node in _LEXEMES
+
+
+def is_open_ended(node: Node) -> bool:
+    return bool(_LEXEMES.get(node))
 
 
 @dataclass(frozen=True)
@@ -79,6 +87,7 @@ class Region:
     start_moves: tuple[int, int] | None = None  # ... and its moves if they all enter the lexeme
     positions: tuple[tuple[int, int], ...] = ()  # a bounded repetition's (see NFA._repeat)
     template: Any = None  # the lexeme's own NFA (`node` regions), copied from on first use
+    open_ended: bool = False  # see `lexeme`
 
     def local_state(self, inside: frozenset[int], at_start: bool, ends: bool,
                     standalone: Callable[[Node], "LazyDFA"]) -> tuple[DFA | "LazyDFA", int]:
@@ -102,7 +111,7 @@ class Region:
         inside the lexeme can tell apart from this one (see `HORIZON`); None elsewhere.  Before
         the minimum the lexeme cannot end yet, so only the tokens inside agree (`past_min`)."""
         node = self.node
-        if not self.positions or not isinstance(node, Repeat) or node.max is None:
+        if not self.positions or not isinstance(node, Repeat) or node.max is None or self.open_ended:
             return None
         where = _position(self.positions, self.last, inside, at_start)
         if where is None:

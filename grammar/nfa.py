@@ -16,7 +16,7 @@ from formwork.grammar.errors import GrammarError
 from formwork.grammar.ir import (
     Alt, And, ByteSet, Bytes, Empty, Node, Not, Nothing, Repeat, RuleRef, Seq,
 )
-from formwork.grammar.lexemes import Region, is_lexeme
+from formwork.grammar.lexemes import Region, is_lexeme, is_open_ended
 
 
 class NFA:
@@ -151,7 +151,8 @@ class NFA:
             # without states of its own, e.g. one byte): map it by arithmetic, not through `at`
             self.regions.append(Region(
                 first, first + n, e, node=node, start=s, start_moves=self._moves(s) if fresh else None,
-                positions=tuple((first - 2 + a, at[b]) for a, b in template.positions), template=template))
+                positions=tuple((first - 2 + a, at[b]) for a, b in template.positions), template=template,
+                open_ended=is_open_ended(node)))
 
     def _build(self, node: Node, s: int, e: int) -> None:
         if isinstance(node, Empty) or (isinstance(node, (Bytes, Seq)) and not (

@@ -14,7 +14,7 @@ import numpy as np
 
 from formwork.grammar._slice_cover import covers as _covers
 from formwork.grammar.automaton import AutomatonBuilder
-from formwork.grammar.dfa import DFA, START
+from formwork.grammar.dfa import DFA
 from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.ir import chars, repeat
 from formwork.grammar.token_trie import TokenTrie
@@ -55,46 +55,10 @@ class TokenSlice:
     def covers(self, dfa: DFA | LazyDFA, state: int) -> bool:
         """True when every token of the slice can be consumed from `state`: a breadth-first
         search over (slice state, grammar state) pairs up to the longest member's length (in C,
-        `_slice_cover.c`), asked again after building the grammar rows it found missing.
-
-        A missing row at the slice's start is not built when the grammar state holds a looping
-        NFA state that covers the slice on its own (the free-form part of an open object's keys):
-        otherwise the search would build the states of every declared key name."""
+        `_slice_cover.c`), asked again after building the grammar rows it found missing."""
         while True:
             rows, class_of_byte, expanded, _ = dfa.walk_tables()
-            covered = self._covered(dfa, len(expanded))
-            answer, blocked = _covers(self._slice_rows, rows, class_of_byte, expanded, covered, state, self.max_len)
+            answer, blocked = _covers(self._slice_rows, rows, class_of_byte, expanded, state, self.max_len)
             if answer >= 0:
                 return bool(answer)
-            need = []
-            for u, q in np.frombuffer(blocked, dtype=np.int64).reshape(-1, 2).tolist():
-                if u == START and dfa.lazy and self._loop_covers(dfa, q):
-                    self._covered(dfa)[q] = True  # (a nested search may have grown the flags)
-                else:
-                    need.append(q)
-            if need:
-                dfa.ensure(need)
-
-    def _covered(self, dfa: DFA | LazyDFA, size: int = 0) -> np.ndarray:
-        """`dfa`'s flags of states known to cover the slice (grown to `size`)."""
-        key = ("slice_covered", id(self))
-        got = dfa._cache.get(key)
-        if got is None or len(got) < size:
-            grown = np.zeros(max(size, 64, 2 * len(got) if got is not None else 0), dtype=bool)
-            if got is not None:
-                grown[: len(got)] = got
-            got = dfa._cache[key] = grown
-        return got
-
-    def _loop_covers(self, dfa: LazyDFA, q: int) -> bool:
-        """Whether one looping NFA state of grammar state `q` covers the slice by itself (each
-        such part is searched once per automaton; False while its own search is under way)."""
-        known = dfa._cache.setdefault(("slice_loops", id(self)), {})
-        for part in dfa.looping_parts(q):
-            got = known.get(part)
-            if got is None:
-                known[part] = False
-                got = known[part] = self.covers(dfa, part)
-            if got:
-                return True
-        return False
+            dfa.ensure(np.frombuffer(blocked, dtype=np.int64))

@@ -71,7 +71,7 @@ class TokenMaskCache:
             words.flags.writeable = False
             return words
         trie, base = self.vocab.trie, None
-        if self.use_slices and self.token_slice.covers(dfa, state):
+        if self.use_slices and ((dfa.lazy and dfa.in_open_lexeme(state)) or self.token_slice.covers(dfa, state)):
             trie, base = self.token_slice.rest_trie, self.token_slice.mask_words
             self.sliced += 1
         words = np.zeros(self._num_bytes // 4, dtype=np.int32)

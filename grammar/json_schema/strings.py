@@ -95,7 +95,7 @@ def literal_content(value: str) -> Node:
 #: Raw ASCII characters of a canonical spelling, as byte ranges (no ``"``, ``\`` or controls).
 _RAW_ASCII = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7F))
 _NON_ASCII = chars([(0x80, 0x10FFFF)])
-ANY_CONTENT = lexeme(repeat(CANONICAL_CHAR, 0, None))
+ANY_CONTENT = lexeme(repeat(CANONICAL_CHAR, 0, None), open_ended=True)
 
 
 def _raw_ascii_except(excluded: frozenset[int]) -> tuple[tuple[int, int], ...]:
@@ -131,14 +131,16 @@ def canonical_content_except(names: list[str]) -> Node:
     (a raw ASCII byte no name continues with there, or any character no name has), then any
     contents.  The characters no name has and the "any contents" each occur once, after the
     whole trie: a copy per trie node would multiply the automaton states a mask walk builds.
-    The contents are a lexeme (see `formwork.grammar.lexemes`).  Other names fall back to an
+    The whole key is an open-ended lexeme, and so are the contents after it (see
+    `formwork.grammar.lexemes`).  Other names fall back to an
     intersection with a complement.
     """
     if not all(n.isascii() and n.isprintable() and '"' not in n and "\\" not in n for n in names):
         return And(string_content(canonical=True), Not(alt(*(literal_content(n) for n in names))))
     trie = _names_trie(tuple(sorted(set(names))))
     leaving = alt(trie.leave_ascii, seq(trie.prefixes, _NOT_IN_NAMES))
-    return alt(seq(leaving, ANY_CONTENT), trie.stopping)
+    # open-ended: after any prefix, a character that continues no name leads on to any contents
+    return lexeme(Repeat(alt(seq(leaving, ANY_CONTENT), trie.stopping), 1, 1), open_ended=True)
 
 
 class _NamesTrie:
