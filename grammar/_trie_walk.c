@@ -7,7 +7,7 @@
  * from them (see native_walk.py).  Optionally the children of live nodes reached in an
  * accepting state are collected too (where a terminal may end part way through a token).
  *
- * Layout (see TokenTrie.flat_arrays): nodes are numbered globally, the virtual root last;
+ * Layout (see TokenTrie.flat_arrays, int32): nodes are numbered globally, the virtual root last;
  * child_lo/child_hi give each node's children as a contiguous range, byte[c] the byte a child
  * spells, end_ptr/end_tokens the token ids ending at each node (CSR).  The DFA is given over
  * byte classes: `rows[state * num_classes + class_of_byte[byte]]` is the next state, 0 is dead.
@@ -73,21 +73,21 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         return NULL;
     const int32_t *rows = b[0].buf, *class_of_byte = b[1].buf;
     const uint8_t *expanded = b[2].buf, *accepting = b[3].buf;
-    const int64_t *child_lo = b[4].buf, *child_hi = b[5].buf;
+    const int32_t *child_lo = b[4].buf, *child_hi = b[5].buf;
     const uint8_t *byte = b[6].buf;
-    const int64_t *end_ptr = b[7].buf, *end_tokens = b[8].buf;
+    const int32_t *end_ptr = b[7].buf, *end_tokens = b[8].buf;
     const int64_t *seed_nodes = b[9].buf, *seed_states = b[10].buf;
     uint32_t *words = b[11].buf;
     const int64_t num_states = b[2].len < b[3].len ? b[2].len : b[3].len;
     const int64_t num_classes = num_states ? (b[0].len / 4) / num_states : 0;
-    const int64_t root = b[4].len / 8 - 1, num_seeds = b[9].len / 8;
-    const int64_t num_words = b[11].len / 4, num_end = b[8].len / 8;
+    const int64_t root = b[4].len / 4 - 1, num_seeds = b[9].len / 8;
+    const int64_t num_words = b[11].len / 4, num_end = b[8].len / 4;
     PyObject *result = NULL;
     Vec queue = {0}, blocked = {0}, exits = {0};  /* level order: the trie's arrays are read in order */
     Py_ssize_t head = 0;
     const char *bad = NULL;
 
-    if (b[1].len != 256 * 4 || b[5].len != b[4].len || b[6].len != root || b[7].len / 8 < root + 1 ||
+    if (b[1].len != 256 * 4 || b[5].len != b[4].len || b[6].len != root || b[7].len / 4 < root + 1 ||
         b[10].len != b[9].len || num_classes < 1 || b[0].len != 4 * num_classes * num_states) {
         bad = "walk: inconsistent array sizes";
         goto done;
@@ -98,28 +98,31 @@ static PyObject *walk(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    for (int64_t i = 0; i < num_seeds; i++) {
-        if (vec_push2(&queue, seed_nodes[i], seed_states[i])) goto nomem;
+/* Marks the tokens ending at `node` in `words`; sets `bad` on ids outside the mask. */
+#define MARK(node)                                                          \
+    for (int64_t k = end_ptr[node]; k < end_ptr[(node) + 1]; k++) {         \
+        int64_t t = k < num_end ? end_tokens[k] : -1;                       \
+        if (t < 0 || (t >> 5) >= num_words) {                               \
+            bad = "walk: token id out of range of the mask";                \
+            goto done;                                                      \
+        }                                                                   \
+        words[t >> 5] |= (uint32_t)1 << (t & 31);                           \
     }
-    while (head < queue.len) {
-        int64_t node = queue.data[head++];
-        int64_t st = queue.data[head++];
+
+    /* the queue holds live nodes with children, their tokens already marked */
+    for (int64_t i = 0; i < num_seeds; i++) {
+        int64_t node = seed_nodes[i], st = seed_states[i];
         if (node < 0 || node > root || st < 0 || st >= num_states) {
             bad = "walk: node or state out of range";
             goto done;
         }
-        if (node != root) {
-            for (int64_t k = end_ptr[node]; k < end_ptr[node + 1]; k++) {
-                int64_t t = k < num_end ? end_tokens[k] : -1;
-                if (t < 0 || (t >> 5) >= num_words) {
-                    bad = "walk: token id out of range of the mask";
-                    goto done;
-                }
-                words[t >> 5] |= (uint32_t)1 << (t & 31);
-            }
-        }
+        if (node != root) MARK(node);
+        if (child_lo[node] < child_hi[node] && vec_push2(&queue, node, st)) goto nomem;
+    }
+    while (head < queue.len) {
+        int64_t node = queue.data[head++];
+        int64_t st = queue.data[head++];
         int64_t lo = child_lo[node], hi = child_hi[node];
-        if (lo >= hi) continue;
         if (lo < 0 || hi > root) {
             bad = "walk: child range out of range";
             goto done;
@@ -134,12 +137,16 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         const int32_t *row = rows + st * num_classes;
         for (int64_t c = lo; c < hi; c++) {
             int64_t nxt = row[class_of_byte[byte[c]]];
-            if (nxt) {
-                /* a child's tokens are marked when it is dequeued (seeds the same way) */
-                if (vec_push2(&queue, c, nxt)) goto nomem;
+            if (!nxt) continue;
+            if (nxt < 0 || nxt >= num_states) {
+                bad = "walk: node or state out of range";
+                goto done;
             }
+            MARK(c);
+            if (child_lo[c] < child_hi[c] && vec_push2(&queue, c, nxt)) goto nomem;
         }
     }
+#undef MARK
     {
         PyObject *bl = vec_bytes(&blocked), *ex = bl ? vec_bytes(&exits) : NULL;
         if (bl && ex) result = PyTuple_Pack(2, bl, ex);

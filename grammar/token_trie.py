@@ -88,11 +88,11 @@ class TokenTrie:
 
     @cached_property
     def flat_arrays(self) -> tuple[np.ndarray, ...]:
-        """(child_lo, child_hi, byte, end_ptr, end_tokens) over global node numbers, int64 (byte:
+        """(child_lo, child_hi, byte, end_ptr, end_tokens) over global node numbers, int32 (byte:
         uint8), for the native walk: node `num_nodes` is the root, whose children are depth 0."""
         n = self.num_nodes
-        child_lo = np.zeros(n + 1, dtype=np.int64)
-        child_hi = np.zeros(n + 1, dtype=np.int64)
+        child_lo = np.zeros(n + 1, dtype=np.int32)
+        child_hi = np.zeros(n + 1, dtype=np.int32)
         for d in range(self.max_depth):
             at = self.level_offset[d]
             size = len(self.level_bytes[d])
@@ -102,12 +102,7 @@ class TokenTrie:
         if self.max_depth:
             child_hi[n] = len(self.level_bytes[0])
         byte = np.concatenate(self.level_bytes).astype(np.uint8) if self.max_depth else np.zeros(0, np.uint8)
-        return (child_lo, child_hi, byte, np.ascontiguousarray(self.end_ptr, dtype=np.int64),
-                np.ascontiguousarray(self.end_tokens, dtype=np.int64))
-
-    def depth_of(self, nodes: np.ndarray) -> np.ndarray:
-        """Depth of each global node number."""
-        return np.searchsorted(np.asarray(self.level_offset), nodes, side="right") - 1
+        return child_lo, child_hi, byte, self.end_ptr.astype(np.int32), self.end_tokens.astype(np.int32)
 
     @staticmethod
     def _lcp(matrix: np.ndarray, lens: np.ndarray) -> np.ndarray:
