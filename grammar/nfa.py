@@ -261,10 +261,15 @@ def _byte_ranges(dfa: DFA) -> list[list[tuple[int, int, int]]]:
         table = dfa.table
         change = np.ones((table.shape[0], 257), dtype=bool)
         change[:, 1:256] = table[:, 1:] != table[:, :-1]
-        got = []
-        for q in range(table.shape[0]):
-            cuts = np.flatnonzero(change[q]).tolist()
-            row = table[q]
-            got.append([(lo, hi - 1, int(row[lo])) for lo, hi in zip(cuts[:-1], cuts[1:]) if row[lo] != DEAD])
+        rows, cuts = np.nonzero(change)  # row-major: each state's run starts, then 256
+        ends = np.roll(cuts, -1)
+        starts = np.flatnonzero(np.diff(rows, prepend=-1))  # where each state's cuts begin
+        keep = (cuts < 256) & (table[rows, np.minimum(cuts, 255)] != DEAD)
+        runs = list(zip(cuts[keep].tolist(), (ends[keep] - 1).tolist(), table[rows[keep], cuts[keep]].tolist()))
+        per_state = np.add.reduceat(keep, starts).tolist() if len(starts) else []
+        got, at = [], 0
+        for n in per_state:
+            got.append(runs[at: at + n])
+            at += n
         dfa._cache["byte_ranges"] = got
     return got

@@ -6,6 +6,7 @@ byte table, class rows, flat table and accepting flags consistent with it.
 """
 from __future__ import annotations
 
+import numpy as np
 from hypothesis import given, settings, strategies as st
 
 from formwork.grammar.automaton import AutomatonBuilder
@@ -95,3 +96,29 @@ def test_lexeme_regions_spliced_from_templates() -> None:
     assert isinstance(dfa, LazyDFA) and len(dfa.nfa.regions) == 2
     _check_against_reference(dfa)
     assert dfa.accepts(b"{ab,c}") and not dfa.accepts(b"{ab,}") and not dfa.accepts(b"{a,d}")
+
+
+@settings(deadline=None, max_examples=60)
+@given(st.data())
+def test_embedded_dfa_byte_ranges_are_the_runs_of_each_row(data):
+    """An embedded DFA's edges (nfa._byte_ranges): per state, maximal runs of equal targets."""
+    from formwork.grammar.dfa import DFA
+    from formwork.grammar.nfa import _byte_ranges
+
+    num_states = data.draw(st.integers(1, 6))
+    cuts = data.draw(st.lists(st.lists(st.integers(1, 255), max_size=5), min_size=num_states, max_size=num_states))
+    table = np.zeros((num_states, 256), dtype=np.int32)
+    for q, row_cuts in enumerate(cuts):
+        bounds = [0, *sorted(set(row_cuts)), 256]
+        for lo, hi in zip(bounds, bounds[1:]):
+            table[q, lo:hi] = data.draw(st.integers(0, num_states - 1))
+    want = []
+    for q in range(num_states):
+        runs, lo = [], 0
+        for b in range(1, 257):
+            if b == 256 or table[q, b] != table[q, lo]:
+                if table[q, lo] != DEAD:
+                    runs.append((lo, b - 1, int(table[q, lo])))
+                lo = b
+        want.append(runs)
+    assert _byte_ranges(DFA(table, np.zeros(num_states, dtype=bool))) == want
