@@ -12,12 +12,10 @@ import numpy as np
 from formwork.grammar.token_trie import TokenTrie
 
 
-def byte_set(byte_values: np.ndarray) -> int:
-    """A set of byte values as the bits of an int (fast to intersect)."""
-    bits = 0
-    for b in np.asarray(byte_values).tolist():
-        bits |= 1 << b
-    return bits
+def byte_set(flags: np.ndarray) -> int:
+    """The bytes whose flag (one per byte value, 256) is set, as the bits of an int (fast to
+    intersect)."""
+    return int.from_bytes(np.packbits(np.asarray(flags, dtype=bool), bitorder="little").tobytes(), "little")
 
 
 class Exits:
@@ -26,12 +24,12 @@ class Exits:
 
     def __init__(self, trie: TokenTrie, nodes: np.ndarray):
         self.trie = trie  # the trie the nodes belong to (the full one, or the slice's rest)
-        nodes = np.sort(np.asarray(nodes, dtype=np.int64))  # canonical: equal sets, equal arrays
+        nodes = np.sort(np.asarray(nodes, dtype=np.int64), kind="stable")  # canonical; found almost sorted
         byte = trie.flat_arrays[2][nodes]
         order = np.argsort(byte, kind="stable")  # (radix sort on bytes)
         self.node, self.byte = nodes[order], byte[order]
         self.byte_ptr = np.searchsorted(self.byte, np.arange(257))
-        self.first_bytes = byte_set(np.flatnonzero(np.diff(self.byte_ptr)))  # as a bit set
+        self.first_bytes = byte_set(np.diff(self.byte_ptr) > 0)
         self.next: dict = {}  # next terminal's start state key -> `Continuation` (cfg.continuations)
 
     def seeds(self, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

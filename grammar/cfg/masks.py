@@ -112,5 +112,5 @@ class ConfigMasks:
     def _terminal_first_bytes(self, t: int) -> int:
         got = self._first_bytes.get(t)
         if got is None:
-            got = self._first_bytes[t] = byte_set(np.flatnonzero(self.builder.terminals[t].row(START)))
+            got = self._first_bytes[t] = byte_set(self.builder.terminals[t].row(START) != 0)
         return got
