@@ -19,6 +19,10 @@ from formwork.grammar.ir import (
 from formwork.grammar.lexemes import Region, is_lexeme, is_open_ended
 
 
+_EMPTY: dict[int, tuple[Node, bool]] = {}  # id(node) -> (node, whether its language is empty)
+_MAX_EMPTY = 200_000
+
+
 class NFA:
     """States with epsilon moves and byte-range edges `(lo, hi, target)`.
 
@@ -36,7 +40,6 @@ class NFA:
         self.dfa_of = dfa_of
         self.template_of = template_of
         self.positions: list[tuple[int, int]] = []  # of the repetition `build_repeat` built
-        self._empty: dict[Node, bool] = {}
         self.regions: list[Region] = []
         self.record_regions = record_regions  # False: a lexeme's own NFA, built whole
         self.region_firsts: list[int] | None = None  # set by freeze()
@@ -96,24 +99,29 @@ class NFA:
         return out
 
     def is_empty(self, node: Node) -> bool:
-        """True when `node` matches no string at all."""
-        got = self._empty.get(node)
-        if got is None:
-            if isinstance(node, Nothing):
-                got = True
-            elif isinstance(node, ByteSet):
-                got = not node.ranges
-            elif isinstance(node, Seq):
-                got = any(self.is_empty(x) for x in node.items)
-            elif isinstance(node, Alt):
-                got = all(self.is_empty(x) for x in node.items)
-            elif isinstance(node, Repeat):
-                got = node.min > 0 and self.is_empty(node.item)
-            elif isinstance(node, (And, Not)):
-                got = self.dfa_of(node).is_empty()
-            else:
-                got = False
-            self._empty[node] = got
+        """True when `node` matches no string at all (memoised per node object, process-wide:
+        lowering shares node objects between compilations, and looking up by identity never
+        compares deep trees)."""
+        known = _EMPTY.get(id(node))
+        if known is not None and known[0] is node:
+            return known[1]
+        if isinstance(node, Nothing):
+            got = True
+        elif isinstance(node, ByteSet):
+            got = not node.ranges
+        elif isinstance(node, Seq):
+            got = any(self.is_empty(x) for x in node.items)
+        elif isinstance(node, Alt):
+            got = all(self.is_empty(x) for x in node.items)
+        elif isinstance(node, Repeat):
+            got = node.min > 0 and self.is_empty(node.item)
+        elif isinstance(node, (And, Not)):
+            got = self.dfa_of(node).is_empty()
+        else:
+            got = False
+        if len(_EMPTY) >= _MAX_EMPTY:
+            _EMPTY.clear()
+        _EMPTY[id(node)] = (node, got)  # the node is kept alive: its id stays its own
         return got
 
     def new_state(self) -> int:
