@@ -23,30 +23,28 @@ typedef struct {
     Py_ssize_t len, cap;
 } Vec;
 
+/* Room for `more` items: 0, or -1 when out of memory. */
+static int vec_reserve(Vec *v, Py_ssize_t more) {
+    if (v->len + more <= v->cap) return 0;
+    Py_ssize_t cap = v->cap ? 2 * v->cap : 256;
+    while (cap < v->len + more) cap *= 2;
+    int64_t *grown = realloc(v->data, (size_t)cap * sizeof(int64_t));
+    if (!grown) return -1;
+    v->data = grown;
+    v->cap = cap;
+    return 0;
+}
+
 static int vec_push2(Vec *v, int64_t a, int64_t b) {
-    if (v->len + 2 > v->cap) {
-        Py_ssize_t cap = v->cap ? 2 * v->cap : 256;
-        int64_t *grown = realloc(v->data, (size_t)cap * sizeof(int64_t));
-        if (!grown) return -1;
-        v->data = grown;
-        v->cap = cap;
-    }
+    if (vec_reserve(v, 2)) return -1;
     v->data[v->len++] = a;
     v->data[v->len++] = b;
     return 0;
 }
 
 static int vec_push_range(Vec *v, int64_t lo, int64_t hi) {
-    for (int64_t c = lo; c < hi; c++) {
-        if (v->len + 1 > v->cap) {
-            Py_ssize_t cap = v->cap ? 2 * v->cap : 256;
-            int64_t *grown = realloc(v->data, (size_t)cap * sizeof(int64_t));
-            if (!grown) return -1;
-            v->data = grown;
-            v->cap = cap;
-        }
-        v->data[v->len++] = c;
-    }
+    if (vec_reserve(v, hi - lo)) return -1;
+    for (int64_t c = lo; c < hi; c++) v->data[v->len++] = c;
     return 0;
 }
 

@@ -8,8 +8,9 @@ from formwork.grammar.ir import (
     And, Grammar, Node, Not, Repeat, RuleRef, any_text, map_children,
 )
 from formwork.grammar.gc_pause import paused_gc
-from formwork.grammar.lazy_dfa import LazyDFA, SubsetBuilder
+from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.nfa import NFA
+from formwork.grammar.subset_builder import SubsetBuilder
 
 
 def inline_rules(grammar: Grammar) -> Node:

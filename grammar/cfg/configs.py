@@ -6,7 +6,7 @@ boundary (nothing of the next terminal read yet).  On a byte every hypothesis mo
 terminal's DFA; where the terminal may end, the parser scans it (memoised) and a boundary on the
 new set is added.  The parser is therefore consulted only where a byte completes a terminal.
 
-`ConfigBuilder` has the interface of `lazy_dfa.SubsetBuilder`, so a `LazyDFA` over it is an
+`ConfigBuilder` has the interface of `subset_builder.SubsetBuilder`, so a `LazyDFA` over it is an
 ordinary (infinite, lazily built) byte DFA: the matcher, token-mask cache, trie walk and
 jump-forward code of part 1 work on it unchanged, and per-configuration masks are cached.
 """
