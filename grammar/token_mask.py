@@ -71,7 +71,10 @@ class TokenMaskCache:
             words.flags.writeable = False
             return words
         trie, base = self.vocab.trie, None
-        if self.use_slices and ((dfa.lazy and dfa.in_open_lexeme(state)) or self.token_slice.covers(dfa, state)):
+        if self.use_slices and dfa.lazy and dfa.in_open_lexeme(state):
+            trie, base = self.token_slice.closed_trie, self.token_slice.open_words
+            self.sliced += 1
+        elif self.use_slices and self.token_slice.covers(dfa, state):
             trie, base = self.token_slice.rest_trie, self.token_slice.mask_words
             self.sliced += 1
         words = np.zeros(self._num_bytes // 4, dtype=np.int32)
@@ -94,6 +97,7 @@ class TokenMaskCache:
         self.vocab.trie  # noqa: B018
         if self.use_slices:
             self.token_slice.rest_trie  # noqa: B018
+            self.token_slice.closed_trie  # noqa: B018
 
     def __len__(self) -> int:
         return len(self._masks)

@@ -4,14 +4,20 @@ without searching.  The promise is checked here against that search, state by st
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 from hypothesis import given, settings, strategies as st
 
-from formwork.grammar import Vocabulary
-from formwork.grammar.compiler import GrammarCompiler
-from formwork.grammar.dfa import DEAD
-from formwork.grammar.json_schema import compile_json_schema
-from formwork.grammar.slices import JSON_STRING_CHARS, TokenSlice
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest_grammar import brute_force_allowed, unpack_mask  # noqa: E402
+
+from formwork.grammar import Vocabulary  # noqa: E402
+from formwork.grammar.compiler import GrammarCompiler  # noqa: E402
+from formwork.grammar.dfa import DEAD  # noqa: E402
+from formwork.grammar.json_schema import compile_json_schema  # noqa: E402
+from formwork.grammar.slices import JSON_STRING_CHARS, TokenSlice  # noqa: E402
+from formwork.grammar.token_mask import TokenMaskCache  # noqa: E402
 
 TOKENS = [b"a", b"ab", b"abc", b"name", b"n", b"x", b'"', b'":', b" ", b"\\", b"\\n", b"1", b"{", b"}",
           b",", b"\xc3\xa9", b"zzzzzzzz"]
@@ -53,3 +59,23 @@ def test_closed_objects_have_no_open_lexeme_at_a_key():
     closed = dict(SCHEMA, additionalProperties=False)
     grammar = compile_json_schema(closed, vocab, compiler=GrammarCompiler(vocab, cache_enabled=False))
     assert not grammar.dfa.in_open_lexeme(grammar.dfa.walk(1, b'{"'))
+
+
+WIDE_TOKENS = TOKENS + [b"abcdefghijklmnopqrstuvwxyz", b"\xc3", b"\xa9", b"a\xc3", b'a"', b'x":', b'"}', b"\\u00",
+                        b"\x01", b'", "', b"\xe2\x82"]
+
+
+@settings(deadline=None, max_examples=60)
+@given(key=st.text(alphabet="anmeb1xz\"\\é", max_size=6))
+def test_masks_in_open_keys_are_the_brute_force_ones(key):
+    """In an open-ended lexeme the mask takes every token that strings of string characters start
+    with (long ones and partial characters too) and walks only the others."""
+    vocab = Vocabulary(WIDE_TOKENS + [None], stop_token_ids=[len(WIDE_TOKENS)])
+    grammar = compile_json_schema(SCHEMA, vocab, compiler=GrammarCompiler(vocab, cache_enabled=False))
+    dfa = grammar.dfa
+    state = dfa.walk(1, ('{"a": 1, "' + json.dumps(key)[1:-1]).encode())
+    if state == DEAD:
+        return
+    assert dfa.in_open_lexeme(state)
+    got = unpack_mask(TokenMaskCache(vocab).mask(dfa, state), vocab.vocab_size)
+    assert (got == brute_force_allowed(vocab, dfa, state)).all()
