@@ -18,6 +18,7 @@ from formwork.grammar.cfg import compile_cfg
 from formwork.grammar.dfa import START, DFA
 from formwork.grammar.ir import Grammar, Node, Repeat
 from formwork.grammar.lazy_dfa import LazyDFA
+from formwork.grammar.follow_exits import follow_trie
 from formwork.grammar.lexemes import HORIZON, warm_counted_masks
 
 if TYPE_CHECKING:
@@ -58,7 +59,8 @@ class SharedAutomata:
 
     def warm_string_masks(self, cache: "TokenMaskCache") -> None:
         """Token masks of JSON string contents, now rather than on first use: any length, and
-        0..HORIZON characters left (shared by the bounded strings of every schema)."""
+        0..HORIZON characters left (shared by the bounded strings of every schema); and the
+        vocabulary tables of where those and numbers may end inside a token."""
         from formwork.grammar.json_schema.strings import ANY_CONTENT, CANONICAL_CHAR, string_content
 
         with self._lock:
@@ -68,6 +70,8 @@ class SharedAutomata:
         warm_counted_masks(cache, counted)
         for automaton in unbounded:
             cache.mask(automaton, START)
+        for byte in b'",}]':  # the pruned tries of the bytes that end JSON lexemes (lexeme exits)
+            follow_trie(cache.vocab.trie, byte)
 
 
 SHARED = SharedAutomata()
