@@ -15,24 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_vec.h"
+
 #define NBUF 4
-
-typedef struct {
-    int64_t *data;
-    int64_t len, cap;
-} Vec;
-
-static int push(Vec *v, int64_t x) {
-    if (v->len == v->cap) {
-        int64_t cap = v->cap ? 2 * v->cap : 64;
-        int64_t *grown = realloc(v->data, (size_t)cap * sizeof(int64_t));
-        if (!grown) return -1;
-        v->data = grown;
-        v->cap = cap;
-    }
-    v->data[v->len++] = x;
-    return 0;
-}
 
 /* A set of non-negative int64 keys: open addressing, linear probing, -1 marks a free slot. */
 typedef struct {
@@ -107,13 +92,13 @@ static PyObject *covers(PyObject *self, PyObject *args) {
         }
     }
     const int64_t start = 1 * num_states + state;  /* the pair (slice START, state) */
-    if (set_init(&seen, 256) || set_add(&seen, start) < 0 || push(&frontier, start)) goto nomem;
+    if (set_init(&seen, 256) || set_add(&seen, start) < 0 || vec_push(&frontier, start)) goto nomem;
     for (long long depth = 0; depth < max_len && frontier.len && answer == 1; depth++) {
         next.len = 0;
         for (int64_t i = 0; i < frontier.len && answer == 1; i++) {
             int64_t u = frontier.data[i] / num_states, q = frontier.data[i] % num_states;
             if (!expanded[q]) {
-                if (push(&blocked, q)) goto nomem;
+                if (vec_push(&blocked, q)) goto nomem;
                 continue;
             }
             const int32_t *slice_row = slice_rows + u * 256, *row = rows + q * num_classes;
@@ -134,7 +119,7 @@ static PyObject *covers(PyObject *self, PyObject *args) {
                 if (pair == last) continue;
                 last = pair;
                 int added = set_add(&seen, pair);
-                if (added < 0 || (added && push(&next, pair))) goto nomem;
+                if (added < 0 || (added && vec_push(&next, pair))) goto nomem;
             }
         }
         Vec swap = frontier;
@@ -142,9 +127,9 @@ static PyObject *covers(PyObject *self, PyObject *args) {
         next = swap;
     }
     if (answer == 1 && blocked.len) answer = -1;
+    if (answer != -1) blocked.len = 0;  /* rows are asked for only when they decide the answer */
     {
-        PyObject *bl = PyBytes_FromStringAndSize((const char *)blocked.data,
-                                                 answer == -1 ? blocked.len * (Py_ssize_t)sizeof(int64_t) : 0);
+        PyObject *bl = vec_bytes(&blocked);
         if (bl) result = Py_BuildValue("(LN)", (long long)answer, bl);
     }
     goto done;

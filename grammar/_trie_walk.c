@@ -18,39 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct {
-    int64_t *data;
-    Py_ssize_t len, cap;
-} Vec;
-
-/* Room for `more` items: 0, or -1 when out of memory. */
-static int vec_reserve(Vec *v, Py_ssize_t more) {
-    if (v->len + more <= v->cap) return 0;
-    Py_ssize_t cap = v->cap ? 2 * v->cap : 256;
-    while (cap < v->len + more) cap *= 2;
-    int64_t *grown = realloc(v->data, (size_t)cap * sizeof(int64_t));
-    if (!grown) return -1;
-    v->data = grown;
-    v->cap = cap;
-    return 0;
-}
-
-static int vec_push2(Vec *v, int64_t a, int64_t b) {
-    if (vec_reserve(v, 2)) return -1;
-    v->data[v->len++] = a;
-    v->data[v->len++] = b;
-    return 0;
-}
-
-static int vec_push_range(Vec *v, int64_t lo, int64_t hi) {
-    if (vec_reserve(v, hi - lo)) return -1;
-    for (int64_t c = lo; c < hi; c++) v->data[v->len++] = c;
-    return 0;
-}
-
-static PyObject *vec_bytes(Vec *v) {
-    return PyBytes_FromStringAndSize((const char *)v->data, v->len * (Py_ssize_t)sizeof(int64_t));
-}
+#include "_vec.h"
 
 #define NBUF 12
 

@@ -20,7 +20,7 @@ from formwork.grammar.trie_memo import TrieMemo
 class FollowTrie:
     """The nodes of `trie` on a path to a node with a child spelling `byte`, as a small tree:
     `children[(depth, node)]` lists kept children (node, byte) and `follow[(depth, node)]` is the
-    node's `byte` child (root: depth -1, node 0)."""
+    node's `byte` child as a global node number (root: depth -1, node 0)."""
 
     def __init__(self, trie: TokenTrie, byte: int):
         keep: list[np.ndarray] = [np.zeros(0, dtype=bool)] * trie.max_depth
@@ -31,7 +31,7 @@ class FollowTrie:
                 spelled = np.flatnonzero(trie.level_bytes[d + 1] == byte)
                 parents = trie.parent[d + 1]
                 for child, parent in zip(spelled.tolist(), parents[spelled].tolist()):
-                    follow[(d, parent)] = child
+                    follow[(d, parent)] = trie.level_offset[d + 1] + child
                 kept[parents[(trie.level_bytes[d + 1] == byte) | keep[d + 1]]] = True
             keep[d] = kept
         self.follow = follow
@@ -44,25 +44,25 @@ class FollowTrie:
 
 
 _FOLLOW_TRIES: TrieMemo[FollowTrie] = TrieMemo(256)
-_SEEDS: TrieMemo[dict[int, list[int]]] = TrieMemo(8192)
+_SEEDS: TrieMemo[list[int]] = TrieMemo(8192)
 
 
 def follow_trie(trie: TokenTrie, byte: int) -> FollowTrie:
     return _FOLLOW_TRIES.get(trie, byte, lambda: FollowTrie(trie, byte))
 
 
-def exit_seeds(trie: TokenTrie, automaton, state: int, byte: int) -> dict[int, list[int]]:
-    """Depth -> trie nodes spelling `byte` right after a prefix that takes `automaton` from
-    `state` to an accepting state (the prefix is never empty).  Shared by every automaton whose
-    state has the same state key."""
+def exit_seeds(trie: TokenTrie, automaton, state: int, byte: int) -> list[int]:
+    """The trie nodes (global numbers) spelling `byte` right after a prefix that takes `automaton`
+    from `state` to an accepting state (the prefix is never empty).  Shared by every automaton
+    whose state has the same state key."""
     return _SEEDS.get(trie, (automaton.state_key(state), byte),
                       lambda: _walk(follow_trie(trie, byte), automaton, state))
 
 
-def _walk(pruned: FollowTrie, automaton, state: int) -> dict[int, list[int]]:
+def _walk(pruned: FollowTrie, automaton, state: int) -> list[int]:
     rows: dict[int, list[int]] = {}
     accepting: dict[int, bool] = {}
-    seeds: dict[int, list[int]] = {}
+    seeds: list[int] = []
     stack = [(-1, 0, state)]
     while stack:
         d, node, st = stack.pop()
@@ -73,7 +73,7 @@ def _walk(pruned: FollowTrie, automaton, state: int) -> dict[int, list[int]]:
         if d >= 0 and accepting[st]:
             child = pruned.follow.get((d, node))
             if child is not None:
-                seeds.setdefault(d + 1, []).append(child)
+                seeds.append(child)
         for child, b in pruned.children.get((d, node), ()):
             nxt = row[b]
             if nxt:

@@ -208,10 +208,9 @@ def lexeme_mask(cache: "TokenMaskCache", dfa: "LazyDFA", where: LexemeState,
     states: list[int] = []
     for byte in np.flatnonzero(row).tolist():
         after_byte = int(row[byte])
-        for depth, found in exit_seeds(trie, automaton, state, byte).items():
-            offset = trie.level_offset[depth]
-            nodes += [offset + node for node in found]
-            states += [after_byte] * len(found)
+        found = exit_seeds(trie, automaton, state, byte)
+        nodes += found
+        states += [after_byte] * len(found)
     if nodes:
         walk_into(trie, dfa, np.array(nodes), np.array(states), words, deadline)
     return words

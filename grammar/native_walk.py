@@ -1,6 +1,6 @@
 """The vocabulary walk of mask computation, in C (`_trie_walk.c`), over eager or lazy DFAs.
 
-The C loop walks the trie depth first and marks the tokens of live nodes in a packed mask.  A
+The C loop walks the trie in level order and marks the tokens of live nodes in a packed mask.  A
 lazy DFA builds rows on first use, in Python; the C walk hands back the live nodes whose state
 has no row yet, this module builds those rows (all of a round at once) and walks on from them.
 Rounds are bounded by the longest token, and the step deadline is checked between rounds.

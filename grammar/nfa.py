@@ -58,7 +58,7 @@ class NFA:
         region's DFA or template on first use (a lexeme costs nothing until it is reached)."""
         eps = self.eps[q]
         if eps is None:
-            region = self.regions[bisect.bisect_right(self.region_firsts, q) - 1]
+            region = self.region_at(q)
             if region.dfa is not None:
                 base, d = region.first - 1, q - region.first + 1
                 self.edges[q] = tuple([(lo, hi, base + t) for lo, hi, t in _byte_ranges(region.dfa)[d]])
@@ -72,6 +72,11 @@ class NFA:
                 self.eps[q] = tuple([shift + x if x > 1 else (end if x else start) for x in template.eps[t]])
             eps = self.eps[q]
         return eps, self.edges[q]
+
+    def region_at(self, q: int) -> Region | None:
+        """The lexeme region whose states include `q` (once frozen), or None."""
+        k = bisect.bisect_right(self.region_firsts, q) - 1
+        return self.regions[k] if k >= 0 and q < self.regions[k].last else None
 
     def reserve(self, n: int) -> int:
         """Room for `n` states filled on first use (see `moves`); returns the first."""

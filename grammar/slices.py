@@ -17,6 +17,7 @@ from formwork.grammar.automaton import AutomatonBuilder
 from formwork.grammar.dfa import DEAD, DFA, START
 from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.ir import chars, repeat
+from formwork.grammar.packed import pack_token_ids
 from formwork.grammar.token_trie import TokenTrie
 from formwork.grammar.vocabulary import Vocabulary
 
@@ -35,7 +36,7 @@ class TokenSlice:
         members = [i for i, data in enumerate(vocab.token_bytes)
                    if data is not None and len(data) <= max_len and self.dfa.accepts(data)]
         self.member_ids = np.array(members, dtype=np.intp)
-        self.mask_words = _packed(self.member_ids, vocab.vocab_size)
+        self.mask_words = pack_token_ids(self.member_ids, vocab.vocab_size)
         self.max_len = max((len(vocab.token_bytes[i]) for i in members), default=0)
         self._slice_rows = np.ascontiguousarray(self.dfa.table, dtype=np.int32)
 
@@ -51,22 +52,22 @@ class TokenSlice:
     def open_words(self) -> np.ndarray:
         """Packed mask of `open_ids`: what a state after which any slice characters may follow
         (an open-ended lexeme, see `lexemes.lexeme`) allows without a walk."""
-        return _packed(self.open_ids, self.vocab.vocab_size)
+        return pack_token_ids(self.open_ids, self.vocab.vocab_size)
 
     @cached_property
     def closed_trie(self) -> TokenTrie:
         """Trie of every text token outside `open_ids` (those with a quote, a backslash, a
         control character or a byte no character starts with)."""
-        rest = list(self.vocab.token_bytes)
-        for i in self.open_ids.tolist():
-            rest[i] = None
-        return TokenTrie(rest, self.vocab.vocab_size)
+        return self._trie_without(self.open_ids)
 
     @cached_property
     def rest_trie(self) -> TokenTrie:
         """Trie of every text token outside the slice."""
+        return self._trie_without(self.member_ids)
+
+    def _trie_without(self, token_ids: np.ndarray) -> TokenTrie:
         rest = list(self.vocab.token_bytes)
-        for i in self.member_ids.tolist():
+        for i in token_ids.tolist():
             rest[i] = None
         return TokenTrie(rest, self.vocab.vocab_size)
 
@@ -80,12 +81,3 @@ class TokenSlice:
             if answer >= 0:
                 return bool(answer)
             dfa.ensure(np.frombuffer(blocked, dtype=np.int64))
-
-
-def _packed(token_ids: np.ndarray, vocab_size: int) -> np.ndarray:
-    bits = np.zeros(vocab_size, dtype=bool)
-    bits[token_ids] = True
-    words = np.zeros((vocab_size + 31) // 32, dtype=np.int32)
-    packed = np.packbits(bits, bitorder="little")
-    words.view(np.uint8)[: len(packed)] = packed
-    return words

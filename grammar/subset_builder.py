@@ -7,8 +7,6 @@ non-empty state set has a non-empty language and the empty set is exactly the de
 """
 from __future__ import annotations
 
-import bisect
-
 import numpy as np
 
 from formwork.grammar.budget import CompileBudget
@@ -39,8 +37,7 @@ class SubsetBuilder:
         self.regions: list[Region] = nfa.regions
         self._region_at_start = {r.start: r for r in nfa.regions if r.start_moves is not None}
         self._closures: dict[int, tuple[int, ...]] = {}
-        self._open_regions = [r for r in nfa.regions if r.open_ended]
-        self._open_starts = {r.start for r in self._open_regions}
+        self._open_starts = {r.start for r in nfa.regions if r.open_ended}  # empty: no open-ended region
         self._union: dict[int | tuple[int, ...], int] = {}  # NFA state(s) -> their closure's index
         # state sets as sorted tuples of ints: untracked by the cyclic garbage collector
         nothing: tuple[int, ...] = ()
@@ -104,14 +101,9 @@ class SubsetBuilder:
         states = self.sets[i]
         if not self.regions:
             return None
-        starts = self._nfa.region_firsts
         for x in states:
-            region = self._region_at_start.get(x)
+            region = self._region_at_start.get(x) or self._nfa.region_at(x)
             if region is not None:
-                break
-            k = bisect.bisect_right(starts, x) - 1
-            if k >= 0 and x < self.regions[k].last:
-                region = self.regions[k]
                 break
         else:
             return None
@@ -131,14 +123,13 @@ class SubsetBuilder:
     def in_open_lexeme(self, i: int) -> bool:
         """Whether set `i` holds the start of, or a state inside, an open-ended lexeme region
         (see `lexemes.lexeme`): its language then admits any string characters next."""
-        if not self._open_starts and not self._open_regions:
+        if not self._open_starts:
             return False
-        starts = self._nfa.region_firsts
         for x in self.sets[i]:
             if x in self._open_starts:
                 return True
-            k = bisect.bisect_right(starts, x) - 1
-            if k >= 0 and x < self.regions[k].last and self.regions[k].open_ended:
+            region = self._nfa.region_at(x)
+            if region is not None and region.open_ended:
                 return True
         return False
 

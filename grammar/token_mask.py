@@ -16,6 +16,7 @@ from formwork.grammar.dfa import DFA
 from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.lexemes import lexeme_mask
 from formwork.grammar.native_walk import walk_state
+from formwork.grammar.packed import pack_token_ids
 from formwork.grammar.slices import JSON_STRING_CHARS, TokenSlice
 from formwork.grammar.vocabulary import Vocabulary
 
@@ -101,20 +102,3 @@ class TokenMaskCache:
 
     def __len__(self) -> int:
         return len(self._masks)
-
-
-def pack_token_ids(token_ids: np.ndarray, vocab_size: int) -> np.ndarray:
-    """Packed int32 bitmask words with the given token bits set."""
-    words = np.zeros((vocab_size + 31) // 32, dtype=np.int32)
-    packed = words.view(np.uint8)
-    ids = np.asarray(token_ids, dtype=np.intp)
-    np.bitwise_or.at(packed, ids >> 3, np.left_shift(1, ids & 7).astype(np.uint8))
-    return words
-
-
-def unpack_token_ids(words: np.ndarray) -> np.ndarray:
-    """The token ids whose bits are set in packed int32 mask words, ascending."""
-    nonzero = np.flatnonzero(words)
-    bits = np.unpackbits(words[nonzero].view(np.uint8), bitorder="little").reshape(-1, 32)
-    rows, cols = np.nonzero(bits)
-    return nonzero[rows] * 32 + cols

@@ -1,8 +1,8 @@
 """The vocabulary as a byte trie laid out level by level in numpy arrays.
 
 Nodes at depth d are the distinct (d+1)-byte prefixes of the tokens, in sorted order;
-the children of a node at depth d are a contiguous slice of depth d+1.  A mask walk
-expands only the live nodes of each level (see token_mask.py).
+the children of a node at depth d are a contiguous slice of depth d+1.  The mask walk reads it
+through `flat_arrays`, over global node numbers (see native_walk.py).
 """
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import torch
 
 from formwork.grammar.dfa import DEAD, DFA
 from formwork.grammar.native_walk import walk_state
-from formwork.grammar.token_mask import unpack_token_ids
+from formwork.grammar.packed import unpack_token_ids
 from formwork.grammar.vocabulary import Vocabulary
 
 

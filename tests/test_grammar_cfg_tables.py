@@ -14,12 +14,13 @@ from conftest_grammar_cfg import JSON_LARK  # noqa: E402
 
 from formwork.grammar import GrammarCompiler, Vocabulary  # noqa: E402
 from formwork.grammar.automaton import AutomatonBuilder  # noqa: E402
-from formwork.grammar.cfg.terminal_tables import language_key, pack_ids, terminal_table  # noqa: E402
+from formwork.grammar.cfg.terminal_tables import language_key, terminal_table  # noqa: E402
 from formwork.grammar.native_walk import walk_state  # noqa: E402
 from formwork.grammar.dfa import DEAD, START  # noqa: E402
 from formwork.grammar.ir import alt, chars, lit, repeat, seq  # noqa: E402
 from formwork.grammar.slices import JSON_STRING_CHARS  # noqa: E402
-from formwork.grammar.token_mask import TokenMaskCache, pack_token_ids, unpack_token_ids  # noqa: E402
+from formwork.grammar.packed import pack_token_ids, unpack_token_ids  # noqa: E402
+from formwork.grammar.token_mask import TokenMaskCache  # noqa: E402
 
 WS = repeat(chars([(9, 10), (13, 13), (32, 32)]), 1, None)
 NAME = seq(chars([(0x5F, 0x5F), (0x61, 0x7A)]), repeat(chars([(0x30, 0x39), (0x5F, 0x5F), (0x61, 0x7A)]), 0, None))
@@ -73,11 +74,17 @@ def test_language_key_names_the_language_not_the_automaton_state():
     assert language_key(after_comma, after_comma.walk(START, b", ")) == language_key(ws, ws.walk(START, b" "))
 
 
-def test_pack_ids_equals_the_scatter():
+def test_packing_few_or_many_ids_equals_the_scatter():
+    """`pack_token_ids` scatters few ids and goes through a flag array for many: both as the
+    bit-by-bit reference (and `unpack_token_ids` gives the ids back)."""
     rng = np.random.default_rng(7)
     for count in (0, 3, 5000):
         ids = rng.integers(0, 1000, count)
-        assert np.array_equal(pack_ids(ids, 1000), pack_token_ids(ids, 1000))
+        reference = np.zeros((1000 + 31) // 32, dtype=np.uint32)
+        for i in ids.tolist():
+            reference[i >> 5] |= np.uint32(1 << (i & 31))
+        assert np.array_equal(pack_token_ids(ids, 1000), reference.view(np.int32))
+        assert np.array_equal(unpack_token_ids(pack_token_ids(ids, 1000)), np.unique(ids))
 
 
 def test_terminals_that_slice_tokens_can_finish_walk_the_whole_trie():

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest_grammar import deepseek_tokenizer, deepseek_vocab  # noqa: E402
+from conftest_grammar import deepseek_tokenizer, deepseek_vocab, node_prefixes  # noqa: E402
 
 from formwork.grammar.compiler import GrammarCompiler  # noqa: E402
 from formwork.grammar.dfa import START  # noqa: E402
@@ -115,15 +115,6 @@ def test_any_string_value_replays_through_lexeme_masks(vocab, plain, text):
     assert m.can_terminate()
 
 
-def spelled(trie, depth: int, node: int) -> bytes:
-    """The bytes of trie node `node` at `depth`."""
-    out = []
-    for d in range(depth, -1, -1):
-        out.append(int(trie.level_bytes[d][node]))
-        node = int(trie.parent[d][node]) if d else 0
-    return bytes(reversed(out))
-
-
 def test_exit_seeds_are_the_follow_byte_after_a_complete_prefix():
     from formwork.grammar.automaton import AutomatonBuilder
     from formwork.grammar.dfa import START
@@ -133,10 +124,11 @@ def test_exit_seeds_are_the_follow_byte_after_a_complete_prefix():
     tokens = [b'ab"', b'a"x', b'"', b'abc"}', b'x', b'a1"', b'"q"', b'zz']
     trie = TokenTrie(tokens, len(tokens))
     word = AutomatonBuilder().eager(repeat(chars([("a", "z")]), 1, None))  # one or more letters
-    got = {spelled(trie, d, n) for d, nodes in exit_seeds(trie, word, START, ord('"')).items() for n in nodes}
+    prefixes = node_prefixes(trie)
+    got = {prefixes[n] for n in exit_seeds(trie, word, START, ord('"'))}
     # 'a1"' never completes a word before '"'; '"' and '"q"' would need an empty word first
     assert got == {b'ab"', b'a"', b'abc"'}
-    assert exit_seeds(trie, word, START, ord("}")) == {}
+    assert exit_seeds(trie, word, START, ord("}")) == []
 
 
 def test_automaton_tables_are_invisible_to_the_cycle_collector(vocab):

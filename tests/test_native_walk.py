@@ -25,7 +25,8 @@ from formwork.grammar.ir import alt, chars, lit, repeat, seq  # noqa: E402
 from formwork.grammar.json_schema import compile_json_schema  # noqa: E402
 from formwork.grammar.native_walk import walk_into, walk_state  # noqa: E402
 from formwork.grammar.slices import TokenSlice  # noqa: E402
-from formwork.grammar.token_mask import TokenMaskCache, unpack_token_ids  # noqa: E402
+from formwork.grammar.packed import unpack_token_ids  # noqa: E402
+from formwork.grammar.token_mask import TokenMaskCache  # noqa: E402
 
 ALPHABET = b'ab"{ 1'
 PIECES = [lit("ab"), lit('"'), lit("{ "), chars([(0x61, 0x62)]), chars([(0x31, 0x31)]), lit("a1b")]

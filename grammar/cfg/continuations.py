@@ -17,8 +17,8 @@ import numpy as np
 
 from formwork.grammar.dfa import START
 from formwork.grammar.native_walk import walk_into
-from formwork.grammar.token_mask import unpack_token_ids
-from formwork.grammar.trie_walks import Exits, interned_exits
+from formwork.grammar.packed import unpack_token_ids
+from formwork.grammar.terminal_exits import Exits, interned_exits
 
 _LOCK = threading.Lock()
 

@@ -22,11 +22,11 @@ import numpy as np
 
 from formwork.grammar.cfg.continuations import continuation
 from formwork.grammar.cfg.earley import DEAD_SET
-from formwork.grammar.cfg.terminal_tables import TerminalTable, pack_ids, terminal_table
-from formwork.grammar.trie_walks import Exits, byte_set
+from formwork.grammar.cfg.terminal_tables import TerminalTable, terminal_table
 from formwork.grammar.dfa import START
 from formwork.grammar.errors import GrammarBudgetError
-from formwork.grammar.token_mask import pack_token_ids
+from formwork.grammar.packed import pack_token_ids
+from formwork.grammar.terminal_exits import Exits, byte_set
 
 if TYPE_CHECKING:
     from formwork.grammar.cfg.configs import ConfigDFA
@@ -85,7 +85,7 @@ class ConfigMasks:
         if after != DEAD_SET:
             self._continue(table.exits, after, deadline, found)
         if found:
-            words |= pack_ids(np.concatenate(found), cache.vocab.vocab_size)
+            words |= pack_token_ids(np.concatenate(found), cache.vocab.vocab_size)
         with self._lock:
             self._hyp[key] = words
             if len(self._hyp) > self.max_entries:

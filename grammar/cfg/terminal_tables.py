@@ -18,9 +18,8 @@ import numpy as np
 
 from formwork.grammar.dfa import DEAD, START
 from formwork.grammar.native_walk import walk_state
-from formwork.grammar.token_mask import pack_token_ids
+from formwork.grammar.terminal_exits import Exits, interned_exits
 from formwork.grammar.trie_memo import TrieMemo
-from formwork.grammar.trie_walks import Exits, interned_exits
 
 if TYPE_CHECKING:
     from formwork.grammar.slices import TokenSlice
@@ -28,7 +27,6 @@ if TYPE_CHECKING:
 
 _MAX_TABLES = 2048  # per vocabulary trie
 _MAX_SIGNATURE_STATES = 32  # larger reachable parts are keyed by the automaton's own state key
-_SCATTER_IDS = 1024  # from this many token ids on, pack them through a flag array
 
 
 class TerminalTable:
@@ -131,18 +129,6 @@ def _build(cache: "TokenMaskCache", dfa, state: int, deadline: float | None) -> 
         return TerminalTable(inside, interned_exits(rest, exits))
     exits = walk_state(vocab.trie, dfa, state, inside, deadline, want_exits=True)
     return TerminalTable(inside, interned_exits(vocab.trie, exits))
-
-
-def pack_ids(token_ids: np.ndarray, vocab_size: int) -> np.ndarray:
-    """Packed int32 mask words of the given token ids (many ids: through one flag array)."""
-    if len(token_ids) < _SCATTER_IDS:
-        return pack_token_ids(token_ids, vocab_size)
-    flags = np.zeros(vocab_size, dtype=bool)
-    flags[token_ids] = True
-    words = np.zeros((vocab_size + 31) // 32, dtype=np.int32)
-    packed = np.packbits(flags, bitorder="little")
-    words.view(np.uint8)[: len(packed)] = packed
-    return words
 
 
 _TABLES: "TrieMemo[TerminalTable]" = TrieMemo(_MAX_TABLES)
