@@ -104,15 +104,8 @@ class LazyDFA:
 
     def _expand(self, states: list[int]) -> None:
         """Compute the rows of `states` (distinct, not yet expanded)."""
-        rows = [self._b.row(s) for s in states]
+        self._b.write_rows(states, self._rows_k, self._expanded)
         self._record_new()
-        if len(states) == 1:
-            self._rows_k[states[0]] = rows[0]
-            self._expanded[states[0]] = True
-        else:
-            idx = np.array(states, dtype=np.intp)
-            self._rows_k[idx] = rows
-            self._expanded[idx] = True
 
     def ensure(self, states: np.ndarray | list[int]) -> None:
         """Compute the rows of the given states (no-op for the ones already known)."""
@@ -158,12 +151,9 @@ class LazyDFA:
 
     def state_of(self, state_set: frozenset[int] | tuple[int, ...]) -> int:
         """The DFA state whose NFA state set is `state_set` (closed under epsilon moves)."""
-        state_set = tuple(sorted(state_set))
-        sid = self._b.index.get(state_set)
-        if sid is None:
-            with self._lock:
-                sid = self._b.intern(state_set)
-                self._record_new()
+        with self._lock:
+            sid = self._b.intern(tuple(sorted(state_set)))
+            self._record_new()
         return sid
 
     def closure(self, nfa_states: list[int]) -> frozenset[int]:

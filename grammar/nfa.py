@@ -61,7 +61,7 @@ class NFA:
             region = self.region_at(q)
             if region.dfa is not None:
                 base, d = region.first - 1, q - region.first + 1
-                self.edges[q] = tuple([(lo, hi, base + t) for lo, hi, t in _byte_ranges(region.dfa)[d]])
+                self.edges[q] = tuple([(lo, hi, base + t) for lo, hi, t in byte_ranges(region.dfa)[d]])
                 self.eps[q] = (region.end,) if region.dfa.accepting[d] else ()
             else:
                 # template ids: 0 is the region's start, 1 its end, x >= 2 is first - 2 + x
@@ -247,7 +247,7 @@ class NFA:
         for _ in range(1, n):
             self.new_state()
         self.eps[s].append(base + START)
-        for q, ranges in enumerate(_byte_ranges(dfa)):
+        for q, ranges in enumerate(byte_ranges(dfa)):
             if q == DEAD:
                 continue
             self.edges[base + q] = [(lo, hi, base + t) for lo, hi, t in ranges]
@@ -263,11 +263,11 @@ def _cuts(dfa: DFA) -> set[int]:
     """The bytes where a DFA's edges start or end (cached)."""
     got = dfa._cache.get("cuts")
     if got is None:
-        got = dfa._cache["cuts"] = {b for ranges in _byte_ranges(dfa) for lo, hi, _ in ranges for b in (lo, hi + 1)}
+        got = dfa._cache["cuts"] = {b for ranges in byte_ranges(dfa) for lo, hi, _ in ranges for b in (lo, hi + 1)}
     return got
 
 
-def _byte_ranges(dfa: DFA) -> list[list[tuple[int, int, int]]]:
+def byte_ranges(dfa: DFA) -> list[list[tuple[int, int, int]]]:
     """Per state, its transitions as (lo, hi, target) byte ranges without the dead state (cached)."""
     got = dfa._cache.get("byte_ranges")
     if got is None:
@@ -285,4 +285,12 @@ def _byte_ranges(dfa: DFA) -> list[list[tuple[int, int, int]]]:
             got.append(runs[at: at + n])
             at += n
         dfa._cache["byte_ranges"] = got
+    return got
+
+
+def accepting_bytes(dfa: DFA) -> bytes:
+    """A DFA's accepting flags, a byte per state (cached)."""
+    got = dfa._cache.get("accepting_bytes")
+    if got is None:
+        got = dfa._cache["accepting_bytes"] = np.asarray(dfa.accepting, dtype=np.uint8).tobytes()
     return got

@@ -101,9 +101,9 @@ def test_lexeme_regions_spliced_from_templates() -> None:
 @settings(deadline=None, max_examples=60)
 @given(st.data())
 def test_embedded_dfa_byte_ranges_are_the_runs_of_each_row(data):
-    """An embedded DFA's edges (nfa._byte_ranges): per state, maximal runs of equal targets."""
+    """An embedded DFA's edges (nfa.byte_ranges): per state, maximal runs of equal targets."""
     from formwork.grammar.dfa import DFA
-    from formwork.grammar.nfa import _byte_ranges
+    from formwork.grammar.nfa import byte_ranges
 
     num_states = data.draw(st.integers(1, 6))
     cuts = data.draw(st.lists(st.lists(st.integers(1, 255), max_size=5), min_size=num_states, max_size=num_states))
@@ -121,4 +121,4 @@ def test_embedded_dfa_byte_ranges_are_the_runs_of_each_row(data):
                     runs.append((lo, b - 1, int(table[q, lo])))
                 lo = b
         want.append(runs)
-    assert _byte_ranges(DFA(table, np.zeros(num_states, dtype=bool))) == want
+    assert byte_ranges(DFA(table, np.zeros(num_states, dtype=bool))) == want

@@ -90,6 +90,12 @@ class ConfigBuilder:
                 out[k] = self._intern(frozenset(hyps))
         return out
 
+    def write_rows(self, states: list[int], rows: np.ndarray, expanded: np.ndarray) -> None:
+        """Write the rows of `states` into `rows` and set their `expanded` flags."""
+        idx = np.array(states, dtype=np.intp)
+        rows[idx] = [self.row(s) for s in states]
+        expanded[idx] = True
+
     def _intern(self, config: Config) -> int:
         got = self.index.get(config)
         if got is None:
