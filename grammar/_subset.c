@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_subset_api.h"
+
 typedef struct {
     int32_t *data;
     Py_ssize_t len, cap;
@@ -57,7 +59,7 @@ typedef struct {
     int32_t *edge_at, *edge_n, *eps_at, *eps_n, *clo_at, *clo_n, *succ;
     Pool edge_pool, eps_pool, clo_pool;
     /* interned sets: members in set_pool at set_at[sid], set_n[sid] of them */
-    Pool set_pool, set_at, set_n, set_hash;
+    Pool set_pool, set_at, set_n, set_hash, set_acc;
     int32_t *table; /* open addressing: sid + 1, 0 empty */
     Py_ssize_t table_cap;
     int32_t hidden; /* a state left out of the table (an empty START), or -1 */
@@ -76,7 +78,7 @@ static void core_dealloc(Core *c) {
     for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) free(arrays[i]);
     free(c->mark);
     Pool *pools[] = {&c->edge_pool, &c->eps_pool, &c->clo_pool, &c->set_pool, &c->set_at, &c->set_n,
-                     &c->set_hash, &c->stack, &c->scratch, &c->gathered, &c->counts, &c->targets};
+                     &c->set_hash, &c->set_acc, &c->stack, &c->scratch, &c->gathered, &c->counts, &c->targets};
     for (size_t i = 0; i < sizeof(pools) / sizeof(pools[0]); i++) free(pools[i]->data);
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
@@ -298,6 +300,15 @@ static int table_grow(Core *c) {
     return 0;
 }
 
+static int contains(const int32_t *a, Py_ssize_t n, int32_t x) {
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (a[mid] < x) lo = mid + 1; else hi = mid;
+    }
+    return lo < n && a[lo] == x;
+}
+
 /* Appends set a[0..n) (sorted, distinct) as a new DFA state, indexed unless `indexed` is 0. */
 static int32_t add_set(Core *c, const int32_t *a, Py_ssize_t n, uint32_t h, int indexed) {
     int32_t sid = (int32_t)c->set_n.len;
@@ -317,7 +328,7 @@ static int32_t add_set(Core *c, const int32_t *a, Py_ssize_t n, uint32_t h, int 
     if (pool_reserve(&c->set_pool, n)) return -1;
     memcpy(c->set_pool.data + c->set_pool.len, a, (size_t)n * sizeof(int32_t));
     if (pool_push(&c->set_at, (int32_t)c->set_pool.len) || pool_push(&c->set_n, (int32_t)n) ||
-        pool_push(&c->set_hash, (int32_t)h))
+        pool_push(&c->set_hash, (int32_t)h) || pool_push(&c->set_acc, contains(a, n, c->final)))
         return -1;
     if (!indexed) c->hidden = sid;
     c->set_pool.len += n;
@@ -497,6 +508,24 @@ done:
     return result;
 }
 
+static int api_fill(PyObject *obj, int64_t sid, int32_t *rows, uint8_t *expanded, uint8_t *accepting,
+                    int64_t height) {
+    Core *c = (Core *)obj;
+    Py_ssize_t before = c->set_n.len;
+    if (sid < 0 || sid >= before || sid >= height) {
+        PyErr_SetString(PyExc_ValueError, "subset core: state out of range");
+        return -1;
+    }
+    if (fill_row(c, (int32_t)sid, rows + sid * c->num_classes)) return -1;
+    expanded[sid] = 1;
+    for (Py_ssize_t x = before; x < c->set_n.len && x < height; x++) accepting[x] = (uint8_t)c->set_acc.data[x];
+    return 0;
+}
+
+static int64_t api_num_sets(PyObject *obj) {
+    return ((Core *)obj)->set_n.len;
+}
+
 static PyObject *core_loaded(Core *c, PyObject *Py_UNUSED(ignored)) {
     return PyLong_FromSsize_t(c->loaded);
 }
@@ -600,6 +629,13 @@ PyMODINIT_FUNC PyInit__subset(void) {
     if (PyType_Ready(&CoreType) < 0) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
+    static SubsetApi api = {&CoreType, api_fill, api_num_sets};
+    PyObject *capsule = PyCapsule_New(&api, SUBSET_API_NAME, NULL);
+    if (!capsule || PyModule_AddObject(m, "_api", capsule) < 0) {
+        Py_XDECREF(capsule);
+        Py_DECREF(m);
+        return NULL;
+    }
     Py_INCREF(&CoreType);
     if (PyModule_AddObject(m, "SubsetCore", (PyObject *)&CoreType) < 0) {
         Py_DECREF(&CoreType);

@@ -17,28 +17,61 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "_subset_api.h"
 #include "_vec.h"
 
 #define NBUF 12
 
 PyDoc_STRVAR(walk_doc,
 "walk(rows, class_of_byte, expanded, accepting, child_lo, child_hi, byte, end_ptr, end_tokens,\n"
-"     seed_nodes, seed_states, words, want_exits) -> (blocked, exits)\n\n"
+"     seed_nodes, seed_states, words, want_exits, core=None, seconds=-1) -> (blocked, exits)\n\n"
 "Marks in `words` the tokens ending at every live node below the seeds (the seeds' own\n"
 "tokens included, the root has none).  `blocked` packs (node, state) pairs whose state\n"
 "has no row yet; `exits` the children of live non-root nodes in an accepting state (empty\n"
-"unless want_exits), both as int64 bytes.");
+"unless want_exits), both as int64 bytes.  With a lazy DFA's SubsetCore as `core`, missing\n"
+"rows are built in place (the four DFA arrays must then be writable) and only states beyond\n"
+"the arrays' length are blocked, or every missing one once `seconds` (if >= 0) have passed.");
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static const SubsetApi *subset_api;
 
 static PyObject *walk(PyObject *self, PyObject *args) {
     Py_buffer b[NBUF];
     int want_exits = 0;
+    PyObject *core = Py_None;
+    double seconds = -1.0, deadline = 0.0;
+    int64_t fills = 0;
     memset(b, 0, sizeof(b));
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*y*w*p", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
-                          &b[6], &b[7], &b[8], &b[9], &b[10], &b[11], &want_exits))
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*y*w*p|Od", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
+                          &b[6], &b[7], &b[8], &b[9], &b[10], &b[11], &want_exits, &core, &seconds))
         return NULL;
-    const int32_t *rows = b[0].buf, *class_of_byte = b[1].buf;
-    const uint8_t *expanded = b[2].buf, *accepting = b[3].buf;
+    if (seconds >= 0) deadline = now() + seconds;
+    if (core == Py_None) {
+        core = NULL;
+    } else if (!PyObject_TypeCheck(core, subset_api->type)) {
+        for (int i = 0; i < NBUF; i++) PyBuffer_Release(&b[i]);
+        PyErr_SetString(PyExc_TypeError, "walk: core must be a SubsetCore or None");
+        return NULL;
+    }
+    for (int i = 0; core && i < 4; i++) {
+        if (b[i].readonly) {
+            for (int j = 0; j < NBUF; j++) PyBuffer_Release(&b[j]);
+            PyErr_SetString(PyExc_ValueError, "walk: a lazy DFA's arrays must be writable");
+            return NULL;
+        }
+    }
+    int building = core != NULL; /* rows are built in place, until the time is up */
+    /* written only through the core, which builds missing rows in place */
+    int32_t *rows = b[0].buf;
+    const int32_t *class_of_byte = b[1].buf;
+    uint8_t *expanded = b[2].buf, *accepting = b[3].buf;
     const int32_t *child_lo = b[4].buf, *child_hi = b[5].buf;
     const uint8_t *byte = b[6].buf;
     const int32_t *end_ptr = b[7].buf, *end_tokens = b[8].buf;
@@ -78,7 +111,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     /* the queue holds live nodes with children, their tokens already marked */
     for (int64_t i = 0; i < num_seeds; i++) {
         int64_t node = seed_nodes[i], st = seed_states[i];
-        if (node < 0 || node > root || st < 0 || st >= num_states) {
+        if (node < 0 || node > root || st < 0 || st >= (core ? subset_api->num_sets(core) : num_states)) {
             bad = "walk: node or state out of range";
             goto done;
         }
@@ -93,9 +126,13 @@ static PyObject *walk(PyObject *self, PyObject *args) {
             bad = "walk: child range out of range";
             goto done;
         }
-        if (!expanded[st]) {
-            if (vec_push2(&blocked, node, st)) goto nomem;
-            continue;
+        if (st >= num_states || !expanded[st]) {
+            if (building && seconds >= 0 && fills++ % 16 == 0 && now() >= deadline) building = 0; /* out of time */
+            if (!building || st >= num_states) {
+                if (vec_push2(&blocked, node, st)) goto nomem;
+                continue;
+            }
+            if (subset_api->fill(core, st, rows, expanded, accepting, num_states)) goto done;
         }
         if (want_exits && accepting[st] && node != root) {
             if (vec_push_range(&exits, lo, hi)) goto nomem;
@@ -104,7 +141,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
         for (int64_t c = lo; c < hi; c++) {
             int64_t nxt = row[class_of_byte[byte[c]]];
             if (!nxt) continue;
-            if (nxt < 0 || nxt >= num_states) {
+            if (nxt < 0 || (nxt >= num_states && (!core || nxt >= subset_api->num_sets(core)))) {
                 bad = "walk: node or state out of range";
                 goto done;
             }
@@ -140,4 +177,7 @@ static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_trie_walk", "Vocabulary trie walks over byte DFAs (see native_walk.py).", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__trie_walk(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__trie_walk(void) {
+    subset_api = subset_api_import();
+    return subset_api ? PyModule_Create(&module) : NULL;
+}

@@ -43,14 +43,14 @@ class DFA:
     def class_row(self, s: int) -> np.ndarray:
         return self.byte_classes()[1][s]
 
-    def walk_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(rows over classes, class_of_byte, row-built flags, accepting flags) for the native
-        trie walk; here the classes are the bytes themselves."""
+    def walk_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, None]:
+        """(rows over classes, class_of_byte, row-built flags, accepting flags, no subset core)
+        for the native trie walk; here the classes are the bytes themselves."""
         got = self._cache.get("walk_tables")
         if got is None:
             got = self._cache["walk_tables"] = (
                 np.ascontiguousarray(self.table, dtype=np.int32), np.arange(256, dtype=np.int32),
-                np.ones(self.num_states, dtype=bool), np.ascontiguousarray(self.accepting, dtype=bool))
+                np.ones(self.num_states, dtype=bool), np.ascontiguousarray(self.accepting, dtype=bool), None)
         return got
 
     def state_key(self, s: int) -> tuple[bytes, int]:

@@ -177,10 +177,17 @@ class LazyDFA:
         """Whether state `s` is in or at the start of an open-ended lexeme (see `lexemes.lexeme`)."""
         return self._standalone is not None and self._b.in_open_lexeme(s)
 
-    def walk_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(rows over classes, class_of_byte, row-built flags, accepting flags) for the native
-        trie walk; the arrays are replaced when the automaton grows."""
-        return self._rows_k, self._b.class_of_byte, self._expanded, self._accepting
+    def walk_tables(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, object]:
+        """(rows over classes, class_of_byte, row-built flags, accepting flags, subset core) for
+        the native trie walk, which builds missing rows in place through the core (None: it
+        hands them back); the arrays are replaced when the automaton grows (`record_new`)."""
+        return self._rows_k, self._b.class_of_byte, self._expanded, self._accepting, self._b.core
+
+    def record_new(self) -> None:
+        """Take in the states a native loop interned: grow the arrays, record accepting flags."""
+        if self._known < len(self._b.sets):
+            with self._lock:
+                self._record_new()
 
     def row(self, s: int) -> np.ndarray:
         """Next state per byte."""

@@ -27,7 +27,12 @@ def walk_into(trie: TokenTrie, dfa, nodes: np.ndarray, states: np.ndarray, words
     states = np.ascontiguousarray(states, dtype=np.int64)
     found: list[np.ndarray] = []
     while True:
-        blocked, exits = _walk(*dfa.walk_tables(), *tables, nodes, states, words, want_exits)
+        rows, class_of_byte, expanded, accepting, core = dfa.walk_tables()
+        seconds = -1.0 if deadline is None else max(0.0, deadline - time.perf_counter())
+        blocked, exits = _walk(rows, class_of_byte, expanded, accepting, *tables, nodes, states, words,
+                               want_exits, core, seconds)
+        if core is not None:
+            dfa.record_new()
         if want_exits and exits:
             found.append(np.frombuffer(exits, dtype=np.int64))
         if not blocked:

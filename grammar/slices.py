@@ -76,7 +76,7 @@ class TokenSlice:
         search over (slice state, grammar state) pairs up to the longest member's length (in C,
         `_slice_cover.c`), asked again after building the grammar rows it found missing."""
         while True:
-            rows, class_of_byte, expanded, _ = dfa.walk_tables()
+            rows, class_of_byte, expanded, _, _ = dfa.walk_tables()
             answer, blocked = _covers(self._slice_rows, rows, class_of_byte, expanded, state, self.max_len)
             if answer >= 0:
                 return bool(answer)

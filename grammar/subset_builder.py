@@ -38,19 +38,19 @@ class SubsetBuilder:
         self._region_at_start = {r.start: r for r in nfa.regions if r.start_moves is not None}
         self._open_starts = {r.start for r in nfa.regions if r.open_ended}  # empty: no open-ended region
         self.sets: list[tuple[int, ...]] = []  # filled by the core: DEAD (empty), START, ...
-        self._core = SubsetCore(nfa.eps, nfa.edges, [_region_spec(r) for r in nfa.regions],
+        self.core = SubsetCore(nfa.eps, nfa.edges, [_region_spec(r) for r in nfa.regions],
                                 self.class_of_byte, self.num_classes, start, final, empty, self.sets)
 
     def closure(self, q: int) -> tuple[int, ...]:
         """The states `q` reaches by epsilon moves (itself included), sorted."""
-        return self._core.closure(q)
+        return self.core.closure(q)
 
     def accepting(self, i: int) -> bool:
         return self.final in self.sets[i]
 
     def intern(self, state_set: tuple[int, ...]) -> int:
         """The index of a closed set of NFA states, added if new."""
-        sid = self._core.intern(state_set)
+        sid = self.core.intern(state_set)
         self.budget.check_dfa(len(self.sets), "the grammar automaton")
         return sid
 
@@ -97,7 +97,7 @@ class SubsetBuilder:
     def write_rows(self, states: list[int], rows: np.ndarray, expanded: np.ndarray) -> None:
         """Write the successor per byte class of each of `states` into `rows` (int32, a row per
         DFA state, new state sets interned) and set their `expanded` flags."""
-        self._core.rows(states, rows, expanded)
+        self.core.rows(states, rows, expanded)
         self.budget.check_dfa(len(self.sets), "the grammar automaton")
 
 

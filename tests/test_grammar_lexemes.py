@@ -157,7 +157,7 @@ def test_a_lexeme_costs_nothing_until_reached(vocab):
     assert unfilled > 300 * 5  # the string's positions
     m = grammar.matcher()
     assert m.accept_string('{"id": 7, "bio": "ab')
-    assert 0 < builder._core.loaded() < len(builder._nfa.eps) - unfilled + 100
+    assert 0 < builder.core.loaded() < len(builder._nfa.eps) - unfilled + 100
     assert m.accept_string('c' * 298 + '"}') and m.can_terminate()
     assert not grammar.matcher().accept_string('{"bio": "' + 'c' * 301 + '"}')
 

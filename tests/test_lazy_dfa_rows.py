@@ -40,7 +40,7 @@ def _check_against_reference(dfa: LazyDFA) -> None:
         s = todo.pop()
         here = frozenset(dfa._b.sets[s])
         row = dfa.row(s)
-        rows, class_of_byte, expanded, _ = dfa.walk_tables()
+        rows, class_of_byte, expanded, _, _ = dfa.walk_tables()
         assert expanded[s] and (rows[s][class_of_byte] == row).all()
         assert (dfa.class_row(s)[dfa.byte_classes()[0]] == row).all()
         for byte in range(256):

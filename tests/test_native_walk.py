@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +22,7 @@ from formwork.grammar._trie_walk import walk as raw_walk  # noqa: E402
 from formwork.grammar.automaton import AutomatonBuilder  # noqa: E402
 from formwork.grammar.compiler import GrammarCompiler  # noqa: E402
 from formwork.grammar.dfa import DEAD, START  # noqa: E402
+from formwork.grammar.errors import GrammarBudgetError  # noqa: E402
 from formwork.grammar.ir import alt, chars, lit, repeat, seq  # noqa: E402
 from formwork.grammar.json_schema import compile_json_schema  # noqa: E402
 from formwork.grammar.native_walk import walk_into, walk_state  # noqa: E402
@@ -90,16 +92,35 @@ def test_masks_and_exits_are_the_brute_force_ones(tokens, term, prefix):
     assert np.array_equal(eager_words, words)
 
 
-def test_a_lazy_automaton_is_walked_in_rounds(monkeypatch):
-    """Rows a round needs and does not have are built, and the walk goes on from where it stopped."""
-    tokens = [b"abc", b"abcd", b"ab", b"x", b"abd"]
-    vocab = Vocabulary(tokens)
+def test_a_lazy_automaton_builds_its_rows_inside_the_walk(monkeypatch):
+    """The subset core builds missing rows in place: one round, and the rows are recorded."""
+    vocab = Vocabulary([b"abc", b"abcd", b"ab", b"x", b"abd"])
     rounds = _counting_rounds(monkeypatch)
     dfa = AutomatonBuilder().dfa(seq(lit("abcd"), repeat(lit("x"), 0, None)))
     words = np.zeros(1, dtype=np.int32)
     walk_state(vocab.trie, dfa, START, words)
     assert set(unpack_token_ids(words).tolist()) == {0, 1, 2}
+    assert rounds[0] == 1
+    assert dfa.walk(START, b"abcd") != DEAD and dfa.accepts(b"abcdxx") and not dfa.accepts(b"abc")
+
+
+def test_states_beyond_the_arrays_are_walked_in_rounds(monkeypatch):
+    """States interned past the end of the row arrays are handed back; the arrays grow and the
+    walk goes on from where it stopped."""
+    vocab = Vocabulary([b"a" * 150, b"a" * 70, b"a" * 151, b"b"])
+    rounds = _counting_rounds(monkeypatch)
+    dfa = AutomatonBuilder().dfa(lit("a" * 150))
+    words = np.zeros(1, dtype=np.int32)
+    walk_state(vocab.trie, dfa, START, words)
+    assert set(unpack_token_ids(words).tolist()) == {0, 1}
     assert rounds[0] > 1
+
+
+def test_a_walk_out_of_time_stops_building_rows():
+    dfa = AutomatonBuilder().dfa(repeat(alt(lit("ab"), lit("abc")), 0, None))
+    vocab = Vocabulary([b"ab" * 20, b"abc" * 10])
+    with pytest.raises(GrammarBudgetError, match="step budget"):
+        walk_state(vocab.trie, dfa, START, np.zeros(1, dtype=np.int32), deadline=time.perf_counter())
 
 
 def test_seeds_below_the_root_mark_their_own_tokens():
@@ -132,7 +153,7 @@ def test_real_vocabulary_masks_are_the_brute_force_ones(use_lexemes):
 def test_malformed_tables_are_an_error_not_a_crash():
     vocab = Vocabulary([b"ab", b"b"])
     dfa = AutomatonBuilder().dfa(lit("ab")).materialize()
-    rows, classes, expanded, accepting = dfa.walk_tables()
+    rows, classes, expanded, accepting, _ = dfa.walk_tables()
     tables = vocab.trie.flat_arrays
     words = np.zeros(1, dtype=np.int32)
     root = np.array([vocab.trie.num_nodes], dtype=np.int64)
@@ -147,6 +168,14 @@ def test_malformed_tables_are_an_error_not_a_crash():
     with pytest.raises(ValueError, match="token id"):  # a mask too short for the vocabulary
         raw_walk(rows, classes, expanded, accepting, *tables, root, np.array([START], dtype=np.int64),
                  np.zeros(0, dtype=np.int32), False)
+    with pytest.raises(TypeError, match="SubsetCore"):
+        raw_walk(rows, classes, expanded, accepting, *tables, root, np.array([START], dtype=np.int64),
+                 words, False, "not a core")
+    lazy = AutomatonBuilder().dfa(lit("ab"))
+    rows, classes, expanded, accepting, core = lazy.walk_tables()
+    with pytest.raises(ValueError, match="writable"):  # the core builds rows in place
+        raw_walk(rows, classes, expanded, accepting.copy().tobytes(), *tables, root,
+                 np.array([START], dtype=np.int64), words, False, core)
 
 
 def _covers_reference(token_slice: TokenSlice, dfa, state: int) -> bool:

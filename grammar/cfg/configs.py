@@ -45,6 +45,7 @@ class ConfigBuilder:
         self.max_hypotheses = max_hypotheses
         self.class_of_byte, self._representatives = combined_byte_classes(terminals)
         self.num_classes = len(self._representatives)
+        self.core = None  # rows are built in Python (see LazyDFA.walk_tables)
         self._moves: dict[tuple[int, int], list[tuple[int, int, bool]]] = {}
         start: Config = frozenset({(parser.start, BOUNDARY, 0)})
         self.sets: list[Config] = [frozenset(), start]
