@@ -4,43 +4,47 @@ A token leaves a lexeme part way when a proper prefix of it completes the lexeme
 byte is one the text after the lexeme allows (a string's contents are followed by `"`, a number
 by `,`, `}` or `]`...).  Walking the whole vocabulary to find those prefixes costs as much as a
 full mask; but only trie nodes with a child spelling the follow byte can be such a prefix, and in
-a real vocabulary few nodes lie on a path to one (under a hundred for `"` in a 129k byte-level
+a real vocabulary few nodes lie on a path to one (158 with their `"` children in a 129k byte-level
 BPE vocabulary).  `FollowTrie` is the trie pruned to those paths, per byte; `exit_seeds` walks it
-from a lexeme state, in plain Python, and returns the follow-byte children where the lexeme may
-end: the seeds from which the rest of the token is walked after the lexeme.
+from a lexeme state (natively, like a mask) and returns the follow-byte children where the
+lexeme may end: the seeds from which the rest of the token is walked after the lexeme.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from formwork.grammar.native_walk import walk_into
 from formwork.grammar.token_trie import TokenTrie
 from formwork.grammar.trie_memo import TrieMemo
 
 
 class FollowTrie:
-    """The nodes of `trie` on a path to a node with a child spelling `byte`, as a small tree:
-    `children[(depth, node)]` lists kept children (node, byte) and `follow[(depth, node)]` is the
-    node's `byte` child as a global node number (root: depth -1, node 0)."""
+    """The trie pruned to the paths to nodes with a child spelling `byte`, those children
+    included, laid out like `TokenTrie.flat_arrays` (no tokens) for the native walk: local node
+    i is global node `nodes[i]`, and `num_nodes` is the root."""
 
     def __init__(self, trie: TokenTrie, byte: int):
-        keep: list[np.ndarray] = [np.zeros(0, dtype=bool)] * trie.max_depth
-        follow: dict[tuple[int, int], int] = {}
-        for d in range(trie.max_depth - 1, -1, -1):
-            kept = np.zeros(len(trie.level_bytes[d]), dtype=bool)
-            if d + 1 < trie.max_depth:
-                spelled = np.flatnonzero(trie.level_bytes[d + 1] == byte)
-                parents = trie.parent[d + 1]
-                for child, parent in zip(spelled.tolist(), parents[spelled].tolist()):
-                    follow[(d, parent)] = trie.level_offset[d + 1] + child
-                kept[parents[(trie.level_bytes[d + 1] == byte) | keep[d + 1]]] = True
-            keep[d] = kept
-        self.follow = follow
-        self.children: dict[tuple[int, int], list[tuple[int, int]]] = {}
-        for d in range(trie.max_depth):
-            nodes = np.flatnonzero(keep[d])
-            parents = trie.parent[d][nodes].tolist() if d else [0] * len(nodes)
-            for node, parent, b in zip(nodes.tolist(), parents, trie.level_bytes[d][nodes].tolist()):
-                self.children.setdefault((d - 1, parent), []).append((node, b))
+        child_lo, child_hi, spelled, _, _ = trie.flat_arrays
+        n = trie.num_nodes
+        parent = np.full(n, n, dtype=np.int64)  # global parent of each node; depth 0: the root
+        for d in range(1, trie.max_depth):
+            at = trie.level_offset[d]
+            parent[at: at + len(trie.parent[d])] = trie.parent[d] + trie.level_offset[d - 1]
+        is_follow = spelled == byte
+        keep = np.zeros(n + 1, dtype=bool)
+        keep[parent[is_follow]] = True
+        for d in range(trie.max_depth - 1, 0, -1):  # and every ancestor of a kept node
+            at = trie.level_offset[d]
+            kept = at + np.flatnonzero(keep[at: at + len(trie.level_bytes[d])])
+            keep[parent[kept]] = True
+        nodes = np.flatnonzero(keep[:n] | is_follow)  # level order: children stay contiguous
+        lo = np.searchsorted(nodes, np.append(child_lo[nodes], child_lo[n])).astype(np.int32)
+        hi = np.searchsorted(nodes, np.append(child_hi[nodes], child_hi[n])).astype(np.int32)
+        self.nodes = nodes
+        self.byte = byte
+        self.num_nodes = len(nodes)
+        no_tokens = np.zeros(len(nodes) + 1, dtype=np.int32)
+        self.flat_arrays = (lo, hi, spelled[nodes], no_tokens, np.zeros(0, dtype=np.int32))
 
 
 _FOLLOW_TRIES: TrieMemo[FollowTrie] = TrieMemo(256)
@@ -60,22 +64,9 @@ def exit_seeds(trie: TokenTrie, automaton, state: int, byte: int) -> list[int]:
 
 
 def _walk(pruned: FollowTrie, automaton, state: int) -> list[int]:
-    rows: dict[int, list[int]] = {}
-    accepting: dict[int, bool] = {}
-    seeds: list[int] = []
-    stack = [(-1, 0, state)]
-    while stack:
-        d, node, st = stack.pop()
-        row = rows.get(st)
-        if row is None:
-            row = rows[st] = automaton.row(st).tolist()
-            accepting[st] = bool(automaton.accepting[st])
-        if d >= 0 and accepting[st]:
-            child = pruned.follow.get((d, node))
-            if child is not None:
-                seeds.append(child)
-        for child, b in pruned.children.get((d, node), ()):
-            nxt = row[b]
-            if nxt:
-                stack.append((d + 1, child, nxt))
-    return seeds
+    """The native walk of the pruned trie: its exits are the children of nodes reached in an
+    accepting state, of which the ones spelling the follow byte are the seeds."""
+    exits = walk_into(pruned, automaton, np.array([pruned.num_nodes]), np.array([state]),
+                      np.zeros(1, dtype=np.int32), want_exits=True)
+    local = exits[pruned.flat_arrays[2][exits] == pruned.byte]
+    return pruned.nodes[local].tolist()

@@ -23,6 +23,7 @@ from formwork.grammar.automaton import AutomatonBuilder  # noqa: E402
 from formwork.grammar.compiler import GrammarCompiler  # noqa: E402
 from formwork.grammar.dfa import DEAD, START  # noqa: E402
 from formwork.grammar.errors import GrammarBudgetError  # noqa: E402
+from formwork.grammar.follow_exits import exit_seeds  # noqa: E402
 from formwork.grammar.ir import alt, chars, lit, repeat, seq  # noqa: E402
 from formwork.grammar.json_schema import compile_json_schema  # noqa: E402
 from formwork.grammar.native_walk import walk_into, walk_state  # noqa: E402
@@ -90,6 +91,23 @@ def test_masks_and_exits_are_the_brute_force_ones(tokens, term, prefix):
     eager_words = np.zeros_like(words)
     walk_state(vocab.trie, eager, eager.walk(START, prefix), eager_words)
     assert np.array_equal(eager_words, words)
+
+
+@settings(deadline=None, max_examples=60)
+@given(tokens=tokens_strategy, term=regexes(), byte=st.sampled_from(ALPHABET),
+       prefix=st.binary(max_size=3).map(lambda b: bytes(ALPHABET[x % 6] for x in b)))
+def test_exit_seeds_are_the_brute_force_ones(tokens, term, byte, prefix):
+    """Exit seeds = trie nodes spelling `byte` right after a non-empty prefix that the automaton
+    accepts from the state; found by the native walk of the pruned follow trie."""
+    vocab = Vocabulary(tokens)
+    dfa = AutomatonBuilder().dfa(term)
+    state = dfa.walk(START, prefix)
+    if state == DEAD:
+        return
+    prefixes = node_prefixes(vocab.trie)
+    want = {p for p in prefixes.values() if len(p) > 1 and p[-1] == byte
+            and dfa.walk(state, p[:-1]) != DEAD and dfa.accepting[dfa.walk(state, p[:-1])]}
+    assert {prefixes[n] for n in exit_seeds(vocab.trie, dfa, state, byte)} == want
 
 
 def test_a_lazy_automaton_builds_its_rows_inside_the_walk(monkeypatch):
