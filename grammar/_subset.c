@@ -43,8 +43,10 @@ static int pool_push(Pool *p, int32_t x) {
 
 enum { REGION_DFA = 0, REGION_TEMPLATE = 1 };
 
+enum { REGION_KEYS_START = 1, REGION_OPEN = 2 };
+
 typedef struct {
-    int32_t first, last, end, start, kind;
+    int32_t first, last, end, start, kind, flags;
     PyObject *a, *b; /* DFA: per-state byte ranges, accepting bytes; template: eps, edges */
 } Region;
 
@@ -66,6 +68,7 @@ typedef struct {
     uint32_t *mark, stamp;
     Pool stack, scratch, gathered, counts, targets;
     Py_ssize_t loaded;
+    Pool keyed_starts, open_starts; /* sorted (start, region) pairs; sorted starts */
 } Core;
 
 static void core_dealloc(Core *c) {
@@ -78,7 +81,7 @@ static void core_dealloc(Core *c) {
     for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) free(arrays[i]);
     free(c->mark);
     Pool *pools[] = {&c->edge_pool, &c->eps_pool, &c->clo_pool, &c->set_pool, &c->set_at, &c->set_n,
-                     &c->set_hash, &c->set_acc, &c->stack, &c->scratch, &c->gathered, &c->counts, &c->targets};
+                     &c->set_hash, &c->set_acc, &c->keyed_starts, &c->open_starts, &c->stack, &c->scratch, &c->gathered, &c->counts, &c->targets};
     for (size_t i = 0; i < sizeof(pools) / sizeof(pools[0]); i++) free(pools[i]->data);
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
@@ -143,22 +146,28 @@ static inline int32_t region_target(const Region *r, int32_t x) {
     return x > 1 ? r->first - 2 + x : (x ? r->end : r->start);
 }
 
+/* The region holding NFA state q, or -1. */
+static Py_ssize_t region_at(const Core *c, int32_t q) {
+    Py_ssize_t lo = 0, hi = c->num_regions;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (c->regions[mid].first <= q) lo = mid + 1; else hi = mid;
+    }
+    return lo > 0 && q < c->regions[lo - 1].last ? lo - 1 : -1;
+}
+
 /* Records the moves of NFA state q (epsilon targets and edges over byte classes). */
 static int load(Core *c, int32_t q) {
     PyObject *eps = PyList_GET_ITEM(c->eps, q), *edges = PyList_GET_ITEM(c->edges, q);
     const Region *r = NULL;
     int32_t local = 0;
     if (eps == Py_None) {
-        Py_ssize_t lo = 0, hi = c->num_regions; /* the last region whose first <= q */
-        while (lo < hi) {
-            Py_ssize_t mid = (lo + hi) / 2;
-            if (c->regions[mid].first <= q) lo = mid + 1; else hi = mid;
-        }
-        if (lo == 0 || q >= c->regions[lo - 1].last) {
+        Py_ssize_t k = region_at(c, q);
+        if (k < 0) {
             PyErr_Format(PyExc_ValueError, "subset core: NFA state %d has no moves and no region", q);
             return -1;
         }
-        r = &c->regions[lo - 1];
+        r = &c->regions[k];
         Py_ssize_t n;
         PyObject **src = items_of(r->a, &n, "region source");
         if (!src) return -1;
@@ -508,6 +517,52 @@ done:
     return result;
 }
 
+/* Index of x in the sorted array a[0..n) (stride `step`), or -1. */
+static Py_ssize_t find_sorted(const int32_t *a, Py_ssize_t n, Py_ssize_t step, int32_t x) {
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (a[mid * step] < x) lo = mid + 1; else hi = mid;
+    }
+    return lo < n && a[lo * step] == x ? lo : -1;
+}
+
+static int32_t state_arg(Core *c, PyObject *arg) {
+    long sid = PyLong_AsLong(arg);
+    if (sid == -1 && PyErr_Occurred()) return -1;
+    if (sid < 0 || sid >= c->set_n.len) {
+        PyErr_SetString(PyExc_ValueError, "subset core: DFA state out of range");
+        return -1;
+    }
+    return (int32_t)sid;
+}
+
+static PyObject *core_locate(Core *c, PyObject *arg) {
+    int32_t sid = state_arg(c, arg);
+    if (sid < 0) return NULL;
+    const int32_t *set = c->set_pool.data + c->set_at.data[sid];
+    for (int32_t i = 0; i < c->set_n.data[sid]; i++) {
+        Py_ssize_t k = find_sorted(c->keyed_starts.data, c->keyed_starts.len / 2, 2, set[i]);
+        if (k >= 0) return PyLong_FromLong(c->keyed_starts.data[2 * k + 1]);
+        k = region_at(c, set[i]);
+        if (k >= 0) return PyLong_FromSsize_t(k);
+    }
+    return PyLong_FromLong(-1);
+}
+
+static PyObject *core_in_open(Core *c, PyObject *arg) {
+    int32_t sid = state_arg(c, arg);
+    if (sid < 0) return NULL;
+    const int32_t *set = c->set_pool.data + c->set_at.data[sid];
+    for (int32_t i = 0; i < c->set_n.data[sid] && c->open_starts.len; i++) {
+        Py_ssize_t k = region_at(c, set[i]);
+        if (find_sorted(c->open_starts.data, c->open_starts.len, 1, set[i]) >= 0 ||
+            (k >= 0 && (c->regions[k].flags & REGION_OPEN)))
+            Py_RETURN_TRUE;
+    }
+    Py_RETURN_FALSE;
+}
+
 static int api_fill(PyObject *obj, int64_t sid, int32_t *rows, uint8_t *expanded, uint8_t *accepting,
                     int64_t height) {
     Core *c = (Core *)obj;
@@ -569,8 +624,9 @@ static int core_init(Core *c, PyObject *args, PyObject *Py_UNUSED(kwds)) {
     for (Py_ssize_t i = 0; i < c->num_regions; i++) {
         Region *r = &c->regions[i];
         PyObject *spec = PyList_GET_ITEM(regions, i);
-        if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 7 ||
-            !PyArg_ParseTuple(spec, "iiiiiOO", &r->first, &r->last, &r->end, &r->start, &r->kind, &r->a, &r->b)) {
+        if (!PyTuple_Check(spec) || PyTuple_GET_SIZE(spec) != 8 ||
+            !PyArg_ParseTuple(spec, "iiiiiiOO", &r->first, &r->last, &r->end, &r->start, &r->kind, &r->flags,
+                              &r->a, &r->b)) {
             if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "subset core: bad region");
             goto done;
         }
@@ -580,7 +636,31 @@ static int core_init(Core *c, PyObject *args, PyObject *Py_UNUSED(kwds)) {
             PyErr_SetString(PyExc_ValueError, "subset core: bad region");
             goto done;
         }
+        if (((r->flags & REGION_KEYS_START) && (pool_push(&c->keyed_starts, r->start) ||
+                                                pool_push(&c->keyed_starts, (int32_t)i))) ||
+            ((r->flags & REGION_OPEN) && pool_push(&c->open_starts, r->start)))
+            goto done;
     }
+    /* sort the (start, region) pairs by start, a later region winning a tie; and the open starts */
+    for (Py_ssize_t i = 1; i < c->keyed_starts.len / 2; i++) {
+        int32_t s = c->keyed_starts.data[2 * i], k = c->keyed_starts.data[2 * i + 1];
+        Py_ssize_t j = i;
+        while (j > 0 && c->keyed_starts.data[2 * (j - 1)] > s) {
+            c->keyed_starts.data[2 * j] = c->keyed_starts.data[2 * (j - 1)];
+            c->keyed_starts.data[2 * j + 1] = c->keyed_starts.data[2 * (j - 1) + 1];
+            j--;
+        }
+        c->keyed_starts.data[2 * j] = s, c->keyed_starts.data[2 * j + 1] = k;
+    }
+    Py_ssize_t kept = 0;
+    for (Py_ssize_t i = 0; i < c->keyed_starts.len / 2; i++) {
+        if (kept && c->keyed_starts.data[2 * (kept - 1)] == c->keyed_starts.data[2 * i]) kept--;
+        c->keyed_starts.data[2 * kept] = c->keyed_starts.data[2 * i];
+        c->keyed_starts.data[2 * kept + 1] = c->keyed_starts.data[2 * i + 1];
+        kept++;
+    }
+    c->keyed_starts.len = 2 * kept;
+    c->open_starts.len = sort_unique(c->open_starts.data, c->open_starts.len);
     if (table_grow(c)) goto done;
     if (add_set(c, NULL, 0, hash_ints(NULL, 0), 1) < 0) goto done; /* DEAD */
     if (empty) {
@@ -607,6 +687,11 @@ static PyMethodDef core_methods[] = {
     {"rows", (PyCFunction)core_rows, METH_VARARGS,
      "rows(states, rows, expanded): writes each state's successor per byte class into `rows`\n"
      "(int32, one row per DFA state) and sets its flag in `expanded`"},
+    {"locate", (PyCFunction)core_locate, METH_O,
+     "locate(state) -> the index of the first region (in the set's order) whose start, keyed, or\n"
+     "whose inside holds one of the state's NFA states; -1 if none"},
+    {"in_open", (PyCFunction)core_in_open, METH_O,
+     "in_open(state) -> whether the state holds the start of, or a state inside, an open region"},
     {"loaded", (PyCFunction)core_loaded, METH_NOARGS, "loaded() -> how many NFA states' moves were read"},
     {NULL, NULL, 0, NULL},
 };

@@ -24,6 +24,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -104,6 +105,11 @@ class Region:
             local.add(1)
         return automaton, automaton.state_of(frozenset(local))
 
+    @cached_property
+    def _position_index(self) -> tuple[dict[int, int], list[int]]:
+        """(boundary state -> repetitions done there, first item state of each repetition)."""
+        return {after: j + 1 for j, (_, after) in enumerate(self.positions)}, [first for first, _ in self.positions]
+
     def counted_state(self, inside: frozenset[int], at_start: bool,
                       standalone: Callable[[Node], "LazyDFA"]) -> "CountedPlace | None":
         """For a bounded repetition `item{lo,hi}`: the same place in the shared automaton of
@@ -113,7 +119,7 @@ class Region:
         node = self.node
         if not self.positions or not isinstance(node, Repeat) or node.max is None or self.open_ended:
             return None
-        where = _position(self.positions, self.last, inside, at_start)
+        where = _position(self._position_index, self.last, inside, at_start)
         if where is None:
             return None
         done, offsets = where
@@ -145,12 +151,11 @@ def warm_counted_masks(cache: "TokenMaskCache", counted: "LazyDFA") -> None:
 HORIZON = 256
 
 
-def _position(positions: tuple[tuple[int, int], ...], last: int, inside: frozenset[int],
+def _position(index: tuple[dict[int, int], list[int]], last: int, inside: frozenset[int],
               at_start: bool) -> tuple[int, frozenset[int] | None] | None:
     """(repetitions done, item state offsets or None between repetitions) of NFA states inside a
-    bounded repetition's region; None if they are not all at one place."""
-    boundary = {after: j + 1 for j, (_, after) in enumerate(positions)}
-    firsts = [first for first, _ in positions]
+    bounded repetition's region (`Region._position_index`); None if they are not all at one place."""
+    boundary, firsts = index
     done: set[int] = {0} if at_start else set()
     offsets: set[int] = set()
     for x in inside:

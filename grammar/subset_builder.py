@@ -35,8 +35,6 @@ class SubsetBuilder:
             self.class_of_byte[bounds[k]:bounds[k + 1]] = k
         self._nfa = nfa
         self.regions: list[Region] = nfa.regions
-        self._region_at_start = {r.start: r for r in nfa.regions if r.start_moves is not None}
-        self._open_starts = {r.start for r in nfa.regions if r.open_ended}  # empty: no open-ended region
         self.sets: list[tuple[int, ...]] = []  # filled by the core: DEAD (empty), START, ...
         self.core = SubsetCore(nfa.eps, nfa.edges, [_region_spec(r) for r in nfa.regions],
                                 self.class_of_byte, self.num_classes, start, final, empty, self.sets)
@@ -59,15 +57,10 @@ class SubsetBuilder:
         the lexeme may end here) when set `i` lies inside one lexeme region: its other states are
         the region's start (if only the lexeme leaves it) and, if the lexeme may end here, exactly
         the states after it."""
-        states = self.sets[i]
-        if not self.regions:
+        k = self.core.locate(i) if self.regions else -1
+        if k < 0:
             return None
-        for x in states:
-            region = self._region_at_start.get(x) or self._nfa.region_at(x)
-            if region is not None:
-                break
-        else:
-            return None
+        states, region = self.sets[i], self.regions[k]
         inside = frozenset(x for x in states if region.first <= x < region.last)
         at_start = region.start in states
         if at_start and region.start_moves != tuple(map(len, self._nfa.moves(region.start))):
@@ -84,15 +77,7 @@ class SubsetBuilder:
     def in_open_lexeme(self, i: int) -> bool:
         """Whether set `i` holds the start of, or a state inside, an open-ended lexeme region
         (see `lexemes.lexeme`): its language then admits any string characters next."""
-        if not self._open_starts:
-            return False
-        for x in self.sets[i]:
-            if x in self._open_starts:
-                return True
-            region = self._nfa.region_at(x)
-            if region is not None and region.open_ended:
-                return True
-        return False
+        return self.core.in_open(i)
 
     def write_rows(self, states: list[int], rows: np.ndarray, expanded: np.ndarray) -> None:
         """Write the successor per byte class of each of `states` into `rows` (int32, a row per
@@ -102,8 +87,10 @@ class SubsetBuilder:
 
 
 def _region_spec(region: Region) -> tuple:
-    """A region as `_subset.c` reads it: (first, last, end, start, kind, source, flags)."""
+    """A region as `_subset.c` reads it: (first, last, end, start, kind, flags, source, more)."""
+    flags = (region.start_moves is not None) | 2 * region.open_ended  # its start keys it; open-ended
     if region.dfa is not None:
-        return (region.first, region.last, region.end, region.start, 0, byte_ranges(region.dfa),
+        return (region.first, region.last, region.end, region.start, 0, flags, byte_ranges(region.dfa),
                 accepting_bytes(region.dfa))
-    return (region.first, region.last, region.end, region.start, 1, region.template.eps, region.template.edges)
+    return (region.first, region.last, region.end, region.start, 1, flags, region.template.eps,
+            region.template.edges)
