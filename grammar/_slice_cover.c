@@ -3,8 +3,9 @@
  * Breadth-first over (slice state, grammar state) pairs, one level per byte, up to the slice's
  * longest token: the answer is "no" at the first byte the slice allows and the grammar state
  * does not, "yes" once no new pair appears or the length is reached.  The grammar automaton may
- * be lazy: pairs whose grammar state has no row yet are handed back, the caller builds their
- * rows and asks again.
+ * be lazy: its missing rows are built in place through its subset core (see _subset_api.h), and
+ * grammar states past the end of its arrays (or all missing rows, without a core) are handed
+ * back: the caller builds those rows and asks again.
  *
  * Slice automaton: an eager byte table (slice_rows[u * 256 + b], 0 dead, 1 start).  Grammar
  * automaton: rows over byte classes as in _trie_walk.c.
@@ -15,9 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_subset_api.h"
 #include "_vec.h"
 
-#define NBUF 4
+#define NBUF 5
 
 /* A set of non-negative int64 keys: open addressing, linear probing, -1 marks a free slot. */
 typedef struct {
@@ -60,19 +62,38 @@ static int set_add(Set *s, int64_t key) {
 }
 
 PyDoc_STRVAR(covers_doc,
-"covers(slice_rows, rows, class_of_byte, expanded, state, max_len) -> (answer, blocked)\n\n"
+"covers(slice_rows, rows, class_of_byte, expanded, accepting, state, max_len, core=None)\n"
+"    -> (answer, blocked)\n\n"
 "answer is 1 when every slice string of up to max_len bytes stays alive from `state`, 0 when\n"
 "one dies, -1 when rows are missing: `blocked` (int64 bytes) then lists the grammar states\n"
-"whose rows are needed.");
+"whose rows are needed.  With a lazy DFA's SubsetCore, rows are built in place (the grammar\n"
+"arrays must be writable).");
+
+static const SubsetApi *subset_api;
 
 static PyObject *covers(PyObject *self, PyObject *args) {
     Py_buffer b[NBUF];
     long long state, max_len;
+    PyObject *core = Py_None;
     memset(b, 0, sizeof(b));
-    if (!PyArg_ParseTuple(args, "y*y*y*y*LL", &b[0], &b[1], &b[2], &b[3], &state, &max_len)) return NULL;
-    const int32_t *slice_rows = b[0].buf, *rows = b[1].buf, *class_of_byte = b[2].buf;
-    const uint8_t *expanded = b[3].buf;
-    const int64_t slice_states = b[0].len / (4 * 256), num_states = b[3].len;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*LL|O", &b[0], &b[1], &b[2], &b[3], &b[4], &state, &max_len, &core))
+        return NULL;
+    if (core == Py_None) {
+        core = NULL;
+    } else if (!PyObject_TypeCheck(core, subset_api->type)) {
+        for (int i = 0; i < NBUF; i++) PyBuffer_Release(&b[i]);
+        PyErr_SetString(PyExc_TypeError, "covers: core must be a SubsetCore or None");
+        return NULL;
+    }
+    if (core && (b[1].readonly || b[3].readonly || b[4].readonly)) {
+        for (int i = 0; i < NBUF; i++) PyBuffer_Release(&b[i]);
+        PyErr_SetString(PyExc_ValueError, "covers: a lazy DFA's arrays must be writable");
+        return NULL;
+    }
+    const int32_t *slice_rows = b[0].buf, *class_of_byte = b[2].buf;
+    int32_t *rows = b[1].buf; /* written only through the core */
+    uint8_t *expanded = b[3].buf, *accepting = b[4].buf;
+    const int64_t slice_states = b[0].len / (4 * 256), num_states = b[3].len < b[4].len ? b[3].len : b[4].len;
     const int64_t num_classes = num_states ? (b[1].len / 4) / num_states : 0;
     const char *bad = NULL;
     PyObject *result = NULL;
@@ -91,15 +112,18 @@ static PyObject *covers(PyObject *self, PyObject *args) {
             goto done;
         }
     }
-    const int64_t start = 1 * num_states + state;  /* the pair (slice START, state) */
+    const int64_t start = ((int64_t)1 << 32) | state;  /* the pair (slice START, state) */
     if (set_init(&seen, 256) || set_add(&seen, start) < 0 || vec_push(&frontier, start)) goto nomem;
     for (long long depth = 0; depth < max_len && frontier.len && answer == 1; depth++) {
         next.len = 0;
         for (int64_t i = 0; i < frontier.len && answer == 1; i++) {
-            int64_t u = frontier.data[i] / num_states, q = frontier.data[i] % num_states;
-            if (!expanded[q]) {
-                if (vec_push(&blocked, q)) goto nomem;
-                continue;
+            int64_t u = frontier.data[i] >> 32, q = frontier.data[i] & 0xffffffff;
+            if (q >= num_states || !expanded[q]) {
+                if (!core || q >= num_states) {
+                    if (vec_push(&blocked, q)) goto nomem;
+                    continue;
+                }
+                if (subset_api->fill(core, q, rows, expanded, accepting, num_states)) goto done;
             }
             const int32_t *slice_row = slice_rows + u * 256, *row = rows + q * num_classes;
             int64_t last = -1;  /* neighbouring bytes mostly lead to the same pair */
@@ -111,11 +135,12 @@ static PyObject *covers(PyObject *self, PyObject *args) {
                     answer = 0;
                     break;
                 }
-                if (v < 0 || v >= slice_states || r < 0 || r >= num_states) {
+                if (v < 0 || v >= slice_states || r < 0 ||
+                    (r >= num_states && (!core || r >= subset_api->num_sets(core)))) {
                     bad = "covers: state out of range";
                     goto done;
                 }
-                int64_t pair = v * num_states + r;
+                int64_t pair = (v << 32) | r;
                 if (pair == last) continue;
                 last = pair;
                 int added = set_add(&seen, pair);
@@ -154,4 +179,7 @@ static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_slice_cover", "Slice coverage of a grammar state (see slices.py).", -1, methods,
 };
 
-PyMODINIT_FUNC PyInit__slice_cover(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__slice_cover(void) {
+    subset_api = subset_api_import();
+    return subset_api ? PyModule_Create(&module) : NULL;
+}

@@ -74,10 +74,14 @@ class TokenSlice:
     def covers(self, dfa: DFA | LazyDFA, state: int) -> bool:
         """True when every token of the slice can be consumed from `state`: a breadth-first
         search over (slice state, grammar state) pairs up to the longest member's length (in C,
-        `_slice_cover.c`), asked again after building the grammar rows it found missing."""
+        `_slice_cover.c`, which builds a lazy DFA's missing rows itself), asked again after
+        building the rows of states past the end of the automaton's arrays."""
         while True:
-            rows, class_of_byte, expanded, _, _ = dfa.walk_tables()
-            answer, blocked = _covers(self._slice_rows, rows, class_of_byte, expanded, state, self.max_len)
+            rows, class_of_byte, expanded, accepting, core = dfa.walk_tables()
+            answer, blocked = _covers(self._slice_rows, rows, class_of_byte, expanded, accepting, state,
+                                      self.max_len, core)
+            if core is not None:
+                dfa.record_new()
             if answer >= 0:
                 return bool(answer)
             dfa.ensure(np.frombuffer(blocked, dtype=np.int64))

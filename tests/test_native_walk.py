@@ -224,7 +224,7 @@ def _covers_reference(token_slice: TokenSlice, dfa, state: int) -> bool:
 @given(tokens=tokens_strategy, term=regexes(), prefix=st.binary(max_size=4).map(
     lambda b: bytes(ALPHABET[x % 6] for x in b)))
 def test_slice_coverage_is_the_reference_search(tokens, term, prefix):
-    """`TokenSlice.covers` (C, over a lazy automaton asked again for missing rows) equals the
+    """`TokenSlice.covers` (C, building a fresh lazy automaton's rows in place) equals the
     Python search, and when it says yes every member of the slice is allowed."""
     vocab = Vocabulary(tokens)
     token_slice = TokenSlice(vocab, [(0x20, 0x21), (0x31, 0x31), (0x61, 0x7B)])  # no '"'
