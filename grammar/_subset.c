@@ -681,6 +681,50 @@ done:
     return rc;
 }
 
+PyDoc_STRVAR(edge_cuts_doc,
+"edge_cuts(edges, flags): sets flags[lo] and flags[hi + 1] (a writable buffer of 257 bytes)\n"
+"for every edge (lo, hi, target) in `edges`, a list of edge tuples per NFA state (or None).");
+
+static PyObject *edge_cuts(PyObject *Py_UNUSED(module), PyObject *args) {
+    PyObject *edges;
+    Py_buffer flags = {0};
+    if (!PyArg_ParseTuple(args, "O!w*", &PyList_Type, &edges, &flags)) return NULL;
+    PyObject *result = NULL;
+    uint8_t *out = flags.buf;
+    if (flags.len != 257) {
+        PyErr_SetString(PyExc_ValueError, "edge_cuts: flags must hold 257 bytes");
+        goto done;
+    }
+    for (Py_ssize_t q = 0; q < PyList_GET_SIZE(edges); q++) {
+        PyObject *state = PyList_GET_ITEM(edges, q);
+        if (state == Py_None) continue;
+        Py_ssize_t n, three;
+        PyObject **items = items_of(state, &n, "edges");
+        if (!items) goto done;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject **t = items_of(items[i], &three, "edge");
+            int32_t lo, hi;
+            if (!t) goto done;
+            if (three != 3) {
+                PyErr_SetString(PyExc_ValueError, "edge_cuts: an edge is not (lo, hi, target)");
+                goto done;
+            }
+            if (int_of(t[0], 0, 256, &lo) || int_of(t[1], lo, 256, &hi)) goto done;
+            out[lo] = out[hi + 1] = 1;
+        }
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&flags);
+    return result;
+}
+
+static PyMethodDef module_methods[] = {
+    {"edge_cuts", edge_cuts, METH_VARARGS, edge_cuts_doc},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyMethodDef core_methods[] = {
     {"closure", (PyCFunction)core_closure, METH_O, "closure(q) -> the sorted tuple of states q reaches by epsilon moves"},
     {"intern", (PyCFunction)core_intern, METH_O, "intern(states) -> the DFA state of a closed set of NFA states"},
@@ -708,7 +752,9 @@ static PyTypeObject CoreType = {
     .tp_methods = core_methods,
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_subset", "Lazy subset construction in C.", -1, NULL};
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_subset", "Lazy subset construction in C.", -1, module_methods, NULL, NULL, NULL, NULL,
+};
 
 PyMODINIT_FUNC PyInit__subset(void) {
     if (PyType_Ready(&CoreType) < 0) return NULL;

@@ -18,9 +18,12 @@ from formwork.grammar.utf8 import complement_code_ranges, normalize_code_ranges,
 
 def _node(cls):
     """Make `cls` a frozen dataclass with slots (no per-node dict: lowering builds thousands of
-    nodes) whose hash is computed once and cached in the `_hash` slot."""
-    cls.__annotations__ = {**cls.__dict__.get("__annotations__", {}), "_hash": "int | None"}
+    nodes) whose hash is computed once and cached in the `_hash` slot; `_empty` caches whether
+    its language is empty (`NFA.is_empty`)."""
+    cls.__annotations__ = {**cls.__dict__.get("__annotations__", {}), "_hash": "int | None",
+                           "_empty": "bool | None"}
     cls._hash = field(default=None, init=False, repr=False, compare=False)
+    cls._empty = field(default=None, init=False, repr=False, compare=False)
     cls = dataclass(frozen=True, slots=True)(cls)
     generated = cls.__hash__
 

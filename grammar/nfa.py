@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from formwork.grammar._subset import edge_cuts
 from formwork.grammar.budget import CompileBudget
 from formwork.grammar.dfa import DFA, DEAD, START
 from formwork.grammar.errors import GrammarError
@@ -17,10 +18,6 @@ from formwork.grammar.ir import (
     Alt, And, ByteSet, Bytes, Empty, Node, Not, Nothing, Repeat, RuleRef, Seq,
 )
 from formwork.grammar.lexemes import Region, is_lexeme, is_open_ended
-
-
-_EMPTY: dict[int, tuple[Node, bool]] = {}  # id(node) -> (node, whether its language is empty)
-_MAX_EMPTY = 200_000
 
 
 class NFA:
@@ -92,11 +89,9 @@ class NFA:
         once frozen (templates are asked once per document that splices them)."""
         if self._cuts is not None:
             return self._cuts
-        out = {0, 256}
-        for edges in self.edges:
-            for lo, hi, _ in edges or ():
-                out.add(lo)
-                out.add(hi + 1)
+        flags = bytearray(257)
+        edge_cuts(self.edges, flags)
+        out = {0, 256, *np.flatnonzero(np.frombuffer(flags, dtype=np.uint8)).tolist()}
         for region in self.regions:
             out |= _cuts(region.dfa) if region.dfa is not None else region.template.cuts()
         if self.region_firsts is not None:
@@ -104,12 +99,11 @@ class NFA:
         return out
 
     def is_empty(self, node: Node) -> bool:
-        """True when `node` matches no string at all (memoised per node object, process-wide:
-        lowering shares node objects between compilations, and looking up by identity never
-        compares deep trees)."""
-        known = _EMPTY.get(id(node))
-        if known is not None and known[0] is node:
-            return known[1]
+        """True when `node` matches no string at all (cached on the node, whose objects lowering
+        shares between compilations)."""
+        got = node._empty
+        if got is not None:
+            return got
         if isinstance(node, Nothing):
             got = True
         elif isinstance(node, ByteSet):
@@ -124,9 +118,7 @@ class NFA:
             got = self.dfa_of(node).is_empty()
         else:
             got = False
-        if len(_EMPTY) >= _MAX_EMPTY:
-            _EMPTY.clear()
-        _EMPTY[id(node)] = (node, got)  # the node is kept alive: its id stays its own
+        object.__setattr__(node, "_empty", got)
         return got
 
     def new_state(self) -> int:

@@ -30,9 +30,7 @@ class SubsetBuilder:
         self.final = final
         bounds = sorted(nfa.cuts())
         self.num_classes = len(bounds) - 1
-        self.class_of_byte = np.zeros(256, dtype=np.int32)
-        for k in range(self.num_classes):
-            self.class_of_byte[bounds[k]:bounds[k + 1]] = k
+        self.class_of_byte = np.repeat(np.arange(self.num_classes, dtype=np.int32), np.diff(bounds))
         self._nfa = nfa
         self.regions: list[Region] = nfa.regions
         self.sets: list[tuple[int, ...]] = []  # filled by the core: DEAD (empty), START, ...
