@@ -123,7 +123,7 @@ static PyObject *covers(PyObject *self, PyObject *args) {
                     if (vec_push(&blocked, q)) goto nomem;
                     continue;
                 }
-                if (subset_api->fill(core, q, rows, expanded, accepting, num_states)) goto done;
+                if (subset_api->fill(core, q, rows, num_classes, expanded, accepting, num_states)) goto done;
             }
             const int32_t *slice_row = slice_rows + u * 256, *row = rows + q * num_classes;
             int64_t last = -1;  /* neighbouring bytes mostly lead to the same pair */

@@ -213,7 +213,12 @@ static int load(Core *c, int32_t q) {
         for (Py_ssize_t i = 0; i < nx; i++) {
             int32_t x;
             if (int_of(x_items[i], 0, bound, &x)) return -1;
-            c->eps_pool.data[c->eps_pool.len++] = r ? region_target(r, x) : x;
+            int32_t t = r ? region_target(r, x) : x;
+            if (t < 0 || t >= c->num_nfa) {
+                PyErr_SetString(PyExc_ValueError, "subset core: a region target is out of range");
+                return -1;
+            }
+            c->eps_pool.data[c->eps_pool.len++] = t;
         }
     }
     c->eps_at[q] = (int32_t)at + 1;
@@ -235,6 +240,10 @@ static int load(Core *c, int32_t q) {
         out[0] = c->class_of_byte[lo];
         out[1] = c->class_of_byte[hi];
         out[2] = r ? region_target(r, x) : x;
+        if (out[2] < 0 || out[2] >= c->num_nfa) {
+            PyErr_SetString(PyExc_ValueError, "subset core: a region target is out of range");
+            return -1;
+        }
         c->edge_pool.len += 3;
     }
     c->edge_at[q] = (int32_t)at + 1;
@@ -563,12 +572,12 @@ static PyObject *core_in_open(Core *c, PyObject *arg) {
     Py_RETURN_FALSE;
 }
 
-static int api_fill(PyObject *obj, int64_t sid, int32_t *rows, uint8_t *expanded, uint8_t *accepting,
-                    int64_t height) {
+static int api_fill(PyObject *obj, int64_t sid, int32_t *rows, int64_t num_classes, uint8_t *expanded,
+                    uint8_t *accepting, int64_t height) {
     Core *c = (Core *)obj;
     Py_ssize_t before = c->set_n.len;
-    if (sid < 0 || sid >= before || sid >= height) {
-        PyErr_SetString(PyExc_ValueError, "subset core: state out of range");
+    if (sid < 0 || sid >= before || sid >= height || num_classes != c->num_classes) {
+        PyErr_SetString(PyExc_ValueError, "subset core: state out of range, or rows of another automaton");
         return -1;
     }
     if (fill_row(c, (int32_t)sid, rows + sid * c->num_classes)) return -1;

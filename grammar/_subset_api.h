@@ -1,7 +1,8 @@
 /* What `_subset.c` offers other native loops: building one DFA row in place, from C.
  *
- * `fill(core, state, rows, expanded, accepting, height)` computes the row of DFA state `state`
- * (state < height, the number of rows the caller's arrays hold) into `rows + state * num_classes`,
+ * `fill(core, state, rows, num_classes, expanded, accepting, height)` computes the row of DFA
+ * state `state` (state < height, the number of rows the caller's arrays hold, each of
+ * `num_classes` entries, which must be the core's) into `rows + state * num_classes`,
  * sets expanded[state], and sets the accepting flags of the new states it interned below
  * `height` (the caller's Python side records the others when it grows its arrays).  It returns
  * 0, or -1 with a Python exception set.  `num_sets(core)` is how many DFA states exist.
@@ -14,8 +15,8 @@
 
 typedef struct {
     PyTypeObject *type;
-    int (*fill)(PyObject *core, int64_t state, int32_t *rows, uint8_t *expanded, uint8_t *accepting,
-                int64_t height);
+    int (*fill)(PyObject *core, int64_t state, int32_t *rows, int64_t num_classes, uint8_t *expanded,
+                uint8_t *accepting, int64_t height);
     int64_t (*num_sets)(PyObject *core);
 } SubsetApi;
 

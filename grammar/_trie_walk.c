@@ -132,7 +132,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
                 if (vec_push2(&blocked, node, st)) goto nomem;
                 continue;
             }
-            if (subset_api->fill(core, st, rows, expanded, accepting, num_states)) goto done;
+            if (subset_api->fill(core, st, rows, num_classes, expanded, accepting, num_states)) goto done;
         }
         if (want_exits && accepting[st] && node != root) {
             if (vec_push_range(&exits, lo, hi)) goto nomem;

@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 
 from formwork.grammar.automaton import AutomatonBuilder
 from formwork.grammar.dfa import DEAD, START
-from formwork.grammar.ir import Node, alt, chars, lit, repeat, seq
+from formwork.grammar.ir import And, Node, Not, alt, chars, lit, repeat, seq
 from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.lexemes import lexeme
 from formwork.grammar.nfa import NFA
@@ -68,6 +68,7 @@ def _nodes(children: st.SearchStrategy[Node]) -> st.SearchStrategy[Node]:
         st.tuples(children, bounds).map(lambda x: repeat(x[0], x[1][0], max(x[1]) if x[1][1] is not None else None)),
         st.tuples(children, st.integers(1, 3)).map(lambda x: lexeme(repeat(x[0], 0, x[1]))),
         st.tuples(children, st.integers(0, 1)).map(lambda x: lexeme(repeat(x[0], x[1], None))),
+        st.tuples(children, children).map(lambda x: And(alt(*x), Not(x[1]))),  # an embedded DFA
     )
 
 
@@ -96,6 +97,16 @@ def test_lexeme_regions_spliced_from_templates() -> None:
     assert isinstance(dfa, LazyDFA) and len(dfa.nfa.regions) == 2
     _check_against_reference(dfa)
     assert dfa.accepts(b"{ab,c}") and not dfa.accepts(b"{ab,}") and not dfa.accepts(b"{a,d}")
+
+
+def test_embedded_dfa_regions_read_by_arithmetic() -> None:
+    """And/Not pieces are embedded DFAs: their states' moves come from the DFA's byte ranges."""
+    digits = repeat(chars([("0", "9")]), 1, 3)
+    piece = And(digits, Not(lit("00")))
+    dfa = AutomatonBuilder().dfa(seq(lit("<"), piece, lit(","), piece, lit(">")))
+    assert isinstance(dfa, LazyDFA) and [r.dfa is not None for r in dfa.nfa.regions] == [True, True]
+    _check_against_reference(dfa)
+    assert dfa.accepts(b"<7,123>") and not dfa.accepts(b"<00,1>") and not dfa.accepts(b"<1234,1>")
 
 
 @settings(deadline=None, max_examples=60)

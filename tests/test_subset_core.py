@@ -1,0 +1,102 @@
+"""The C subset core (`grammar/_subset.c`): its own contracts, beyond the row checks of
+test_lazy_dfa_rows.py — interning, region lookups, byte cuts, and malformed input as ValueError."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from formwork.grammar._subset import SubsetCore, edge_cuts
+from formwork.grammar.automaton import AutomatonBuilder
+from formwork.grammar.ir import chars, lit, repeat, seq
+from formwork.grammar.lexemes import lexeme
+
+CLASSES = np.zeros(256, dtype=np.int32)  # one byte class: every byte alike
+
+
+def _core(eps: list, edges: list, regions: list | None = None, start: int = 0, final: int = 1,
+          classes: np.ndarray = CLASSES, num_classes: int = 1) -> tuple[SubsetCore, list]:
+    sets: list = []
+    return SubsetCore(eps, edges, regions or [], classes, num_classes, start, final, False, sets), sets
+
+
+def test_interning_sorts_dedupes_and_appends_each_new_set_once():
+    core, sets = _core([(1,), (), ()], [(), ((0, 255, 2),), ()])
+    assert sets == [(), (0, 1)]  # DEAD, then START = closure(0)
+    assert core.intern((2, 0, 2)) == 2 and sets[2] == (0, 2)
+    assert core.intern([0, 2]) == 2 and len(sets) == 3
+    assert core.closure(0) == (0, 1)
+
+
+def test_rows_are_written_in_place_with_their_flags():
+    core, sets = _core([(1,), (), ()], [(), ((0x61, 0x61, 2),), ()],
+                       classes=np.array([0] * 0x61 + [1] + [2] * 158, dtype=np.int32), num_classes=3)
+    rows, expanded = np.zeros((4, 3), dtype=np.int32), np.zeros(4, dtype=bool)
+    core.rows([1], rows, expanded)
+    assert rows[1].tolist() == [0, 2, 0] and sets[2] == (2,) and expanded.tolist() == [False, True, False, False]
+
+
+@pytest.mark.parametrize("eps, edges, regions, match", [
+    ([(), ()], [((0, 255, 7),), ()], [], "out of range"),  # a target past the NFA
+    ([(), ()], [((9, 3, 1),), ()], [], "out of range"),  # hi below lo
+    ([(), ()], [((0, 255),), ()], [], "not \\(lo, hi, target\\)"),
+    ([None, ()], [None, ()], [], "no moves and no region"),
+    ([(), ()], [(5,), ()], [], "not a list or tuple"),
+])
+def test_malformed_moves_are_a_value_error(eps, edges, regions, match):
+    core, _ = _core([(), *eps], [((0, 255, 1),), *edges], regions)  # state 0 steps into state 1
+    with pytest.raises(ValueError, match=match):
+        core.rows([1], np.zeros((4, 1), dtype=np.int32), np.zeros(4, dtype=bool))
+
+
+@pytest.mark.parametrize("region", [(1, 2, 0, 0, 0, 0, [[]]), (1, 9, 0, 0, 1, 0, (), ()), (1, 2, 0, 0, 5, 0, (), ())])
+def test_malformed_regions_are_a_value_error(region):
+    with pytest.raises(ValueError, match="region"):
+        _core([(), None], [(), None], [region])
+
+
+def test_wrong_arrays_are_a_value_error():
+    core, _ = _core([(1,), ()], [(), ()])
+    with pytest.raises(ValueError, match="disagree"):
+        core.rows([1], np.zeros((4, 1), dtype=np.int32), np.zeros(2, dtype=bool))
+    with pytest.raises(ValueError, match="out of range"):
+        core.rows([3], np.zeros((4, 1), dtype=np.int32), np.zeros(4, dtype=bool))
+    with pytest.raises(ValueError, match="inconsistent"):
+        _core([(1,), ()], [(), ()], final=5)
+
+
+def test_regions_are_located_and_open_lexemes_found():
+    word = lexeme(repeat(chars([("a", "c")]), 0, None), open_ended=True)
+    dfa = AutomatonBuilder().dfa(seq(lit("{"), word, lit("}")))
+    builder = dfa._b
+    inside = dfa.walk(1, b"{ab")
+    assert builder.core.locate(inside) == 0 and builder.core.in_open(inside)
+    assert builder.core.locate(1) == -1 and not builder.core.in_open(1)  # before "{"
+    closed = dfa.walk(1, b"{ab}")
+    assert not builder.core.in_open(closed)
+
+
+@settings(deadline=None, max_examples=50)
+@given(st.lists(st.one_of(st.none(), st.lists(st.tuples(st.integers(0, 255), st.integers(0, 255), st.integers(0, 9))
+                                              .map(lambda e: (min(e[:2]), max(e[:2]), e[2])), max_size=4)),
+                max_size=12))
+def test_edge_cuts_are_the_edges_bounds(states):
+    flags = bytearray(257)
+    edge_cuts(states, flags)
+    want = {b for edges in states for lo, hi, _ in edges or () for b in (lo, hi + 1)}
+    assert {b for b in range(257) if flags[b]} == want
+
+
+def test_a_walk_with_another_automatons_rows_is_refused():
+    """The native walk builds rows through the core only into arrays of the core's own shape."""
+    from formwork.grammar import Vocabulary
+    from formwork.grammar._trie_walk import walk
+
+    vocab = Vocabulary([b"ab", b"b"])
+    lazy = AutomatonBuilder().dfa(seq(lit("a"), chars([("a", "z")])))
+    other = AutomatonBuilder().dfa(lit("a"))  # 3 byte classes; `lazy` has 4
+    rows, classes, expanded, accepting, _ = other.walk_tables()
+    root = np.array([vocab.trie.num_nodes], dtype=np.int64)
+    with pytest.raises(ValueError, match="another automaton"):
+        walk(rows, classes, expanded, accepting, *vocab.trie.flat_arrays, root, np.array([1], dtype=np.int64),
+             np.zeros(1, dtype=np.int32), False, lazy._b.core)
