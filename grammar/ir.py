@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from types import MappingProxyType
 
 from formwork.grammar.errors import GrammarError, UndefinedRuleError
@@ -345,8 +346,14 @@ def regex(pattern: str, search: bool = False) -> Node:
     """Parse a regular expression (ECMAScript/Python common subset) into IR.
 
     search=False: the pattern must match the whole string; search=True: JSON Schema
-    `pattern` semantics, i.e. a match anywhere unless anchored with ^ / $.
+    `pattern` semantics, i.e. a match anywhere unless anchored with ^ / $.  Parses are memoised
+    process-wide (IR is immutable): schemas repeat patterns, and numeric ranges lower to regexes.
     """
+    return _parse_regex(pattern, search)
+
+
+@lru_cache(maxsize=4096)
+def _parse_regex(pattern: str, search: bool) -> Node:
     from formwork.grammar.regex_parser import parse_regex
 
     return parse_regex(pattern, search=search)
