@@ -197,11 +197,11 @@ class NFA:
         if self.is_empty(node.item):  # only zero repetitions are possible
             self.eps[s].append(e)
             return positions
-        cur = s
+        cur, proto = s, None
         for _ in range(node.min):
             nxt = self.new_state()
             positions.append((len(self.eps), nxt))
-            self.build(node.item, cur, nxt)
+            proto = self._item(node.item, cur, nxt, proto)
             cur = nxt
         if node.max is None:
             loop = self.new_state()
@@ -213,11 +213,42 @@ class NFA:
         for k in range(node.max - node.min):
             nxt = e if k == node.max - node.min - 1 else self.new_state()
             positions.append((len(self.eps), nxt))
-            self.build(node.item, cur, nxt)
+            proto = self._item(node.item, cur, nxt, proto)
             if nxt != e:
                 self.eps[nxt].append(e)
             cur = nxt
         return positions
+
+    def _item(self, item: Node, cur: int, nxt: int, proto: tuple | None) -> tuple | None:
+        """One repetition of `item` from `cur` to `nxt`: a copy of `proto` (the states and moves
+        an earlier repetition's `build` made) with its states renumbered, else built.  Returns the
+        prototype for the next repetition (None when this build spliced regions, which are not
+        copied)."""
+        if proto is not None:
+            self._copy(proto, cur, nxt)
+            return proto
+        first, regions = len(self.eps), len(self.regions)
+        eps_at, edges_at = len(self.eps[cur]), len(self.edges[cur])
+        self.build(item, cur, nxt)
+        if len(self.regions) != regions:
+            return None
+        return first, len(self.eps), nxt, self.eps[cur][eps_at:], self.edges[cur][edges_at:]
+
+    def _copy(self, proto: tuple, cur: int, nxt: int) -> None:
+        """Append a renumbered copy of a repetition's states (see `_item`), entered from `cur` and
+        leaving to `nxt` (build never adds moves into its start or out of its end)."""
+        first, last, old_nxt, cur_eps, cur_edges = proto
+        shift = len(self.eps) - first
+
+        def at(t: int) -> int:
+            return t + shift if first <= t < last else (nxt if t == old_nxt else t)
+
+        eps, edges = self.eps, self.edges
+        eps.extend([[at(t) for t in eps[q]] for q in range(first, last)])
+        edges.extend([[(lo, hi, at(t)) for lo, hi, t in edges[q]] for q in range(first, last)])
+        eps[cur].extend([at(t) for t in cur_eps])
+        edges[cur].extend([(lo, hi, at(t)) for lo, hi, t in cur_edges])
+        self.budget.check_nfa(len(eps))
 
     def build_repeat(self, node: Repeat, s: int, e: int) -> None:
         """`build` for a repetition, keeping its positions in `positions` (see `_repeat`)."""
