@@ -327,19 +327,28 @@ static int contains(const int32_t *a, Py_ssize_t n, int32_t x) {
     return lo < n && a[lo] == x;
 }
 
-/* Appends set a[0..n) (sorted, distinct) as a new DFA state, indexed unless `indexed` is 0. */
-static int32_t add_set(Core *c, const int32_t *a, Py_ssize_t n, uint32_t h, int indexed) {
-    int32_t sid = (int32_t)c->set_n.len;
-    PyObject *tuple = PyTuple_New(n);
-    if (!tuple) return -1;
+/* A tuple of ints, untracked by the cyclic garbage collector at once (it holds no containers):
+ * automata make many, and a tracked one is scanned by every collection until it is untracked. */
+static PyObject *ints_tuple(const int32_t *a, Py_ssize_t n) {
+    PyObject *t = PyTuple_New(n);
+    if (!t) return NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *x = PyLong_FromLong(a[i]);
         if (!x) {
-            Py_DECREF(tuple);
-            return -1;
+            Py_DECREF(t);
+            return NULL;
         }
-        PyTuple_SET_ITEM(tuple, i, x);
+        PyTuple_SET_ITEM(t, i, x);
     }
+    if (PyObject_GC_IsTracked(t)) PyObject_GC_UnTrack(t);
+    return t;
+}
+
+/* Appends set a[0..n) (sorted, distinct) as a new DFA state, indexed unless `indexed` is 0. */
+static int32_t add_set(Core *c, const int32_t *a, Py_ssize_t n, uint32_t h, int indexed) {
+    int32_t sid = (int32_t)c->set_n.len;
+    PyObject *tuple = ints_tuple(a, n);
+    if (!tuple) return -1;
     int failed = PyList_Append(c->sets, tuple);
     Py_DECREF(tuple);
     if (failed) return -1;
@@ -467,19 +476,6 @@ static int check_state(Core *c, long q) {
     return 0;
 }
 
-static PyObject *ints_tuple(const int32_t *a, Py_ssize_t n) {
-    PyObject *t = PyTuple_New(n);
-    if (!t) return NULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *x = PyLong_FromLong(a[i]);
-        if (!x) {
-            Py_DECREF(t);
-            return NULL;
-        }
-        PyTuple_SET_ITEM(t, i, x);
-    }
-    return t;
-}
 
 static PyObject *core_closure(Core *c, PyObject *arg) {
     long q = PyLong_AsLong(arg);
