@@ -586,6 +586,20 @@ static int64_t api_num_sets(PyObject *obj) {
     return ((Core *)obj)->set_n.len;
 }
 
+static PyObject *core_accepting_from(Core *c, PyObject *arg) {
+    Py_ssize_t start = PyLong_AsSsize_t(arg);
+    if (start == -1 && PyErr_Occurred()) return NULL;
+    if (start < 0 || start > c->set_n.len) {
+        PyErr_SetString(PyExc_ValueError, "subset core: DFA state out of range");
+        return NULL;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, c->set_n.len - start);
+    if (!out) return NULL;
+    char *flags = PyBytes_AS_STRING(out);
+    for (Py_ssize_t i = start; i < c->set_n.len; i++) flags[i - start] = (char)c->set_acc.data[i];
+    return out;
+}
+
 static PyObject *core_loaded(Core *c, PyObject *Py_UNUSED(ignored)) {
     return PyLong_FromSsize_t(c->loaded);
 }
@@ -741,6 +755,8 @@ static PyMethodDef core_methods[] = {
      "whose inside holds one of the state's NFA states; -1 if none"},
     {"in_open", (PyCFunction)core_in_open, METH_O,
      "in_open(state) -> whether the state holds the start of, or a state inside, an open region"},
+    {"accepting_from", (PyCFunction)core_accepting_from, METH_O,
+     "accepting_from(state) -> a byte per DFA state from `state` on: 1 if its set holds the final state"},
     {"loaded", (PyCFunction)core_loaded, METH_NOARGS, "loaded() -> how many NFA states' moves were read"},
     {NULL, NULL, 0, NULL},
 };

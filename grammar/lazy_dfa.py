@@ -94,13 +94,12 @@ class LazyDFA:
         self._cap = cap
 
     def _record_new(self) -> None:
-        sets, accepting = self._b.sets, self._b.accepting
-        if len(sets) > self._cap:
-            self._grow(len(sets))
-        for i in range(self._known, len(sets)):
-            if accepting(i):  # the grown flags start False
-                self._accepting[i] = True
-        self._known = len(sets)
+        known = len(self._b.sets)
+        if known > self._cap:
+            self._grow(known)
+        if known > self._known:
+            self._accepting[self._known: known] = self._b.accepting_flags(self._known)
+            self._known = known
 
     def _expand(self, states: list[int]) -> None:
         """Compute the rows of `states` (distinct, not yet expanded)."""

@@ -44,6 +44,10 @@ class SubsetBuilder:
     def accepting(self, i: int) -> bool:
         return self.final in self.sets[i]
 
+    def accepting_flags(self, start: int) -> np.ndarray:
+        """The accepting flag of every state from `start` on."""
+        return np.frombuffer(self.core.accepting_from(start), dtype=bool)
+
     def intern(self, state_set: tuple[int, ...]) -> int:
         """The index of a closed set of NFA states, added if new."""
         sid = self.core.intern(state_set)

@@ -55,6 +55,10 @@ class ConfigBuilder:
         sets = self.parser.sets
         return any(t == BOUNDARY and sets[sid].accepting for sid, t, _ in self.sets[i])
 
+    def accepting_flags(self, start: int) -> np.ndarray:
+        """The accepting flag of every configuration from `start` on."""
+        return np.array([self.accepting(i) for i in range(start, len(self.sets))], dtype=bool)
+
     def _terminal_moves(self, t: int, s: int) -> list[tuple[int, int, bool]]:
         """(class, next state, next state accepts) for every class that keeps terminal `t` alive."""
         key = (t, s)
