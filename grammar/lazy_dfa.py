@@ -183,10 +183,12 @@ class LazyDFA:
         return self._rows_k, self._b.class_of_byte, self._expanded, self._accepting, self._b.core
 
     def record_new(self) -> None:
-        """Take in the states a native loop interned: grow the arrays, record accepting flags."""
+        """Take in the states a native loop interned: grow the arrays, record accepting flags
+        (and raise `GrammarBudgetError` if the automaton outgrew its budget)."""
         if self._known < len(self._b.sets):
             with self._lock:
                 self._record_new()
+            self._b.check_size()
 
     def row(self, s: int) -> np.ndarray:
         """Next state per byte."""

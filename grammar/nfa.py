@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from formwork.grammar._subset import edge_cuts
+from formwork.grammar._subset import edge_cuts, freeze_lists
 from formwork.grammar.budget import CompileBudget
 from formwork.grammar.dfa import DFA, DEAD, START
 from formwork.grammar.errors import GrammarError
@@ -46,8 +46,8 @@ class NFA:
         """End construction: moves become tuples, which the cyclic garbage collector stops
         tracking (a process holding many automata otherwise pays for re-scanning its lists).
         The states of regions stay None until `moves` first asks for them."""
-        self.eps = [x if x is None else tuple(x) for x in self.eps]
-        self.edges = [x if x is None else tuple(x) for x in self.edges]
+        freeze_lists(self.eps)
+        freeze_lists(self.edges)
         self.region_firsts = [r.first for r in self.regions]
 
     def moves(self, q: int) -> tuple[tuple[int, ...], tuple[tuple[int, int, int], ...]]:

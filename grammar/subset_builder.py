@@ -41,9 +41,6 @@ class SubsetBuilder:
         """The states `q` reaches by epsilon moves (itself included), sorted."""
         return self.core.closure(q)
 
-    def accepting(self, i: int) -> bool:
-        return self.final in self.sets[i]
-
     def accepting_flags(self, start: int) -> np.ndarray:
         """The accepting flag of every state from `start` on."""
         return np.frombuffer(self.core.accepting_from(start), dtype=bool)
@@ -51,8 +48,12 @@ class SubsetBuilder:
     def intern(self, state_set: tuple[int, ...]) -> int:
         """The index of a closed set of NFA states, added if new."""
         sid = self.core.intern(state_set)
-        self.budget.check_dfa(len(self.sets), "the grammar automaton")
+        self.check_size()
         return sid
+
+    def check_size(self) -> None:
+        """Raise `GrammarBudgetError` if the automaton has grown past its budget."""
+        self.budget.check_dfa(len(self.sets), "the grammar automaton")
 
     def region_of(self, i: int) -> tuple[Region, frozenset[int], bool, bool] | None:
         """(region, the set's NFA states inside it, whether it holds the region's start, whether
@@ -85,7 +86,7 @@ class SubsetBuilder:
         """Write the successor per byte class of each of `states` into `rows` (int32, a row per
         DFA state, new state sets interned) and set their `expanded` flags."""
         self.core.rows(states, rows, expanded)
-        self.budget.check_dfa(len(self.sets), "the grammar automaton")
+        self.check_size()
 
 
 def _region_spec(region: Region) -> tuple:

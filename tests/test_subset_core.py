@@ -100,3 +100,17 @@ def test_a_walk_with_another_automatons_rows_is_refused():
     with pytest.raises(ValueError, match="another automaton"):
         walk(rows, classes, expanded, accepting, *vocab.trie.flat_arrays, root, np.array([1], dtype=np.int64),
              np.zeros(1, dtype=np.int32), False, lazy._b.core)
+
+
+def test_states_built_inside_a_walk_count_against_the_budget():
+    """Rows built by the native walk intern states too: past max_dfa_states the walk's caller
+    raises GrammarBudgetError."""
+    from formwork.grammar import Vocabulary
+    from formwork.grammar.budget import CompileBudget
+    from formwork.grammar.errors import GrammarBudgetError
+    from formwork.grammar.native_walk import walk_state
+
+    vocab = Vocabulary([b"a" * 40])
+    dfa = AutomatonBuilder(CompileBudget(max_dfa_states=20)).dfa(lit("a" * 40))
+    with pytest.raises(GrammarBudgetError, match="max_dfa_states"):
+        walk_state(vocab.trie, dfa, 1, np.zeros(1, dtype=np.int32))

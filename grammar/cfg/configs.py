@@ -55,6 +55,9 @@ class ConfigBuilder:
         sets = self.parser.sets
         return any(t == BOUNDARY and sets[sid].accepting for sid, t, _ in self.sets[i])
 
+    def check_size(self) -> None:
+        """Configurations are bounded as they are interned (`max_hypotheses`)."""
+
     def accepting_flags(self, start: int) -> np.ndarray:
         """The accepting flag of every configuration from `start` on."""
         return np.array([self.accepting(i) for i in range(start, len(self.sets))], dtype=bool)
