@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from formwork.grammar._minimize import minimize as _minimize
 from formwork.grammar.budget import CompileBudget
 
 DEAD = 0
@@ -94,92 +95,17 @@ class DFA:
         return not bool(self.accepting[START]) and bool((self.table[START] == DEAD).all())
 
 
-_MIX = np.uint64(0x9E3779B97F4A7C15)
-_MAX_MOORE_ROUNDS = 8
-
-
-def _mix(x: np.ndarray) -> np.ndarray:
-    """splitmix64 finaliser, vectorised (wrapping uint64 arithmetic)."""
-    x = x ^ (x >> np.uint64(30))
-    x = x * np.uint64(0xBF58476D1CE4E5B9)
-    x = x ^ (x >> np.uint64(27))
-    x = x * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
-
-
-def _refine(table_k: np.ndarray, accepting: np.ndarray) -> np.ndarray | None:
-    """Moore partition refinement with hashed signatures; None if it did not converge quickly."""
-    n, k = table_k.shape
-    weights = _mix(np.arange(1, k + 1, dtype=np.uint64) * _MIX)
-    part = accepting.astype(np.int64)
-    count = int(part.max()) + 1 if n else 0
-    with np.errstate(over="ignore"):
-        for _ in range(_MAX_MOORE_ROUNDS):
-            succ = part[table_k].astype(np.uint64)
-            sig = _mix((succ * weights).sum(axis=1) + part.astype(np.uint64) * _MIX)
-            _, inverse = np.unique(sig, return_inverse=True)
-            inverse = inverse.reshape(-1)
-            new_count = int(inverse.max()) + 1 if n else 0
-            part = inverse
-            if new_count == count:
-                return part
-            count = new_count
-    return None
-
-
 def minimize(table_k: np.ndarray, accepting: np.ndarray, start: int, class_of_byte: np.ndarray) -> DFA:
-    """Trim (merge every state that cannot reach acceptance into one dead state), minimise when
-    partition refinement converges within a few rounds, and number states DEAD=0, START=1."""
-    n = table_k.shape[0]
-    live = _coaccessible(table_k, accepting)
-    if not live[start]:
-        return DFA(np.zeros((2, 256), dtype=np.int32), np.zeros(2, dtype=bool))
-    # state n is a fresh sink standing for every non-live state
-    table_k = np.where(live[table_k], table_k, n)
-    table_k = np.vstack([table_k, np.full((1, table_k.shape[1]), n, dtype=table_k.dtype)])
-    accepting = np.append(accepting & live, False)
-    keep = np.append(live, True)
-    part = _refine(table_k, accepting)
-    if part is None:  # plain trim: drop non-live states
-        part = np.cumsum(keep) - 1
-    count = int(part.max()) + 1
-    reps = np.zeros(count, dtype=np.int64)
-    reps[part[keep]] = np.flatnonzero(keep)
-    q_table = part[table_k[reps]]
-    q_accept = accepting[reps]
-    dead, start_q = int(part[n]), int(part[start])
-    order = np.concatenate([[dead, start_q], np.setdiff1d(np.arange(count), [dead, start_q])])
-    relabel = np.empty(count, dtype=np.int64)
-    relabel[order] = np.arange(count)
-    final = relabel[q_table[order]].astype(np.int32)
-    dfa = DFA(np.ascontiguousarray(final[:, class_of_byte]), q_accept[order].copy())
+    """The minimal DFA (in C, `_minimize.c`): states that cannot reach acceptance merge into the
+    dead state, the rest by partition refinement; numbered DEAD=0, START=1, then breadth-first
+    over byte order, so equal languages get equal tables.  `table_k` is over byte classes."""
+    table_k = np.ascontiguousarray(table_k, dtype=np.int32)
+    raw_table, raw_accepting = _minimize(table_k, np.ascontiguousarray(accepting, dtype=np.uint8), start)
+    final = np.frombuffer(raw_table, dtype=np.int32).reshape(-1, table_k.shape[1])
+    dfa = DFA(np.ascontiguousarray(final[:, class_of_byte]), np.frombuffer(raw_accepting, dtype=bool).copy())
     # byte classes (contiguous byte intervals, numbered by their first byte) come for free here
-    dfa._cache["classes"] = (np.asarray(class_of_byte, dtype=np.int64), np.ascontiguousarray(final))
+    dfa._cache["classes"] = (np.asarray(class_of_byte, dtype=np.int64), final.copy())
     return dfa
-
-
-def _coaccessible(table: np.ndarray, accepting: np.ndarray) -> np.ndarray:
-    """States from which an accepting state is reachable (reverse BFS over a CSR of predecessors)."""
-    n = table.shape[0]
-    src = np.repeat(np.arange(n), table.shape[1])
-    dst = table.reshape(-1)
-    pairs = np.unique(dst.astype(np.int64) * n + src)
-    dst_sorted, src_sorted = np.divmod(pairs, n)
-    offsets = np.searchsorted(dst_sorted, np.arange(n + 1))
-    live = accepting.copy()
-    frontier = np.flatnonzero(live)
-    while len(frontier):
-        lo, hi = offsets[frontier], offsets[frontier + 1]
-        sizes = hi - lo
-        total = int(sizes.sum())
-        if total == 0:
-            break
-        idx = np.repeat(lo - np.cumsum(np.concatenate([[0], sizes[:-1]])), sizes) + np.arange(total)
-        preds = src_sorted[idx]
-        preds = np.unique(preds[~live[preds]])
-        live[preds] = True
-        frontier = preds
-    return live
 
 
 def product(a: DFA, b: DFA, op: str, budget: CompileBudget) -> DFA:
