@@ -135,13 +135,19 @@ class NFA:
 
         Invariant: never adds edges into `s` or out of `e` (loops use fresh states).
         """
-        if self.is_empty(node):
+        empty = node._empty
+        if empty or (empty is None and self.is_empty(node)):
             return
-        if self.record_regions and self.template_of is not None and isinstance(node, Repeat) \
-                and is_lexeme(node):
+        kind = type(node)
+        if kind is Repeat and self.record_regions and self.template_of is not None and is_lexeme(node):
             self._splice(node, s, e)
             return
-        self._build(node, s, e)
+        builder = _BUILDERS.get(kind)
+        if builder is None:
+            if kind is RuleRef:
+                raise GrammarError(f"unresolved rule reference {node.name!r} (compile a Grammar, not a bare node)")
+            raise GrammarError(f"unknown IR node {kind.__name__}")
+        builder(self, node, s, e)
 
     def _splice(self, node: Repeat, s: int, e: int) -> None:
         """A lexeme as a region whose states are copied from its template when first reached."""
@@ -159,36 +165,40 @@ class NFA:
                 positions=tuple((first - 2 + a, at[b]) for a, b in template.positions), template=template,
                 open_ended=is_open_ended(node)))
 
-    def _build(self, node: Node, s: int, e: int) -> None:
-        if isinstance(node, Empty) or (isinstance(node, (Bytes, Seq)) and not (
-                node.value if isinstance(node, Bytes) else node.items)):
+    def _empty_string(self, node: Node, s: int, e: int) -> None:
+        self.eps[s].append(e)
+
+    def _bytes(self, node: Bytes, s: int, e: int) -> None:
+        value = node.value
+        if not value:
             self.eps[s].append(e)
-        elif isinstance(node, Bytes):
-            cur = s
-            for k, b in enumerate(node.value):
-                nxt = e if k == len(node.value) - 1 else self.new_state()
-                self.edges[cur].append((b, b, nxt))
-                cur = nxt
-        elif isinstance(node, ByteSet):
-            for lo, hi in node.ranges:
-                self.edges[s].append((lo, hi, e))
-        elif isinstance(node, Seq):
-            cur = s
-            for k, item in enumerate(node.items):
-                nxt = e if k == len(node.items) - 1 else self.new_state()
-                self.build(item, cur, nxt)
-                cur = nxt
-        elif isinstance(node, Alt):
-            for item in node.items:
-                self.build(item, s, e)
-        elif isinstance(node, Repeat):
-            self._repeat(node, s, e)
-        elif isinstance(node, (And, Not)):
-            self.embed(self.dfa_of(node), s, e)
-        elif isinstance(node, RuleRef):
-            raise GrammarError(f"unresolved rule reference {node.name!r} (compile a Grammar, not a bare node)")
-        else:
-            raise GrammarError(f"unknown IR node {type(node).__name__}")
+            return
+        cur, last = s, len(value) - 1
+        for k, b in enumerate(value):
+            nxt = e if k == last else self.new_state()
+            self.edges[cur].append((b, b, nxt))
+            cur = nxt
+
+    def _byte_set(self, node: ByteSet, s: int, e: int) -> None:
+        self.edges[s].extend([(lo, hi, e) for lo, hi in node.ranges])
+
+    def _seq(self, node: Seq, s: int, e: int) -> None:
+        items = node.items
+        if not items:
+            self.eps[s].append(e)
+            return
+        cur, last = s, len(items) - 1
+        for k, item in enumerate(items):
+            nxt = e if k == last else self.new_state()
+            self.build(item, cur, nxt)
+            cur = nxt
+
+    def _alt(self, node: Alt, s: int, e: int) -> None:
+        for item in node.items:
+            self.build(item, s, e)
+
+    def _embedded(self, node: And | Not, s: int, e: int) -> None:
+        self.embed(self.dfa_of(node), s, e)
 
     def _repeat(self, node: Repeat, s: int, e: int) -> list[tuple[int, int]]:
         """Build `node`; for a bounded repetition, return per repetition (the first state of its
@@ -309,6 +319,12 @@ def byte_ranges(dfa: DFA) -> list[list[tuple[int, int, int]]]:
             at += n
         dfa._cache["byte_ranges"] = got
     return got
+
+
+_BUILDERS: dict[type, Callable[[NFA, Node, int, int], None]] = {
+    Empty: NFA._empty_string, Bytes: NFA._bytes, ByteSet: NFA._byte_set, Seq: NFA._seq, Alt: NFA._alt,
+    Repeat: NFA._repeat, And: NFA._embedded, Not: NFA._embedded,
+}  # how `NFA.build` adds each kind of IR node (a RuleRef has no automaton)
 
 
 def accepting_bytes(dfa: DFA) -> bytes:
