@@ -12,11 +12,12 @@ mask is all inside, and none of its tokens is an exit.
 """
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from formwork.grammar.dfa import DEAD, START
+from formwork.grammar.dfa import DEAD, START, minimize
 from formwork.grammar.native_walk import walk_state
 from formwork.grammar.terminal_exits import Exits, interned_exits
 from formwork.grammar.trie_memo import TrieMemo
@@ -38,10 +39,10 @@ class TerminalTable:
         self.exits = exits
 
 
-def language_signature(dfa, state: int) -> tuple | None:
-    """A hashable description of the language of `state` (None when the part of the DFA reachable
-    from it is large): that part minimised, its states numbered breadth-first and its byte
-    classes merged where no state tells them apart, so equal languages get equal signatures."""
+def language_signature(dfa, state: int) -> bytes | None:
+    """A hashable name of the language of `state` (None when the part of the DFA reachable from
+    it is large): that part minimised and numbered canonically (`dfa.minimize`, in C), spelled
+    out per byte, so equal languages get equal signatures whatever their byte classes."""
     order, index, rows = [state], {state: 0}, []
     for q in order:
         row = dfa.class_row(q)
@@ -53,38 +54,14 @@ def language_signature(dfa, state: int) -> tuple | None:
                 index[target] = len(order)
                 order.append(target)
     sink = len(order)  # the dead state, made explicit
-    renumber = np.full(dfa.num_states, sink, dtype=np.int64)
-    renumber[order] = np.arange(sink)
-    local = np.vstack([renumber[np.stack(rows)], np.full(len(rows[0]), sink)])
+    renumber = np.full(dfa.num_states, sink, dtype=np.int32)
+    renumber[order] = np.arange(sink, dtype=np.int32)
+    local = np.vstack([renumber[np.stack(rows)], np.full(len(rows[0]), sink, dtype=np.int32)])
     accepting = np.append(dfa.accepting[order], False)
-    classes = accepting.astype(np.int64)
-    while True:  # Moore's partition refinement
-        ids: dict[bytes, int] = {}
-        refined = np.array([ids.setdefault(key.tobytes(), len(ids))
-                            for key in np.column_stack([classes, classes[local]])])
-        stable = len(ids) == len(np.unique(classes))
-        classes = refined
-        if stable:
-            break
-    seen, frontier = {int(classes[0]): 0}, [0]  # minimal states numbered breadth-first from the start
-    for q in frontier:
-        for t in local[q].tolist():
-            if int(classes[t]) not in seen:
-                seen[int(classes[t])] = len(seen)
-                frontier.append(t)
-    rank = np.zeros(len(seen), dtype=np.int64)
-    rank[list(seen)] = np.arange(len(seen))
-    minimal = rank[classes[local[frontier]]]
-    columns: dict[bytes, int] = {}  # byte classes that no state tells apart read as one
-    group_of_class = [columns.setdefault(minimal[:, k].tobytes(), len(columns)) for k in range(minimal.shape[1])]
-    group_of_byte = np.asarray(group_of_class)[dfa.byte_classes()[0]]
-    _, first_byte = np.unique(group_of_byte, return_index=True)
-    groups = group_of_byte[np.sort(first_byte)]  # numbered by their first byte
-    first_class = [group_of_class.index(g) for g in groups.tolist()]
-    group_rank = np.zeros(len(columns), dtype=np.uint8)
-    group_rank[groups] = np.arange(len(groups))
-    return (group_rank[group_of_byte].tobytes(), accepting[frontier].tobytes(),
-            minimal[:, first_class].tobytes(), len(frontier))
+    minimal = minimize(local, accepting, 0, dfa.byte_classes()[0])
+    digest = hashlib.blake2b(minimal.table.tobytes(), digest_size=16)
+    digest.update(minimal.accepting.tobytes())
+    return digest.digest()
 
 
 def language_key(dfa, state: int) -> tuple:
