@@ -221,15 +221,16 @@ class LazyDFA:
         return not bool(self._accepting[START]) and bool((self.row(START) == DEAD).all())
 
     def expand_all(self, budget: CompileBudget | None = None) -> None:
-        """Build every reachable state."""
+        """Build every reachable state, breadth-first: each round builds the rows of every state
+        known so far in one batch."""
         if self._complete:
             return
-        i = 1
-        while i < self._known:
-            if budget is not None and i % 128 == 0:
+        done = 1
+        while done < self._known:
+            if budget is not None:
                 budget.check_time("subset construction")
-            self.ensure_one(i)
-            i += 1
+            batch, done = list(range(done, self._known)), self._known
+            self.ensure(batch)
         self._complete = True
 
     @property

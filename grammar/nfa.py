@@ -104,17 +104,23 @@ class NFA:
         got = node._empty
         if got is not None:
             return got
-        if isinstance(node, Nothing):
+        kind = type(node)
+        if kind is Seq or kind is Alt:  # Seq: some item empty; Alt: every item empty
+            got = kind is Alt
+            for item in node.items:
+                empty = item._empty
+                if empty is None:
+                    empty = self.is_empty(item)
+                if empty != got:
+                    got = not got
+                    break
+        elif kind is Nothing:
             got = True
-        elif isinstance(node, ByteSet):
+        elif kind is ByteSet:
             got = not node.ranges
-        elif isinstance(node, Seq):
-            got = any(self.is_empty(x) for x in node.items)
-        elif isinstance(node, Alt):
-            got = all(self.is_empty(x) for x in node.items)
-        elif isinstance(node, Repeat):
+        elif kind is Repeat:
             got = node.min > 0 and self.is_empty(node.item)
-        elif isinstance(node, (And, Not)):
+        elif kind is And or kind is Not:
             got = self.dfa_of(node).is_empty()
         else:
             got = False
