@@ -158,6 +158,10 @@ static Py_ssize_t region_at(const Core *c, int32_t q) {
 
 /* Records the moves of NFA state q (epsilon targets and edges over byte classes). */
 static int load(Core *c, int32_t q) {
+    if (q >= PyList_GET_SIZE(c->eps) || q >= PyList_GET_SIZE(c->edges)) {
+        PyErr_SetString(PyExc_ValueError, "subset core: the NFA's move lists shrank");
+        return -1;
+    }
     PyObject *eps = PyList_GET_ITEM(c->eps, q), *edges = PyList_GET_ITEM(c->edges, q);
     const Region *r = NULL;
     int32_t local = 0;

@@ -114,3 +114,11 @@ def test_states_built_inside_a_walk_count_against_the_budget():
     dfa = AutomatonBuilder(CompileBudget(max_dfa_states=20)).dfa(lit("a" * 40))
     with pytest.raises(GrammarBudgetError, match="max_dfa_states"):
         walk_state(vocab.trie, dfa, 1, np.zeros(1, dtype=np.int32))
+
+
+def test_move_lists_cut_short_after_construction_are_an_error():
+    eps, edges = [(1,), (), ()], [(), ((0, 255, 2),), ()]
+    core, _ = _core(eps, edges)
+    del eps[1:], edges[1:]
+    with pytest.raises(ValueError, match="shrank"):
+        core.rows([1], np.zeros((4, 1), dtype=np.int32), np.zeros(4, dtype=bool))
