@@ -78,16 +78,9 @@ static PyObject *covers(PyObject *self, PyObject *args) {
     memset(b, 0, sizeof(b));
     if (!PyArg_ParseTuple(args, "y*y*y*y*y*LL|O", &b[0], &b[1], &b[2], &b[3], &b[4], &state, &max_len, &core))
         return NULL;
-    if (core == Py_None) {
-        core = NULL;
-    } else if (!PyObject_TypeCheck(core, subset_api->type)) {
+    Py_buffer *const dfa_arrays[] = {&b[1], &b[3], &b[4]};
+    if (subset_core_arg(subset_api, &core, dfa_arrays, 3, "covers")) {
         for (int i = 0; i < NBUF; i++) PyBuffer_Release(&b[i]);
-        PyErr_SetString(PyExc_TypeError, "covers: core must be a SubsetCore or None");
-        return NULL;
-    }
-    if (core && (b[1].readonly || b[3].readonly || b[4].readonly)) {
-        for (int i = 0; i < NBUF; i++) PyBuffer_Release(&b[i]);
-        PyErr_SetString(PyExc_ValueError, "covers: a lazy DFA's arrays must be writable");
         return NULL;
     }
     const int32_t *slice_rows = b[0].buf, *class_of_byte = b[2].buf;

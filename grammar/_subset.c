@@ -2,7 +2,7 @@
  *
  * A `SubsetCore` reads the NFA's moves straight from its Python lists (`NFA.eps`, `NFA.edges`),
  * and computes the moves of lexeme regions (states still None there) by arithmetic from the
- * region's embedded DFA or template NFA, exactly like `NFA.moves`.  It keeps, per NFA state,
+ * region's embedded DFA or template NFA (template state 0 is the region's start, 1 its end).  It keeps, per NFA state,
  * its edges over byte classes and its epsilon closure, and interns DFA states (sorted arrays of
  * NFA states) in a hash table, appending each new one to the Python list `sets` as a tuple.
  * `rows` writes the successor of each byte class for a batch of DFA states into the LazyDFA's
@@ -129,6 +129,11 @@ static int cmp_int(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
+static int cmp_pair(const void *x, const void *y) {
+    const int32_t *a = x, *b = y;
+    return a[0] != b[0] ? (a[0] > b[0]) - (a[0] < b[0]) : (a[1] > b[1]) - (a[1] < b[1]);
+}
+
 static Py_ssize_t sort_unique(int32_t *a, Py_ssize_t n) {
     if (n > 32)
         qsort(a, (size_t)n, sizeof(int32_t), cmp_int);
@@ -138,6 +143,16 @@ static Py_ssize_t sort_unique(int32_t *a, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++)
         if (k == 0 || a[k - 1] != a[i]) a[k++] = a[i];
     return k;
+}
+
+/* Index of x in the sorted array a[0..n) (stride `step`), or -1. */
+static Py_ssize_t find_sorted(const int32_t *a, Py_ssize_t n, Py_ssize_t step, int32_t x) {
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        Py_ssize_t mid = (lo + hi) / 2;
+        if (a[mid * step] < x) lo = mid + 1; else hi = mid;
+    }
+    return lo < n && a[lo * step] == x ? lo : -1;
 }
 
 /* Maps a state number of a region's source (x) to the document NFA's. */
@@ -154,6 +169,28 @@ static Py_ssize_t region_at(const Core *c, int32_t q) {
         if (c->regions[mid].first <= q) lo = mid + 1; else hi = mid;
     }
     return lo > 0 && q < c->regions[lo - 1].last ? lo - 1 : -1;
+}
+
+/* Reads an edge (lo, hi, target) with target in [0, bound); -1 with a ValueError if malformed. */
+static int read_edge(PyObject *edge, long bound, int32_t *lo, int32_t *hi, int32_t *target) {
+    Py_ssize_t three;
+    PyObject **t = items_of(edge, &three, "edge");
+    if (!t) return -1;
+    if (three != 3) {
+        PyErr_SetString(PyExc_ValueError, "subset core: an edge is not (lo, hi, target)");
+        return -1;
+    }
+    return int_of(t[0], 0, 256, lo) || int_of(t[1], *lo, 256, hi) || int_of(t[2], 0, bound, target) ? -1 : 0;
+}
+
+/* A region's state number x mapped into the document NFA (or x itself outside regions), checked. */
+static int document_state(const Core *c, const Region *r, int32_t x, int32_t *out) {
+    *out = r ? region_target(r, x) : x;
+    if (*out < 0 || *out >= c->num_nfa) {
+        PyErr_SetString(PyExc_ValueError, "subset core: a region target is out of range");
+        return -1;
+    }
+    return 0;
 }
 
 /* Records the moves of NFA state q (epsilon targets and edges over byte classes). */
@@ -201,8 +238,8 @@ static int load(Core *c, int32_t q) {
         x_items = items_of(eps, &nx, "epsilon moves");
         if (!x_items) return -1;
     }
-    long bound = r && r->kind == REGION_TEMPLATE ? (long)(r->last - r->first + 2) : (long)c->num_nfa;
-    if (r && r->kind == REGION_DFA) bound = r->last - r->first + 1;
+    /* how many states the moves' numbering has: the document's, the DFA's or the template's */
+    const long bound = !r ? c->num_nfa : r->last - r->first + (r->kind == REGION_DFA ? 1 : 2);
     /* epsilon moves */
     Py_ssize_t at = c->eps_pool.len;
     if (r && r->kind == REGION_DFA) {
@@ -216,13 +253,9 @@ static int load(Core *c, int32_t q) {
         if (pool_reserve(&c->eps_pool, nx)) return -1;
         for (Py_ssize_t i = 0; i < nx; i++) {
             int32_t x;
-            if (int_of(x_items[i], 0, bound, &x)) return -1;
-            int32_t t = r ? region_target(r, x) : x;
-            if (t < 0 || t >= c->num_nfa) {
-                PyErr_SetString(PyExc_ValueError, "subset core: a region target is out of range");
+            if (int_of(x_items[i], 0, bound, &x) || document_state(c, r, x, c->eps_pool.data + c->eps_pool.len))
                 return -1;
-            }
-            c->eps_pool.data[c->eps_pool.len++] = t;
+            c->eps_pool.len++;
         }
     }
     c->eps_at[q] = (int32_t)at + 1;
@@ -231,23 +264,10 @@ static int load(Core *c, int32_t q) {
     at = c->edge_pool.len;
     if (pool_reserve(&c->edge_pool, 3 * ne)) return -1;
     for (Py_ssize_t i = 0; i < ne; i++) {
-        Py_ssize_t three;
-        PyObject **t = items_of(e_items[i], &three, "edge");
-        int32_t lo, hi, x;
-        if (!t) return -1;
-        if (three != 3) {
-            PyErr_SetString(PyExc_ValueError, "subset core: an edge is not (lo, hi, target)");
-            return -1;
-        }
-        if (int_of(t[0], 0, 256, &lo) || int_of(t[1], lo, 256, &hi) || int_of(t[2], 0, bound, &x)) return -1;
-        int32_t *out = c->edge_pool.data + c->edge_pool.len;
+        int32_t lo, hi, x, *out = c->edge_pool.data + c->edge_pool.len;
+        if (read_edge(e_items[i], bound, &lo, &hi, &x) || document_state(c, r, x, &out[2])) return -1;
         out[0] = c->class_of_byte[lo];
         out[1] = c->class_of_byte[hi];
-        out[2] = r ? region_target(r, x) : x;
-        if (out[2] < 0 || out[2] >= c->num_nfa) {
-            PyErr_SetString(PyExc_ValueError, "subset core: a region target is out of range");
-            return -1;
-        }
         c->edge_pool.len += 3;
     }
     c->edge_at[q] = (int32_t)at + 1;
@@ -322,15 +342,6 @@ static int table_grow(Core *c) {
     return 0;
 }
 
-static int contains(const int32_t *a, Py_ssize_t n, int32_t x) {
-    Py_ssize_t lo = 0, hi = n;
-    while (lo < hi) {
-        Py_ssize_t mid = (lo + hi) / 2;
-        if (a[mid] < x) lo = mid + 1; else hi = mid;
-    }
-    return lo < n && a[lo] == x;
-}
-
 /* A tuple of ints, untracked by the cyclic garbage collector at once (it holds no containers):
  * automata make many, and a tracked one is scanned by every collection until it is untracked. */
 static PyObject *ints_tuple(const int32_t *a, Py_ssize_t n) {
@@ -359,7 +370,7 @@ static int32_t add_set(Core *c, const int32_t *a, Py_ssize_t n, uint32_t h, int 
     if (pool_reserve(&c->set_pool, n)) return -1;
     memcpy(c->set_pool.data + c->set_pool.len, a, (size_t)n * sizeof(int32_t));
     if (pool_push(&c->set_at, (int32_t)c->set_pool.len) || pool_push(&c->set_n, (int32_t)n) ||
-        pool_push(&c->set_hash, (int32_t)h) || pool_push(&c->set_acc, contains(a, n, c->final)))
+        pool_push(&c->set_hash, (int32_t)h) || pool_push(&c->set_acc, find_sorted(a, n, 1, c->final) >= 0))
         return -1;
     if (!indexed) c->hidden = sid;
     c->set_pool.len += n;
@@ -472,19 +483,20 @@ static int fill_row(Core *c, int32_t sid, int32_t *row) {
     return 0;
 }
 
-static int check_state(Core *c, long q) {
-    if (q < 0 || q >= c->num_nfa) {
-        PyErr_Format(PyExc_ValueError, "subset core: NFA state %ld out of range", q);
+/* An int argument in [0, limit), or -1 with a ValueError naming `what`. */
+static int32_t index_arg(PyObject *arg, Py_ssize_t limit, const char *what) {
+    long v = PyLong_AsLong(arg);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    if (v < 0 || v >= limit) {
+        PyErr_Format(PyExc_ValueError, "subset core: %s %ld out of range", what, v);
         return -1;
     }
-    return 0;
+    return (int32_t)v;
 }
 
-
 static PyObject *core_closure(Core *c, PyObject *arg) {
-    long q = PyLong_AsLong(arg);
-    if (q == -1 && PyErr_Occurred()) return NULL;
-    if (check_state(c, q) || closure(c, (int32_t)q)) return NULL;
+    int32_t q = index_arg(arg, c->num_nfa, "NFA state");
+    if (q < 0 || closure(c, q)) return NULL;
     return ints_tuple(c->clo_pool.data + c->clo_at[q] - 1, c->clo_n[q]);
 }
 
@@ -526,28 +538,8 @@ done:
     return result;
 }
 
-/* Index of x in the sorted array a[0..n) (stride `step`), or -1. */
-static Py_ssize_t find_sorted(const int32_t *a, Py_ssize_t n, Py_ssize_t step, int32_t x) {
-    Py_ssize_t lo = 0, hi = n;
-    while (lo < hi) {
-        Py_ssize_t mid = (lo + hi) / 2;
-        if (a[mid * step] < x) lo = mid + 1; else hi = mid;
-    }
-    return lo < n && a[lo * step] == x ? lo : -1;
-}
-
-static int32_t state_arg(Core *c, PyObject *arg) {
-    long sid = PyLong_AsLong(arg);
-    if (sid == -1 && PyErr_Occurred()) return -1;
-    if (sid < 0 || sid >= c->set_n.len) {
-        PyErr_SetString(PyExc_ValueError, "subset core: DFA state out of range");
-        return -1;
-    }
-    return (int32_t)sid;
-}
-
 static PyObject *core_locate(Core *c, PyObject *arg) {
-    int32_t sid = state_arg(c, arg);
+    int32_t sid = index_arg(arg, c->set_n.len, "DFA state");
     if (sid < 0) return NULL;
     const int32_t *set = c->set_pool.data + c->set_at.data[sid];
     for (int32_t i = 0; i < c->set_n.data[sid]; i++) {
@@ -560,7 +552,7 @@ static PyObject *core_locate(Core *c, PyObject *arg) {
 }
 
 static PyObject *core_in_open(Core *c, PyObject *arg) {
-    int32_t sid = state_arg(c, arg);
+    int32_t sid = index_arg(arg, c->set_n.len, "DFA state");
     if (sid < 0) return NULL;
     const int32_t *set = c->set_pool.data + c->set_at.data[sid];
     for (int32_t i = 0; i < c->set_n.data[sid] && c->open_starts.len; i++) {
@@ -591,12 +583,8 @@ static int64_t api_num_sets(PyObject *obj) {
 }
 
 static PyObject *core_accepting_from(Core *c, PyObject *arg) {
-    Py_ssize_t start = PyLong_AsSsize_t(arg);
-    if (start == -1 && PyErr_Occurred()) return NULL;
-    if (start < 0 || start > c->set_n.len) {
-        PyErr_SetString(PyExc_ValueError, "subset core: DFA state out of range");
-        return NULL;
-    }
+    Py_ssize_t start = index_arg(arg, c->set_n.len + 1, "DFA state");
+    if (start < 0) return NULL;
     PyObject *out = PyBytes_FromStringAndSize(NULL, c->set_n.len - start);
     if (!out) return NULL;
     char *flags = PyBytes_AS_STRING(out);
@@ -664,22 +652,13 @@ static int core_init(Core *c, PyObject *args, PyObject *Py_UNUSED(kwds)) {
             ((r->flags & REGION_OPEN) && pool_push(&c->open_starts, r->start)))
             goto done;
     }
-    /* sort the (start, region) pairs by start, a later region winning a tie; and the open starts */
-    for (Py_ssize_t i = 1; i < c->keyed_starts.len / 2; i++) {
-        int32_t s = c->keyed_starts.data[2 * i], k = c->keyed_starts.data[2 * i + 1];
-        Py_ssize_t j = i;
-        while (j > 0 && c->keyed_starts.data[2 * (j - 1)] > s) {
-            c->keyed_starts.data[2 * j] = c->keyed_starts.data[2 * (j - 1)];
-            c->keyed_starts.data[2 * j + 1] = c->keyed_starts.data[2 * (j - 1) + 1];
-            j--;
-        }
-        c->keyed_starts.data[2 * j] = s, c->keyed_starts.data[2 * j + 1] = k;
-    }
+    /* the (start, region) pairs by start, then region: of equal starts the last region wins */
+    int32_t *pairs = c->keyed_starts.data;
     Py_ssize_t kept = 0;
+    if (c->keyed_starts.len) qsort(pairs, (size_t)c->keyed_starts.len / 2, 2 * sizeof(int32_t), cmp_pair);
     for (Py_ssize_t i = 0; i < c->keyed_starts.len / 2; i++) {
-        if (kept && c->keyed_starts.data[2 * (kept - 1)] == c->keyed_starts.data[2 * i]) kept--;
-        c->keyed_starts.data[2 * kept] = c->keyed_starts.data[2 * i];
-        c->keyed_starts.data[2 * kept + 1] = c->keyed_starts.data[2 * i + 1];
+        if (kept && pairs[2 * (kept - 1)] == pairs[2 * i]) kept--;
+        pairs[2 * kept] = pairs[2 * i], pairs[2 * kept + 1] = pairs[2 * i + 1];
         kept++;
     }
     c->keyed_starts.len = 2 * kept;
@@ -721,18 +700,12 @@ static PyObject *edge_cuts(PyObject *Py_UNUSED(module), PyObject *args) {
     for (Py_ssize_t q = 0; q < PyList_GET_SIZE(edges); q++) {
         PyObject *state = PyList_GET_ITEM(edges, q);
         if (state == Py_None) continue;
-        Py_ssize_t n, three;
+        Py_ssize_t n;
         PyObject **items = items_of(state, &n, "edges");
         if (!items) goto done;
         for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject **t = items_of(items[i], &three, "edge");
-            int32_t lo, hi;
-            if (!t) goto done;
-            if (three != 3) {
-                PyErr_SetString(PyExc_ValueError, "edge_cuts: an edge is not (lo, hi, target)");
-                goto done;
-            }
-            if (int_of(t[0], 0, 256, &lo) || int_of(t[1], lo, 256, &hi)) goto done;
+            int32_t lo, hi, target;
+            if (read_edge(items[i], INT32_MAX, &lo, &hi, &target)) goto done;
             out[lo] = out[hi + 1] = 1;
         }
     }

@@ -35,4 +35,26 @@ static inline const SubsetApi *subset_api_import(void) {
     return api;
 }
 
+/* The `core` argument of a native loop: NULL for None, else a SubsetCore whose automaton arrays
+ * (`arrays`, as the loop got them) are writable, since it builds rows into them.  Returns 0, or
+ * -1 with an exception set (`loop` names the caller in the message). */
+static inline int subset_core_arg(const SubsetApi *api, PyObject **core, Py_buffer *const *arrays,
+                                  int count, const char *loop) {
+    if (*core == Py_None) {
+        *core = NULL;
+        return 0;
+    }
+    if (!PyObject_TypeCheck(*core, api->type)) {
+        PyErr_Format(PyExc_TypeError, "%s: core must be a SubsetCore or None", loop);
+        return -1;
+    }
+    for (int i = 0; i < count; i++) {
+        if (arrays[i]->readonly) {
+            PyErr_Format(PyExc_ValueError, "%s: a lazy DFA's arrays must be writable", loop);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 #endif

@@ -53,19 +53,10 @@ static PyObject *walk(PyObject *self, PyObject *args) {
                           &b[6], &b[7], &b[8], &b[9], &b[10], &b[11], &want_exits, &core, &seconds))
         return NULL;
     if (seconds >= 0) deadline = now() + seconds;
-    if (core == Py_None) {
-        core = NULL;
-    } else if (!PyObject_TypeCheck(core, subset_api->type)) {
+    Py_buffer *const dfa_arrays[] = {&b[0], &b[1], &b[2], &b[3]};
+    if (subset_core_arg(subset_api, &core, dfa_arrays, 4, "walk")) {
         for (int i = 0; i < NBUF; i++) PyBuffer_Release(&b[i]);
-        PyErr_SetString(PyExc_TypeError, "walk: core must be a SubsetCore or None");
         return NULL;
-    }
-    for (int i = 0; core && i < 4; i++) {
-        if (b[i].readonly) {
-            for (int j = 0; j < NBUF; j++) PyBuffer_Release(&b[j]);
-            PyErr_SetString(PyExc_ValueError, "walk: a lazy DFA's arrays must be writable");
-            return NULL;
-        }
     }
     int building = core != NULL; /* rows are built in place, until the time is up */
     /* written only through the core, which builds missing rows in place */

@@ -25,11 +25,7 @@ class FollowTrie:
 
     def __init__(self, trie: TokenTrie, byte: int):
         child_lo, child_hi, spelled, _, _ = trie.flat_arrays
-        n = trie.num_nodes
-        parent = np.full(n, n, dtype=np.int64)  # global parent of each node; depth 0: the root
-        for d in range(1, trie.max_depth):
-            at = trie.level_offset[d]
-            parent[at: at + len(trie.parent[d])] = trie.parent[d] + trie.level_offset[d - 1]
+        n, parent = trie.num_nodes, trie.global_parent
         is_follow = spelled == byte
         keep = np.zeros(n + 1, dtype=bool)
         keep[parent[is_follow]] = True

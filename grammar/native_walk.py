@@ -50,5 +50,4 @@ def walk_into(trie: TokenTrie, dfa, nodes: np.ndarray, states: np.ndarray, words
 def walk_state(trie: TokenTrie, dfa, state: int, words: np.ndarray, deadline: float | None = None,
                want_exits: bool = False) -> np.ndarray | None:
     """`walk_into` from the root in DFA state `state` (tokens whose every prefix stays alive)."""
-    dfa.ensure_one(state)
     return walk_into(trie, dfa, np.array([trie.num_nodes]), np.array([state]), words, deadline, want_exits)

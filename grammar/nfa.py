@@ -5,8 +5,7 @@ back into the NFA as ordinary states.
 """
 from __future__ import annotations
 
-import bisect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -26,7 +25,8 @@ class NFA:
     Sub-terms with an empty language add nothing, so every state lies on a path to the end
     state: a non-empty set of states always has a non-empty language.  `regions` records where
     lexemes (embedded DFAs, nodes marked with `lexeme()`) were spliced in, outermost only, in
-    order; their states are filled from the DFA or the lexeme's template NFA on first use.
+    order; their states stay None here: the subset core (`_subset.c`) reads their moves from
+    the region's DFA or the lexeme's template NFA when a state is first reached.
     """
 
     def __init__(self, budget: CompileBudget, dfa_of: Callable[[Node], DFA], record_regions: bool = True,
@@ -39,44 +39,18 @@ class NFA:
         self.positions: list[tuple[int, int]] = []  # of the repetition `build_repeat` built
         self.regions: list[Region] = []
         self.record_regions = record_regions  # False: a lexeme's own NFA, built whole
-        self.region_firsts: list[int] | None = None  # set by freeze()
+        self.frozen = False
         self._cuts: set[int] | None = None
 
     def freeze(self) -> None:
         """End construction: moves become tuples, which the cyclic garbage collector stops
-        tracking (a process holding many automata otherwise pays for re-scanning its lists).
-        The states of regions stay None until `moves` first asks for them."""
+        tracking (a process holding many automata otherwise pays for re-scanning its lists)."""
         freeze_lists(self.eps)
         freeze_lists(self.edges)
-        self.region_firsts = [r.first for r in self.regions]
-
-    def moves(self, q: int) -> tuple[tuple[int, ...], tuple[tuple[int, int, int], ...]]:
-        """(epsilon targets, byte edges) of state `q`; a region's states are copied from the
-        region's DFA or template on first use (a lexeme costs nothing until it is reached)."""
-        eps = self.eps[q]
-        if eps is None:
-            region = self.region_at(q)
-            if region.dfa is not None:
-                base, d = region.first - 1, q - region.first + 1
-                self.edges[q] = tuple([(lo, hi, base + t) for lo, hi, t in byte_ranges(region.dfa)[d]])
-                self.eps[q] = (region.end,) if region.dfa.accepting[d] else ()
-            else:
-                # template ids: 0 is the region's start, 1 its end, x >= 2 is first - 2 + x
-                template, shift, t = region.template, region.first - 2, q - region.first + 2
-                start, end = region.start, region.end
-                self.edges[q] = tuple([(lo, hi, shift + x if x > 1 else (end if x else start))
-                                       for lo, hi, x in template.edges[t]])
-                self.eps[q] = tuple([shift + x if x > 1 else (end if x else start) for x in template.eps[t]])
-            eps = self.eps[q]
-        return eps, self.edges[q]
-
-    def region_at(self, q: int) -> Region | None:
-        """The lexeme region whose states include `q` (once frozen), or None."""
-        k = bisect.bisect_right(self.region_firsts, q) - 1
-        return self.regions[k] if k >= 0 and q < self.regions[k].last else None
+        self.frozen = True
 
     def reserve(self, n: int) -> int:
-        """Room for `n` states filled on first use (see `moves`); returns the first."""
+        """Room for `n` states of a region (left None, see the class docstring); returns the first."""
         first = len(self.eps)
         self.eps.extend([None] * n)
         self.edges.extend([None] * n)
@@ -94,7 +68,7 @@ class NFA:
         out = {0, 256, *np.flatnonzero(np.frombuffer(flags, dtype=np.uint8)).tolist()}
         for region in self.regions:
             out |= _cuts(region.dfa) if region.dfa is not None else region.template.cuts()
-        if self.region_firsts is not None:
+        if self.frozen:
             self._cuts = out
         return out
 
@@ -167,37 +141,34 @@ class NFA:
         if n:  # a repetition's first item state may be one past the template's last (an item
             # without states of its own, e.g. one byte): map it by arithmetic, not through `at`
             self.regions.append(Region(
-                first, first + n, e, node=node, start=s, start_moves=self._moves(s) if fresh else None,
+                first, first + n, e, node=node, start=s, start_moves=self.move_counts(s) if fresh else None,
                 positions=tuple((first - 2 + a, at[b]) for a, b in template.positions), template=template,
                 open_ended=is_open_ended(node)))
 
     def _empty_string(self, node: Node, s: int, e: int) -> None:
         self.eps[s].append(e)
 
-    def _bytes(self, node: Bytes, s: int, e: int) -> None:
-        value = node.value
-        if not value:
+    def _links(self, s: int, e: int, n: int) -> Iterator[tuple[int, int]]:
+        """(from, to) of each of `n` pieces spelled one after another from `s` to `e`, through
+        fresh states, made as the pieces are built; `n` 0: the empty string."""
+        if not n:
             self.eps[s].append(e)
-            return
-        cur, last = s, len(value) - 1
-        for k, b in enumerate(value):
-            nxt = e if k == last else self.new_state()
-            self.edges[cur].append((b, b, nxt))
+        cur = s
+        for k in range(n):
+            nxt = e if k == n - 1 else self.new_state()
+            yield cur, nxt
             cur = nxt
+
+    def _bytes(self, node: Bytes, s: int, e: int) -> None:
+        for (cur, nxt), b in zip(self._links(s, e, len(node.value)), node.value):
+            self.edges[cur].append((b, b, nxt))
 
     def _byte_set(self, node: ByteSet, s: int, e: int) -> None:
         self.edges[s].extend([(lo, hi, e) for lo, hi in node.ranges])
 
     def _seq(self, node: Seq, s: int, e: int) -> None:
-        items = node.items
-        if not items:
-            self.eps[s].append(e)
-            return
-        cur, last = s, len(items) - 1
-        for k, item in enumerate(items):
-            nxt = e if k == last else self.new_state()
+        for (cur, nxt), item in zip(self._links(s, e, len(node.items)), node.items):
             self.build(item, cur, nxt)
-            cur = nxt
 
     def _alt(self, node: Alt, s: int, e: int) -> None:
         for item in node.items:
@@ -279,7 +250,7 @@ class NFA:
             base = self.reserve(n - 1) - 1  # DFA state q (q >= 1) becomes NFA state base + q
             self.eps[s].append(base + START)
             if n > 1:
-                moves = self._moves(s) if self._moves(s) == (1, 0) else None  # just the move into the DFA
+                moves = self.move_counts(s) if self.move_counts(s) == (1, 0) else None  # just the move into the DFA
                 self.regions.append(Region(base + 1, base + n, e, dfa=dfa, start=s, start_moves=moves))
             return
         base = len(self.eps) - 1
@@ -293,7 +264,7 @@ class NFA:
             if dfa.accepting[q]:
                 self.eps[base + q].append(e)
 
-    def _moves(self, q: int) -> tuple[int, int]:
+    def move_counts(self, q: int) -> tuple[int, int]:
         """(epsilon moves, byte edges) out of state `q`."""
         return len(self.eps[q]), len(self.edges[q])
 

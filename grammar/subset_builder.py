@@ -19,7 +19,7 @@ class SubsetBuilder:
     """The NFA side of subset construction: byte classes, closures and interned state sets.
 
     The work is done in C (`_subset.c`), which reads the NFA's moves from its lists and computes
-    the moves of lexeme regions by arithmetic, as `NFA.moves` does.  `sets[i]` is DFA state i's
+    the moves of lexeme regions by arithmetic from their DFA or template.  `sets[i]` is DFA state i's
     sorted tuple of NFA states.  The NFA must have every state on a path to `final` (see NFA);
     `empty` says the whole language is empty, in which case the start state is the empty set too.
     """
@@ -66,7 +66,7 @@ class SubsetBuilder:
         states, region = self.sets[i], self.regions[k]
         inside = frozenset(x for x in states if region.first <= x < region.last)
         at_start = region.start in states
-        if at_start and region.start_moves != tuple(map(len, self._nfa.moves(region.start))):
+        if at_start and region.start_moves != self._nfa.move_counts(region.start):
             return None
         rest = set(states) - inside - {region.start}
         if not rest:

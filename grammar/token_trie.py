@@ -104,6 +104,15 @@ class TokenTrie:
         byte = np.concatenate(self.level_bytes).astype(np.uint8) if self.max_depth else np.zeros(0, np.uint8)
         return child_lo, child_hi, byte, self.end_ptr.astype(np.int32), self.end_tokens.astype(np.int32)
 
+    @cached_property
+    def global_parent(self) -> np.ndarray:
+        """The parent of every node as a global node number (depth-0 nodes: the root, `num_nodes`)."""
+        parent = np.full(self.num_nodes, self.num_nodes, dtype=np.int64)
+        for d in range(1, self.max_depth):
+            at = self.level_offset[d]
+            parent[at: at + len(self.parent[d])] = self.parent[d] + self.level_offset[d - 1]
+        return parent
+
     @staticmethod
     def _lcp(matrix: np.ndarray, lens: np.ndarray) -> np.ndarray:
         """Longest common prefix of each sorted token with its predecessor (0 for the first)."""

@@ -14,15 +14,35 @@ from formwork.grammar.dfa import DEAD, START
 from formwork.grammar.ir import And, Node, Not, alt, chars, lit, repeat, seq
 from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.lexemes import lexeme
-from formwork.grammar.nfa import NFA
+from formwork.grammar.nfa import NFA, byte_ranges
 
 _MAX_STATES = 400
+
+
+def _moves(nfa: NFA, q: int) -> tuple[tuple[int, ...], tuple[tuple[int, int, int], ...]]:
+    """(epsilon targets, byte edges) of NFA state `q`, spelled out in Python: a region's states
+    (None in the NFA's lists) come from its embedded DFA or its template NFA, whose state 0 is the
+    region's start, 1 its end and x >= 2 the document's `first - 2 + x`."""
+    if nfa.eps[q] is not None:
+        return nfa.eps[q], nfa.edges[q]
+    (region,) = [r for r in nfa.regions if r.first <= q < r.last]
+    if region.dfa is not None:
+        base, d = region.first - 1, q - region.first + 1
+        return ((region.end,) if region.dfa.accepting[d] else (),
+                tuple((lo, hi, base + t) for lo, hi, t in byte_ranges(region.dfa)[d]))
+
+    def at(x: int) -> int:
+        return region.first - 2 + x if x > 1 else (region.end if x else region.start)
+
+    t = q - region.first + 2
+    template = region.template
+    return tuple(at(x) for x in template.eps[t]), tuple((lo, hi, at(x)) for lo, hi, x in template.edges[t])
 
 
 def _closure(nfa: NFA, states: set[int]) -> frozenset[int]:
     seen, stack = set(states), list(states)
     while stack:
-        for t in nfa.moves(stack.pop())[0]:
+        for t in _moves(nfa, stack.pop())[0]:
             if t not in seen:
                 seen.add(t)
                 stack.append(t)
@@ -30,7 +50,7 @@ def _closure(nfa: NFA, states: set[int]) -> frozenset[int]:
 
 
 def _step(nfa: NFA, states: frozenset[int], byte: int) -> frozenset[int]:
-    return _closure(nfa, {t for q in states for lo, hi, t in nfa.moves(q)[1] if lo <= byte <= hi})
+    return _closure(nfa, {t for q in states for lo, hi, t in _moves(nfa, q)[1] if lo <= byte <= hi})
 
 
 def _check_against_reference(dfa: LazyDFA) -> None:
@@ -114,7 +134,6 @@ def test_embedded_dfa_regions_read_by_arithmetic() -> None:
 def test_embedded_dfa_byte_ranges_are_the_runs_of_each_row(data):
     """An embedded DFA's edges (nfa.byte_ranges): per state, maximal runs of equal targets."""
     from formwork.grammar.dfa import DFA
-    from formwork.grammar.nfa import byte_ranges
 
     num_states = data.draw(st.integers(1, 6))
     cuts = data.draw(st.lists(st.lists(st.integers(1, 255), max_size=5), min_size=num_states, max_size=num_states))
