@@ -29,8 +29,8 @@ PyDoc_STRVAR(walk_doc,
 "     seed_nodes, seed_states, words, want_exits, core=None, seconds=-1) -> (blocked, exits)\n\n"
 "Marks in `words` the tokens ending at every live node below the seeds (the seeds' own\n"
 "tokens included, the root has none).  `blocked` packs (node, state) pairs whose state\n"
-"has no row yet; `exits` the children of live non-root nodes in an accepting state (empty\n"
-"unless want_exits), both as int64 bytes.  With a lazy DFA's SubsetCore as `core`, missing\n"
+"has no row yet; `exits` the children of live non-root nodes in an accepting state, ascending\n"
+"and each once (empty unless want_exits), both as int64 bytes.  With a lazy DFA's SubsetCore as `core`, missing\n"
 "rows are built in place (the four DFA arrays must then be writable) and only states beyond\n"
 "the arrays' length are blocked, or every missing one once `seconds` (if >= 0) have passed.");
 
@@ -41,6 +41,33 @@ static double now(void) {
 }
 
 static const SubsetApi *subset_api;
+
+static int by_lo(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The nodes of the child ranges in `ranges` ((lo, hi) pairs; two ranges are equal or disjoint,
+ * as the children of one node or of two), ascending and each once, as int64 bytes. */
+static PyObject *range_nodes(Vec *ranges) {
+    Py_ssize_t count = 0, n = ranges->len / 2;
+    int64_t *r = ranges->data, last = -1;
+    qsort(r, (size_t)n, 2 * sizeof(int64_t), by_lo);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (r[2 * i] >= last) count += r[2 * i + 1] - r[2 * i];
+        if (r[2 * i + 1] > last) last = r[2 * i + 1];
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(int64_t));
+    if (!out) return NULL;
+    int64_t *nodes = (int64_t *)PyBytes_AS_STRING(out);
+    last = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (r[2 * i] >= last)
+            for (int64_t c = r[2 * i]; c < r[2 * i + 1]; c++) *nodes++ = c;
+        if (r[2 * i + 1] > last) last = r[2 * i + 1];
+    }
+    return out;
+}
 
 static PyObject *walk(PyObject *self, PyObject *args) {
     Py_buffer b[NBUF];
@@ -126,7 +153,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
             if (subset_api->fill(core, st, rows, num_classes, expanded, accepting, num_states)) goto done;
         }
         if (want_exits && accepting[st] && node != root) {
-            if (vec_push_range(&exits, lo, hi)) goto nomem;
+            if (vec_push2(&exits, lo, hi)) goto nomem;
         }
         const int32_t *row = rows + st * num_classes;
         for (int64_t c = lo; c < hi; c++) {
@@ -142,7 +169,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     }
 #undef MARK
     {
-        PyObject *bl = vec_bytes(&blocked), *ex = bl ? vec_bytes(&exits) : NULL;
+        PyObject *bl = vec_bytes(&blocked), *ex = bl ? range_nodes(&exits) : NULL;
         if (bl && ex) result = PyTuple_Pack(2, bl, ex);
         Py_XDECREF(bl);
         Py_XDECREF(ex);

@@ -1,6 +1,6 @@
 """Where a terminal may end part way through a token: `Exits`, the trie nodes right after such a
-place, indexed by their byte (found by the native walk, `native_walk.walk_into(want_exits=True)`),
-interned per vocabulary trie so terminals that end alike share them and their continuations."""
+place (found by the native walk, `native_walk.walk_into(want_exits=True)`), interned per
+vocabulary trie so terminals that end alike share them and their continuations."""
 from __future__ import annotations
 
 import threading
@@ -18,28 +18,41 @@ def byte_set(flags: np.ndarray) -> int:
     return int.from_bytes(np.packbits(np.asarray(flags, dtype=bool), bitorder="little").tobytes(), "little")
 
 
+def ascending_once(nodes: np.ndarray) -> np.ndarray:
+    """The distinct values of `nodes`, ascending (the walk hands them sorted per round, so the
+    stable sort only merges rounds; `np.unique` is far slower here)."""
+    nodes = np.sort(np.asarray(nodes, dtype=np.int64), kind="stable")
+    if len(nodes) > 1:
+        fresh = np.empty(len(nodes), dtype=bool)
+        fresh[0] = True
+        np.not_equal(nodes[1:], nodes[:-1], out=fresh[1:])
+        if not fresh.all():
+            nodes = nodes[fresh]
+    return nodes
+
+
 class Exits:
     """Where a terminal state may end before a token does: the children of those trie nodes
-    (global node numbers; the first byte after the terminal), indexed by that byte."""
+    (global node numbers, ascending, each once; the first byte after the terminal) and their
+    bytes."""
+
+    __slots__ = ("trie", "node", "byte", "first_bytes", "next")
 
     def __init__(self, trie: TokenTrie, nodes: np.ndarray):
         self.trie = trie  # the trie the nodes belong to (the full one, or the slice's rest)
-        nodes = np.sort(np.asarray(nodes, dtype=np.int64), kind="stable")  # canonical; found almost sorted
-        byte = trie.flat_arrays[2][nodes]
-        order = np.argsort(byte, kind="stable")  # (radix sort on bytes)
-        self.node, self.byte = nodes[order], byte[order]
-        self.byte_ptr = np.searchsorted(self.byte, np.arange(257))
-        self.first_bytes = byte_set(np.diff(self.byte_ptr) > 0)
+        self.node = ascending_once(nodes)  # canonical
+        self.byte = trie.flat_arrays[2][self.node]
+        flags = np.zeros(256, dtype=bool)
+        flags[self.byte] = True
+        self.first_bytes = byte_set(flags)
         self.next: dict = {}  # next terminal's start state key -> `Continuation` (cfg.continuations)
 
     def seeds(self, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(nodes, states): the children whose byte `row` (next state per byte) keeps alive, each
         with the state that byte leads to."""
-        alive = np.flatnonzero(row[:256])
-        lo, hi = self.byte_ptr[alive], self.byte_ptr[alive + 1]
-        sizes = hi - lo
-        sel = np.repeat(lo - (np.cumsum(sizes) - sizes), sizes) + np.arange(int(sizes.sum()))
-        return self.node[sel], np.repeat(row[alive], sizes)
+        states = np.asarray(row)[self.byte]
+        alive = states != 0
+        return self.node[alive], states[alive]
 
 
 _EXITS_LOCK = threading.Lock()

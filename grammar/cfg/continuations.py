@@ -17,20 +17,25 @@ import numpy as np
 
 from formwork.grammar.dfa import START
 from formwork.grammar.native_walk import walk_into
-from formwork.grammar.packed import unpack_token_ids
 from formwork.grammar.terminal_exits import Exits, interned_exits
 
 _LOCK = threading.Lock()
 
 
 class Continuation:
-    """The tokens through some exits that end inside the next terminal, and where it may end."""
+    """The tokens through some exits that end inside the next terminal, as the nonzero words of
+    a packed mask (`at`: word indices, `bits`: their values), and where the terminal may end."""
 
-    __slots__ = ("tokens", "exits")
+    __slots__ = ("at", "bits", "exits")
 
-    def __init__(self, tokens: np.ndarray, exits: Exits):
-        self.tokens = tokens
+    def __init__(self, words: np.ndarray, exits: Exits):
+        self.at = np.flatnonzero(words)
+        self.bits = words[self.at]
         self.exits = exits
+
+    def add_to(self, words: np.ndarray) -> None:
+        """OR the tokens into packed mask `words`."""
+        words[self.at] |= self.bits
 
 
 def continuation(source: Exits, dfa, deadline: float | None) -> Continuation:
@@ -44,6 +49,6 @@ def continuation(source: Exits, dfa, deadline: float | None) -> Continuation:
     nodes, states = source.seeds(dfa.row(START))
     words = np.zeros((len(trie.token_node) + 31) // 32, dtype=np.int32)
     ends = walk_into(trie, dfa, nodes, states, words, deadline, want_exits=True)
-    got = Continuation(unpack_token_ids(words), interned_exits(trie, ends))
+    got = Continuation(words, interned_exits(trie, ends))
     with _LOCK:
         return source.next.setdefault(key, got)

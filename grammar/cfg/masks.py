@@ -81,19 +81,16 @@ class ConfigMasks:
         if table is None:
             table = self._tables[(t, s)] = terminal_table(cache, self.builder.terminals[t], s, deadline)
         words = table.inside.copy()  # tokens inside the terminal
-        found: list[np.ndarray] = []
         if after != DEAD_SET:
-            self._continue(table.exits, after, deadline, found)
-        if found:
-            words |= pack_token_ids(np.concatenate(found), cache.vocab.vocab_size)
+            self._continue(table.exits, after, deadline, words)
         with self._lock:
             self._hyp[key] = words
             if len(self._hyp) > self.max_entries:
                 self._hyp.popitem(last=False)
         return words
 
-    def _continue(self, exits: Exits, sid: int, deadline: float | None, found: list[np.ndarray]) -> None:
-        """Collect the tokens that go on from `exits` with the parser at Earley set `sid`: through
+    def _continue(self, exits: Exits, sid: int, deadline: float | None, words: np.ndarray) -> None:
+        """OR into `words` the tokens that go on from `exits` with the parser at Earley set `sid`: through
         each expected terminal's `Continuation`, and on where that terminal may end too."""
         if deadline is not None and time.perf_counter() > deadline:
             raise GrammarBudgetError("token mask computation exceeded its step budget")
@@ -102,12 +99,11 @@ class ConfigMasks:
             if not exits.first_bytes & self._terminal_first_bytes(t2):
                 continue
             step = continuation(exits, b.terminals[t2], deadline)
-            if len(step.tokens):
-                found.append(step.tokens)
+            step.add_to(words)
             if len(step.exits.node):
                 after = b.parser.scan(sid, t2)
                 if after != DEAD_SET:
-                    self._continue(step.exits, after, deadline, found)
+                    self._continue(step.exits, after, deadline, words)
 
     def _terminal_first_bytes(self, t: int) -> int:
         got = self._first_bytes.get(t)

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from formwork.grammar.dfa import DEAD, START, minimize
+from formwork.grammar._minimize import minimize as _minimize
+from formwork.grammar.dfa import DEAD, START
 from formwork.grammar.native_walk import walk_state
 from formwork.grammar.terminal_exits import Exits, interned_exits
 from formwork.grammar.trie_memo import TrieMemo
@@ -41,26 +42,31 @@ class TerminalTable:
 
 def language_signature(dfa, state: int) -> bytes | None:
     """A hashable name of the language of `state` (None when the part of the DFA reachable from
-    it is large): that part minimised and numbered canonically (`dfa.minimize`, in C), spelled
-    out per byte, so equal languages get equal signatures whatever their byte classes."""
-    order, index, rows = [state], {state: 0}, []
-    for q in order:
-        row = dfa.class_row(q)
-        rows.append(row)
-        for target in set(row.tolist()):
-            if target != DEAD and target not in index:
-                if len(order) == _MAX_SIGNATURE_STATES:
-                    return None
-                index[target] = len(order)
-                order.append(target)
+    it is large): that part minimised and numbered canonically (`_minimize`, in C), spelled out
+    per byte, so equal languages get equal signatures whatever their byte classes."""
+    seen, frontier = {state}, [state]
+    while frontier:  # breadth-first, a level at a time
+        dfa.ensure(frontier)
+        targets = set(dfa.byte_classes()[1][frontier].ravel().tolist())
+        targets.discard(DEAD)
+        frontier = [q for q in targets if q not in seen]
+        seen.update(frontier)
+        if len(seen) > _MAX_SIGNATURE_STATES:
+            return None
+    seen.discard(state)
+    order = np.array([state, *sorted(seen)], dtype=np.int64)
+    class_of_byte, table = dfa.byte_classes()
     sink = len(order)  # the dead state, made explicit
-    renumber = np.full(dfa.num_states, sink, dtype=np.int32)
+    renumber = np.full(table.shape[0], sink, dtype=np.int32)
     renumber[order] = np.arange(sink, dtype=np.int32)
-    local = np.vstack([renumber[np.stack(rows)], np.full(len(rows[0]), sink, dtype=np.int32)])
-    accepting = np.append(dfa.accepting[order], False)
-    minimal = minimize(local, accepting, 0, dfa.byte_classes()[0])
-    digest = hashlib.blake2b(minimal.table.tobytes(), digest_size=16)
-    digest.update(minimal.accepting.tobytes())
+    local = np.full((sink + 1, table.shape[1]), sink, dtype=np.int32)
+    local[:sink] = renumber[table[order]]
+    accepting = np.zeros(sink + 1, dtype=np.uint8)
+    accepting[:sink] = dfa.accepting[order]
+    raw_table, raw_accepting = _minimize(local, accepting, 0)
+    minimal = np.frombuffer(raw_table, dtype=np.int32).reshape(-1, table.shape[1])
+    digest = hashlib.blake2b(np.ascontiguousarray(minimal[:, class_of_byte]).tobytes(), digest_size=16)
+    digest.update(raw_accepting)
     return digest.digest()
 
 
