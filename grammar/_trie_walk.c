@@ -52,7 +52,12 @@ static int by_lo(const void *a, const void *b) {
 static PyObject *range_nodes(Vec *ranges) {
     Py_ssize_t count = 0, n = ranges->len / 2;
     int64_t *r = ranges->data, last = -1;
-    qsort(r, (size_t)n, 2 * sizeof(int64_t), by_lo);
+    for (Py_ssize_t i = 1; i < n; i++) {
+        if (r[2 * i] < r[2 * i - 2]) { /* from the root the level order is already ascending */
+            qsort(r, (size_t)n, 2 * sizeof(int64_t), by_lo);
+            break;
+        }
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         if (r[2 * i] >= last) count += r[2 * i + 1] - r[2 * i];
         if (r[2 * i + 1] > last) last = r[2 * i + 1];

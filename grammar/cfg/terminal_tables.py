@@ -12,12 +12,12 @@ mask is all inside, and none of its tokens is an exit.
 """
 from __future__ import annotations
 
-import hashlib
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from formwork.grammar._minimize import minimize as _minimize
+from formwork.grammar._reach import reach as _reach
 from formwork.grammar.dfa import DEAD, START
 from formwork.grammar.native_walk import walk_state
 from formwork.grammar.terminal_exits import Exits, interned_exits
@@ -40,34 +40,37 @@ class TerminalTable:
         self.exits = exits
 
 
-def language_signature(dfa, state: int) -> bytes | None:
+def reachable_part(dfa, state: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(table over classes, accepting flags) of the part of the DFA reachable from `state`, numbered
+    from 0 (`state`) with the dead state last (`_reach`, in C, building missing rows in place);
+    None when it has more than `_MAX_SIGNATURE_STATES` states."""
+    while True:
+        rows, _, expanded, accepting, core = dfa.walk_tables()
+        got = _reach(rows, rows.shape[1], expanded, accepting, core, state, _MAX_SIGNATURE_STATES)
+        if core is not None:
+            dfa.record_new()
+        if not isinstance(got, int):  # else a state past the arrays, which have grown since
+            break
+    if got is None:
+        return None
+    table, flags = got
+    return np.frombuffer(table, dtype=np.int32).reshape(len(flags), -1), np.frombuffer(flags, dtype=np.uint8)
+
+
+def language_signature(dfa, state: int) -> tuple[bytes, bytes, bytes] | None:
     """A hashable name of the language of `state` (None when the part of the DFA reachable from
     it is large): that part minimised and numbered canonically (`_minimize`, in C), spelled out
-    per byte, so equal languages get equal signatures whatever their byte classes."""
-    seen, frontier = {state}, [state]
-    while frontier:  # breadth-first, a level at a time
-        dfa.ensure(frontier)
-        targets = set(dfa.byte_classes()[1][frontier].ravel().tolist())
-        targets.discard(DEAD)
-        frontier = [q for q in targets if q not in seen]
-        seen.update(frontier)
-        if len(seen) > _MAX_SIGNATURE_STATES:
-            return None
-    seen.discard(state)
-    order = np.array([state, *sorted(seen)], dtype=np.int64)
-    class_of_byte, table = dfa.byte_classes()
-    sink = len(order)  # the dead state, made explicit
-    renumber = np.full(table.shape[0], sink, dtype=np.int32)
-    renumber[order] = np.arange(sink, dtype=np.int32)
-    local = np.full((sink + 1, table.shape[1]), sink, dtype=np.int32)
-    local[:sink] = renumber[table[order]]
-    accepting = np.zeros(sink + 1, dtype=np.uint8)
-    accepting[:sink] = dfa.accepting[order]
-    raw_table, raw_accepting = _minimize(local, accepting, 0)
-    minimal = np.frombuffer(raw_table, dtype=np.int32).reshape(-1, table.shape[1])
-    digest = hashlib.blake2b(np.ascontiguousarray(minimal[:, class_of_byte]).tobytes(), digest_size=16)
-    digest.update(raw_accepting)
-    return digest.digest()
+    over byte runs (where a byte moves some state unlike the byte before it, and the moves of
+    each run), so equal languages get equal signatures whatever their byte classes."""
+    part = reachable_part(dfa, state)
+    if part is None:
+        return None
+    raw_table, raw_accepting = _minimize(*part, 0)
+    per_byte = np.frombuffer(raw_table, dtype=np.int32).reshape(-1, part[0].shape[1]).take(
+        dfa.walk_tables()[1], axis=1)
+    starts = np.flatnonzero((per_byte[:, 1:] != per_byte[:, :-1]).any(axis=0)) + 1
+    runs = per_byte.take(np.append(0, starts), axis=1)
+    return starts.astype(np.uint8).tobytes(), runs.tobytes(), raw_accepting
 
 
 def language_key(dfa, state: int) -> tuple:

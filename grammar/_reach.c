@@ -1,0 +1,116 @@
+/* The part of a byte DFA reachable from one state, renumbered locally, in C.
+ *
+ * For the language signature of a terminal state (cfg/terminal_tables.py): a breadth-first
+ * search over the DFA's rows (over byte classes) from `state`, building missing rows of a lazy
+ * DFA in place through its SubsetCore (as the trie walk does), and the reachable part written
+ * out as a table over local numbers: 0 is `state`, then the order of discovery, and one more
+ * row, the dead state made explicit, that every dead move goes to.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "_subset_api.h"
+
+#define MAX_STATES 256
+
+PyDoc_STRVAR(reach_doc,
+"reach(rows, num_classes, expanded, accepting, core, state, max_states) -> (table, accepting) | None | int\n\n"
+"The part of the DFA reachable from `state` (live states only) as int32 table bytes over local\n"
+"numbers ((n + 1) rows of the DFA's classes; 0 is `state`, n the dead state) and uint8 accepting\n"
+"bytes (n + 1).  None when more than `max_states` (at most 256) states are reachable; an int,\n"
+"a state past the arrays' end, when the arrays must grow first.  With a lazy DFA's SubsetCore\n"
+"as `core`, missing rows are built in place (the arrays must then be writable).");
+
+static const SubsetApi *subset_api;
+
+static int64_t local_index(const int64_t *order, int64_t n, int64_t state) {
+    for (int64_t i = 0; i < n; i++)
+        if (order[i] == state) return i;
+    return -1;
+}
+
+static PyObject *reach(PyObject *self, PyObject *args) {
+    Py_buffer b[3];
+    PyObject *core = Py_None, *result = NULL;
+    long long num_classes, state, max_states;
+    memset(b, 0, sizeof(b));
+    if (!PyArg_ParseTuple(args, "y*Ly*y*OLL", &b[0], &num_classes, &b[1], &b[2], &core, &state, &max_states))
+        return NULL;
+    Py_buffer *const dfa_arrays[] = {&b[0], &b[1], &b[2]};
+    if (subset_core_arg(subset_api, &core, dfa_arrays, 3, "reach")) goto done;
+    const int64_t num_states = b[1].len < b[2].len ? b[1].len : b[2].len;
+    int32_t *rows = b[0].buf;
+    uint8_t *expanded = b[1].buf, *accepting = b[2].buf;
+    if (num_classes < 1 || b[0].len != 4 * num_classes * num_states) {
+        PyErr_SetString(PyExc_ValueError, "reach: inconsistent array sizes");
+        goto done;
+    }
+    if (state < 0 || state >= num_states || max_states < 1 || max_states > MAX_STATES) {
+        PyErr_SetString(PyExc_ValueError, "reach: state or max_states out of range");
+        goto done;
+    }
+    int64_t order[MAX_STATES], n = 1;
+    order[0] = state;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t q = order[i];
+        if (!expanded[q]) {
+            if (!core) {
+                PyErr_SetString(PyExc_ValueError, "reach: a row is missing and there is no core");
+                goto done;
+            }
+            if (subset_api->fill(core, q, rows, num_classes, expanded, accepting, num_states)) goto done;
+        }
+        const int32_t *row = rows + q * num_classes;
+        for (int64_t c = 0; c < num_classes; c++) {
+            int64_t t = row[c];
+            if (t < 0 || (t >= num_states && (!core || t >= subset_api->num_sets(core)))) {
+                PyErr_SetString(PyExc_ValueError, "reach: state out of range");
+                goto done;
+            }
+            if (t >= num_states) {  /* interned past the arrays: they must grow first */
+                result = PyLong_FromLongLong(t);
+                goto done;
+            }
+            if (!t || local_index(order, n, t) >= 0) continue;
+            if (n == max_states) {
+                result = Py_NewRef(Py_None);
+                goto done;
+            }
+            order[n++] = t;
+        }
+    }
+    PyObject *table = PyBytes_FromStringAndSize(NULL, (n + 1) * num_classes * (Py_ssize_t)sizeof(int32_t));
+    PyObject *flags = table ? PyBytes_FromStringAndSize(NULL, n + 1) : NULL;
+    if (table && flags) {
+        int32_t *local = (int32_t *)PyBytes_AS_STRING(table);
+        char *acc = PyBytes_AS_STRING(flags);
+        for (int64_t i = 0; i <= n; i++) {
+            const int32_t *row = rows + (i < n ? order[i] : 0) * num_classes;
+            for (int64_t c = 0; c < num_classes; c++)
+                local[i * num_classes + c] = (int32_t)(i < n && row[c] ? local_index(order, n, row[c]) : n);
+            acc[i] = (char)(i < n && accepting[order[i]]);
+        }
+        result = PyTuple_Pack(2, table, flags);
+    }
+    Py_XDECREF(table);
+    Py_XDECREF(flags);
+done:
+    for (int i = 0; i < 3; i++) PyBuffer_Release(&b[i]);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"reach", reach, METH_VARARGS, reach_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_reach", "The reachable part of a byte DFA (see cfg/terminal_tables.py).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__reach(void) {
+    subset_api = subset_api_import();
+    return subset_api ? PyModule_Create(&module) : NULL;
+}

@@ -1,0 +1,111 @@
+"""The reachable part of a DFA in C (`_reach`, for language signatures) against a Python
+breadth-first search, signatures that tell languages apart, and malformed input (an error,
+never a crash)."""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from formwork.grammar._reach import reach
+from formwork.grammar.automaton import AutomatonBuilder
+from formwork.grammar.cfg.terminal_tables import language_signature, reachable_part
+from formwork.grammar.dfa import DEAD, START
+from formwork.grammar.ir import alt, chars, lit, repeat, seq
+
+ALPHABET = b"ab1"
+PIECES = [lit("ab"), lit("a"), chars([(0x61, 0x62)]), chars([(0x31, 0x31)]), lit("1b")]
+
+
+@st.composite
+def regexes(draw, depth: int = 2):
+    if depth == 0:
+        return draw(st.sampled_from(PIECES))
+    kind = draw(st.sampled_from(["leaf", "seq", "alt", "star", "bounded"]))
+    if kind == "leaf":
+        return draw(st.sampled_from(PIECES))
+    if kind in ("seq", "alt"):
+        return (seq if kind == "seq" else alt)(draw(regexes(depth - 1)), draw(regexes(depth - 1)))
+    low = draw(st.integers(0, 2))
+    return repeat(draw(regexes(depth - 1)), low, None if kind == "star" else low + draw(st.integers(0, 2)))
+
+
+def _row(dfa, q: int) -> list[int]:
+    """The row of `q` as the native loops read it (over classes; an eager DFA's are the bytes)."""
+    dfa.ensure_one(q)
+    return dfa.walk_tables()[0][q].tolist()
+
+
+def _reference_part(dfa, state: int) -> tuple[list[list[int]], list[bool]]:
+    """Breadth-first over rows in class order, the dead state last."""
+    order, index = [state], {state: 0}
+    for q in order:
+        for t in _row(dfa, q):
+            if t != DEAD and t not in index:
+                index[t] = len(order)
+                order.append(t)
+    sink = len(order)
+    table = [[index.get(t, sink) if t != DEAD else sink for t in _row(dfa, q)] for q in order]
+    width = len(table[0])
+    return table + [[sink] * width], [bool(dfa.accepting[q]) for q in order] + [False]
+
+
+@settings(deadline=None, max_examples=60)
+@given(term=regexes(), prefix=st.binary(max_size=3).map(lambda b: bytes(ALPHABET[x % 3] for x in b)))
+def test_reachable_part_is_the_breadth_first_one(term, prefix):
+    """On a fresh lazy automaton (rows built inside the search) and on its eager twin."""
+    for dfa in (AutomatonBuilder().dfa(term), AutomatonBuilder().dfa(term).materialize()):
+        state = dfa.walk(START, prefix)
+        if state == DEAD:
+            return
+        part = reachable_part(dfa, state)
+        want_table, want_accepting = _reference_part(dfa, state)
+        if part is None:
+            assert len(want_table) - 1 > 32
+            continue
+        table, accepting = part
+        assert table.tolist() == want_table
+        assert accepting.astype(bool).tolist() == want_accepting
+
+
+def _language(dfa, state: int, length: int = 5) -> set[bytes]:
+    words = (bytes(w) for n in range(length + 1) for w in itertools.product(ALPHABET, repeat=n))
+    return {w for w in words if (q := dfa.walk(state, w)) != DEAD and dfa.accepting[q]}
+
+
+@settings(deadline=None, max_examples=60)
+@given(one=regexes(), other=regexes())
+def test_signatures_tell_languages_apart(one, other):
+    """Languages that differ on a short string get different signatures; a language built twice,
+    or read eagerly, gets the same one."""
+    a, b = AutomatonBuilder().dfa(one), AutomatonBuilder().dfa(other)
+    if _language(a, START) != _language(b, START):
+        assert language_signature(a, START) != language_signature(b, START)
+    assert language_signature(a, START) == language_signature(AutomatonBuilder().dfa(one).materialize(), START)
+
+
+def test_large_reachable_parts_have_no_signature():
+    counter = AutomatonBuilder().dfa(repeat(chars([(0x61, 0x61)]), 40, 40))
+    assert reachable_part(counter, START) is None and language_signature(counter, START) is None
+
+
+def test_malformed_input_raises():
+    dfa = AutomatonBuilder().dfa(lit("ab")).materialize()
+    rows, _, expanded, accepting, _ = dfa.walk_tables()
+    with pytest.raises(ValueError):
+        reach(rows, 256, expanded, accepting, None, dfa.num_states, 8)  # state out of range
+    with pytest.raises(ValueError):
+        reach(rows[:-1], 256, expanded, accepting, None, START, 8)  # rows cut short
+    with pytest.raises(ValueError):
+        reach(rows, 256, expanded, accepting, None, START, 0)  # no room
+    with pytest.raises(ValueError):
+        reach(rows, 0, expanded, accepting, None, START, 8)  # no classes
+    bad = rows.copy()
+    bad[START, 0] = 10 ** 6
+    with pytest.raises(ValueError):
+        reach(bad, 256, expanded, accepting, None, START, 8)  # a move past the automaton
+    unbuilt = np.zeros_like(expanded)
+    with pytest.raises(ValueError):
+        reach(rows, 256, unbuilt, accepting, None, START, 8)  # a missing row and no core to build it
