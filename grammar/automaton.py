@@ -9,7 +9,7 @@ from formwork.grammar.ir import (
 )
 from formwork.grammar.gc_pause import paused_gc
 from formwork.grammar.lazy_dfa import LazyDFA
-from formwork.grammar.nfa import NFA
+from formwork.grammar.nfa import FINAL, NFA, START
 from formwork.grammar.subset_builder import SubsetBuilder
 
 
@@ -83,11 +83,8 @@ class AutomatonBuilder:
         elif isinstance(node, Not):
             out = complement(self.eager(node.a), self.eager(any_text()), self.budget)
         else:
-            nfa = NFA(self.budget, self.eager, template_of=self.lexeme_template)
-            s, e = nfa.new_state(), nfa.new_state()
-            nfa.build(node, s, e)
-            nfa.freeze()
-            out = LazyDFA(SubsetBuilder(nfa, s, e, self.budget, empty=nfa.is_empty(node)), root=node,
+            nfa = NFA(node, self.budget, self.eager, template_of=self.lexeme_template)
+            out = LazyDFA(SubsetBuilder(nfa, START, FINAL, self.budget, empty=nfa.empty), root=node,
                           standalone=self.lexeme_automaton)
         return out
 
@@ -97,14 +94,8 @@ class AutomatonBuilder:
         got = self._lexemes.get(node)
         if got is None:
             budget = CompileBudget().start()  # shared by later compilations: not this one's budget
-            nfa = NFA(budget, self.eager, record_regions=False)
-            s, e = nfa.new_state(), nfa.new_state()
-            if isinstance(node, Repeat):
-                nfa.build_repeat(node, s, e)
-            else:
-                nfa.build(node, s, e)
-            nfa.freeze()
-            got = self._lexemes[node] = LazyDFA(SubsetBuilder(nfa, s, e, budget), root=("lexeme", node))
+            nfa = NFA(node, budget, self.eager, positions=isinstance(node, Repeat))
+            got = self._lexemes[node] = LazyDFA(SubsetBuilder(nfa, START, FINAL, budget), root=("lexeme", node))
         return got
 
     def lexeme_template(self, node: Node) -> NFA:

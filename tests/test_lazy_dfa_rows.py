@@ -153,20 +153,3 @@ def test_embedded_dfa_byte_ranges_are_the_runs_of_each_row(data):
         want.append(runs)
     assert byte_ranges(DFA(table, np.zeros(num_states, dtype=bool))) == want
 
-
-@settings(deadline=None, max_examples=60)
-@given(st.recursive(_ATOMS, _nodes, max_leaves=6), st.integers(1, 3), st.integers(0, 3))
-def test_repetitions_copied_from_a_prototype_spell_the_same_language(node, low, extra) -> None:
-    """Bounded repetitions copy the first repetition's states (NFA._item); the language must be
-    the one that building every repetition gives (equal minimal DFAs, canonically numbered)."""
-    from formwork.grammar.nfa import NFA as Plain
-
-    rep = seq(lit("<"), repeat(node, low, low + extra), lit(">"))
-    copied = AutomatonBuilder().dfa(rep).materialize()
-    original = Plain._item
-    try:
-        Plain._item = lambda self, item, cur, nxt, proto: self.build(item, cur, nxt)
-        built = AutomatonBuilder().dfa(rep).materialize()
-    finally:
-        Plain._item = original
-    assert np.array_equal(copied.table, built.table) and np.array_equal(copied.accepting, built.accepting)

@@ -1,0 +1,339 @@
+"""The C NFA builder (`_nfa_build.c`) checked against the Python builder it replaced.
+
+The reference below is that builder, kept here: `nfa.NFA` must give the very same NFA (moves,
+state numbering, regions, repetition positions, emptiness) for every node the automaton builder
+builds, on the benchmark schemas and on generated IR trees, in documents (lexemes and DFAs
+spliced in as regions) and standalone (everything built whole).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import formwork.grammar.automaton as automaton
+from formwork.grammar.automaton import AutomatonBuilder
+from formwork.grammar.budget import CompileBudget
+from formwork.grammar.cfg.automaton import compile_cfg
+from formwork.grammar.dfa import DFA, DEAD, START
+from formwork.grammar.errors import GrammarError
+from formwork.grammar.ir import (
+    Alt, And, ByteSet, Bytes, Empty, Grammar, Node, Not, Nothing, Repeat, RuleRef, Seq, chars,
+)
+from formwork.grammar.json_schema import lower_json_schema
+from formwork.grammar.lexemes import _LEXEMES, _LEXEMES_LOCK, Region, is_lexeme, is_open_ended, lexeme
+from formwork.grammar.nfa import NFA, byte_ranges
+
+SCHEMAS = Path(__file__).resolve().parents[1] / "benchmarks" / "schemas"
+
+
+class Reference:
+    """The Python NFA builder (states 0 and 1 are the start and end; see `nfa.NFA`)."""
+
+    def __init__(self, node: Node, budget: CompileBudget, dfa_of: Callable[[Node], DFA],
+                 template_of: Callable[[Node], NFA] | None = None, positions: bool = False,
+                 copies: bool = True):
+        self.eps: list = [[], []]
+        self.edges: list = [[], []]
+        self.budget, self.dfa_of, self.template_of = budget, dfa_of, template_of
+        self.record_regions = template_of is not None
+        self.copies = copies  # False: every repetition is built, none copied
+        self.regions: list[Region] = []
+        self.positions: list[tuple[int, int]] = []
+        self._empty: dict[int, bool] = {}  # by node id (the node is alive while this builds)
+        if positions and isinstance(node, Repeat):
+            if not self.is_empty(node):
+                self.positions = self._repeat(node, 0, 1)
+        else:
+            self.build(node, 0, 1)
+        self.empty = self.is_empty(node)
+        self.eps = [None if x is None else tuple(x) for x in self.eps]
+        self.edges = [None if x is None else tuple(x) for x in self.edges]
+
+    def reserve(self, n: int) -> int:
+        first = len(self.eps)
+        self.eps.extend([None] * n)
+        self.edges.extend([None] * n)
+        self.budget.check_nfa(len(self.eps))
+        self.budget.check_time("NFA construction")
+        return first
+
+    def is_empty(self, node: Node) -> bool:
+        """Computed here, not read from the nodes' `_empty` cache (which the C builder fills)."""
+        got = self._empty.get(id(node))
+        if got is not None:
+            return got
+        kind = type(node)
+        if kind is Seq:
+            got = any(self.is_empty(item) for item in node.items)
+        elif kind is Alt:
+            got = all(self.is_empty(item) for item in node.items)
+        elif kind is Nothing:
+            got = True
+        elif kind is ByteSet:
+            got = not node.ranges
+        elif kind is Repeat:
+            got = node.min > 0 and self.is_empty(node.item)
+        elif kind is And or kind is Not:
+            got = self.dfa_of(node).is_empty()
+        else:
+            got = False
+        self._empty[id(node)] = got
+        return got
+
+    def new_state(self) -> int:
+        self.eps.append([])
+        self.edges.append([])
+        n = len(self.eps)
+        if n % 4096 == 0:
+            self.budget.check_nfa(n)
+            self.budget.check_time("NFA construction")
+        return n - 1
+
+    def build(self, node: Node, s: int, e: int) -> None:
+        if self.is_empty(node):
+            return
+        kind = type(node)
+        if kind is Repeat and self.record_regions and is_lexeme(node):
+            self._splice(node, s, e)
+        elif kind is Empty:
+            self.eps[s].append(e)
+        elif kind is Bytes:
+            for (cur, nxt), b in zip(self._links(s, e, len(node.value)), node.value):
+                self.edges[cur].append((b, b, nxt))
+        elif kind is ByteSet:
+            self.edges[s].extend([(lo, hi, e) for lo, hi in node.ranges])
+        elif kind is Seq:
+            for (cur, nxt), item in zip(self._links(s, e, len(node.items)), node.items):
+                self.build(item, cur, nxt)
+        elif kind is Alt:
+            for item in node.items:
+                self.build(item, s, e)
+        elif kind is Repeat:
+            self._repeat(node, s, e)
+        elif kind is And or kind is Not:
+            self.embed(self.dfa_of(node), s, e)
+        elif kind is RuleRef:
+            raise GrammarError(f"unresolved rule reference {node.name!r} (compile a Grammar, not a bare node)")
+        else:
+            raise GrammarError(f"unknown IR node {kind.__name__}")
+
+    def _splice(self, node: Repeat, s: int, e: int) -> None:
+        template = self.template_of(node)
+        fresh = not self.eps[s] and not self.edges[s]
+        n = len(template.eps) - 2
+        first = self.reserve(n)
+        at = (s, e, *range(first, first + n))
+        self.eps[s].extend(at[x] for x in template.eps[0])
+        self.edges[s].extend((lo, hi, at[x]) for lo, hi, x in template.edges[0])
+        if n:
+            self.regions.append(Region(
+                first, first + n, e, node=node, start=s, start_moves=self.move_counts(s) if fresh else None,
+                positions=tuple((first - 2 + a, at[b]) for a, b in template.positions), template=template,
+                open_ended=is_open_ended(node)))
+
+    def _links(self, s: int, e: int, n: int) -> Iterator[tuple[int, int]]:
+        if not n:
+            self.eps[s].append(e)
+        cur = s
+        for k in range(n):
+            nxt = e if k == n - 1 else self.new_state()
+            yield cur, nxt
+            cur = nxt
+
+    def _repeat(self, node: Repeat, s: int, e: int) -> list[tuple[int, int]]:
+        positions: list[tuple[int, int]] = []
+        if self.is_empty(node.item):
+            self.eps[s].append(e)
+            return positions
+        cur, proto = s, None
+        for _ in range(node.min):
+            nxt = self.new_state()
+            positions.append((len(self.eps), nxt))
+            proto = self._item(node.item, cur, nxt, proto)
+            cur = nxt
+        if node.max is None:
+            loop = self.new_state()
+            self.eps[cur].append(loop)
+            self.build(node.item, loop, loop)
+            self.eps[loop].append(e)
+            return []
+        self.eps[cur].append(e)
+        for k in range(node.max - node.min):
+            nxt = e if k == node.max - node.min - 1 else self.new_state()
+            positions.append((len(self.eps), nxt))
+            proto = self._item(node.item, cur, nxt, proto)
+            if nxt != e:
+                self.eps[nxt].append(e)
+            cur = nxt
+        return positions
+
+    def _item(self, item: Node, cur: int, nxt: int, proto: tuple | None) -> tuple | None:
+        if proto is not None:
+            self._copy(proto, cur, nxt)
+            return proto
+        first, regions = len(self.eps), len(self.regions)
+        eps_at, edges_at = len(self.eps[cur]), len(self.edges[cur])
+        self.build(item, cur, nxt)
+        if len(self.regions) != regions or not self.copies:
+            return None
+        return first, len(self.eps), nxt, self.eps[cur][eps_at:], self.edges[cur][edges_at:]
+
+    def _copy(self, proto: tuple, cur: int, nxt: int) -> None:
+        first, last, old_nxt, cur_eps, cur_edges = proto
+        shift = len(self.eps) - first
+
+        def at(t: int) -> int:
+            return t + shift if first <= t < last else (nxt if t == old_nxt else t)
+
+        eps, edges = self.eps, self.edges
+        eps.extend([[at(t) for t in eps[q]] for q in range(first, last)])
+        edges.extend([[(lo, hi, at(t)) for lo, hi, t in edges[q]] for q in range(first, last)])
+        eps[cur].extend([at(t) for t in cur_eps])
+        edges[cur].extend([(lo, hi, at(t)) for lo, hi, t in cur_edges])
+        self.budget.check_nfa(len(eps))
+
+    def embed(self, dfa: DFA, s: int, e: int) -> None:
+        n = dfa.num_states
+        if self.record_regions:
+            base = self.reserve(n - 1) - 1
+            self.eps[s].append(base + START)
+            if n > 1:
+                moves = self.move_counts(s) if self.move_counts(s) == (1, 0) else None
+                self.regions.append(Region(base + 1, base + n, e, dfa=dfa, start=s, start_moves=moves))
+            return
+        base = len(self.eps) - 1
+        for _ in range(1, n):
+            self.new_state()
+        self.eps[s].append(base + START)
+        for q, ranges in enumerate(byte_ranges(dfa)):
+            if q == DEAD:
+                continue
+            self.edges[base + q] = [(lo, hi, base + t) for lo, hi, t in ranges]
+            if dfa.accepting[q]:
+                self.eps[base + q].append(e)
+
+    def move_counts(self, q: int) -> tuple[int, int]:
+        return len(self.eps[q]), len(self.edges[q])
+
+
+def checked_builds(monkeypatch: pytest.MonkeyPatch) -> list[tuple[NFA, bool]]:
+    """Make the automaton builder check every NFA it builds against the reference; the NFAs built,
+    each with whether it was built standalone (a lexeme's own)."""
+    built: list[tuple[NFA, bool]] = []
+
+    def checked(node: Node, budget: CompileBudget, dfa_of, template_of=None, positions: bool = False) -> NFA:
+        got = NFA(node, budget, dfa_of, template_of, positions)
+        want = Reference(node, budget, dfa_of, template_of, positions)
+        assert got.eps == want.eps and got.edges == want.edges
+        assert got.regions == want.regions and got.positions == want.positions and got.empty == want.empty
+        built.append((got, template_of is None))
+        return got
+
+    monkeypatch.setattr(automaton, "NFA", checked)
+    return built
+
+
+def test_every_benchmark_schema_builds_the_reference_nfa(monkeypatch: pytest.MonkeyPatch) -> None:
+    built = checked_builds(monkeypatch)
+    builder = AutomatonBuilder()
+    paths = sorted(SCHEMAS.glob("*.json"))
+    assert len(paths) == 139
+    for path in paths:
+        node = lower_json_schema(json.loads(path.read_text())["schema"]).node
+        if isinstance(node, Grammar):  # recursive: the terminals' automata
+            compile_cfg(node, CompileBudget(), builder)
+        else:
+            builder.dfa(node, keep=False)
+    documents = [nfa for nfa, standalone in built if not standalone]
+    lexemes = [nfa for nfa, standalone in built if standalone]
+    assert len(documents) > 139 and sum(len(nfa.regions) for nfa in documents) > 500
+    assert any(nfa.positions for nfa in lexemes)  # bounded repetitions' positions
+
+
+def walk(node: Node) -> Iterator[Node]:
+    """`node` and every node under it."""
+    yield node
+    for child in getattr(node, "items", ()) or [getattr(node, name) for name in ("item", "a", "b") if hasattr(node, name)]:
+        yield from walk(child)
+
+
+@contextmanager
+def marked(nodes: list[Node], flags: list[tuple[bool, bool]]) -> Iterator[None]:
+    """Mark `nodes` as lexemes where the first flag says so (the second: open-ended), for a while."""
+    added = [node for node, (mark, open_ended) in zip(nodes, flags) if mark and lexeme(node, open_ended)]
+    try:
+        yield
+    finally:
+        with _LEXEMES_LOCK:
+            for node in added:
+                _LEXEMES.pop(node, None)
+
+
+_ATOMS = st.one_of(
+    st.binary(max_size=3).map(Bytes),  # b"" too: the empty string
+    st.lists(st.tuples(st.integers(0, 255), st.integers(0, 255)), max_size=3)  # no range: no string
+    .map(lambda pairs: ByteSet(tuple((min(p), max(p)) for p in pairs))),
+    st.sampled_from([Empty(), Nothing(), chars([("é", "日")])]),
+)
+
+
+def _nodes(children: st.SearchStrategy[Node]) -> st.SearchStrategy[Node]:
+    """Raw nodes (not normalised by the helper constructors): empty, nested and one-item Seq/Alt,
+    repetitions of every kind, intersections and complements."""
+    bounds = st.tuples(st.integers(0, 3), st.one_of(st.none(), st.integers(0, 3)))
+    return st.one_of(
+        st.lists(children, max_size=3).map(lambda xs: Seq(tuple(xs))),
+        st.lists(children, max_size=3).map(lambda xs: Alt(tuple(xs))),
+        st.tuples(children, bounds).map(lambda x: Repeat(x[0], x[1][0], x[1][1] if x[1][1] is None else max(x[1]))),
+        st.tuples(children, children).map(lambda x: And(x[0], x[1])),
+        children.map(Not),
+    )
+
+
+TREES = st.recursive(_ATOMS, _nodes, max_leaves=8)
+FLAGS = st.lists(st.tuples(st.booleans(), st.booleans()), max_size=6)
+
+
+@settings(deadline=None, max_examples=200)
+@given(TREES, FLAGS)
+def test_generated_trees_build_the_reference_nfa(node: Node, flags: list[tuple[bool, bool]]) -> None:
+    """Documents and lexemes (some repetitions marked) of generated trees, with their sub-automata."""
+    repeats = [x for x in walk(node) if type(x) is Repeat and not is_lexeme(x)]
+    with pytest.MonkeyPatch.context() as monkeypatch, marked(repeats, flags):
+        built = checked_builds(monkeypatch)
+        builder = AutomatonBuilder()
+        builder.dfa(node)
+        for x in repeats:
+            builder.lexeme_automaton(x)
+    assert built
+
+
+@settings(deadline=None, max_examples=100)
+@given(TREES, st.integers(0, 3), st.integers(0, 3), st.booleans(), FLAGS)
+def test_copied_repetitions_are_the_built_ones(node: Node, low: int, extra: int, document: bool,
+                                               flags: list[tuple[bool, bool]]) -> None:
+    """Later repetitions of a bounded repetition copy the first one's states (unless it spliced
+    in regions): the NFA must be the one that building every repetition gives."""
+    rep = Seq((Bytes(b"<"), Repeat(node, low, low + extra), Bytes(b">")))
+    builder = AutomatonBuilder()
+    template_of = builder.lexeme_template if document else None
+    with marked([x for x in walk(node) if type(x) is Repeat and not is_lexeme(x)], flags):
+        got = NFA(rep, CompileBudget(), builder.eager, template_of)
+        want = Reference(rep, CompileBudget(), builder.eager, template_of, copies=False)
+    assert (got.eps, got.edges, got.regions) == (want.eps, want.edges, want.regions)
+
+
+def test_a_two_state_dfa_is_a_region() -> None:
+    """An embedded DFA with a start state only (besides the dead one) still makes a region."""
+    ascii_text = Repeat(ByteSet(((0, 127),)), 0, None)
+    node = Seq((Bytes(b"["), And(ascii_text, ascii_text), Bytes(b"]")))
+    builder = AutomatonBuilder()
+    assert builder.eager(ascii_text).num_states == 2
+    got = NFA(node, CompileBudget(), builder.eager, builder.lexeme_template)
+    want = Reference(node, CompileBudget(), builder.eager, builder.lexeme_template)
+    assert len(got.regions) == 1 and (got.eps, got.edges, got.regions) == (want.eps, want.edges, want.regions)

@@ -1,0 +1,161 @@
+"""The C NFA builder on bad input: malformed nodes, failing callbacks, budgets and deep trees
+raise Python exceptions (never crash), and what it returns is invisible to the cycle collector."""
+from __future__ import annotations
+
+import gc
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from formwork.grammar.automaton import AutomatonBuilder
+from formwork.grammar.budget import CompileBudget
+from formwork.grammar.errors import GrammarBudgetError, GrammarError
+from formwork.grammar.ir import (
+    And, ByteSet, Bytes, Node, Not, Repeat, RuleRef, Seq, _node, chars, lit, regex, repeat, seq,
+)
+from formwork.grammar.lexemes import _LEXEMES, _LEXEMES_LOCK, lexeme
+from formwork.grammar.nfa import NFA
+
+
+@_node
+class Odd(Node):
+    """An IR node kind the builder does not know."""
+
+
+def _with(node: Node, **fields) -> Node:
+    """`node` with fields overwritten (what frozen nodes forbid, and the builder must survive)."""
+    for name, value in fields.items():
+        object.__setattr__(node, name, value)
+    return node
+
+
+def _build(node: Node, budget: CompileBudget | None = None, dfa_of: Callable | None = None,
+           template_of: Callable | None = None) -> NFA:
+    builder = AutomatonBuilder()
+    return NFA(node, budget or CompileBudget().start(), dfa_of or builder.eager, template_of)
+
+
+@contextmanager
+def _lexeme(node: Repeat) -> Iterator[Repeat]:
+    """`node` marked as a lexeme for a while."""
+    lexeme(node)
+    try:
+        yield node
+    finally:
+        with _LEXEMES_LOCK:
+            _LEXEMES.pop(node, None)
+
+
+@pytest.mark.parametrize("make, error, match", [
+    (lambda: _with(ByteSet(((1, 2),)), ranges=((300, 400),)), ValueError, "byte range"),
+    (lambda: _with(ByteSet(((1, 2),)), ranges=((5, 2),)), ValueError, "byte range"),
+    (lambda: _with(ByteSet(((1, 2),)), ranges=(("a", "b"),)), ValueError, "byte range"),
+    (lambda: _with(ByteSet(((1, 2),)), ranges=((1, 2, 3),)), ValueError, "byte range"),
+    (lambda: _with(ByteSet(((1, 2),)), ranges=7), ValueError, "ranges"),
+    (lambda: Seq([lit("a"), lit("b")]), ValueError, "not a tuple"),
+    (lambda: Seq((lit("a"), 7)), AttributeError, "_empty"),
+    (lambda: _with(Bytes(b"ab"), value="ab"), TypeError, "not bytes"),
+    (lambda: _with(Repeat(lit("a"), 1, 2), min=-1), GrammarError, "repetition bounds"),
+    (lambda: _with(Repeat(lit("a"), 1, 2), max=0), GrammarError, "repetition bounds"),
+    (lambda: _with(Repeat(lit("a"), 1, 2), min="1"), GrammarError, "repetition bounds"),
+    (lambda: seq(lit("a"), RuleRef("value")), GrammarError, "unresolved rule reference 'value'"),
+    (lambda: seq(lit("a"), Odd()), GrammarError, "unknown IR node Odd"),
+])
+def test_malformed_nodes_raise(make: Callable[[], Node], error: type, match: str) -> None:
+    with pytest.raises(error, match=match):
+        _build(make())
+
+
+def test_failing_callbacks_raise_their_errors() -> None:
+    node = seq(lit("<"), And(regex("[a-c]+"), regex("a.*")), lit(">"))
+
+    def broken(_: Node) -> None:
+        raise RuntimeError("no DFA here")
+
+    with pytest.raises(RuntimeError, match="no DFA here"):
+        _build(node, dfa_of=broken)
+    with pytest.raises(AttributeError):
+        _build(node, dfa_of=lambda _: object())
+    with pytest.raises(AttributeError):  # is_empty() of something that is not a DFA
+        _build(Not(lit("a")), dfa_of=lambda _: object())
+
+
+class _Template:
+    """A stand-in for a lexeme's template NFA."""
+
+    def __init__(self, eps, edges, positions=()):
+        self.eps, self.edges, self.positions = eps, edges, positions
+
+
+@pytest.mark.parametrize("template, match", [
+    (_Template([(), (), ()], [(), (), ()], [(9, 1)]), "template position"),
+    (_Template([(7,), ()], [(), ()]), "template target"),
+    (_Template([(), ()], [((1, 2, 5),), ()]), "edge target"),
+    (_Template([()], [()]), "bad template"),
+    (_Template(((), ()), ((), ())), "bad template"),
+    (_Template([[2], (), ()], [(), (), ()]), "not a tuple"),
+    (None, "eps"),
+])
+def test_malformed_templates_raise(template: _Template | None, match: str) -> None:
+    with _lexeme(Repeat(Bytes(b"\x01\x02"), 0, 7)) as node:
+        with pytest.raises((ValueError, AttributeError), match=match):
+            _build(seq(lit("["), node, lit("]")), template_of=lambda _: template)
+
+
+@pytest.mark.parametrize("node", [
+    lit("x" * 5000),  # checked every 4096 new states
+    repeat(lit("ab"), 0, 2000),  # copied repetitions
+    repeat(lit("ab"), 2 ** 80, None),  # bounds past 64 bits
+    And(regex("[a-z]{40}"), regex("[a-m]+")),  # a DFA's region
+])
+def test_the_state_budget_is_kept(node: Node) -> None:
+    builder = AutomatonBuilder()
+    with pytest.raises(GrammarBudgetError, match="max_nfa_states"):
+        _build(node, CompileBudget(max_nfa_states=30).start(), builder.eager, builder.lexeme_template)
+
+
+def test_the_state_budget_is_kept_in_lexemes() -> None:
+    string = chars([("a", "z")])
+    with _lexeme(Repeat(string, 0, 60)) as node:
+        builder = AutomatonBuilder()
+        with pytest.raises(GrammarBudgetError, match="max_nfa_states"):
+            _build(seq(lit('"'), node, lit('"')), CompileBudget(max_nfa_states=30).start(), builder.eager,
+                   builder.lexeme_template)
+
+
+def test_the_time_budget_is_kept() -> None:
+    with pytest.raises(GrammarBudgetError, match="time budget .* during NFA construction"):
+        _build(lit("x" * 5000), budget=CompileBudget(max_seconds=0).start())
+
+
+def _deep(depth: int) -> Node:
+    node: Node = lit("a")
+    for _ in range(depth):
+        node = Seq((lit("("), node))
+    return node
+
+
+def test_deep_trees_raise_recursion_errors() -> None:
+    with pytest.raises(RecursionError):
+        _build(_deep(50_000))
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(10 ** 6)  # no longer a bound: the builder's own depth limit is
+    try:
+        with pytest.raises(RecursionError, match="too deep"):
+            _build(_deep(20_000))
+        assert len(_build(_deep(3000)).eps) == 3000 + 2
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def test_moves_are_untracked_tuples() -> None:
+    """A process holding many automata must not re-scan their moves at every collection."""
+    with _lexeme(Repeat(chars([("a", "z")]), 0, 9)) as node:
+        builder = AutomatonBuilder()
+        nfa = _build(seq(lit("<"), node, regex("[0-9]+(x|yz)?"), lit(">")), dfa_of=builder.eager,
+                     template_of=builder.lexeme_template)
+    moves = [x for x in [*nfa.eps, *nfa.edges] if x is not None]
+    assert len(nfa.regions) == 1 and all(type(x) is tuple for x in moves)
+    assert not [x for x in [*moves, *(edge for edges in nfa.edges if edges for edge in edges)] if gc.is_tracked(x)]
