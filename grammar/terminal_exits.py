@@ -19,15 +19,15 @@ def byte_set(flags: np.ndarray) -> int:
 
 
 def ascending_once(nodes: np.ndarray) -> np.ndarray:
-    """The distinct values of `nodes`, ascending (the walk hands them sorted per round, so the
-    stable sort only merges rounds; `np.unique` is far slower here)."""
-    nodes = np.sort(np.asarray(nodes, dtype=np.int64), kind="stable")
-    if len(nodes) > 1:
+    """The distinct values of `nodes`, ascending (the walk hands them so per round: only nodes
+    from several rounds are sorted, stably, which merges the runs; `np.unique` is far slower)."""
+    nodes = np.asarray(nodes, dtype=np.int64)
+    if len(nodes) > 1 and not (nodes[1:] > nodes[:-1]).all():
+        nodes = np.sort(nodes, kind="stable")
         fresh = np.empty(len(nodes), dtype=bool)
         fresh[0] = True
         np.not_equal(nodes[1:], nodes[:-1], out=fresh[1:])
-        if not fresh.all():
-            nodes = nodes[fresh]
+        nodes = nodes[fresh]
     return nodes
 
 

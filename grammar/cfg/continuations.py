@@ -12,6 +12,7 @@ plus memoised parser scans.
 from __future__ import annotations
 
 import threading
+from collections.abc import Hashable
 
 import numpy as np
 
@@ -35,13 +36,16 @@ class Continuation:
 
     def add_to(self, words: np.ndarray) -> None:
         """OR the tokens into packed mask `words`."""
-        words[self.at] |= self.bits
+        if self.at.size:
+            words[self.at] |= self.bits
 
 
-def continuation(source: Exits, dfa, deadline: float | None) -> Continuation:
+def continuation(source: Exits, dfa, deadline: float | None, key: Hashable = None) -> Continuation:
     """The `Continuation` of `source` into the terminal with DFA `dfa`, computed on first use
-    (cached on `source` under the state key of the terminal's start: the name of its language)."""
-    key = dfa.state_key(START)
+    (cached on `source` under `key`, the state key of the terminal's start: the name of its
+    language; callers that ask often pass it in)."""
+    if key is None:
+        key = dfa.state_key(START)
     got = source.next.get(key)
     if got is not None:
         return got

@@ -40,6 +40,7 @@ class EarleyParser:
         self.augmented = len(self.lhs)
         self.lhs.append(len(cfg.names))
         self.rhs.append((cfg.start,))
+        self.rhs_len = [len(rhs) for rhs in self.rhs]
         self.by_lhs: list[list[int]] = [[] for _ in range(len(cfg.names) + 1)]
         for i, lhs in enumerate(self.lhs):
             self.by_lhs[lhs].append(i)
@@ -150,9 +151,9 @@ class EarleyParser:
         return got
 
     def _intern(self, items: dict[Item, None]) -> int:
-        rhs_of = self.rhs
-        open_items = frozenset(it for it in items if it[1] < len(rhs_of[it[0]]))
-        accepting = any(p == self.augmented and d == 1 for p, d, _ in items)
+        rhs_of, rhs_len = self.rhs, self.rhs_len
+        open_items = frozenset([it for it in items if it[1] < rhs_len[it[0]]])
+        accepting = any(it[0] == self.augmented and it[1] == 1 for it in items.keys() - open_items)
         key = (open_items, accepting)
         got = self._index.get(key)
         if got is not None:

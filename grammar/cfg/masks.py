@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Hashable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -42,7 +43,7 @@ class ConfigMasks:
         self.max_entries = max_entries
         self._hyp: OrderedDict[tuple, np.ndarray] = OrderedDict()
         self._tables: dict[tuple[int, int], TerminalTable] = {}  # (terminal, state) -> shared table
-        self._first_bytes: dict[int, int] = {}  # terminal -> the bytes it may start with
+        self._starts: dict[int, tuple] = {}  # terminal -> `_start(terminal)`
         self._stop_words: np.ndarray | None = None
         self._lock = threading.Lock()
 
@@ -71,15 +72,16 @@ class ConfigMasks:
                    deadline: float | None) -> np.ndarray:
         """Mask of one hypothesis: the tokens inside terminal t from state s, and those that end t
         part way and go on from the Earley set after it."""
-        after = self.builder.parser.scan(sid, t)
+        table = self._tables.get((t, s))
+        if table is None:
+            table = self._tables[(t, s)] = terminal_table(cache, self.builder.terminals[t], s, deadline)
+        # the parser moves past t only for tokens that end t part way
+        after = self.builder.parser.scan(sid, t) if table.exits.node.size else DEAD_SET
         key = (t, s, after)
         got = self._hyp.get(key)
         if got is not None:
             self._hyp.move_to_end(key)
             return got
-        table = self._tables.get((t, s))
-        if table is None:
-            table = self._tables[(t, s)] = terminal_table(cache, self.builder.terminals[t], s, deadline)
         words = table.inside.copy()  # tokens inside the terminal
         if after != DEAD_SET:
             self._continue(table.exits, after, deadline, words)
@@ -94,19 +96,20 @@ class ConfigMasks:
         each expected terminal's `Continuation`, and on where that terminal may end too."""
         if deadline is not None and time.perf_counter() > deadline:
             raise GrammarBudgetError("token mask computation exceeded its step budget")
-        b = self.builder
-        for t2 in b.parser.expected(sid):
-            if not exits.first_bytes & self._terminal_first_bytes(t2):
+        parser, starts, first_bytes = self.builder.parser, self._starts, exits.first_bytes
+        for t2 in parser.expected(sid):
+            start = starts.get(t2) or self._start(t2)
+            if not first_bytes & start[0]:
                 continue
-            step = continuation(exits, b.terminals[t2], deadline)
+            step = exits.next.get(start[1]) or continuation(exits, start[2], deadline, start[1])
             step.add_to(words)
-            if len(step.exits.node):
-                after = b.parser.scan(sid, t2)
+            if step.exits.node.size:
+                after = parser.scan(sid, t2)
                 if after != DEAD_SET:
                     self._continue(step.exits, after, deadline, words)
 
-    def _terminal_first_bytes(self, t: int) -> int:
-        got = self._first_bytes.get(t)
-        if got is None:
-            got = self._first_bytes[t] = byte_set(self.builder.terminals[t].row(START) != 0)
+    def _start(self, t: int) -> tuple[int, Hashable, object]:
+        """(the bytes terminal t may start with, the state key of its start, its DFA)."""
+        dfa = self.builder.terminals[t]
+        got = self._starts[t] = (byte_set(dfa.row(START) != 0), dfa.state_key(START), dfa)
         return got
