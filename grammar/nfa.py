@@ -14,7 +14,7 @@ from formwork.grammar._subset import edge_cuts
 from formwork.grammar.budget import CompileBudget
 from formwork.grammar.dfa import DEAD, DFA
 from formwork.grammar.ir import Node
-from formwork.grammar.lexemes import _LEXEMES, Region
+from formwork.grammar.lexemes import _LEXEMES, Region  # the marks (lexeme -> open-ended) the builder reads
 
 START, FINAL = 0, 1  # every NFA's start and end states
 

@@ -22,7 +22,7 @@ from formwork.grammar.cfg.automaton import compile_cfg
 from formwork.grammar.dfa import DFA, DEAD, START
 from formwork.grammar.errors import GrammarError
 from formwork.grammar.ir import (
-    Alt, And, ByteSet, Bytes, Empty, Grammar, Node, Not, Nothing, Repeat, RuleRef, Seq, chars,
+    Alt, And, ByteSet, Bytes, Empty, Grammar, Node, Not, Nothing, Repeat, RuleRef, Seq, chars, children,
 )
 from formwork.grammar.json_schema import lower_json_schema
 from formwork.grammar.lexemes import _LEXEMES, _LEXEMES_LOCK, Region, is_lexeme, is_open_ended, lexeme
@@ -258,14 +258,17 @@ def test_every_benchmark_schema_builds_the_reference_nfa(monkeypatch: pytest.Mon
 def walk(node: Node) -> Iterator[Node]:
     """`node` and every node under it."""
     yield node
-    for child in getattr(node, "items", ()) or [getattr(node, name) for name in ("item", "a", "b") if hasattr(node, name)]:
+    for child in children(node):
         yield from walk(child)
 
 
 @contextmanager
 def marked(nodes: list[Node], flags: list[tuple[bool, bool]]) -> Iterator[None]:
     """Mark `nodes` as lexemes where the first flag says so (the second: open-ended), for a while."""
-    added = [node for node, (mark, open_ended) in zip(nodes, flags) if mark and lexeme(node, open_ended)]
+    added = []
+    for node, (mark, open_ended) in zip(nodes, flags):
+        if mark:
+            added.append(lexeme(node, open_ended))
     try:
         yield
     finally:
