@@ -31,6 +31,10 @@ def ascending_once(nodes: np.ndarray) -> np.ndarray:
     return nodes
 
 
+_FEW_BYTES = 4  # seeds of as many next bytes as this among ...
+_MANY_EXITS = 1024  # ... as many exits as this are looked for byte by byte
+
+
 class Exits:
     """Where a terminal state may end before a token does: the children of those trie nodes
     (global node numbers, ascending, each once; the first byte after the terminal) and their
@@ -49,10 +53,16 @@ class Exits:
 
     def seeds(self, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(nodes, states): the children whose byte `row` (next state per byte) keeps alive, each
-        with the state that byte leads to."""
-        states = np.asarray(row)[self.byte]
-        alive = states != 0
-        return self.node[alive], states[alive]
+        with the state that byte leads to (ascending by node)."""
+        row = np.asarray(row)
+        alive = [b for b in np.flatnonzero(row[:256]).tolist() if self.first_bytes >> b & 1]
+        if len(alive) <= _FEW_BYTES and len(self.node) > _MANY_EXITS:  # look for those bytes only
+            found = [np.flatnonzero(self.byte == b) for b in alive]
+            at = np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.intp)
+            return self.node[at], row[self.byte[at]]
+        states = row[self.byte]
+        keep = states != 0
+        return self.node[keep], states[keep]
 
 
 _EXITS_LOCK = threading.Lock()

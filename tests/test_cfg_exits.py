@@ -19,6 +19,7 @@ from formwork.grammar.dfa import DEAD, START  # noqa: E402
 from formwork.grammar.ir import chars, lit, repeat, seq  # noqa: E402
 from formwork.grammar.native_walk import walk_state  # noqa: E402
 from formwork.grammar.packed import unpack_token_ids  # noqa: E402
+from formwork.grammar import terminal_exits  # noqa: E402
 from formwork.grammar.terminal_exits import Exits, ascending_once, interned_exits  # noqa: E402
 
 ALPHABET = b"ab 1"
@@ -111,3 +112,25 @@ def test_continuation_words_or_into_a_mask():
     step.add_to(target)
     assert target.tolist() == [0, 7, 0, -(2 ** 31)]
     assert step.at.tolist() == [1, 3]
+
+
+@settings(deadline=None, max_examples=60)
+@given(tokens=tokens_strategy, picks=st.lists(st.integers(0, 10 ** 6), max_size=30),
+       live=st.lists(st.sampled_from(ALPHABET), max_size=4), state=st.integers(1, 9))
+def test_seeds_byte_by_byte_are_the_gathered_ones(tokens, picks, live, state):
+    """Many exits and few live bytes: the seeds are looked up byte by byte, the same pairs."""
+    trie = Vocabulary(tokens).trie
+    nodes = np.array([p % trie.num_nodes for p in picks], dtype=np.int64)
+    exits = Exits(trie, nodes)
+    row = np.zeros(256, dtype=np.int32)
+    row[list(live)] = state
+    want = {(n, state) for n, b in zip(exits.node.tolist(), exits.byte.tolist()) if b in live}
+    saved = terminal_exits._MANY_EXITS
+    for many in (saved, 0):
+        terminal_exits._MANY_EXITS = many
+        try:
+            got_nodes, got_states = exits.seeds(row)
+        finally:
+            terminal_exits._MANY_EXITS = saved
+        assert np.all(np.diff(got_nodes) > 0)
+        assert set(zip(got_nodes.tolist(), got_states.tolist())) == want

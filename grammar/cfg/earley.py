@@ -87,37 +87,36 @@ class EarleyParser:
         items: dict[Item, None] = dict.fromkeys(kernel)
         queue = list(items)
         predicted: set[int] = set()
-        rhs_of, lhs_of, sets = self.rhs, self.lhs, self.sets
-        i = 0
-        while i < len(queue):
-            p, d, o = queue[i]
-            i += 1
-            rhs = rhs_of[p]
-            new: list[Item] = []
-            if d == len(rhs):
+        rhs_of, rhs_len, lhs_of, sets = self.rhs, self.rhs_len, self.lhs, self.sets
+        nullable, nullable_terminals, max_items = self.nullable, self.nullable_terminals, self.max_items
+        for p, d, o in queue:  # the loop reaches the items appended on the way
+            if len(queue) > max_items:
+                raise GrammarBudgetError(f"an Earley set grew past {max_items} items "
+                                         "(budget max_items; the grammar is too ambiguous here)")
+            if d == rhs_len[p]:
                 if o != -1:  # empty completions (o == -1) were advanced at prediction time
                     for p2, d2, o2 in sets[o].waiting.get(lhs_of[p], ()):
-                        new.append((p2, d2 + 1, o if o2 == -1 else o2))
-            else:
-                x = rhs[d]
-                if x >= 0:
-                    if x not in predicted:  # predictions need no processing: add their closure at once
-                        closure, nonterminals = self._prediction(x)
-                        predicted |= nonterminals
-                        for item in closure:
-                            if item not in items:
-                                items[item] = None
-                    if self.nullable[x]:
-                        new.append((p, d + 1, o))
-                elif ~x in self.nullable_terminals:
-                    new.append((p, d + 1, o))
-            for item in new:
-                if item not in items:
-                    items[item] = None
-                    queue.append(item)
-            if len(queue) > self.max_items:
-                raise GrammarBudgetError(f"an Earley set grew past {self.max_items} items "
-                                         "(budget max_items; the grammar is too ambiguous here)")
+                        item = (p2, d2 + 1, o if o2 == -1 else o2)
+                        if item not in items:
+                            items[item] = None
+                            queue.append(item)
+                continue
+            x = rhs_of[p][d]
+            if x >= 0:
+                if x not in predicted:  # predictions need no processing: add their closure at once
+                    closure, nonterminals = self._prediction(x)
+                    predicted |= nonterminals
+                    for item in closure:
+                        if item not in items:
+                            items[item] = None
+                if not nullable[x]:
+                    continue
+            elif ~x not in nullable_terminals:
+                continue
+            item = (p, d + 1, o)
+            if item not in items:
+                items[item] = None
+                queue.append(item)
         return items
 
     def _prediction(self, x: int) -> tuple[tuple[Item, ...], frozenset[int]]:

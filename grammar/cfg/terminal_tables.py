@@ -81,26 +81,28 @@ def language_key(dfa, state: int) -> tuple:
 
 def slice_never_ends(token_slice: "TokenSlice", dfa, state: int) -> bool:
     """True when no token of the slice can finish the terminal at or after one of its prefixes:
-    breadth-first over (slice state, terminal state) pairs up to the slice's longest token."""
+    breadth-first over (slice state, terminal state) pairs up to the slice's longest token, a
+    level at a time (pairs coded as slice state << 32 | terminal state)."""
     if dfa.accepting[state]:
         return False
     table = token_slice.dfa.table
-    frontier = {(START, state)}
-    seen = set(frontier)
+    frontier = np.array([START << 32 | state], dtype=np.int64)
+    seen = set(frontier.tolist())
     for _ in range(token_slice.max_len):
-        nxt = set()
-        for u, q in frontier:
-            slice_row, row = table[u], dfa.row(q)
-            ok = (slice_row != DEAD) & (row != DEAD)
-            for pair in set(zip(slice_row[ok].tolist(), row[ok].tolist())):
-                if pair not in seen:
-                    seen.add(pair)
-                    nxt.add(pair)
-        if dfa.accepting[[q for _, q in nxt]].any() if nxt else False:
-            return False
-        if not nxt:
+        states = frontier & 0xFFFFFFFF
+        dfa.ensure(states)
+        class_of_byte, rows = dfa.byte_classes()
+        slice_next = table[frontier >> 32]
+        next_state = rows[states].take(class_of_byte, axis=1)
+        ok = (slice_next != DEAD) & (next_state != DEAD)
+        codes = set((slice_next[ok].astype(np.int64) << 32 | next_state[ok]).tolist())
+        codes.difference_update(seen)
+        if not codes:
             return True
-        frontier = nxt
+        seen.update(codes)
+        frontier = np.fromiter(codes, dtype=np.int64, count=len(codes))
+        if dfa.accepting[frontier & 0xFFFFFFFF].any():
+            return False
     return True
 
 
