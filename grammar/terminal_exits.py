@@ -55,11 +55,12 @@ class Exits:
         """(nodes, states): the children whose byte `row` (next state per byte) keeps alive, each
         with the state that byte leads to (ascending by node)."""
         row = np.asarray(row)
-        alive = [b for b in np.flatnonzero(row[:256]).tolist() if self.first_bytes >> b & 1]
-        if len(alive) <= _FEW_BYTES and len(self.node) > _MANY_EXITS:  # look for those bytes only
-            found = [np.flatnonzero(self.byte == b) for b in alive]
-            at = np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.intp)
-            return self.node[at], row[self.byte[at]]
+        if len(self.node) > _MANY_EXITS:
+            alive = [b for b in np.flatnonzero(row[:256]).tolist() if self.first_bytes >> b & 1]
+            if len(alive) <= _FEW_BYTES:  # look for those bytes only
+                found = [np.flatnonzero(self.byte == b) for b in alive]
+                at = np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.intp)
+                return self.node[at], row[self.byte[at]]
         states = row[self.byte]
         keep = states != 0
         return self.node[keep], states[keep]
@@ -73,14 +74,17 @@ _INTERNED: "weakref.WeakKeyDictionary[TokenTrie, OrderedDict]" = weakref.WeakKey
 def interned_exits(trie: TokenTrie, nodes: np.ndarray) -> Exits:
     """`Exits(trie, nodes)`, one object per distinct set of nodes: terminals that end alike (every
     literal whose last byte is a space) share it, and so share its continuations."""
-    exits = Exits(trie, nodes)
-    key = (len(exits.node), hash(exits.node.tobytes()))
+    nodes = ascending_once(nodes)
+    data = nodes.tobytes()
+    key = (len(nodes), hash(data))
     with _EXITS_LOCK:
         table = _INTERNED.setdefault(trie, OrderedDict())
         got = table.get(key)
-        if got is not None and np.array_equal(got.node, exits.node):
+        if got is not None and got.node.tobytes() == data:
             table.move_to_end(key)
             return got
+    exits = Exits(trie, nodes)
+    with _EXITS_LOCK:
         table[key] = exits
         if len(table) > _MAX_EXITS:
             table.popitem(last=False)

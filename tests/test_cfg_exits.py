@@ -1,17 +1,20 @@
 """Exits of the native walk (ascending, each once, from many seeds), their seeds into a next
-terminal, and continuations kept as packed mask words: each against a brute-force reference."""
+terminal, and continuations kept as the nonzero words of packed masks: each against a
+brute-force reference."""
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest_grammar import node_prefixes  # noqa: E402
 
-from formwork.grammar import Vocabulary  # noqa: E402
+from formwork.grammar import Vocabulary, terminal_exits  # noqa: E402
+from formwork.grammar._packed import nonzero_words  # noqa: E402
 from formwork.grammar._trie_walk import walk as raw_walk  # noqa: E402
 from formwork.grammar.automaton import AutomatonBuilder  # noqa: E402
 from formwork.grammar.cfg.continuations import Continuation, continuation  # noqa: E402
@@ -19,7 +22,6 @@ from formwork.grammar.dfa import DEAD, START  # noqa: E402
 from formwork.grammar.ir import chars, lit, repeat, seq  # noqa: E402
 from formwork.grammar.native_walk import walk_state  # noqa: E402
 from formwork.grammar.packed import unpack_token_ids  # noqa: E402
-from formwork.grammar import terminal_exits  # noqa: E402
 from formwork.grammar.terminal_exits import Exits, ascending_once, interned_exits  # noqa: E402
 
 ALPHABET = b"ab 1"
@@ -134,3 +136,16 @@ def test_seeds_byte_by_byte_are_the_gathered_ones(tokens, picks, live, state):
             terminal_exits._MANY_EXITS = saved
         assert np.all(np.diff(got_nodes) > 0)
         assert set(zip(got_nodes.tolist(), got_states.tolist())) == want
+
+
+@given(st.lists(st.integers(-(2 ** 31), 2 ** 31 - 1) | st.just(0), max_size=80))
+def test_nonzero_words_are_numpys(values):
+    words = np.array(values, dtype=np.int32)
+    at, bits = nonzero_words(words)
+    assert np.frombuffer(at, dtype=np.int64).tolist() == np.flatnonzero(words).tolist()
+    assert np.frombuffer(bits, dtype=np.int32).tolist() == words[words != 0].tolist()
+
+
+def test_nonzero_words_refuse_a_partial_word():
+    with pytest.raises(ValueError):
+        nonzero_words(b"\x01\x02\x03")

@@ -16,6 +16,7 @@ from collections.abc import Hashable
 
 import numpy as np
 
+from formwork.grammar._packed import nonzero_words
 from formwork.grammar.dfa import START
 from formwork.grammar.native_walk import walk_into
 from formwork.grammar.terminal_exits import Exits, interned_exits
@@ -30,8 +31,9 @@ class Continuation:
     __slots__ = ("at", "bits", "exits")
 
     def __init__(self, words: np.ndarray, exits: Exits):
-        self.at = np.flatnonzero(words)
-        self.bits = words[self.at]
+        at, bits = nonzero_words(words)
+        self.at = np.frombuffer(at, dtype=np.int64)
+        self.bits = np.frombuffer(bits, dtype=np.int32)
         self.exits = exits
 
     def add_to(self, words: np.ndarray) -> None:
