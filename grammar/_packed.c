@@ -1,5 +1,6 @@
-/* The nonzero words of a packed token mask, in C (numpy's nonzero costs ~8 µs on a 129k-token
- * mask; this loop well under one): how continuations (cfg/continuations.py) keep their tokens. */
+/* Packed token masks kept as their nonzero words, in C: how continuations (cfg/continuations.py)
+ * keep their tokens and OR them into a mask (numpy's nonzero costs ~8 µs on a 129k-token mask,
+ * and a fancy-indexed OR ~2 µs; these loops well under one). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
@@ -39,8 +40,41 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(or_words_doc,
+"or_words(words, at, bits)\n\n"
+"ORs `bits` (int32) into the words of the packed int32 mask `words` (writable) at the indices\n"
+"`at` (int64, as many).");
+
+static PyObject *or_words(PyObject *self, PyObject *args) {
+    Py_buffer w, a, v;
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "w*y*y*", &w, &a, &v)) return NULL;
+    const Py_ssize_t n = w.len / 4, count = a.len / 8;
+    if (w.len % 4 || a.len % 8 || v.len != count * 4) {
+        PyErr_SetString(PyExc_ValueError, "or_words: inconsistent array sizes");
+        goto done;
+    }
+    uint32_t *words = w.buf;
+    const int64_t *at = a.buf;
+    const uint32_t *bits = v.buf;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (at[i] < 0 || at[i] >= n) {
+            PyErr_SetString(PyExc_ValueError, "or_words: word index out of range");
+            goto done;
+        }
+    }
+    for (Py_ssize_t i = 0; i < count; i++) words[at[i]] |= bits[i];
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&w);
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&v);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"nonzero_words", nonzero_words, METH_VARARGS, nonzero_words_doc},
+    {"or_words", or_words, METH_VARARGS, or_words_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -14,7 +14,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest_grammar import node_prefixes  # noqa: E402
 
 from formwork.grammar import Vocabulary, terminal_exits  # noqa: E402
-from formwork.grammar._packed import nonzero_words  # noqa: E402
+from formwork.grammar._packed import nonzero_words, or_words  # noqa: E402
 from formwork.grammar._trie_walk import walk as raw_walk  # noqa: E402
 from formwork.grammar.automaton import AutomatonBuilder  # noqa: E402
 from formwork.grammar.cfg.continuations import Continuation, continuation  # noqa: E402
@@ -149,3 +149,31 @@ def test_nonzero_words_are_numpys(values):
 def test_nonzero_words_refuse_a_partial_word():
     with pytest.raises(ValueError):
         nonzero_words(b"\x01\x02\x03")
+
+
+@given(st.lists(st.integers(-(2 ** 31), 2 ** 31 - 1), min_size=1, max_size=40), st.data())
+def test_or_words_is_the_fancy_indexed_or(values, data):
+    base = np.array(values, dtype=np.int32)
+    at = np.array(sorted(data.draw(st.sets(st.integers(0, len(values) - 1)))), dtype=np.int64)
+    bits = np.array(data.draw(st.lists(st.integers(-(2 ** 31), 2 ** 31 - 1), min_size=len(at), max_size=len(at))),
+                    dtype=np.int32)
+    want = base.copy()
+    want[at] |= bits
+    got = base.copy()
+    or_words(got, at, bits)
+    assert np.array_equal(got, want)
+
+
+def test_or_words_refuses_bad_input():
+    words = np.zeros(4, dtype=np.int32)
+    with pytest.raises(ValueError):
+        or_words(words, np.array([4], dtype=np.int64), np.array([1], dtype=np.int32))  # past the mask
+    with pytest.raises(ValueError):
+        or_words(words, np.array([-1], dtype=np.int64), np.array([1], dtype=np.int32))
+    with pytest.raises(ValueError):
+        or_words(words, np.array([0, 1], dtype=np.int64), np.array([1], dtype=np.int32))  # sizes differ
+    frozen = np.zeros(4, dtype=np.int32)
+    frozen.flags.writeable = False
+    with pytest.raises((TypeError, BufferError, ValueError)):
+        or_words(frozen, np.array([0], dtype=np.int64), np.array([1], dtype=np.int32))
+    assert not words.any()

@@ -16,7 +16,7 @@ from collections.abc import Hashable
 
 import numpy as np
 
-from formwork.grammar._packed import nonzero_words
+from formwork.grammar._packed import nonzero_words, or_words
 from formwork.grammar.dfa import START
 from formwork.grammar.native_walk import walk_into
 from formwork.grammar.terminal_exits import Exits, interned_exits
@@ -37,9 +37,8 @@ class Continuation:
         self.exits = exits
 
     def add_to(self, words: np.ndarray) -> None:
-        """OR the tokens into packed mask `words`."""
-        if self.at.size:
-            words[self.at] |= self.bits
+        """OR the tokens into packed mask `words` (writable)."""
+        or_words(words, self.at, self.bits)
 
 
 def continuation(source: Exits, dfa, deadline: float | None, key: Hashable = None) -> Continuation:

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from formwork.grammar.cfg.continuations import continuation
+from formwork.grammar._packed import or_words
+from formwork.grammar.cfg.continuations import Continuation, continuation
 from formwork.grammar.cfg.earley import DEAD_SET
 from formwork.grammar.cfg.terminal_tables import TerminalTable, terminal_table
 from formwork.grammar.dfa import START
@@ -34,6 +35,14 @@ if TYPE_CHECKING:
     from formwork.grammar.token_mask import TokenMaskCache
 
 
+def _add(words: np.ndarray, hypothesis: tuple[np.ndarray, tuple[Continuation, ...]]) -> None:
+    """OR the tokens of a hypothesis into packed mask `words`."""
+    inside, steps = hypothesis
+    words |= inside
+    for step in steps:
+        or_words(words, step.at, step.bits)
+
+
 class ConfigMasks:
     """Per-configuration masks of one CFG automaton (see the module docstring)."""
 
@@ -41,7 +50,7 @@ class ConfigMasks:
         self.automaton = automaton
         self.builder = automaton.builder
         self.max_entries = max_entries
-        self._hyp: OrderedDict[tuple, np.ndarray] = OrderedDict()
+        self._hyp: OrderedDict[tuple, tuple] = OrderedDict()  # (t, s, after) -> `hypothesis(...)`
         self._tables: dict[tuple[int, int], TerminalTable] = {}  # (terminal, state) -> shared table
         self._starts: dict[int, tuple] = {}  # terminal -> `_start(terminal)`
         self._stop_words: np.ndarray | None = None
@@ -57,9 +66,9 @@ class ConfigMasks:
                 raise GrammarBudgetError(f"token mask computation exceeded its step budget of {max_seconds:g} s")
             if t == -1:
                 for t2 in b.parser.expected(sid):
-                    words |= self.hypothesis(cache, sid, t2, START, deadline)
+                    _add(words, self.hypothesis(cache, sid, t2, START, deadline))
             else:
-                words |= self.hypothesis(cache, sid, t, s, deadline)
+                _add(words, self.hypothesis(cache, sid, t, s, deadline))
         if self._stop_words is None:
             self._stop_words = pack_token_ids(np.asarray(cache.vocab.stop_token_ids, dtype=np.int64),
                                               cache.vocab.vocab_size)
@@ -69,9 +78,9 @@ class ConfigMasks:
         return words
 
     def hypothesis(self, cache: "TokenMaskCache", sid: int, t: int, s: int,
-                   deadline: float | None) -> np.ndarray:
-        """Mask of one hypothesis: the tokens inside terminal t from state s, and those that end t
-        part way and go on from the Earley set after it."""
+                   deadline: float | None) -> tuple[np.ndarray, tuple[Continuation, ...]]:
+        """The tokens of one hypothesis: those inside terminal t from state s (packed words), and
+        the continuations of those that end t part way and go on from the Earley set after it."""
         table = self._tables.get((t, s))
         if table is None:
             table = self._tables[(t, s)] = terminal_table(cache, self.builder.terminals[t], s, deadline)
@@ -82,18 +91,19 @@ class ConfigMasks:
         if got is not None:
             self._hyp.move_to_end(key)
             return got
-        words = table.inside.copy()  # tokens inside the terminal
+        steps: dict[Continuation, None] = {}
         if after != DEAD_SET:
-            self._continue(table.exits, after, deadline, words)
+            self._continue(table.exits, after, deadline, steps)
+        got = (table.inside, tuple(steps))
         with self._lock:
-            self._hyp[key] = words
+            self._hyp[key] = got
             if len(self._hyp) > self.max_entries:
                 self._hyp.popitem(last=False)
-        return words
+        return got
 
-    def _continue(self, exits: Exits, sid: int, deadline: float | None, words: np.ndarray) -> None:
-        """OR into `words` the tokens that go on from `exits` with the parser at Earley set `sid`: through
-        each expected terminal's `Continuation`, and on where that terminal may end too."""
+    def _continue(self, exits: Exits, sid: int, deadline: float | None, steps: dict) -> None:
+        """Collect in `steps` the continuations with tokens that go on from `exits` with the parser
+        at Earley set `sid`: into each expected terminal, and on where that terminal may end too."""
         if deadline is not None and time.perf_counter() > deadline:
             raise GrammarBudgetError("token mask computation exceeded its step budget")
         parser, starts, first_bytes = self.builder.parser, self._starts, exits.first_bytes
@@ -102,11 +112,12 @@ class ConfigMasks:
             if not first_bytes & start[0]:
                 continue
             step = exits.next.get(start[1]) or continuation(exits, start[2], deadline, start[1])
-            step.add_to(words)
+            if step.at.size:
+                steps[step] = None
             if step.exits.node.size:
                 after = parser.scan(sid, t2)
                 if after != DEAD_SET:
-                    self._continue(step.exits, after, deadline, words)
+                    self._continue(step.exits, after, deadline, steps)
 
     def _start(self, t: int) -> tuple[int, Hashable, object]:
         """(the bytes terminal t may start with, the state key of its start, its DFA)."""
