@@ -20,7 +20,7 @@ from formwork.grammar.utf8 import complement_code_ranges, normalize_code_ranges,
 def _node(cls):
     """Make `cls` a frozen dataclass with slots (no per-node dict: lowering builds thousands of
     nodes) whose hash is computed once and cached in the `_hash` slot; `_empty` caches whether
-    its language is empty (`NFA.is_empty`)."""
+    its language is empty (read and written by the C NFA builder, `_nfa_build.c`)."""
     cls.__annotations__ = {**cls.__dict__.get("__annotations__", {}), "_hash": "int | None",
                            "_empty": "bool | None"}
     cls._hash = field(default=None, init=False, repr=False, compare=False)
@@ -189,37 +189,45 @@ def lit(text: str | bytes) -> Node:
 def seq(*items: Node) -> Node:
     """Concatenation, flattened; adjacent literals merged; Nothing absorbs."""
     flat: list[Node] = []
-    run: list[Bytes] = []  # adjacent literals, merged into one Bytes
+    run: bytes | None = None  # the pending run of adjacent literals, merged into one Bytes ...
+    single: Node | None = None  # ... or its only literal, kept as it is
     for item in items:
         kind = type(item)
+        if kind is Bytes:
+            if run is None:
+                run, single = item.value, item
+            else:
+                run, single = run + item.value, None
+            continue
         if kind is Seq:
             # already normal (no Empty/Nothing, no adjacent literals): only its ends may merge
             parts = item.items
             head, tail = parts[0], parts[-1]
             if type(head) is Bytes:
-                run.append(head)
+                if run is None:
+                    run, single = head.value, head
+                else:
+                    run, single = run + head.value, None
+                parts = parts[1:]
+            if run is not None:
+                flat.append(single if single is not None else Bytes(run))
+                run = None
+            if type(tail) is Bytes:
+                flat.extend(parts[:-1])
+                run, single = tail.value, tail
             else:
-                if run:
-                    flat.append(run[0] if len(run) == 1 else Bytes(b"".join([b.value for b in run])))
-                    run = []
-                flat.append(head)
-            if len(parts) > 2:
-                if run:
-                    flat.append(run[0] if len(run) == 1 else Bytes(b"".join([b.value for b in run])))
-                    run = []
-                flat.extend(parts[1:-1])
-            kind, item = type(tail), tail
-        if kind is Bytes:
-            run.append(item)
-        elif kind is Nothing:
+                flat.extend(parts)
+            continue
+        if kind is Empty:
+            continue
+        if kind is Nothing:
             return NOTHING
-        elif kind is not Empty:
-            if run:
-                flat.append(run[0] if len(run) == 1 else Bytes(b"".join([b.value for b in run])))
-                run = []
-            flat.append(item)
-    if run:
-        flat.append(run[0] if len(run) == 1 else Bytes(b"".join([b.value for b in run])))
+        if run is not None:
+            flat.append(single if single is not None else Bytes(run))
+            run = None
+        flat.append(item)
+    if run is not None:
+        flat.append(single if single is not None else Bytes(run))
     if not flat:
         return EMPTY
     return flat[0] if len(flat) == 1 else Seq(tuple(flat))
@@ -227,11 +235,19 @@ def seq(*items: Node) -> Node:
 
 def alt(*items: Node) -> Node:
     """Union, flattened and de-duplicated; Nothing dropped."""
+    if len(items) == 1:
+        kind = type(items[0])
+        if kind is not Alt and kind is not Nothing:
+            return items[0]
     flat: dict[Node, None] = {}
     for item in items:
-        for part in item.items if type(item) is Alt else (item,):
-            if type(part) is not Nothing:
-                flat[part] = None
+        kind = type(item)
+        if kind is Alt:
+            for part in item.items:
+                if type(part) is not Nothing:
+                    flat[part] = None
+        elif kind is not Nothing:
+            flat[item] = None
     if not flat:
         return NOTHING
     nodes = tuple(flat)

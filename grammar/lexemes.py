@@ -68,7 +68,7 @@ def is_open_ended(node: Node) -> bool:
     return bool(_LEXEMES.get(node))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Region:
     """NFA states `first..last-1` spell one lexeme; `end` is the NFA state right after it.
 
@@ -86,9 +86,21 @@ class Region:
     node: Node | None = None
     start: int = -1  # the NFA state before the lexeme ...
     start_moves: tuple[int, int] | None = None  # ... and its moves if they all enter the lexeme
-    positions: tuple[tuple[int, int], ...] = ()  # a bounded repetition's (see NFA._repeat)
+    #: a bounded repetition's (first item state, state after it) per repetition (`_nfa_build.c`)
+    positions: tuple[tuple[int, int], ...] = ()
     template: Any = None  # the lexeme's own NFA (`node` regions), copied from on first use
     open_ended: bool = False  # see `lexeme`
+
+    def __init__(self, first: int, last: int, end: int, dfa: DFA | None = None,
+                 node: Node | None = None, start: int = -1,
+                 start_moves: tuple[int, int] | None = None,
+                 positions: tuple[tuple[int, int], ...] = (), template: Any = None,
+                 open_ended: bool = False) -> None:
+        # one dict update instead of a frozen dataclass's setattr per field (regions are made
+        # per compile: every lexeme and embedded DFA of the document)
+        self.__dict__.update(first=first, last=last, end=end, dfa=dfa, node=node, start=start,
+                             start_moves=start_moves, positions=positions, template=template,
+                             open_ended=open_ended)
 
     def local_state(self, inside: frozenset[int], at_start: bool, ends: bool,
                     standalone: Callable[[Node], "LazyDFA"]) -> tuple[DFA | "LazyDFA", int]:

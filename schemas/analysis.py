@@ -94,36 +94,43 @@ class _Analyser:
                      draft: Draft) -> list[tuple[Location, bool]]:
         found: list[tuple[Location, bool]] = []
         stack = [_Frame(schema, location, resolver, draft, False, False)]
+        visited, reported, index = self.result.visited, self.reported, self.index
         while stack:
             frame = stack.pop()
             self.visits += 1
             if self.visits > MAX_VISITS:
                 raise SchemaTooLargeError(f"more than {MAX_VISITS} subschema visits through "
                                           "$ref; the schema is too large to analyse")
-            if not isinstance(frame.schema, dict):
+            node = frame.schema
+            if not isinstance(node, dict):
                 continue
-            self.result.visited.add(frame.location)
-            node_draft = draft_of(frame.schema, frame.draft,
-                                  pointer=self.index.display(frame.location))
-            if not frame.in_unsupported and frame.location not in self.reported:
-                self.reported.add(frame.location)
-                self._classify(frame.schema, frame.location, node_draft)
-            ref = frame.schema.get("$ref")
+            here = frame.location
+            visited.add(here)
+            node_draft = frame.draft if "$schema" not in node else \
+                draft_of(node, frame.draft, pointer=index.display(here))
+            if not frame.in_unsupported and here not in reported:
+                reported.add(here)
+                self._classify(node, here, node_draft)
+            ref = node.get("$ref")
             if ref is not None:
-                found.append((frame.location, frame.descended))
+                found.append((here, frame.descended))
                 self._follow(ref, frame, node_draft)
             children = []
-            for sub in subschemas(frame.schema, node_draft.name):
-                if sub.keyword in DEFINITION_CONTAINERS:
+            unsupported: dict[str, bool] = {}  # keyword -> whether its subschemas are unsupported
+            for sub in subschemas(node, node_draft.name):
+                keyword = sub.keyword
+                if keyword in DEFINITION_CONTAINERS:
                     continue
-                verdict = classify(sub.keyword, frame.schema[sub.keyword], node_draft.name,
-                                   frame.schema)
+                skipped = unsupported.get(keyword)
+                if skipped is None:
+                    verdict = classify(keyword, node[keyword], node_draft.name, node)
+                    skipped = unsupported[keyword] = verdict.kind is KeywordKind.UNSUPPORTED
                 children.append(_Frame(
                     sub.schema,
-                    Location(frame.location.uri, child(frame.location.pointer, *sub.tokens)),
-                    self.index.enter(sub.schema, frame.resolver, node_draft.specification),
+                    Location(here.uri, child(here.pointer, *sub.tokens)),
+                    index.enter(sub.schema, frame.resolver, node_draft.specification),
                     node_draft,
-                    frame.in_unsupported or verdict.kind is KeywordKind.UNSUPPORTED,
+                    frame.in_unsupported or skipped,
                     frame.descended or sub.descends))
             stack.extend(reversed(children))
         return found
@@ -144,20 +151,19 @@ class _Analyser:
         self.pending.append((target, location, resolver, target_draft))
 
     def _classify(self, schema: dict[str, Any], location: Location, draft: Draft) -> None:
-        where = self.index.display(location)
         only_ref = ref_overrides_siblings(schema, draft.name)
         for keyword, value in schema.items():
             if only_ref and keyword != "$ref" and keyword not in DEFINITION_CONTAINERS \
                     and keyword not in ANNOTATION_KEYWORDS:
                 self.result.problems.append(Problem(
-                    child(where, keyword), keyword,
+                    child(self.index.display(location), keyword), keyword,
                     "ignored: draft-07 ignores every keyword next to $ref", Severity.WARNING))
                 continue
             verdict = classify(keyword, value, draft.name, schema)
             severity = _SEVERITY.get(verdict.kind)
             if severity is not None and verdict.reason:
-                self.result.problems.append(Problem(child(where, keyword), keyword,
-                                                    verdict.reason, severity))
+                self.result.problems.append(Problem(child(self.index.display(location), keyword),
+                                                    keyword, verdict.reason, severity))
 
 
     def report_unreached_definitions(self, root: Any) -> None:

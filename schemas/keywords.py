@@ -191,9 +191,23 @@ def _is_integral(value: Any) -> bool:
     return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
 
 
+#: Keywords whose verdict depends on their value or siblings (the others' are kept per draft).
+_VALUE_DEPENDENT = frozenset({"format", "multipleOf", "pattern", "patternProperties", "uniqueItems",
+                              "if", "then", "else", "minContains", "maxContains"})
+_VERDICTS: dict[tuple[str, str], Verdict] = {}
+
+
 def classify(keyword: str, value: Any, draft: str, siblings: dict[str, Any] | None = None) -> Verdict:
     """Classify `keyword: value` in a schema object of `draft` (`siblings` is that object)."""
-    siblings = siblings or {}
+    verdict = _VERDICTS.get((keyword, draft))
+    if verdict is None:
+        verdict = _classify(keyword, value, draft, siblings or {})
+        if keyword not in _VALUE_DEPENDENT and keyword in DRAFT_KEYWORDS[draft]:
+            _VERDICTS[(keyword, draft)] = verdict
+    return verdict
+
+
+def _classify(keyword: str, value: Any, draft: str, siblings: dict[str, Any]) -> Verdict:
     if keyword not in DRAFT_KEYWORDS[draft]:
         return Verdict(KeywordKind.UNKNOWN, f"{keyword!r} is not a {draft} keyword; JSON Schema "
                                             "ignores it (a typo?)")
