@@ -81,11 +81,14 @@ def language_key(dfa, state: int) -> tuple:
 
 def slice_never_ends(token_slice: "TokenSlice", dfa, state: int) -> bool:
     """True when no token of the slice can finish the terminal at or after one of its prefixes:
+    at once when no accepting state is reachable over the bytes slice tokens hold at all, else
     breadth-first over (slice state, terminal state) pairs up to the slice's longest token, a
     level at a time (pairs coded as slice state << 32 | terminal state)."""
     if dfa.accepting[state]:
         return False
     table = token_slice.dfa.table
+    if not _accepts_over(dfa, state, (table != DEAD).any(axis=0)):
+        return True
     frontier = np.array([START << 32 | state], dtype=np.int64)
     seen = set(frontier.tolist())
     for _ in range(token_slice.max_len):
@@ -104,6 +107,23 @@ def slice_never_ends(token_slice: "TokenSlice", dfa, state: int) -> bool:
         if dfa.accepting[frontier & 0xFFFFFFFF].any():
             return False
     return True
+
+
+def _accepts_over(dfa, state: int, bytes_held: np.ndarray) -> bool:
+    """True when some accepting state is reachable from `state` over the bytes flagged in
+    `bytes_held` (256 flags), in any order and number."""
+    seen, frontier = {state}, [state]
+    while frontier:
+        dfa.ensure(frontier)
+        class_of_byte, rows = dfa.byte_classes()
+        classes = np.flatnonzero(np.bincount(class_of_byte[bytes_held], minlength=rows.shape[1]))
+        targets = set(rows[frontier][:, classes].ravel().tolist())
+        targets.discard(DEAD)
+        frontier = [q for q in targets if q not in seen]
+        if frontier and dfa.accepting[frontier].any():
+            return True
+        seen.update(frontier)
+    return False
 
 
 def _build(cache: "TokenMaskCache", dfa, state: int, deadline: float | None) -> TerminalTable:
