@@ -1,4 +1,5 @@
-/* The part of a byte DFA reachable from one state, renumbered locally, in C.
+/* The part of a byte DFA reachable from one state, in C: renumbered locally (reach), or just
+ * whether it accepts over some byte classes (reaches_accepting).
  *
  * For the language signature of a terminal state (cfg/terminal_tables.py): a breadth-first
  * search over the DFA's rows (over byte classes) from `state`, building missing rows of a lazy
@@ -101,8 +102,85 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(reaches_accepting_doc,
+"reaches_accepting(rows, num_classes, expanded, accepting, core, state, classes) -> bool | int\n\n"
+"Whether an accepting state is reachable from `state` in one step or more over the byte\n"
+"classes flagged in `classes` (uint8, one per class); an int, a state past the arrays' end,\n"
+"when the arrays must grow first.  Missing rows are built through `core` as in reach().");
+
+static PyObject *reaches_accepting(PyObject *self, PyObject *args) {
+    Py_buffer b[4];
+    PyObject *core = Py_None, *result = NULL;
+    long long num_classes, state;
+    uint8_t *seen = NULL;
+    int64_t *queue = NULL;
+    memset(b, 0, sizeof(b));
+    if (!PyArg_ParseTuple(args, "y*Ly*y*OLy*", &b[0], &num_classes, &b[1], &b[2], &core, &state, &b[3]))
+        return NULL;
+    Py_buffer *const dfa_arrays[] = {&b[0], &b[1], &b[2]};
+    if (subset_core_arg(subset_api, &core, dfa_arrays, 3, "reaches_accepting")) goto done;
+    const int64_t num_states = b[1].len < b[2].len ? b[1].len : b[2].len;
+    int32_t *rows = b[0].buf;
+    uint8_t *expanded = b[1].buf, *accepting = b[2].buf;
+    const uint8_t *classes = b[3].buf;
+    if (num_classes < 1 || b[0].len != 4 * num_classes * num_states || b[3].len != num_classes) {
+        PyErr_SetString(PyExc_ValueError, "reaches_accepting: inconsistent array sizes");
+        goto done;
+    }
+    if (state < 0 || state >= num_states) {
+        PyErr_SetString(PyExc_ValueError, "reaches_accepting: state out of range");
+        goto done;
+    }
+    seen = calloc((size_t)num_states, 1);
+    queue = malloc((size_t)num_states * sizeof(int64_t));
+    if (!seen || !queue) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t head = 0, tail = 0;
+    queue[tail++] = state;
+    seen[state] = 1;
+    while (head < tail) {
+        int64_t q = queue[head++];
+        if (!expanded[q]) {
+            if (!core) {
+                PyErr_SetString(PyExc_ValueError, "reaches_accepting: a row is missing and there is no core");
+                goto done;
+            }
+            if (subset_api->fill(core, q, rows, num_classes, expanded, accepting, num_states)) goto done;
+        }
+        const int32_t *row = rows + q * num_classes;
+        for (int64_t c = 0; c < num_classes; c++) {
+            int64_t t = row[c];
+            if (!classes[c] || !t) continue;
+            if (t < 0 || (t >= num_states && (!core || t >= subset_api->num_sets(core)))) {
+                PyErr_SetString(PyExc_ValueError, "reaches_accepting: state out of range");
+                goto done;
+            }
+            if (t >= num_states) {  /* interned past the arrays: they must grow first */
+                result = PyLong_FromLongLong(t);
+                goto done;
+            }
+            if (seen[t]) continue;
+            if (accepting[t]) {
+                result = Py_NewRef(Py_True);
+                goto done;
+            }
+            seen[t] = 1;
+            queue[tail++] = t;
+        }
+    }
+    result = Py_NewRef(Py_False);
+done:
+    free(seen);
+    free(queue);
+    for (int i = 0; i < 4; i++) PyBuffer_Release(&b[i]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"reach", reach, METH_VARARGS, reach_doc},
+    {"reaches_accepting", reaches_accepting, METH_VARARGS, reaches_accepting_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -40,7 +40,7 @@ class Exits:
     (global node numbers, ascending, each once; the first byte after the terminal) and their
     bytes."""
 
-    __slots__ = ("trie", "node", "byte", "first_bytes", "next")
+    __slots__ = ("trie", "node", "byte", "first_bytes", "next", "_at_byte")
 
     def __init__(self, trie: TokenTrie, nodes: np.ndarray):
         self.trie = trie  # the trie the nodes belong to (the full one, or the slice's rest)
@@ -50,6 +50,7 @@ class Exits:
         flags[self.byte] = True
         self.first_bytes = byte_set(flags)
         self.next: dict = {}  # next terminal's start state key -> `Continuation` (cfg.continuations)
+        self._at_byte: dict[int, np.ndarray] = {}  # byte -> where it is in `byte` (many exits only)
 
     def seeds(self, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(nodes, states): the children whose byte `row` (next state per byte) keeps alive, each
@@ -58,12 +59,20 @@ class Exits:
         if len(self.node) > _MANY_EXITS:
             alive = [b for b in np.flatnonzero(row[:256]).tolist() if self.first_bytes >> b & 1]
             if len(alive) <= _FEW_BYTES:  # look for those bytes only
-                found = [np.flatnonzero(self.byte == b) for b in alive]
+                found = [self._where(b) for b in alive]
                 at = np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.intp)
                 return self.node[at], row[self.byte[at]]
         states = row[self.byte]
         keep = states != 0
         return self.node[keep], states[keep]
+
+    def _where(self, b: int) -> np.ndarray:
+        """The positions of byte `b` among the exits (kept: next terminals often share a first
+        byte, such as the space of " AS " and " FROM ")."""
+        got = self._at_byte.get(b)
+        if got is None:
+            got = self._at_byte[b] = np.flatnonzero(self.byte == b)
+        return got
 
 
 _EXITS_LOCK = threading.Lock()

@@ -1,6 +1,6 @@
-"""The reachable part of a DFA in C (`_reach`, for language signatures) against a Python
-breadth-first search, signatures that tell languages apart, and malformed input (an error,
-never a crash)."""
+"""The native searches of `_reach` (the reachable part of a DFA, for language signatures; whether
+it accepts over some byte classes, for the slice check) against Python breadth-first searches,
+signatures that tell languages apart, and malformed input (an error, never a crash)."""
 from __future__ import annotations
 
 import itertools
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from formwork.grammar._reach import reach
+from formwork.grammar._reach import reach, reaches_accepting
 from formwork.grammar.automaton import AutomatonBuilder
 from formwork.grammar.cfg.terminal_tables import language_signature, reachable_part
 from formwork.grammar.dfa import DEAD, START
@@ -109,3 +109,57 @@ def test_malformed_input_raises():
     unbuilt = np.zeros_like(expanded)
     with pytest.raises(ValueError):
         reach(rows, 256, unbuilt, accepting, None, START, 8)  # a missing row and no core to build it
+
+
+def _reference_accepts(dfa, state: int, classes: set[int]) -> bool:
+    """Breadth-first over the flagged classes: an accepting state one step or more away?"""
+    seen, todo = {state}, [state]
+    while todo:
+        row = _row(dfa, todo.pop())
+        for c, t in enumerate(row):
+            if c in classes and t != DEAD and t not in seen:
+                if dfa.accepting[t]:
+                    return True
+                seen.add(t)
+                todo.append(t)
+    return False
+
+
+@settings(deadline=None, max_examples=60)
+@given(term=regexes(), prefix=st.binary(max_size=3).map(lambda b: bytes(ALPHABET[x % 3] for x in b)),
+       held=st.sets(st.sampled_from(ALPHABET)))
+def test_reaches_accepting_is_the_breadth_first_answer(term, prefix, held):
+    """On a fresh lazy automaton (rows built inside the search) and on its eager twin."""
+    for dfa in (AutomatonBuilder().dfa(term), AutomatonBuilder().dfa(term).materialize()):
+        state = dfa.walk(START, prefix)
+        if state == DEAD:
+            return
+        while True:
+            rows, class_of_byte, expanded, accepting, core = dfa.walk_tables()
+            flags = np.zeros(rows.shape[1], dtype=np.uint8)
+            flags[[int(class_of_byte[b]) for b in held]] = 1
+            got = reaches_accepting(rows, rows.shape[1], expanded, accepting, core, state, flags)
+            if core is not None:
+                dfa.record_new()
+            if isinstance(got, bool):
+                break
+        rows, class_of_byte = dfa.walk_tables()[:2]
+        assert got == _reference_accepts(dfa, state, {int(class_of_byte[b]) for b in held})
+
+
+def test_reaches_accepting_refuses_bad_input():
+    dfa = AutomatonBuilder().dfa(lit("ab")).materialize()
+    rows, _, expanded, accepting, _ = dfa.walk_tables()
+    every = np.ones(256, dtype=np.uint8)
+    assert reaches_accepting(rows, 256, expanded, accepting, None, START, every) is True
+    assert reaches_accepting(rows, 256, expanded, accepting, None, START, np.zeros(256, dtype=np.uint8)) is False
+    with pytest.raises(ValueError):
+        reaches_accepting(rows, 256, expanded, accepting, None, START, every[:-1])  # a flag short
+    with pytest.raises(ValueError):
+        reaches_accepting(rows, 256, expanded, accepting, None, dfa.num_states, every)  # state out of range
+    bad = rows.copy()
+    bad[START, ord("a")] = 10 ** 6
+    with pytest.raises(ValueError):
+        reaches_accepting(bad, 256, expanded, accepting, None, START, every)  # a move past the automaton
+    with pytest.raises(ValueError):
+        reaches_accepting(rows, 256, np.zeros_like(expanded), accepting, None, START, every)  # no row, no core

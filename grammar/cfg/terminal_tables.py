@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from formwork.grammar._minimize import minimize as _minimize
-from formwork.grammar._reach import reach as _reach
+from formwork.grammar._reach import reach as _reach, reaches_accepting as _reaches_accepting
 from formwork.grammar.dfa import DEAD, START
 from formwork.grammar.native_walk import walk_state
 from formwork.grammar.terminal_exits import Exits, interned_exits
@@ -110,20 +110,18 @@ def slice_never_ends(token_slice: "TokenSlice", dfa, state: int) -> bool:
 
 
 def _accepts_over(dfa, state: int, bytes_held: np.ndarray) -> bool:
-    """True when some accepting state is reachable from `state` over the bytes flagged in
-    `bytes_held` (256 flags), in any order and number."""
-    seen, frontier = {state}, [state]
-    while frontier:
-        dfa.ensure(frontier)
-        class_of_byte, rows = dfa.byte_classes()
-        classes = np.flatnonzero(np.bincount(class_of_byte[bytes_held], minlength=rows.shape[1]))
-        targets = set(rows[frontier][:, classes].ravel().tolist())
-        targets.discard(DEAD)
-        frontier = [q for q in targets if q not in seen]
-        if frontier and dfa.accepting[frontier].any():
-            return True
-        seen.update(frontier)
-    return False
+    """True when some accepting state is reachable from `state` in one step or more over the
+    bytes flagged in `bytes_held` (256 flags), in any order and number (`_reaches_accepting`,
+    in C, building missing rows in place)."""
+    while True:
+        rows, class_of_byte, expanded, accepting, core = dfa.walk_tables()
+        classes = np.zeros(rows.shape[1], dtype=np.uint8)
+        classes[class_of_byte[bytes_held]] = 1
+        got = _reaches_accepting(rows, rows.shape[1], expanded, accepting, core, state, classes)
+        if core is not None:
+            dfa.record_new()
+        if isinstance(got, bool):  # else a state past the arrays, which have grown since
+            return got
 
 
 def _build(cache: "TokenMaskCache", dfa, state: int, deadline: float | None) -> TerminalTable:
