@@ -34,6 +34,47 @@ _CLASS_ESCAPES = {"d": (DIGIT, False), "D": (DIGIT, True), "w": (WORD, False),
 _SIMPLE_ESCAPES = {"n": 0x0A, "t": 0x09, "r": 0x0D, "f": 0x0C, "v": 0x0B, "a": 0x07}
 _MAX_REPEAT = 100_000
 
+# Groups and classes already parsed, by their text: parsing one reads nothing outside it, so its
+# IR is the same wherever it occurs (generated patterns such as numeric ranges repeat them).
+_MAX_MEMO = 8192
+_GROUPS: dict[str, Node] = {}
+_CLASSES: dict[str, Node] = {}
+
+
+def _remember(memo: dict[str, Node], text: str, node: Node) -> None:
+    if len(memo) >= _MAX_MEMO:
+        memo.clear()
+    memo[text] = node
+
+
+def _group_ends(p: str) -> dict[int, int]:
+    """The likely closing parenthesis of each group (escapes and classes skipped).  Only a hint:
+    a memoised group is reused only if the text up to it is exactly one parsed before."""
+    ends: dict[int, int] = {}
+    stack: list[int] = []
+    i, n = 0, len(p)
+    while i < n:
+        c = p[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":
+            j = i + 1
+            if p.startswith("^", j):
+                j += 1
+            if p.startswith("]", j):
+                j += 1
+            while j < n and p[j] != "]":
+                j += 2 if p[j] == "\\" else 1
+            i = j + 1
+            continue
+        if c == "(":
+            stack.append(i)
+        elif c == ")" and stack:
+            ends[stack.pop()] = i
+        i += 1
+    return ends
+
 
 def _invert(ranges: CodeRanges) -> CodeRanges:
     out, nxt = [], 0
@@ -50,6 +91,7 @@ class _Parser:
     def __init__(self, pattern: str):
         self.p = pattern
         self.i = 0
+        self.ends = _group_ends(pattern) if "(" in pattern else {}
 
     # -- low level
     def peek(self, k: int = 0) -> str | None:
@@ -173,6 +215,12 @@ class _Parser:
 
     def group(self) -> Node:
         start = self.i
+        end = self.ends.get(start)
+        if end is not None:
+            got = _GROUPS.get(self.p[start:end + 1])
+            if got is not None:
+                self.i = end + 1
+                return got
         self.i += 1
         if self.peek() == "?":
             two = self.p[self.i:self.i + 3]
@@ -195,6 +243,7 @@ class _Parser:
         if self.peek() != ")":
             raise self.syntax("missing ')'", start)
         self.i += 1
+        _remember(_GROUPS, self.p[start:self.i], node)
         return node
 
     def escape(self, in_class: bool) -> tuple[CodeRanges, bool]:
@@ -252,6 +301,12 @@ class _Parser:
 
     def char_class(self) -> Node:
         start = self.i
+        end = self.p.find("]", start + 2)  # the first "]" closes the class, unless escaped
+        if end > 0:
+            got = _CLASSES.get(self.p[start:end + 1])
+            if got is not None:
+                self.i = end + 1
+                return got
         self.i += 1
         negate = False
         if self.peek() == "^":
@@ -281,7 +336,9 @@ class _Parser:
                 ranges.append((lo, hi))
             else:
                 ranges.extend(_invert(lo_ranges) if lo_neg else lo_ranges)
-        return chars(ranges, negate=negate)
+        node = chars(ranges, negate=negate)
+        _remember(_CLASSES, self.p[start:self.i], node)
+        return node
 
     def class_atom(self) -> tuple[CodeRanges, bool]:
         c = self.peek()

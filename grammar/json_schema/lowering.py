@@ -60,6 +60,11 @@ def _shared_any_value(options: JsonSchemaOptions) -> AnyValue:
     return got
 
 
+def _rule_name(frame: tuple[str, int]) -> str:
+    """The grammar rule of a conjunction that a $ref cycle returns to: its pointer and number."""
+    return f"{frame[0] or '#'} ({frame[1]})"
+
+
 class Lowerer:
     """Lowers the schemas of one document under one set of options."""
 
@@ -71,8 +76,10 @@ class Lowerer:
         self.expander = Expander(doc, lambda sub, branches: resolve_one_of(self, sub, branches),
                                  doc.draft.name == "draft-07")
         self.warnings: list[str] = []
-        self._frames: dict[tuple[int, ...], str] = {}  # conjunctions being lowered -> rule name
-        self._referenced: set[str] = set()
+        self._indent = isinstance(options.whitespace, IndentSpec)
+        # conjunctions being lowered -> (pointer, number): their rule name if a $ref cycle returns
+        self._frames: dict[tuple[int, ...], tuple[str, int]] = {}
+        self._referenced: set[tuple[str, int]] = set()
         self.rules: dict[str, Node] = {}  # recursive rules ($ref cycles, unbounded any-JSON)
         self._rule_ids = itertools.count()
         self._memo: dict[tuple, Node] = {}
@@ -158,25 +165,37 @@ class Lowerer:
         """The language of values satisfying every subschema in `subs` (none: any value)."""
         if not subs:
             return self.unconstrained(depth)
-        indent = isinstance(self.options.whitespace, IndentSpec)
-        key = (tuple(id(s.schema) for s in subs), depth if indent else 0)
+        key = (tuple([id(s.schema) for s in subs]), depth if self._indent else 0)
         got = self._memo.get(key)
         if got is not None:
             return got
-        alts: list[Alternative] = [[]]
-        for s in subs:
-            expanded = self.expander.expand(s)
-            alts = self.expander._product(alts, expanded, s)
-        node = alt(*(self.lower_alternative(a, depth) for a in alts))
+        if len(subs) == 1:
+            alts = self.expander.expand(subs[0])
+        else:
+            alts = [[]]
+            for s in subs:
+                expanded = self.expander.expand(s)
+                alts = self.expander._product(alts, expanded, s)
+        if len(alts) == 1:  # alt() of one node is that node (in normal form)
+            node = self.lower_alternative(alts[0], depth)
+        else:
+            node = alt(*[self.lower_alternative(a, depth) for a in alts])
         self._memo[key] = node
         return node
 
     def lower_alternative(self, subs: Alternative, depth: int) -> Node:
         """One conjunction of subschemas whose applicators are already expanded."""
-        if any(s.schema is False for s in subs):
-            return NOTHING
-        excluded = [x for s in subs for x in s.exclude]
-        node = self._lower_dicts([s for s in subs if isinstance(s.schema, dict)], depth)
+        dicts: list[Sub] = []
+        excluded: list[Node] = []
+        for s in subs:
+            schema = s.schema
+            if schema is False:
+                return NOTHING
+            if isinstance(schema, dict):
+                dicts.append(s)
+            if s.exclude:
+                excluded.extend(s.exclude)
+        node = self._lower_dicts(dicts, depth)
         if excluded and not isinstance(node, Nothing):
             node = And(And(node, CANONICAL_SCALARS), Not(alt(*excluded)))
         return node
@@ -186,12 +205,13 @@ class Lowerer:
             return self.unconstrained(depth)
         # the conjunction's identity: the subschemas with local keywords (applicator-only ones,
         # such as a bare {"$ref": ...}, were expanded into the others)
-        key = tuple(id(s.schema) for s in subs if not _LOCAL_FREE.issuperset(s.schema))
-        if key in self._frames and not isinstance(self.options.whitespace, IndentSpec):
+        key = tuple([id(s.schema) for s in subs if not _LOCAL_FREE.issuperset(s.schema)])
+        frame = self._frames.get(key)
+        if frame is not None and not self._indent:
             # a $ref cycle back to the same conjunction: true recursion through a grammar rule
-            self._referenced.add(self._frames[key])
-            return RuleRef(self._frames[key])
-        if key in self._frames:
+            self._referenced.add(frame)
+            return RuleRef(_rule_name(frame))
+        if frame is not None:
             raise RecursionNotSupportedError(
                 f"the schema at {subs[0].pointer or '#'} contains itself through $ref, and indented "
                 "whitespace depends on the depth; use a whitespace policy without indent")
@@ -199,12 +219,13 @@ class Lowerer:
             raise RecursionNotSupportedError(
                 f"the schema at {subs[0].pointer or '#'} nests more than {MAX_NESTED_SCHEMAS} "
                 "distinct combinations of subschemas (a $ref cycle that never repeats exactly)")
-        name = self._frames[key] = f"{subs[0].pointer or '#'} ({next(self._rule_ids)})"
+        frame = self._frames[key] = (subs[0].pointer, next(self._rule_ids))
         try:
             node = self._lower_alternative(subs, depth)
         finally:
             del self._frames[key]
-        if name in self._referenced:
+        if frame in self._referenced:
+            name = _rule_name(frame)
             self.rules[name] = node
             return RuleRef(name)
         return node

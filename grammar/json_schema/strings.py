@@ -89,7 +89,13 @@ def quoted(content: Node) -> Node:
 
 def literal_content(value: str) -> Node:
     """The canonical spelling of `value` between the quotes."""
+    if _ESCAPED_CHAR.search(value) is None:  # json.dumps would write it as it is
+        return lit(value)
     return lit(json.dumps(value, ensure_ascii=False)[1:-1])
+
+
+#: The characters ``json.dumps(ensure_ascii=False)`` escapes.
+_ESCAPED_CHAR = re.compile(r'[\x00-\x1f"\\]')
 
 
 #: Raw ASCII characters of a canonical spelling, as byte ranges (no ``"``, ``\`` or controls).
@@ -137,10 +143,17 @@ def canonical_content_except(names: list[str]) -> Node:
     """
     if not all(n.isascii() and n.isprintable() and '"' not in n and "\\" not in n for n in names):
         return And(string_content(canonical=True), Not(alt(*(literal_content(n) for n in names))))
-    trie = _names_trie(tuple(sorted(set(names))))
-    leaving = alt(trie.leave_ascii, seq(trie.prefixes, _NOT_IN_NAMES))
     # open-ended: after any prefix, a character that continues no name leads on to any contents
-    return lexeme(Repeat(alt(seq(leaving, ANY_CONTENT), trie.stopping), 1, 1), open_ended=True)
+    return lexeme(_other_keys(tuple(sorted(set(names)))), open_ended=True)
+
+
+@functools.lru_cache(maxsize=4096)
+def _other_keys(names: tuple[str, ...]) -> Node:
+    """The key language of `canonical_content_except` for `names` (sorted, distinct), before it
+    is marked as a lexeme.  Built once per process, like the trie it walks."""
+    trie = _names_trie(names)
+    leaving = alt(trie.leave_ascii, seq(trie.prefixes, _NOT_IN_NAMES))
+    return Repeat(alt(seq(leaving, ANY_CONTENT), trie.stopping), 1, 1)
 
 
 class _NamesTrie:
