@@ -84,12 +84,13 @@ def interned_exits(trie: TokenTrie, nodes: np.ndarray) -> Exits:
     """`Exits(trie, nodes)`, one object per distinct set of nodes: terminals that end alike (every
     literal whose last byte is a space) share it, and so share its continuations."""
     nodes = ascending_once(nodes)
+    count = len(nodes)
     # a key in O(1) (hashing every node cost more than the walk); equal keys compare the nodes
-    key = (len(nodes), *nodes[[0, len(nodes) // 2, -1]].tolist()) if len(nodes) else (0,)
+    key = (count, int(nodes[0]), int(nodes[count // 2]), int(nodes[-1])) if count else (0,)
     with _EXITS_LOCK:
         table = _INTERNED.setdefault(trie, OrderedDict())
         got = table.get(key)
-        if got is not None and np.array_equal(got.node, nodes):
+        if got is not None and (count < 2 or np.array_equal(got.node, nodes)):  # the key names 0 or 1 node
             table.move_to_end(key)
             return got
     exits = Exits(trie, nodes)

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from formwork.grammar._packed import or_words
 from formwork.grammar.cfg.continuations import Continuation, continuation
 from formwork.grammar.cfg.earley import DEAD_SET
 from formwork.grammar.cfg.terminal_tables import TerminalTable, terminal_table
@@ -40,7 +39,7 @@ def _add(words: np.ndarray, hypothesis: tuple[np.ndarray, tuple[Continuation, ..
     inside, steps = hypothesis
     words |= inside
     for step in steps:
-        or_words(words, step.at, step.bits)
+        step.add_to(words)
 
 
 class ConfigMasks:
