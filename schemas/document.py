@@ -15,7 +15,7 @@ from formwork.schemas.normalize import NormalizedSchema, normalize
 from formwork.schemas.pointer import child
 from formwork.schemas.problems import Problem, Severity
 from formwork.schemas.refs import RefIndex, ResolvedRef, SchemaRegistry
-from formwork.schemas.source import MAX_DEPTH, MAX_SOURCE_BYTES, Source, check_depth, load_source
+from formwork.schemas.source import MAX_DEPTH, MAX_SOURCE_BYTES, Source, load_source_with_depth
 
 if TYPE_CHECKING:
     from referencing._core import Resolver  # the public type, defined privately
@@ -136,10 +136,9 @@ def load_schema(source: Source, *, registry: Mapping[str, Any] | SchemaRegistry 
     `SchemaTooLargeError`/`SchemaTooDeepError`, `UnknownDraftError`, `MetaSchemaError`,
     `UnresolvableRefError`.
     """
-    schema, label = load_source(source, max_bytes=max_bytes, max_depth=max_depth)
+    schema, label, depth = load_source_with_depth(source, max_bytes=max_bytes, max_depth=max_depth)
     default = draft_named(draft) if draft is not None else DRAFT_2020_12_SPEC
     dialect = draft_of(schema, default)
-    depth = check_depth(schema, max_depth)
     if registry is not None and not isinstance(registry, SchemaRegistry):
         registry = SchemaRegistry(registry, default_draft=dialect, max_depth=max_depth)
 

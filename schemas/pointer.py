@@ -51,9 +51,12 @@ def split_pointer(pointer: str) -> list[str]:
 
 def child(pointer: str, *tokens: str | int) -> str:
     """`pointer` extended by `tokens`."""
-    if len(tokens) == 1:
-        return pointer + "/" + escape_token(tokens[0])
-    return pointer + join_pointer(tokens)
+    for token in tokens:
+        text = token if type(token) is str else str(token)
+        if "~" in text or "/" in text:
+            text = text.replace("~", "~0").replace("/", "~1")
+        pointer = pointer + "/" + text
+    return pointer
 
 
 def to_fragment(pointer: str) -> str:

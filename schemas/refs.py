@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from referencing._core import Resolver  # the public type, defined privately
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, slots=True)
 class Location:
     """Where a subschema sits: the URI of its document ("" for an anonymous root) and a JSON
     pointer inside it."""

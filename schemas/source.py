@@ -28,6 +28,21 @@ def load_source(source: Source, *, max_bytes: int = MAX_SOURCE_BYTES,
     """
     if isinstance(source, (dict, bool)):
         return checked_copy(source, max_depth), "<dict>"
+    return _parsed_source(source, max_bytes, max_depth)
+
+
+def load_source_with_depth(source: Source, *, max_bytes: int = MAX_SOURCE_BYTES,
+                           max_depth: int = MAX_DEPTH) -> tuple[Any, str, int]:
+    """`load_source` and the value's nesting depth (`check_depth`), found while copying a dict."""
+    if isinstance(source, (dict, bool)):
+        copy, depth = _checked_copy(source, max_depth)
+        return copy, "<dict>", depth
+    value, label = _parsed_source(source, max_bytes, max_depth)
+    return value, label, check_depth(value, max_depth)
+
+
+def _parsed_source(source: Source, max_bytes: int, max_depth: int) -> tuple[Any, str]:
+    """The value and label of a source that is not a dict or bool (JSON text, bytes or a path)."""
     if isinstance(source, (bytes, bytearray)):
         return parse_json_bytes(bytes(source), max_bytes=max_bytes, max_depth=max_depth), "<bytes>"
     if isinstance(source, str) and _looks_like_json(source):
@@ -149,6 +164,11 @@ def _raise_too_deep(value: Any, max_depth: int) -> None:
 def checked_copy(value: Any, max_depth: int = MAX_DEPTH) -> Any:
     """A deep copy of a Python JSON value, checking types, finite numbers and the depth limit
     (which also stops self-referencing dicts)."""
+    return _checked_copy(value, max_depth)[0]
+
+
+def _checked_copy(value: Any, max_depth: int) -> tuple[Any, int]:
+    """`checked_copy` and the copy's nesting depth (as `check_depth` counts it)."""
     def invalid(path: tuple[str | int, ...], why: str) -> InvalidJSONError:
         return InvalidJSONError(why, pointer=join_pointer(path))
 
@@ -162,14 +182,17 @@ def checked_copy(value: Any, max_depth: int = MAX_DEPTH) -> Any:
         raise invalid(path, f"a {type(node).__name__} is not a JSON value")
 
     if not isinstance(value, (dict, list, tuple)):
-        return scalar(value, ())
+        return scalar(value, ()), 0
     root: Any = {} if isinstance(value, dict) else []
     stack: list[tuple[Any, Any, int, tuple[str | int, ...]]] = [(value, root, 1, ())]
+    deepest = 0
     while stack:
         src, dst, depth, path = stack.pop()
         if depth > max_depth:
             raise SchemaTooDeepError(f"nesting deeper than the limit of {max_depth}",
                                      pointer=join_pointer(path))
+        if depth > deepest:
+            deepest = depth
         pairs = src.items() if isinstance(src, dict) else enumerate(src)
         for key, item in pairs:
             if isinstance(src, dict) and not isinstance(key, str):
@@ -185,4 +208,4 @@ def checked_copy(value: Any, max_depth: int = MAX_DEPTH) -> Any:
                 dst[key] = copy
             else:
                 dst.append(copy)
-    return root
+    return root, deepest

@@ -9,7 +9,7 @@ from formwork.schemas.keywords import (DEFINITION_CONTAINERS, DRAFT_07, INSTANCE
                                        SUBSCHEMA_KEYWORDS, Shape)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Subschema:
     """A direct subschema: the keyword holding it, its path below the parent schema object
     (e.g. `("properties", "name")`), the subschema, and whether it applies to a member of the

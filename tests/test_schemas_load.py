@@ -302,3 +302,15 @@ def test_check_depth_counts_containers_and_names_the_first_one_too_deep():
     with pytest.raises(SchemaTooDeepError) as info:
         load_schema(json.dumps(nested(300)))
     assert info.value.pointer.startswith("/items/items")
+
+
+def test_the_depth_found_while_copying_is_check_depths():
+    from formwork.schemas.source import check_depth, load_source_with_depth
+
+    values = [{}, True, {"a": [1, {"b": [[]]}]}, {"a": ({"b": 1},)}, {"a": [[[]], []]}]
+    bench = Path(__file__).resolve().parents[1] / "benchmarks" / "schemas"
+    values += [json.loads(p.read_text())["schema"] for p in sorted(bench.glob("*.json"))]
+    for value in values:
+        copy, _, depth = load_source_with_depth(value)
+        assert depth == check_depth(copy)
+        assert load_source_with_depth(json.dumps(value))[2] == depth

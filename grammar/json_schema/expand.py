@@ -22,9 +22,10 @@ MAX_ALTERNATIVES = 256
 APPLICATORS = ("$ref", "allOf", "anyOf", "oneOf")
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False, slots=True)
 class Sub:
-    """A subschema, the `referencing` resolver in scope for it, and its JSON pointer."""
+    """A subschema, the `referencing` resolver in scope for it, and its JSON pointer (never
+    changed once made; not frozen, as a frozen dataclass is slower to make)."""
 
     schema: Any
     resolver: Any

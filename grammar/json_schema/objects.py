@@ -8,6 +8,7 @@ count all members.  Keys are canonical JSON strings.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 MAX_PATTERNS = 4
 
 
-@dataclass
+@dataclass(slots=True)
 class ObjectPart:
     """The object keywords of one subschema."""
 
@@ -56,6 +57,13 @@ def object_part(lw: "Lowerer", sub: Sub) -> ObjectPart:
     if "maxProperties" in s:
         part.max_props = int(s["maxProperties"])
     return part
+
+
+@functools.lru_cache(maxsize=4096)
+def _key_prefix(name: str, colon: Node) -> Node:
+    """A declared member up to its value: the quoted name and the colon (names recur across
+    schemas)."""
+    return seq(QUOTE, literal_content(name), QUOTE, colon)
 
 
 class ObjectLowering:
@@ -106,7 +114,7 @@ class ObjectLowering:
                 if required:
                     return None
                 continue
-            members.append((self._member(literal_content(name), value), required))
+            members.append((seq(_key_prefix(name, self.ws.colon()), value), required))
         return members
 
     def extra_member(self) -> Optional[Node]:
