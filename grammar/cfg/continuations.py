@@ -41,19 +41,36 @@ class Continuation:
         or_words(words, self.at, self.bits)
 
 
-def continuation(source: Exits, dfa, deadline: float | None, key: Hashable = None) -> Continuation:
+def continuation(source: Exits, dfa, deadline: float | None, key: Hashable = None,
+                 start_row: np.ndarray | None = None) -> Continuation:
     """The `Continuation` of `source` into the terminal with DFA `dfa`, computed on first use
     (cached on `source` under `key`, the state key of the terminal's start: the name of its
-    language; callers that ask often pass it in)."""
+    language; callers that ask often pass it in, and the start state's row per byte)."""
     if key is None:
         key = dfa.state_key(START)
     got = source.next.get(key)
     if got is not None:
         return got
     trie = source.trie
-    nodes, states = source.seeds(dfa.row(START))
-    words = np.zeros((len(trie.token_node) + 31) // 32, dtype=np.int32)
-    ends = walk_into(trie, dfa, nodes, states, words, deadline, want_exits=True)
-    got = Continuation(words, interned_exits(trie, ends))
+    nodes, states = source.seeds(dfa.row(START) if start_row is None else start_row)
+    words = _scratch(len(trie.token_node))
+    try:
+        ends = walk_into(trie, dfa, nodes, states, words, deadline, want_exits=True)
+        got = Continuation(words, interned_exits(trie, ends))
+    finally:
+        words[:] = 0
     with _LOCK:
         return source.next.setdefault(key, got)
+
+
+_SCRATCH = threading.local()
+
+
+def _scratch(vocab_size: int) -> np.ndarray:
+    """A zeroed packed mask of this thread, reused (a fresh one costs page faults each time);
+    callers zero it again when done."""
+    words = getattr(_SCRATCH, "words", None)
+    size = (vocab_size + 31) // 32
+    if words is None or len(words) != size:
+        words = _SCRATCH.words = np.zeros(size, dtype=np.int32)
+    return words

@@ -110,7 +110,7 @@ class ConfigMasks:
             start = starts.get(t2) or self._start(t2)
             if not first_bytes & start[0]:
                 continue
-            step = exits.next.get(start[1]) or continuation(exits, start[2], deadline, start[1])
+            step = exits.next.get(start[1]) or continuation(exits, start[2], deadline, start[1], start[3])
             if step.at.size:
                 steps[step] = None
             if step.exits.node.size:
@@ -118,8 +118,10 @@ class ConfigMasks:
                 if after != DEAD_SET:
                     self._continue(step.exits, after, deadline, steps)
 
-    def _start(self, t: int) -> tuple[int, Hashable, object]:
-        """(the bytes terminal t may start with, the state key of its start, its DFA)."""
+    def _start(self, t: int) -> tuple[int, Hashable, object, np.ndarray]:
+        """(the bytes terminal t may start with, the state key of its start, its DFA, the start
+        state's row per byte)."""
         dfa = self.builder.terminals[t]
-        got = self._starts[t] = (byte_set(dfa.row(START) != 0), dfa.state_key(START), dfa)
+        row = dfa.row(START)
+        got = self._starts[t] = (byte_set(row != 0), dfa.state_key(START), dfa, row)
         return got
