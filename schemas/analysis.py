@@ -19,7 +19,7 @@ from formwork.schemas.metaschema import check_meta_schema
 from formwork.schemas.pointer import child
 from formwork.schemas.problems import Problem, Severity
 from formwork.schemas.refs import Location, RefIndex
-from formwork.schemas.walk import ref_overrides_siblings, subschemas
+from formwork.schemas.walk import ref_overrides_siblings, subschema_tuples, subschemas
 
 if TYPE_CHECKING:
     from referencing._core import Resolver  # the public type, defined privately
@@ -117,8 +117,7 @@ class _Analyser:
                 self._follow(ref, frame, node_draft)
             children = []
             unsupported: dict[str, bool] = {}  # keyword -> whether its subschemas are unsupported
-            for sub in subschemas(node, node_draft.name):
-                keyword = sub.keyword
+            for keyword, tokens, sub, descends in subschema_tuples(node, node_draft.name):
                 if keyword in DEFINITION_CONTAINERS:
                     continue
                 skipped = unsupported.get(keyword)
@@ -126,12 +125,12 @@ class _Analyser:
                     verdict = classify(keyword, node[keyword], node_draft.name, node)
                     skipped = unsupported[keyword] = verdict.kind is KeywordKind.UNSUPPORTED
                 children.append(_Frame(
-                    sub.schema,
-                    Location(here.uri, child(here.pointer, *sub.tokens)),
-                    index.enter(sub.schema, frame.resolver, node_draft.specification),
+                    sub,
+                    Location(here.uri, child(here.pointer, *tokens)),
+                    index.enter(sub, frame.resolver, node_draft.specification),
                     node_draft,
                     frame.in_unsupported or skipped,
-                    frame.descended or sub.descends))
+                    frame.descended or descends))
             stack.extend(reversed(children))
         return found
 

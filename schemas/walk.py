@@ -37,6 +37,12 @@ def subschemas(schema: Any, draft: str) -> Iterator[Subschema]:
     Draft-07 siblings of `$ref` are ignored by that draft, so only their definition containers
     (still `$ref` targets) are yielded.
     """
+    for keyword, tokens, sub, descends in subschema_tuples(schema, draft):
+        yield Subschema(keyword, tokens, sub, descends)
+
+
+def subschema_tuples(schema: Any, draft: str) -> Iterator[tuple[str, tuple[str, ...], Any, bool]]:
+    """`subschemas` as plain (keyword, tokens, schema, descends) tuples, for hot loops."""
     if not isinstance(schema, dict):
         return
     layout = SUBSCHEMA_KEYWORDS[draft]
@@ -47,7 +53,7 @@ def subschemas(schema: Any, draft: str) -> Iterator[Subschema]:
             continue
         descends = keyword in INSTANCE_DESCENDING
         for tokens, sub in _members(keyword, shape, value):
-            yield Subschema(keyword, tokens, sub, descends)
+            yield keyword, tokens, sub, descends
 
 
 def _members(keyword: str, shape: Shape, value: Any) -> Iterator[tuple[tuple[str, ...], Any]]:
