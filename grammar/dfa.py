@@ -109,48 +109,47 @@ def minimize(table_k: np.ndarray, accepting: np.ndarray, start: int, class_of_by
 
 
 def product(a: DFA, b: DFA, op: str, budget: CompileBudget) -> DFA:
-    """Intersection (op='and') or union (op='or') of two DFAs by the product construction."""
+    """Intersection (op='and') or union (op='or') of two DFAs by the product construction, over
+    the byte classes both operands respect (a row per state pair is a few entries, not 256)."""
     nb = b.num_states
-    index: dict[int, int] = {}
-    pairs: list[int] = []
-    rows: list[np.ndarray] = []
-
-    def intern(code: int) -> int:
-        if code not in index:
-            index[code] = len(pairs)
-            pairs.append(code)
-        return index[code]
-
-    intern(START * nb + START)
+    class_a, table_a = a.byte_classes()
+    class_b, table_b = b.byte_classes()
+    joint = class_a.astype(np.int64) * table_b.shape[1] + class_b
+    _, first, inverse = np.unique(joint, return_index=True, return_inverse=True)
+    order = np.argsort(first)  # classes numbered by their smallest byte (canonical, as minimize wants)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    class_of_byte = rank[inverse.reshape(-1)]
+    representatives = np.sort(first)
+    rows_a = table_a[:, class_a[representatives]].tolist()
+    rows_b = table_b[:, class_b[representatives]].tolist()
+    index: dict[int, int] = {START * nb + START: 0}
+    pairs: list[int] = [START * nb + START]
+    rows: list[list[int]] = []
     i = 0
     while i < len(pairs):
         if i % 256 == 0:
             budget.check_time("automaton product")
             budget.check_dfa(len(pairs), "an intersection/complement")
         sa, sb = divmod(pairs[i], nb)
-        codes = a.table[sa].astype(np.int64) * nb + b.table[sb]
-        uniq, inv = np.unique(codes, return_inverse=True)
-        ids = np.fromiter((intern(int(c)) for c in uniq), dtype=np.int64, count=len(uniq))
-        rows.append(ids[inv])
+        row = []
+        for x, y in zip(rows_a[sa], rows_b[sb]):
+            code = x * nb + y
+            got = index.get(code)
+            if got is None:
+                got = index[code] = len(pairs)
+                pairs.append(code)
+            row.append(got)
+        rows.append(row)
         i += 1
     codes = np.array(pairs, dtype=np.int64)
     acc_a = a.accepting[codes // nb]
     acc_b = b.accepting[codes % nb]
     accepting = (acc_a & acc_b) if op == "and" else (acc_a | acc_b)
-    table = np.vstack(rows)
-    return _minimize_full(table, accepting, 0)
+    return minimize(np.array(rows, dtype=np.int32), accepting, 0, class_of_byte)
 
 
 def complement(a: DFA, universe: DFA, budget: CompileBudget) -> DFA:
     """Strings of `universe` that `a` rejects."""
     flipped = DFA(a.table, ~a.accepting)
     return product(flipped, universe, "and", budget)
-
-
-def _minimize_full(table256: np.ndarray, accepting: np.ndarray, start: int) -> DFA:
-    _, first, inverse = np.unique(table256.T, axis=0, return_index=True, return_inverse=True)
-    cols = np.sort(first)
-    rank = np.empty(len(first), dtype=np.int64)
-    rank[np.argsort(first)] = np.arange(len(first))
-    class_of_byte = rank[inverse.reshape(-1)]
-    return minimize(table256[:, cols], accepting, start, class_of_byte)
