@@ -716,28 +716,8 @@ done:
     return result;
 }
 
-PyDoc_STRVAR(freeze_lists_doc,
-"freeze_lists(moves): replaces, in place, every list item of the list `moves` by a tuple of its\n"
-"items (None stays None).");
-
-static PyObject *freeze_lists(PyObject *Py_UNUSED(module), PyObject *moves) {
-    if (!PyList_Check(moves)) {
-        PyErr_SetString(PyExc_TypeError, "freeze_lists: moves must be a list");
-        return NULL;
-    }
-    for (Py_ssize_t q = 0; q < PyList_GET_SIZE(moves); q++) {
-        PyObject *item = PyList_GET_ITEM(moves, q);
-        if (!PyList_Check(item)) continue;
-        PyObject *frozen = PyList_AsTuple(item);
-        if (!frozen) return NULL;
-        PyList_SetItem(moves, q, frozen); /* steals `frozen`, releases the list */
-    }
-    Py_RETURN_NONE;
-}
-
 static PyMethodDef module_methods[] = {
     {"edge_cuts", edge_cuts, METH_VARARGS, edge_cuts_doc},
-    {"freeze_lists", freeze_lists, METH_O, freeze_lists_doc},
     {NULL, NULL, 0, NULL},
 };
 

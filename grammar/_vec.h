@@ -36,13 +36,6 @@ static inline int vec_push2(Vec *v, int64_t a, int64_t b) {
     return 0;
 }
 
-/* Appends lo, lo + 1, ..., hi - 1. */
-static inline int vec_push_range(Vec *v, int64_t lo, int64_t hi) {
-    if (vec_reserve(v, hi - lo)) return -1;
-    for (int64_t c = lo; c < hi; c++) v->data[v->len++] = c;
-    return 0;
-}
-
 /* The items as a bytes object of native int64 (for numpy.frombuffer). */
 static inline PyObject *vec_bytes(const Vec *v) {
     return PyBytes_FromStringAndSize((const char *)v->data, v->len * (Py_ssize_t)sizeof(int64_t));
