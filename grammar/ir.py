@@ -180,10 +180,34 @@ EMPTY = Empty()
 NOTHING = Nothing()
 
 
+def _maker(cls: type, name: str) -> Callable[[object], Node]:
+    """A constructor of `cls` nodes from an already valid `name` field, filling the slots
+    directly: the helpers below make most nodes, and a frozen dataclass's checked `__init__`
+    costs about twice as much."""
+    new = object.__new__
+    set_field = cls.__dict__[name].__set__
+    set_hash = cls.__dict__["_hash"].__set__
+    set_empty = cls.__dict__["_empty"].__set__
+
+    def make(value: object) -> Node:
+        node = new(cls)
+        set_field(node, value)
+        set_hash(node, None)
+        set_empty(node, None)
+        return node
+
+    return make
+
+
+_make_bytes = _maker(Bytes, "value")
+_make_seq = _maker(Seq, "items")
+_make_alt = _maker(Alt, "items")
+
+
 def lit(text: str | bytes) -> Node:
     """The literal string (UTF-8 encoded) or bytes."""
     data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
-    return Bytes(data) if data else EMPTY
+    return _make_bytes(data) if data else EMPTY
 
 
 def seq(*items: Node) -> Node:
@@ -210,7 +234,7 @@ def seq(*items: Node) -> Node:
                     run, single = run + head.value, None
                 parts = parts[1:]
             if run is not None:
-                flat.append(single if single is not None else Bytes(run))
+                flat.append(single if single is not None else _make_bytes(run))
                 run = None
             if type(tail) is Bytes:
                 flat.extend(parts[:-1])
@@ -223,14 +247,14 @@ def seq(*items: Node) -> Node:
         if kind is Nothing:
             return NOTHING
         if run is not None:
-            flat.append(single if single is not None else Bytes(run))
+            flat.append(single if single is not None else _make_bytes(run))
             run = None
         flat.append(item)
     if run is not None:
-        flat.append(single if single is not None else Bytes(run))
+        flat.append(single if single is not None else _make_bytes(run))
     if not flat:
         return EMPTY
-    return flat[0] if len(flat) == 1 else Seq(tuple(flat))
+    return flat[0] if len(flat) == 1 else _make_seq(tuple(flat))
 
 
 def alt(*items: Node) -> Node:
@@ -251,7 +275,7 @@ def alt(*items: Node) -> Node:
     if not flat:
         return NOTHING
     nodes = tuple(flat)
-    return nodes[0] if len(nodes) == 1 else Alt(nodes)
+    return nodes[0] if len(nodes) == 1 else _make_alt(nodes)
 
 
 def repeat(node: Node, lo: int = 0, hi: int | None = None) -> Node:
