@@ -204,7 +204,7 @@ def _has_definition_container(document: Any) -> bool:
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
-            if any(key in node for key in DEFINITION_CONTAINERS):
+            if not DEFINITION_CONTAINERS.isdisjoint(node):
                 return True
             stack.extend(node.values())
         elif isinstance(node, list):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 from decimal import Decimal
-from typing import Any, Optional
+from typing import Any, Collection, Optional
 
 from formwork.grammar.errors import GrammarBudgetError, GrammarError, RecursionNotSupportedError
 from formwork.grammar.ir import (
@@ -34,6 +34,7 @@ from formwork.schemas.keywords import ANNOTATION_KEYWORDS
 from formwork.schemas.pointer import child
 
 TYPES = ("null", "boolean", "object", "array", "string", "number")
+_ANY_TYPE = frozenset(TYPES) | {"integer"}
 #: Keywords that do not constrain the instance (by the time applicators are expanded).
 _NEUTRAL = ANNOTATION_KEYWORDS | {"$schema", "$id", "$anchor", "$dynamicAnchor", "$defs",
                                   "definitions", "$comment"}
@@ -244,19 +245,20 @@ class Lowerer:
 
     def _lower_alternative(self, subs: list[Sub], depth: int) -> Node:
         for s in subs:
-            for kw in ("const", "enum"):
-                if kw in s.schema:
-                    values = [s.schema["const"]] if kw == "const" else list(s.schema["enum"])
-                    keep = self._values_allowed(values, s, kw, subs)
-                    return alt(*(value_node(v, self.ws, depth) for v in keep))
-        types = set(TYPES) | {"integer"}
+            sch = s.schema
+            if "const" in sch or "enum" in sch:
+                kw = "const" if "const" in sch else "enum"
+                values = [sch["const"]] if kw == "const" else list(sch["enum"])
+                keep = self._values_allowed(values, s, kw, subs)
+                return alt(*(value_node(v, self.ws, depth) for v in keep))
+        types: Collection[str] = _ANY_TYPE  # only the names in TYPES and "integer" are asked
         for s in subs:
             t = s.schema.get("type")
             if t is not None:
                 allowed = {t} if isinstance(t, str) else set(t)
                 if "number" in allowed:
                     allowed.add("integer")
-                types &= allowed
+                types = allowed if types is _ANY_TYPE else allowed & types
         parts = []
         if "null" in types:
             parts.append(lit("null"))
