@@ -88,7 +88,7 @@ class _Compiler:
         elif len(checks) == 1:
             pred = checks[0]
         else:
-            pred = lambda x: all(check(x) for check in checks)  # noqa: E731
+            pred = _every(checks)
         cell.append(pred)
         self.compiled[id(node)] = pred
         return pred
@@ -119,7 +119,7 @@ class _Compiler:
         tests = [self.is_type(name) for name in names]
         if len(tests) == 1:
             return tests[0]
-        return lambda x: any(test(x) for test in tests)
+        return _some(tests)
 
     def kw_properties(self, properties: dict[str, Any], node: dict) -> Predicate:
         if "patternProperties" in node:
@@ -142,19 +142,25 @@ class _Compiler:
         if "prefixItems" in node or "additionalItems" in node or isinstance(items, list):
             raise UnsupportedMetaSchemaError("positional items")
         each = self.schema(items)
-        return lambda x: not isinstance(x, list) or all(each(item) for item in x)
+
+        def check(x: Any) -> bool:
+            if isinstance(x, list):
+                for item in x:
+                    if not each(item):
+                        return False
+            return True
+
+        return check
 
     def kw_propertyNames(self, sub: Any, _: dict) -> Predicate:  # noqa: N802 - keyword name
         each = self.schema(sub)
         return lambda x: not isinstance(x, dict) or all(each(key) for key in x)
 
     def kw_anyOf(self, subs: list[Any], _: dict) -> Predicate:  # noqa: N802
-        preds = [self.schema(sub) for sub in subs]
-        return lambda x: any(pred(x) for pred in preds)
+        return _some([self.schema(sub) for sub in subs])
 
     def kw_allOf(self, subs: list[Any], _: dict) -> Predicate:  # noqa: N802
-        preds = [self.schema(sub) for sub in subs]
-        return lambda x: all(pred(x) for pred in preds)
+        return _every([self.schema(sub) for sub in subs])
 
     def kw_enum(self, values: list[Any], _: dict) -> Predicate:
         if not all(isinstance(v, str) for v in values):
@@ -187,6 +193,28 @@ class _Compiler:
     def kw_format(self, name: str, _: dict) -> Predicate:
         conforms = self.format_checker.conforms
         return lambda x: conforms(x, name)
+
+
+def _every(preds: list[Predicate]) -> Predicate:
+    """The conjunction of `preds` (a loop: no generator per instance checked)."""
+    def check(x: Any) -> bool:
+        for pred in preds:
+            if not pred(x):
+                return False
+        return True
+
+    return check
+
+
+def _some(preds: list[Predicate]) -> Predicate:
+    """The disjunction of `preds` (a loop, as `_every`)."""
+    def check(x: Any) -> bool:
+        for pred in preds:
+            if pred(x):
+                return True
+        return False
+
+    return check
 
 
 def compile_meta_schema(meta_schema: Any, validator_class: Any, format_checker: FormatChecker,
