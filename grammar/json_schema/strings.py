@@ -178,9 +178,10 @@ def _names_trie(suffixes: tuple[str, ...]) -> _NamesTrie:
     leave_ascii = [_leave_ascii(frozenset(ord(c) for c in groups))]
     for c, rest in groups.items():
         below = _names_trie(tuple(rest))
-        prefixes.append(seq(lit(c), below.prefixes))
-        stopping.append(seq(lit(c), below.stopping))
-        leave_ascii.append(seq(lit(c), below.leave_ascii))
+        head = lit(c)
+        prefixes.append(seq(head, below.prefixes))
+        stopping.append(seq(head, below.stopping))
+        leave_ascii.append(seq(head, below.leave_ascii))
     return _NamesTrie(alt(*prefixes), alt(*stopping), alt(*leave_ascii))
 
 
