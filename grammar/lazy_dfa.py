@@ -65,14 +65,13 @@ class LazyDFA:
         self._lock = threading.Lock()
         self._cache: dict = {}
         self._root = _root_id(root)
-        self._class_list = builder.class_of_byte.tolist()
-        self._cap = 0
-        self._rows_k = np.zeros((0, builder.num_classes), dtype=np.int32)
-        self._accepting = np.zeros(0, dtype=bool)
-        self._expanded = np.zeros(0, dtype=bool)
+        self._class_list: list[int] | None = None  # class_of_byte as a list, for `walk`
+        self._cap = cap = max(64, len(builder.sets))
+        self._rows_k = np.zeros((cap, builder.num_classes), dtype=np.int32)
+        self._accepting = np.zeros(cap, dtype=bool)
+        self._expanded = np.zeros(cap, dtype=bool)
         self._known = 0  # state sets whose accepting flag is recorded
         self._complete = False
-        self._grow(max(64, len(builder.sets)))
         self._record_new()
         self._expanded[DEAD] = True  # the dead row is all zeros
 
@@ -205,6 +204,8 @@ class LazyDFA:
 
     def walk(self, state: int, data: bytes) -> int:
         classes = self._class_list
+        if classes is None:
+            classes = self._class_list = self._b.class_of_byte.tolist()
         for b in data:
             if not self._expanded[state]:
                 self.ensure_one(state)

@@ -6,6 +6,7 @@ back into the NFA as ordinary states.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cached_property
 
 import numpy as np
 
@@ -42,20 +43,37 @@ class NFA:
         self.edges: list = edges  # per state: (lo, hi, target) byte ranges
         self.positions: list[tuple[int, int]] = counted
         self.empty: bool = empty  # whether the language is empty
-        self.regions: list[Region] = [_region(*r) for r in regions]
-        self._cuts: set[int] | None = None
+        self.region_tuples: list[tuple] = regions  # as the builder reports them (see `_region`)
+        self._cut_mask: int | None = None
 
-    def cuts(self) -> set[int]:
-        """Every byte where some edge starts or ends (edges of unfilled regions included); kept
-        (templates are asked once per document that splices them)."""
-        if self._cuts is None:
+    @cached_property
+    def regions(self) -> list[Region]:
+        """The regions as `Region` objects (made on first use: most compiles never ask)."""
+        return [_region(*r) for r in self.region_tuples]
+
+    def cut_mask(self) -> int:
+        """Every byte where some edge starts or ends (edges of unfilled regions included), as an
+        int whose byte i is 1 when i is a cut (0 and 256 always are); kept (templates are asked
+        once per document that splices them)."""
+        if self._cut_mask is None:
             flags = bytearray(257)
+            flags[0] = flags[256] = 1
             edge_cuts(self.edges, flags)
-            out = {0, 256, *np.flatnonzero(np.frombuffer(flags, dtype=np.uint8)).tolist()}
-            for region in self.regions:
-                out |= _cuts(region.dfa) if region.dfa is not None else region.template.cuts()
-            self._cuts = out
-        return self._cuts
+            out = int.from_bytes(flags, "little")
+            for r in self.region_tuples:
+                out |= r[5].cut_mask() if r[6] is not None else _dfa_cut_mask(r[5])
+            self._cut_mask = out
+        return self._cut_mask
+
+    def region_specs(self) -> list[tuple]:
+        """The regions as `_subset.c` reads them: (first, last, end, start, kind, flags, a, b),
+        kind 0 an embedded DFA (a: its byte ranges, b: its accepting flags), kind 1 a lexeme
+        (a, b: its template's epsilon moves and edges); flags: 1 its start keys it, 2 open-ended."""
+        out = []
+        for first, last, end, start, moves, source, node, _, open_ended in self.region_tuples:
+            kind, a, b = (1, source.eps, source.edges) if node is not None else _dfa_spec_tail(source)
+            out.append((first, last, end, start, kind, (moves is not None) | 2 * open_ended, a, b))
+        return out
 
     def move_counts(self, q: int) -> tuple[int, int]:
         """(epsilon moves, byte edges) out of state `q`."""
@@ -76,11 +94,21 @@ def _whole(dfa: DFA) -> tuple[list[list[tuple[int, int, int]]], bytes]:
     return byte_ranges(dfa), accepting_bytes(dfa)
 
 
-def _cuts(dfa: DFA) -> set[int]:
-    """The bytes where a DFA's edges start or end (cached)."""
-    got = dfa._cache.get("cuts")
+def _dfa_cut_mask(dfa: DFA) -> int:
+    """The bytes where a DFA's edges start or end, as `NFA.cut_mask` spells them (cached)."""
+    got = dfa._cache.get("cut_mask")
     if got is None:
-        got = dfa._cache["cuts"] = {b for ranges in byte_ranges(dfa) for lo, hi, _ in ranges for b in (lo, hi + 1)}
+        flags = bytearray(257)
+        edge_cuts(byte_ranges(dfa), flags)
+        got = dfa._cache["cut_mask"] = int.from_bytes(flags, "little")
+    return got
+
+
+def _dfa_spec_tail(dfa: DFA) -> tuple:
+    """(kind, byte ranges, accepting flags) of a region embedding `dfa` (cached)."""
+    got = dfa._cache.get("spec_tail")
+    if got is None:
+        got = dfa._cache["spec_tail"] = (0, byte_ranges(dfa), accepting_bytes(dfa))
     return got
 
 

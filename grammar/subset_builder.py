@@ -12,7 +12,7 @@ import numpy as np
 from formwork.grammar._subset import SubsetCore
 from formwork.grammar.budget import CompileBudget
 from formwork.grammar.lexemes import Region
-from formwork.grammar.nfa import NFA, accepting_bytes, byte_ranges
+from formwork.grammar.nfa import NFA
 
 
 class SubsetBuilder:
@@ -28,14 +28,14 @@ class SubsetBuilder:
         budget.check_nfa(len(nfa.eps))
         self.budget = budget
         self.final = final
-        bounds = sorted(nfa.cuts())
-        self.num_classes = len(bounds) - 1
-        self.class_of_byte = np.repeat(np.arange(self.num_classes, dtype=np.int32), np.diff(bounds))
+        self.class_of_byte = np.zeros(256, dtype=np.int32)  # class b: the cuts in 1..b
+        cuts = np.frombuffer(nfa.cut_mask().to_bytes(257, "little"), dtype=np.uint8)
+        np.cumsum(cuts[1:256], out=self.class_of_byte[1:])
+        self.num_classes = int(self.class_of_byte[255]) + 1
         self._nfa = nfa
-        self.regions: list[Region] = nfa.regions
         self.sets: list[tuple[int, ...]] = []  # filled by the core: DEAD (empty), START, ...
-        self.core = SubsetCore(nfa.eps, nfa.edges, [_region_spec(r) for r in nfa.regions],
-                                self.class_of_byte, self.num_classes, start, final, empty, self.sets)
+        self.core = SubsetCore(nfa.eps, nfa.edges, nfa.region_specs(), self.class_of_byte, self.num_classes,
+                               start, final, empty, self.sets)
 
     def closure(self, q: int) -> tuple[int, ...]:
         """The states `q` reaches by epsilon moves (itself included), sorted."""
@@ -60,10 +60,10 @@ class SubsetBuilder:
         the lexeme may end here) when set `i` lies inside one lexeme region: its other states are
         the region's start (if only the lexeme leaves it) and, if the lexeme may end here, exactly
         the states after it."""
-        k = self.core.locate(i) if self.regions else -1
+        k = self.core.locate(i) if self._nfa.region_tuples else -1
         if k < 0:
             return None
-        states, region = self.sets[i], self.regions[k]
+        states, region = self.sets[i], self._nfa.regions[k]
         inside = frozenset(x for x in states if region.first <= x < region.last)
         at_start = region.start in states
         if at_start and region.start_moves != self._nfa.move_counts(region.start):
@@ -88,12 +88,3 @@ class SubsetBuilder:
         self.core.rows(states, rows, expanded)
         self.check_size()
 
-
-def _region_spec(region: Region) -> tuple:
-    """A region as `_subset.c` reads it: (first, last, end, start, kind, flags, source, more)."""
-    flags = (region.start_moves is not None) | 2 * region.open_ended  # its start keys it; open-ended
-    if region.dfa is not None:
-        return (region.first, region.last, region.end, region.start, 0, flags, byte_ranges(region.dfa),
-                accepting_bytes(region.dfa))
-    return (region.first, region.last, region.end, region.start, 1, flags, region.template.eps,
-            region.template.edges)
