@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from formwork.grammar._trie_walk import walk as _walk
+from formwork.grammar._trie_walk import follow as _follow, walk as _walk
 from formwork.grammar.errors import GrammarBudgetError
 from formwork.grammar.token_trie import TokenTrie
 
@@ -51,3 +51,19 @@ def walk_state(trie: TokenTrie, dfa, state: int, words: np.ndarray, deadline: fl
                want_exits: bool = False) -> np.ndarray | None:
     """`walk_into` from the root in DFA state `state` (tokens whose every prefix stays alive)."""
     return walk_into(trie, dfa, np.array([trie.num_nodes]), np.array([state]), words, deadline, want_exits)
+
+
+def follow(trie: TokenTrie, dfa, exit_nodes: np.ndarray, start_row: np.ndarray, words: np.ndarray,
+           deadline: float | None = None) -> tuple[bytes, bytes, bytes] | None:
+    """In one native call, `walk_into(want_exits=True)` from the exit nodes (non-root, int64,
+    ascending) whose byte `start_row` (next state per byte, 256 int64) keeps alive, each in that
+    state: (nonzero word indices as int64 bytes, their int32 values, exits as int64 bytes).
+    `words` (the packed mask walked into) must be all zero and is left all zero.  None when the
+    walk met states past a lazy DFA's arrays or ran out of time (walk again with `walk_into`)."""
+    rows, class_of_byte, expanded, accepting, core = dfa.walk_tables()
+    seconds = -1.0 if deadline is None else max(0.0, deadline - time.perf_counter())
+    got = _follow(rows, class_of_byte, expanded, accepting, *trie.flat_arrays, exit_nodes, start_row, words,
+                  True, core, seconds)
+    if core is not None:
+        dfa.record_new()
+    return got

@@ -108,7 +108,7 @@ def test_seeds_and_continuations_are_the_brute_force_ones(tokens, term, after):
 def test_continuation_words_or_into_a_mask():
     words = np.zeros(4, dtype=np.int32)
     words[1], words[3] = 5, -(2 ** 31)
-    step = Continuation(words, Exits(Vocabulary([b"a"]).trie, np.zeros(0, dtype=np.int64)))
+    step = Continuation.of_words(words, Exits(Vocabulary([b"a"]).trie, np.zeros(0, dtype=np.int64)))
     target = np.zeros(4, dtype=np.int32)
     target[1] = 2
     step.add_to(target)

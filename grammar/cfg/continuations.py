@@ -18,7 +18,7 @@ import numpy as np
 
 from formwork.grammar._packed import nonzero_words, or_words
 from formwork.grammar.dfa import START
-from formwork.grammar.native_walk import walk_into
+from formwork.grammar.native_walk import follow, walk_into
 from formwork.grammar.terminal_exits import Exits, interned_exits
 
 _LOCK = threading.Lock()
@@ -30,11 +30,15 @@ class Continuation:
 
     __slots__ = ("at", "bits", "exits")
 
-    def __init__(self, words: np.ndarray, exits: Exits):
-        at, bits = nonzero_words(words)
+    def __init__(self, at: bytes, bits: bytes, exits: Exits):
         self.at = np.frombuffer(at, dtype=np.int64)
         self.bits = np.frombuffer(bits, dtype=np.int32)
         self.exits = exits
+
+    @classmethod
+    def of_words(cls, words: np.ndarray, exits: Exits) -> "Continuation":
+        """The continuation with the tokens of packed mask `words`."""
+        return cls(*nonzero_words(words), exits)
 
     def add_to(self, words: np.ndarray) -> None:
         """OR the tokens into packed mask `words` (writable)."""
@@ -45,20 +49,28 @@ def continuation(source: Exits, dfa, deadline: float | None, key: Hashable = Non
                  start_row: np.ndarray | None = None) -> Continuation:
     """The `Continuation` of `source` into the terminal with DFA `dfa`, computed on first use
     (cached on `source` under `key`, the state key of the terminal's start: the name of its
-    language; callers that ask often pass it in, and the start state's row per byte)."""
+    language; callers that ask often pass it in, and the start state's row per byte, int64).
+    The seeds, walk and nonzero words are one native call (`native_walk.follow`) unless the
+    walk meets states past a lazy DFA's arrays, which the round-based `walk_into` handles."""
     if key is None:
         key = dfa.state_key(START)
     got = source.next.get(key)
     if got is not None:
         return got
     trie = source.trie
-    nodes, states = source.seeds(dfa.row(START) if start_row is None else start_row)
+    row = np.ascontiguousarray(dfa.row(START) if start_row is None else start_row, dtype=np.int64)
     words = _scratch(len(trie.token_node))
-    try:
-        ends = walk_into(trie, dfa, nodes, states, words, deadline, want_exits=True)
-        got = Continuation(words, interned_exits(trie, ends))
-    finally:
-        words[:] = 0
+    done = follow(trie, dfa, source.node, row, words, deadline)  # one native call, most often
+    if done is not None:
+        at, bits, ends = done
+        got = Continuation(at, bits, interned_exits(trie, np.frombuffer(ends, dtype=np.int64)))
+    else:
+        nodes, states = source.seeds(row)
+        try:
+            ends = walk_into(trie, dfa, nodes, states, words, deadline, want_exits=True)
+            got = Continuation.of_words(words, interned_exits(trie, ends))
+        finally:
+            words[:] = 0
     with _LOCK:
         return source.next.setdefault(key, got)
 

@@ -120,8 +120,8 @@ class ConfigMasks:
 
     def _start(self, t: int) -> tuple[int, Hashable, object, np.ndarray]:
         """(the bytes terminal t may start with, the state key of its start, its DFA, the start
-        state's row per byte)."""
+        state's row per byte as int64)."""
         dfa = self.builder.terminals[t]
-        row = dfa.row(START)
+        row = np.ascontiguousarray(dfa.row(START), dtype=np.int64)
         got = self._starts[t] = (byte_set(row != 0), dfa.state_key(START), dfa, row)
         return got
