@@ -334,10 +334,10 @@ static int splice(Builder *b, PyObject *node, int32_t s, int32_t e, int open) {
     int rc = -1;
     Py_ssize_t size = -1, ne, nx, np;
     if (template && (eps = PyObject_GetAttr(template, s_eps)) && (edges = PyObject_GetAttr(template, s_edges)) &&
-        PyList_Check(eps) && PyList_Check(edges) && (size = PyList_GET_SIZE(eps)) >= 2 &&
-        PyList_GET_SIZE(edges) == size) {
-        Py_SETREF(eps, Py_NewRef(PyList_GET_ITEM(eps, 0))); /* the start state's moves */
-        Py_SETREF(edges, Py_NewRef(PyList_GET_ITEM(edges, 0)));
+        PyTuple_Check(eps) && PyTuple_Check(edges) && (size = PyTuple_GET_SIZE(eps)) >= 2 &&
+        PyTuple_GET_SIZE(edges) == size) {
+        Py_SETREF(eps, Py_NewRef(PyTuple_GET_ITEM(eps, 0))); /* the start state's moves */
+        Py_SETREF(edges, Py_NewRef(PyTuple_GET_ITEM(edges, 0)));
         positions = PyObject_GetAttr(template, s_positions);
         Py_XSETREF(positions, positions ? PySequence_Tuple(positions) : NULL);
     }
@@ -555,14 +555,15 @@ static PyObject *untracked(PyObject *t) {
     return t;
 }
 
-/* Per state: a tuple of epsilon targets and a tuple of (lo, hi, target) edges, or None twice. */
+/* Per state (into the tuples eps and edges): a tuple of epsilon targets and a tuple of
+ * (lo, hi, target) edges, or None twice. */
 static int moves_out(const Builder *b, PyObject *eps, PyObject *edges) {
     for (Py_ssize_t q = 0; q < b->n; q++) {
         const State *st = &b->states[q];
         PyObject *x = st->n_eps < 0 ? Py_NewRef(Py_None) : untracked(PyTuple_New(st->n_eps));
         PyObject *y = st->n_eps < 0 ? Py_NewRef(Py_None) : PyTuple_New(st->n_edges);
-        PyList_SET_ITEM(eps, q, x);
-        PyList_SET_ITEM(edges, q, y);
+        PyTuple_SET_ITEM(eps, q, x);
+        PyTuple_SET_ITEM(edges, q, y);
         if (!x || !y) return -1;
         Py_ssize_t i = 0, j = 0;
         for (int32_t m = st->n_eps < 0 ? -1 : st->head; m >= 0; m = b->moves[m].next) {
@@ -594,7 +595,8 @@ PyDoc_STRVAR(build_doc,
 "says it is open-ended), spliced in as a region; None: a standalone NFA, whose DFAs are embedded\n"
 "whole from `whole(dfa)` = (byte ranges per state, accepting flags as bytes).  `budget`: a\n"
 "CompileBudget.  `count`: record a top-level bounded repetition's positions.  Returns per state\n"
-"its epsilon targets and (lo, hi, target) edges as tuples (None inside regions), regions as\n"
+"its epsilon targets and (lo, hi, target) edges as tuples (None inside regions; a tuple of\n"
+"them per state, untracked by the garbage collector), regions as\n"
 "(first, last, end, start, start moves or None, dfa or template, node, positions, open-ended),\n"
 "the positions and whether the language is empty.");
 
@@ -610,9 +612,10 @@ static PyObject *py_build(PyObject *Py_UNUSED(module), PyObject *args) {
     empty = is_empty(&b, node);
     if (empty < 0 || (!empty && (Py_TYPE(node) == Repeat && count ? repeat(&b, node, 0, 1, 1) : build(&b, node, 0, 1))))
         goto done;
-    if (!(eps = PyList_New(b.n)) || !(edges = PyList_New(b.n)) || moves_out(&b, eps, edges) ||
+    if (!(eps = PyTuple_New(b.n)) || !(edges = PyTuple_New(b.n)) || moves_out(&b, eps, edges) ||
         !(positions = PyList_New(b.np / 2)))
         goto done;
+    untracked(eps), untracked(edges); /* None or untracked tuples: nothing for the collector to scan */
     for (Py_ssize_t i = 0; i < b.np / 2; i++) {
         PyObject *p = Py_BuildValue("(ii)", b.positions[2 * i], b.positions[2 * i + 1]);
         if (!p) goto done;

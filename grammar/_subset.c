@@ -1,6 +1,6 @@
 /* Lazy subset construction in C: the NFA side of `subset_builder.SubsetBuilder`.
  *
- * A `SubsetCore` reads the NFA's moves straight from its Python lists (`NFA.eps`, `NFA.edges`),
+ * A `SubsetCore` reads the NFA's moves straight from its Python tuples (`NFA.eps`, `NFA.edges`; lists also do),
  * and computes the moves of lexeme regions (states still None there) by arithmetic from the
  * region's embedded DFA or template NFA (template state 0 is the region's start, 1 its end).  It keeps, per NFA state,
  * its edges over byte classes and its epsilon closure, and interns DFA states (sorted arrays of
@@ -85,6 +85,9 @@ static void core_dealloc(Core *c) {
     for (size_t i = 0; i < sizeof(pools) / sizeof(pools[0]); i++) free(pools[i]->data);
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
+
+/* Whether the NFA's per-state moves come as a list or a tuple (read with PySequence_Fast_*). */
+static inline int is_list_or_tuple(PyObject *seq) { return PyList_Check(seq) || PyTuple_Check(seq); }
 
 /* The items of a list or tuple (borrowed), or NULL with a ValueError. */
 static PyObject **items_of(PyObject *seq, Py_ssize_t *n, const char *what) {
@@ -195,11 +198,11 @@ static int document_state(const Core *c, const Region *r, int32_t x, int32_t *ou
 
 /* Records the moves of NFA state q (epsilon targets and edges over byte classes). */
 static int load(Core *c, int32_t q) {
-    if (q >= PyList_GET_SIZE(c->eps) || q >= PyList_GET_SIZE(c->edges)) {
+    if (q >= PySequence_Fast_GET_SIZE(c->eps) || q >= PySequence_Fast_GET_SIZE(c->edges)) {
         PyErr_SetString(PyExc_ValueError, "subset core: the NFA's move lists shrank");
         return -1;
     }
-    PyObject *eps = PyList_GET_ITEM(c->eps, q), *edges = PyList_GET_ITEM(c->edges, q);
+    PyObject *eps = PySequence_Fast_GET_ITEM(c->eps, q), *edges = PySequence_Fast_GET_ITEM(c->edges, q);
     const Region *r = NULL;
     int32_t local = 0;
     if (eps == Py_None) {
@@ -600,16 +603,20 @@ static int core_init(Core *c, PyObject *args, PyObject *Py_UNUSED(kwds)) {
     PyObject *eps, *edges, *regions, *sets;
     Py_buffer cob = {0};
     int num_classes, start, final, empty;
-    if (!PyArg_ParseTuple(args, "O!O!O!y*iiipO!", &PyList_Type, &eps, &PyList_Type, &edges, &PyList_Type,
-                          &regions, &cob, &num_classes, &start, &final, &empty, &PyList_Type, &sets))
+    if (!PyArg_ParseTuple(args, "OOO!y*iiipO!", &eps, &edges, &PyList_Type, &regions, &cob, &num_classes,
+                          &start, &final, &empty, &PyList_Type, &sets))
         return -1;
     int rc = -1;
+    if (!is_list_or_tuple(eps) || !is_list_or_tuple(edges)) {
+        PyErr_SetString(PyExc_TypeError, "subset core: eps and edges must be lists or tuples");
+        goto done;
+    }
     if (c->eps) {
         PyErr_SetString(PyExc_RuntimeError, "subset core: already initialised");
         goto done;
     }
-    Py_ssize_t num_nfa = PyList_GET_SIZE(eps);
-    if (cob.len != 256 * 4 || PyList_GET_SIZE(edges) != num_nfa || num_nfa >= INT32_MAX / 2 ||
+    Py_ssize_t num_nfa = PySequence_Fast_GET_SIZE(eps);
+    if (cob.len != 256 * 4 || PySequence_Fast_GET_SIZE(edges) != num_nfa || num_nfa >= INT32_MAX / 2 ||
         num_classes < 1 || num_classes > 256 || start < 0 || start >= num_nfa || final < 0 ||
         final >= num_nfa || PyList_GET_SIZE(sets) != 0) {
         PyErr_SetString(PyExc_ValueError, "subset core: inconsistent arguments");
@@ -685,20 +692,24 @@ done:
 
 PyDoc_STRVAR(edge_cuts_doc,
 "edge_cuts(edges, flags): sets flags[lo] and flags[hi + 1] (a writable buffer of 257 bytes)\n"
-"for every edge (lo, hi, target) in `edges`, a list of edge tuples per NFA state (or None).");
+"for every edge (lo, hi, target) in `edges`, a list or tuple of edge tuples per NFA state (or None).");
 
 static PyObject *edge_cuts(PyObject *Py_UNUSED(module), PyObject *args) {
     PyObject *edges;
     Py_buffer flags = {0};
-    if (!PyArg_ParseTuple(args, "O!w*", &PyList_Type, &edges, &flags)) return NULL;
+    if (!PyArg_ParseTuple(args, "Ow*", &edges, &flags)) return NULL;
     PyObject *result = NULL;
     uint8_t *out = flags.buf;
+    if (!is_list_or_tuple(edges)) {
+        PyErr_SetString(PyExc_TypeError, "edge_cuts: edges must be a list or tuple");
+        goto done;
+    }
     if (flags.len != 257) {
         PyErr_SetString(PyExc_ValueError, "edge_cuts: flags must hold 257 bytes");
         goto done;
     }
-    for (Py_ssize_t q = 0; q < PyList_GET_SIZE(edges); q++) {
-        PyObject *state = PyList_GET_ITEM(edges, q);
+    for (Py_ssize_t q = 0; q < PySequence_Fast_GET_SIZE(edges); q++) {
+        PyObject *state = PySequence_Fast_GET_ITEM(edges, q);
         if (state == Py_None) continue;
         Py_ssize_t n;
         PyObject **items = items_of(state, &n, "edges");

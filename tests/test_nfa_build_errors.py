@@ -90,12 +90,12 @@ class _Template:
 
 
 @pytest.mark.parametrize("template, match", [
-    (_Template([(), (), ()], [(), (), ()], [(9, 1)]), "template position"),
-    (_Template([(7,), ()], [(), ()]), "template target"),
-    (_Template([(), ()], [((1, 2, 5),), ()]), "edge target"),
-    (_Template([()], [()]), "bad template"),
-    (_Template(((), ()), ((), ())), "bad template"),
-    (_Template([[2], (), ()], [(), (), ()]), "not a tuple"),
+    (_Template(((), (), ()), ((), (), ()), [(9, 1)]), "template position"),
+    (_Template(((7,), ()), ((), ())), "template target"),
+    (_Template(((), ()), (((1, 2, 5),), ())), "edge target"),
+    (_Template(((),), ((),)), "bad template"),
+    (_Template([(), ()], [(), ()]), "bad template"),  # moves per state come as tuples
+    (_Template(([2], (), ()), ((), (), ())), "not a tuple"),
     (None, "eps"),
 ])
 def test_malformed_templates_raise(template: _Template | None, match: str) -> None:
@@ -159,3 +159,5 @@ def test_moves_are_untracked_tuples() -> None:
     moves = [x for x in [*nfa.eps, *nfa.edges] if x is not None]
     assert len(nfa.regions) == 1 and all(type(x) is tuple for x in moves)
     assert not [x for x in [*moves, *(edge for edges in nfa.edges if edges for edge in edges)] if gc.is_tracked(x)]
+    assert type(nfa.eps) is tuple and type(nfa.edges) is tuple  # the per-state tuples are not scanned either
+    assert not gc.is_tracked(nfa.eps) and not gc.is_tracked(nfa.edges)

@@ -81,10 +81,25 @@ def test_regions_are_located_and_open_lexemes_found():
                                               .map(lambda e: (min(e[:2]), max(e[:2]), e[2])), max_size=4)),
                 max_size=12))
 def test_edge_cuts_are_the_edges_bounds(states):
-    flags = bytearray(257)
-    edge_cuts(states, flags)
     want = {b for edges in states for lo, hi, _ in edges or () for b in (lo, hi + 1)}
-    assert {b for b in range(257) if flags[b]} == want
+    for moves in (states, tuple(states)):  # NFAs hold tuples; lists do too
+        flags = bytearray(257)
+        edge_cuts(moves, flags)
+        assert {b for b in range(257) if flags[b]} == want
+
+
+def test_moves_as_tuples_are_read_like_lists():
+    core, sets = _core(((1,), (), ()), ((), ((0, 255, 2),), ()))
+    assert sets == [(), (0, 1)] and core.intern((2, 0)) == 2 and core.closure(0) == (0, 1)
+
+
+@pytest.mark.parametrize("bad", [{0: (), 1: ()}, "xy", None])
+def test_moves_not_in_a_list_or_tuple_are_a_type_error(bad):
+    for eps, edges in ((bad, [(), ()]), ([(), ()], bad)):
+        with pytest.raises(TypeError, match="lists or tuples"):
+            _core(eps, edges)
+    with pytest.raises(TypeError, match="list or tuple"):
+        edge_cuts(bad, bytearray(257))
 
 
 def test_a_walk_with_another_automatons_rows_is_refused():
