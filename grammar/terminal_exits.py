@@ -46,9 +46,7 @@ class Exits:
         self.trie = trie  # the trie the nodes belong to (the full one, or the slice's rest)
         self.node = ascending_once(nodes)  # canonical
         self.byte = trie.flat_arrays[2][self.node]
-        flags = np.zeros(256, dtype=bool)
-        flags[self.byte] = True
-        self.first_bytes = byte_set(flags)
+        self.first_bytes = byte_set(np.bincount(self.byte, minlength=256))  # faster than flags[byte] = True
         self.next: dict = {}  # next terminal's start state key -> `Continuation` (cfg.continuations)
         self._at_byte: dict[int, np.ndarray] = {}  # byte -> where it is in `byte` (many exits only)
 
