@@ -44,6 +44,8 @@ def walk_into(trie: TokenTrie, dfa, nodes: np.ndarray, states: np.ndarray, words
         dfa.ensure(states)
     if not want_exits:
         return None
+    if len(found) == 1:  # one round (the usual case): no copy
+        return found[0]
     return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
 

@@ -42,9 +42,9 @@ class Exits:
 
     __slots__ = ("trie", "node", "byte", "first_bytes", "next", "_at_byte")
 
-    def __init__(self, trie: TokenTrie, nodes: np.ndarray):
+    def __init__(self, trie: TokenTrie, nodes: np.ndarray, canonical: bool = False):
         self.trie = trie  # the trie the nodes belong to (the full one, or the slice's rest)
-        self.node = ascending_once(nodes)  # canonical
+        self.node = nodes if canonical else ascending_once(nodes)  # canonical: ascending, each once
         self.byte = trie.flat_arrays[2][self.node]
         self.first_bytes = byte_set(np.bincount(self.byte, minlength=256))  # faster than flags[byte] = True
         self.next: dict = {}  # next terminal's start state key -> `Continuation` (cfg.continuations)
@@ -91,7 +91,7 @@ def interned_exits(trie: TokenTrie, nodes: np.ndarray) -> Exits:
         if got is not None and (count < 2 or np.array_equal(got.node, nodes)):  # the key names 0 or 1 node
             table.move_to_end(key)
             return got
-    exits = Exits(trie, nodes)
+    exits = Exits(trie, nodes, canonical=True)
     with _EXITS_LOCK:
         table[key] = exits
         if len(table) > _MAX_EXITS:
