@@ -258,10 +258,16 @@ static int is_empty(Builder *b, PyObject *node) {
     return got;
 }
 
+/* A tuple the cyclic garbage collector does not track (it holds no container that could). */
+static PyObject *untracked(PyObject *t) {
+    if (t && PyObject_GC_IsTracked(t)) PyObject_GC_UnTrack(t);
+    return t;
+}
+
 static int add_region(Builder *b, int32_t first, int32_t last, int32_t end, int32_t start, int keyed,
                       PyObject *source, PyObject *node, PyObject *positions, int open) {
     const State *st = &b->states[start];
-    PyObject *moves = keyed ? Py_BuildValue("(ii)", st->n_eps, st->n_edges) : Py_NewRef(Py_None);
+    PyObject *moves = keyed ? untracked(Py_BuildValue("(ii)", st->n_eps, st->n_edges)) : Py_NewRef(Py_None);
     PyObject *r = moves ? Py_BuildValue("(iiiiOOOON)", first, last, end, start, moves, source, node, positions,
                                         PyBool_FromLong(open)) : NULL;
     Py_XDECREF(moves);
@@ -367,14 +373,15 @@ static int splice(Builder *b, PyObject *node, int32_t s, int32_t e, int open) {
         PyObject **ab = items_of(pos[i], &two, "template position", 1), *p;
         int32_t a, z;
         if (!ab || two != 2 || int_in(ab[0], 0, size + 1, "template position", &a) ||
-            int_in(ab[1], 0, size, "template position", &z) || !(p = Py_BuildValue("(ii)", first - 2 + a, AT(z)))) {
+            int_in(ab[1], 0, size, "template position", &z) ||
+            !(p = untracked(Py_BuildValue("(ii)", first - 2 + a, AT(z))))) {
             if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "NFA construction: bad template position");
             goto done;
         }
         PyTuple_SET_ITEM(mapped, i, p);
     }
 #undef AT
-    rc = n ? add_region(b, first, first + (int32_t)n, e, s, fresh, template, node, mapped, open) : 0;
+    rc = n ? add_region(b, first, first + (int32_t)n, e, s, fresh, template, node, untracked(mapped), open) : 0;
 done:
     Py_XDECREF(mapped);
     Py_XDECREF(positions);
@@ -549,12 +556,6 @@ static int build(Builder *b, PyObject *node, int32_t s, int32_t e) {
     return rc;
 }
 
-/* A tuple the cyclic garbage collector does not track (it holds no container that could). */
-static PyObject *untracked(PyObject *t) {
-    if (t && PyObject_GC_IsTracked(t)) PyObject_GC_UnTrack(t);
-    return t;
-}
-
 /* Per state (into the tuples eps and edges): a tuple of epsilon targets and a tuple of
  * (lo, hi, target) edges, or None twice. */
 static int moves_out(const Builder *b, PyObject *eps, PyObject *edges) {
@@ -617,7 +618,7 @@ static PyObject *py_build(PyObject *Py_UNUSED(module), PyObject *args) {
         goto done;
     untracked(eps), untracked(edges); /* None or untracked tuples: nothing for the collector to scan */
     for (Py_ssize_t i = 0; i < b.np / 2; i++) {
-        PyObject *p = Py_BuildValue("(ii)", b.positions[2 * i], b.positions[2 * i + 1]);
+        PyObject *p = untracked(Py_BuildValue("(ii)", b.positions[2 * i], b.positions[2 * i + 1]));
         if (!p) goto done;
         PyList_SET_ITEM(positions, i, p);
     }

@@ -161,3 +161,6 @@ def test_moves_are_untracked_tuples() -> None:
     assert not [x for x in [*moves, *(edge for edges in nfa.edges if edges for edge in edges)] if gc.is_tracked(x)]
     assert type(nfa.eps) is tuple and type(nfa.edges) is tuple  # the per-state tuples are not scanned either
     assert not gc.is_tracked(nfa.eps) and not gc.is_tracked(nfa.edges)
+    (region,) = nfa.region_tuples  # its start moves, its repetitions' positions: pairs of ints
+    pairs = [region[4], region[7], *region[7]]
+    assert len(region[7]) == 9 and not [x for x in pairs if gc.is_tracked(x)]
