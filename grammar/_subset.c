@@ -727,8 +727,54 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(table_ranges_doc,
+"table_ranges(table, num_states) -> per state, its (lo, hi, target) runs of equal targets but the\n"
+"dead state 0, as a list of lists of untracked tuples; `table` holds num_states rows of 256 int32.");
+
+static PyObject *table_ranges(PyObject *Py_UNUSED(module), PyObject *args) {
+    Py_buffer view = {0};
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "y*n", &view, &n)) return NULL;
+    PyObject *out = NULL;
+    const int32_t *t = view.buf;
+    if (n < 0 || view.len != n * 256 * (Py_ssize_t)sizeof(int32_t)) {
+        PyErr_SetString(PyExc_ValueError, "table_ranges: the table must hold num_states rows of 256 int32");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n * 256; i++) {
+        if (t[i] < 0 || t[i] >= n) {
+            PyErr_SetString(PyExc_ValueError, "table_ranges: a target is out of range");
+            goto done;
+        }
+    }
+    if (!(out = PyList_New(n))) goto done;
+    for (Py_ssize_t q = 0; q < n; q++) {
+        const int32_t *row = t + q * 256;
+        PyObject *runs = PyList_New(0);
+        if (!runs) goto fail;
+        PyList_SET_ITEM(out, q, runs);
+        for (int lo = 0, hi; lo < 256; lo = hi + 1) {
+            for (hi = lo; hi < 255 && row[hi + 1] == row[lo]; hi++) {}
+            if (row[lo] == 0) continue;
+            PyObject *run = Py_BuildValue("(iii)", lo, hi, row[lo]);
+            if (!run) goto fail;
+            PyObject_GC_UnTrack(run); /* three ints */
+            int rc = PyList_Append(runs, run);
+            Py_DECREF(run);
+            if (rc) goto fail;
+        }
+    }
+    goto done;
+fail:
+    Py_CLEAR(out);
+done:
+    PyBuffer_Release(&view);
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
     {"edge_cuts", edge_cuts, METH_VARARGS, edge_cuts_doc},
+    {"table_ranges", table_ranges, METH_VARARGS, table_ranges_doc},
     {NULL, NULL, 0, NULL},
 };
 

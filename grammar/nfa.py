@@ -11,9 +11,9 @@ from functools import cached_property
 import numpy as np
 
 from formwork.grammar._nfa_build import build
-from formwork.grammar._subset import edge_cuts
+from formwork.grammar._subset import edge_cuts, table_ranges
 from formwork.grammar.budget import CompileBudget
-from formwork.grammar.dfa import DEAD, DFA
+from formwork.grammar.dfa import DFA
 from formwork.grammar.ir import Node
 from formwork.grammar.lexemes import _LEXEMES, Region  # the marks (lexeme -> open-ended) the builder reads
 
@@ -116,20 +116,8 @@ def byte_ranges(dfa: DFA) -> list[list[tuple[int, int, int]]]:
     """Per state, its transitions as (lo, hi, target) byte ranges without the dead state (cached)."""
     got = dfa._cache.get("byte_ranges")
     if got is None:
-        table = dfa.table
-        change = np.ones((table.shape[0], 257), dtype=bool)
-        change[:, 1:256] = table[:, 1:] != table[:, :-1]
-        rows, cuts = np.nonzero(change)  # row-major: each state's run starts, then 256
-        ends = np.roll(cuts, -1)
-        starts = np.flatnonzero(np.diff(rows, prepend=-1))  # where each state's cuts begin
-        keep = (cuts < 256) & (table[rows, np.minimum(cuts, 255)] != DEAD)
-        runs = list(zip(cuts[keep].tolist(), (ends[keep] - 1).tolist(), table[rows[keep], cuts[keep]].tolist()))
-        per_state = np.add.reduceat(keep, starts).tolist() if len(starts) else []
-        got, at = [], 0
-        for n in per_state:
-            got.append(runs[at: at + n])
-            at += n
-        dfa._cache["byte_ranges"] = got
+        table = np.ascontiguousarray(dfa.table, dtype=np.int32)
+        got = dfa._cache["byte_ranges"] = table_ranges(table, table.shape[0])  # dead state: no run
     return got
 
 

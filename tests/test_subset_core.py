@@ -2,11 +2,13 @@
 test_lazy_dfa_rows.py — interning, region lookups, byte cuts, and malformed input as ValueError."""
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from formwork.grammar._subset import SubsetCore, edge_cuts
+from formwork.grammar._subset import SubsetCore, edge_cuts, table_ranges
 from formwork.grammar.automaton import AutomatonBuilder
 from formwork.grammar.ir import chars, lit, repeat, seq
 from formwork.grammar.lexemes import lexeme
@@ -137,3 +139,34 @@ def test_move_lists_cut_short_after_construction_are_an_error():
     del eps[1:], edges[1:]
     with pytest.raises(ValueError, match="shrank"):
         core.rows([1], np.zeros((4, 1), dtype=np.int32), np.zeros(4, dtype=bool))
+
+
+def reference_ranges(table: np.ndarray) -> list[list[tuple[int, int, int]]]:
+    """Per row, its runs of equal targets (lo, hi, target), target 0 (dead) left out."""
+    out = []
+    for row in table.tolist():
+        runs, lo = [], 0
+        for b in range(1, 257):
+            if b == 256 or row[b] != row[lo]:
+                if row[lo]:
+                    runs.append((lo, b - 1, row[lo]))
+                lo = b
+        out.append(runs)
+    return out
+
+
+@given(st.integers(1, 5).flatmap(lambda n: st.lists(st.integers(0, n - 1), min_size=n * 256, max_size=n * 256)
+                                 .map(lambda xs: np.array(xs, dtype=np.int32).reshape(n, 256))))
+@settings(max_examples=50)
+def test_table_ranges_are_the_runs_of_each_row(table):
+    table[:, 100:180] = table[:, 100:101]  # long runs too
+    got = table_ranges(table, len(table))
+    assert got == reference_ranges(table)
+    assert not [run for runs in got for run in runs if gc.is_tracked(run)]
+
+
+@pytest.mark.parametrize("table, n", [(np.zeros((2, 256), dtype=np.int32), 3), (np.full((1, 256), 1, dtype=np.int32), 1),
+                                      (np.full((1, 256), -1, dtype=np.int32), 1), (np.zeros(10, dtype=np.int32), -1)])
+def test_bad_tables_are_a_value_error(table, n):
+    with pytest.raises(ValueError, match="table_ranges"):
+        table_ranges(table, n)
