@@ -219,7 +219,7 @@ class LazyDFA:
         return bool(self._accepting[state])
 
     def is_empty(self) -> bool:
-        return not bool(self._accepting[START]) and bool((self.row(START) == DEAD).all())
+        return not bool(self._accepting[START]) and not self.class_row(START).any()  # every class has a byte
 
     def expand_all(self, budget: CompileBudget | None = None) -> None:
         """Build every reachable state, breadth-first: each round builds the rows of every state

@@ -28,9 +28,9 @@ class SubsetBuilder:
         budget.check_nfa(len(nfa.eps))
         self.budget = budget
         self.final = final
-        self.class_of_byte = np.zeros(256, dtype=np.int32)  # class b: the cuts in 1..b
-        cuts = np.frombuffer(nfa.cut_mask().to_bytes(257, "little"), dtype=np.uint8)
-        np.cumsum(cuts[1:256], out=self.class_of_byte[1:])
+        cuts = np.frombuffer(nfa.cut_mask().to_bytes(257, "little"), dtype=np.uint8)  # cuts[0] is 1
+        self.class_of_byte = cuts[:256].cumsum(dtype=np.int32)  # class of b: the cuts in 1..b, plus 1
+        self.class_of_byte -= 1
         self.num_classes = int(self.class_of_byte[255]) + 1
         self._nfa = nfa
         self.sets: list[tuple[int, ...]] = []  # filled by the core: DEAD (empty), START, ...
