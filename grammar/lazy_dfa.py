@@ -243,5 +243,4 @@ class LazyDFA:
     def materialize(self, budget: CompileBudget | None = None) -> DFA:
         """The equivalent minimal eager DFA."""
         self.expand_all(budget)
-        return minimize(self._rows_k[: self._known].astype(np.int64), self.accepting.copy(), START,
-                        self._b.class_of_byte)
+        return minimize(self._rows_k[: self._known], self.accepting, START, self._b.class_of_byte)  # reads, copies
