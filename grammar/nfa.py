@@ -39,8 +39,8 @@ class NFA:
     def __init__(self, node: Node, budget: CompileBudget, dfa_of: Callable[[Node], DFA],
                  template_of: Callable[[Node], "NFA"] | None = None, positions: bool = False):
         eps, edges, regions, counted, empty = build(node, budget, dfa_of, template_of, _whole, _LEXEMES, positions)
-        self.eps: list = eps  # per state: epsilon targets
-        self.edges: list = edges  # per state: (lo, hi, target) byte ranges
+        self.eps: tuple = eps  # per state: epsilon targets (tuples in an untracked tuple)
+        self.edges: tuple = edges  # per state: (lo, hi, target) byte ranges
         self.positions: list[tuple[int, int]] = counted
         self.empty: bool = empty  # whether the language is empty
         self.region_tuples: list[tuple] = regions  # as the builder reports them (see `_region`)
