@@ -159,9 +159,11 @@ def compile_json_schema(schema: Any, vocab: Any, *, whitespace: WhitespaceOption
     from formwork.grammar.compiler import default_compiler
 
     compiler = compiler or default_compiler(vocab)
-    key = ("json_schema", schema if isinstance(schema, str) else json.dumps(schema, sort_keys=True),
-           repr(whitespace), max_whitespace, forbid_additional_properties, lenient,
-           max_nesting_depth, draft, json.dumps(registry, sort_keys=True) if registry else None)
+    def key() -> tuple:
+        return ("json_schema", schema if isinstance(schema, str) else json.dumps(schema, sort_keys=True),
+                repr(whitespace), max_whitespace, forbid_additional_properties, lenient,
+                max_nesting_depth, draft, json.dumps(registry, sort_keys=True) if registry else None)
+
     return compile_cached(compiler, key, lambda: lower_json_schema(
         schema, whitespace=whitespace, max_whitespace=max_whitespace,
         forbid_additional_properties=forbid_additional_properties, lenient=lenient,

@@ -10,6 +10,7 @@ from typing import Any
 
 from formwork.grammar.budget import CompileBudget
 from formwork.grammar.compiler import CompiledGrammar, GrammarCompiler
+from formwork.grammar.gc_pause import paused_gc
 from formwork.grammar.ir import Grammar
 from formwork.grammar.json_schema.automata import SHARED
 
@@ -17,30 +18,33 @@ _CACHES: "weakref.WeakKeyDictionary[GrammarCompiler, OrderedDict]" = weakref.Wea
 _LOCK = threading.Lock()
 
 
-def compile_cached(compiler: GrammarCompiler, key: Hashable, lower: Callable[[], Any]
+def compile_cached(compiler: GrammarCompiler, key: Callable[[], Hashable], lower: Callable[[], Any]
                    ) -> CompiledGrammar:
-    """The grammar for `key`: from the cache when `compiler.cache_enabled`, else lowered (`lower()`
-    returns an object with `.node` and `.warnings`) and compiled with the shared sub-automata
-    under the compiler's budget and token-mask cache."""
+    """The grammar for `key()` (made only when `compiler.cache_enabled`): from the cache, else
+    lowered (`lower()` returns an object with `.node` and `.warnings`) and compiled with the
+    shared sub-automata under the compiler's budget and token-mask cache.  The collector stays
+    paused from lowering to the automaton, so it resumes (and scans what was made) once."""
+    spec = key() if compiler.cache_enabled else None
     with _LOCK:
         cache = _CACHES.setdefault(compiler, OrderedDict())
-        if compiler.cache_enabled and key in cache:
-            cache.move_to_end(key)
-            return cache[key]
+        if spec is not None and spec in cache:
+            cache.move_to_end(spec)
+            return cache[spec]
     start = time.perf_counter()
-    lowered = lower()
-    b = compiler.budget
-    budget = CompileBudget(b.max_nfa_states, b.max_dfa_states, b.max_seconds)
-    if isinstance(lowered.node, Grammar):  # recursive schema: the Earley automaton
-        dfa = SHARED.compile_cfg(lowered.node, budget)
-    else:
-        dfa = SHARED.compile(lowered.node, budget, keep=False)  # no compiled-grammar cache here
+    with paused_gc():
+        lowered = lower()
+        b = compiler.budget
+        budget = CompileBudget(b.max_nfa_states, b.max_dfa_states, b.max_seconds)
+        if isinstance(lowered.node, Grammar):  # recursive schema: the Earley automaton
+            dfa = SHARED.compile_cfg(lowered.node, budget)
+        else:
+            dfa = SHARED.compile(lowered.node, budget, keep=False)  # no compiled-grammar cache here
     grammar = CompiledGrammar(dfa, compiler.vocab, compiler.mask_cache,
-                              time.perf_counter() - start, key)
+                              time.perf_counter() - start, spec)
     grammar.warnings = list(lowered.warnings)
-    if compiler.cache_enabled:
+    if spec is not None:
         with _LOCK:
-            cache[key] = grammar
+            cache[spec] = grammar
             if len(cache) > compiler.cache_size:
                 cache.popitem(last=False)
     return grammar
