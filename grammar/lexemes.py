@@ -68,6 +68,12 @@ def is_open_ended(node: Node) -> bool:
     return bool(_LEXEMES.get(node))
 
 
+def lexeme_marks() -> "OrderedDict[Node, bool]":
+    """The live table of marks (lexeme -> open-ended) that the NFA builder (in C) reads; do not
+    modify it but through `lexeme`."""
+    return _LEXEMES
+
+
 @dataclass(frozen=True, init=False)
 class Region:
     """NFA states `first..last-1` spell one lexeme; `end` is the NFA state right after it.

@@ -15,7 +15,7 @@ from formwork.grammar._subset import edge_cuts, table_ranges
 from formwork.grammar.budget import CompileBudget
 from formwork.grammar.dfa import DFA
 from formwork.grammar.ir import Node
-from formwork.grammar.lexemes import _LEXEMES, Region  # the marks (lexeme -> open-ended) the builder reads
+from formwork.grammar.lexemes import Region, lexeme_marks
 
 START, FINAL = 0, 1  # every NFA's start and end states
 
@@ -38,7 +38,7 @@ class NFA:
 
     def __init__(self, node: Node, budget: CompileBudget, dfa_of: Callable[[Node], DFA],
                  template_of: Callable[[Node], "NFA"] | None = None, positions: bool = False):
-        eps, edges, regions, counted, empty = build(node, budget, dfa_of, template_of, _whole, _LEXEMES, positions)
+        eps, edges, regions, counted, empty = build(node, budget, dfa_of, template_of, _whole, lexeme_marks(), positions)
         self.eps: tuple = eps  # per state: epsilon targets (tuples in an untracked tuple)
         self.edges: tuple = edges  # per state: (lo, hi, target) byte ranges
         self.positions: list[tuple[int, int]] = counted
