@@ -32,6 +32,38 @@ static int64_t local_index(const int64_t *order, int64_t n, int64_t state) {
     return -1;
 }
 
+/* A DFA's arrays as reach() and reaches_accepting() take them. */
+typedef struct {
+    PyObject *core; /* the lazy DFA's SubsetCore, or NULL */
+    int32_t *rows;
+    uint8_t *expanded, *accepting;
+    int64_t num_classes, num_states;
+    const char *name; /* of the caller, for errors */
+} Dfa;
+
+/* The row of state `q`, built through the core when missing; NULL with an exception set. */
+static const int32_t *row_of(const Dfa *d, int64_t q) {
+    if (!d->expanded[q]) {
+        if (!d->core) {
+            PyErr_Format(PyExc_ValueError, "%s: a row is missing and there is no core", d->name);
+            return NULL;
+        }
+        if (subset_api->fill(d->core, q, d->rows, d->num_classes, d->expanded, d->accepting, d->num_states))
+            return NULL;
+    }
+    return d->rows + q * d->num_classes;
+}
+
+/* 0 for a target inside the arrays, 1 for one past their end (they must grow first: the caller
+ * answers it as an int), -1 with an exception for one out of range. */
+static int target_past_arrays(const Dfa *d, int64_t t) {
+    if (t < 0 || (t >= d->num_states && (!d->core || t >= subset_api->num_sets(d->core)))) {
+        PyErr_Format(PyExc_ValueError, "%s: state out of range", d->name);
+        return -1;
+    }
+    return t >= d->num_states;
+}
+
 static PyObject *reach(PyObject *self, PyObject *args) {
     Py_buffer b[3];
     PyObject *core = Py_None, *result = NULL;
@@ -52,26 +84,17 @@ static PyObject *reach(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "reach: state or max_states out of range");
         goto done;
     }
+    const Dfa d = {core, rows, expanded, accepting, num_classes, num_states, "reach"};
     int64_t order[MAX_STATES], n = 1;
     order[0] = state;
     for (int64_t i = 0; i < n; i++) {
-        int64_t q = order[i];
-        if (!expanded[q]) {
-            if (!core) {
-                PyErr_SetString(PyExc_ValueError, "reach: a row is missing and there is no core");
-                goto done;
-            }
-            if (subset_api->fill(core, q, rows, num_classes, expanded, accepting, num_states)) goto done;
-        }
-        const int32_t *row = rows + q * num_classes;
+        const int32_t *row = row_of(&d, order[i]);
+        if (!row) goto done;
         for (int64_t c = 0; c < num_classes; c++) {
             int64_t t = row[c];
-            if (t < 0 || (t >= num_states && (!core || t >= subset_api->num_sets(core)))) {
-                PyErr_SetString(PyExc_ValueError, "reach: state out of range");
-                goto done;
-            }
-            if (t >= num_states) {  /* interned past the arrays: they must grow first */
-                result = PyLong_FromLongLong(t);
+            int past = target_past_arrays(&d, t);
+            if (past) {
+                if (past > 0) result = PyLong_FromLongLong(t);
                 goto done;
             }
             if (!t || local_index(order, n, t) >= 0) continue;
@@ -140,25 +163,16 @@ static PyObject *reaches_accepting(PyObject *self, PyObject *args) {
     int64_t head = 0, tail = 0;
     queue[tail++] = state;
     seen[state] = 1;
+    const Dfa d = {core, rows, expanded, accepting, num_classes, num_states, "reaches_accepting"};
     while (head < tail) {
-        int64_t q = queue[head++];
-        if (!expanded[q]) {
-            if (!core) {
-                PyErr_SetString(PyExc_ValueError, "reaches_accepting: a row is missing and there is no core");
-                goto done;
-            }
-            if (subset_api->fill(core, q, rows, num_classes, expanded, accepting, num_states)) goto done;
-        }
-        const int32_t *row = rows + q * num_classes;
+        const int32_t *row = row_of(&d, queue[head++]);
+        if (!row) goto done;
         for (int64_t c = 0; c < num_classes; c++) {
             int64_t t = row[c];
             if (!classes[c] || !t) continue;
-            if (t < 0 || (t >= num_states && (!core || t >= subset_api->num_sets(core)))) {
-                PyErr_SetString(PyExc_ValueError, "reaches_accepting: state out of range");
-                goto done;
-            }
-            if (t >= num_states) {  /* interned past the arrays: they must grow first */
-                result = PyLong_FromLongLong(t);
+            int past = target_past_arrays(&d, t);
+            if (past) {
+                if (past > 0) result = PyLong_FromLongLong(t);
                 goto done;
             }
             if (seen[t]) continue;

@@ -80,19 +80,25 @@ class DFA:
         """(class_of_byte [256], compressed table [S, K]): bytes in one class move every state
         alike (classes need not be maximal)."""
         if "classes" not in self._cache:
-            _, first, inverse = np.unique(self.table.T, axis=0, return_index=True, return_inverse=True)
-            # number classes by their smallest byte so the compression is canonical
-            order = np.argsort(first)
-            rank = np.empty_like(order)
-            rank[order] = np.arange(len(order))
-            class_of_byte = rank[inverse.reshape(-1)].astype(np.int32)
-            compressed = np.ascontiguousarray(self.table[:, np.sort(first)])
-            self._cache["classes"] = (class_of_byte, compressed)
+            class_of_byte, representatives = classes_of(self.table.T)
+            compressed = np.ascontiguousarray(self.table[:, representatives])
+            self._cache["classes"] = (class_of_byte.astype(np.int32), compressed)
         return self._cache["classes"]
 
     def is_empty(self) -> bool:
         """True when the language is empty (the start state can only die)."""
         return not bool(self.accepting[START]) and bool((self.table[START] == DEAD).all())
+
+
+def classes_of(per_byte: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Byte classes of `per_byte` (a row per byte: bytes with equal rows share a class), numbered
+    by their smallest byte so that equal partitions get equal numbers: (class of each byte [256],
+    the smallest byte of each class, ascending), both int64."""
+    _, first, inverse = np.unique(per_byte, axis=0, return_index=True, return_inverse=True)
+    order = np.argsort(first)
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    return rank[inverse.reshape(-1)].astype(np.int64), first[order].astype(np.int64)
 
 
 def minimize(table_k: np.ndarray, accepting: np.ndarray, start: int, class_of_byte: np.ndarray) -> DFA:
@@ -114,13 +120,7 @@ def product(a: DFA, b: DFA, op: str, budget: CompileBudget) -> DFA:
     nb = b.num_states
     class_a, table_a = a.byte_classes()
     class_b, table_b = b.byte_classes()
-    joint = class_a.astype(np.int64) * table_b.shape[1] + class_b
-    _, first, inverse = np.unique(joint, return_index=True, return_inverse=True)
-    order = np.argsort(first)  # classes numbered by their smallest byte (canonical, as minimize wants)
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    class_of_byte = rank[inverse.reshape(-1)]
-    representatives = np.sort(first)
+    class_of_byte, representatives = classes_of(np.stack([class_a, class_b], axis=1))
     rows_a = table_a[:, class_a[representatives]].tolist()
     rows_b = table_b[:, class_b[representatives]].tolist()
     index: dict[int, int] = {START * nb + START: 0}

@@ -91,7 +91,7 @@ def _region(first: int, last: int, end: int, start: int, start_moves: tuple[int,
 
 def _whole(dfa: DFA) -> tuple[list[list[tuple[int, int, int]]], bytes]:
     """What embedding a DFA whole needs: its byte ranges and accepting flags."""
-    return byte_ranges(dfa), accepting_bytes(dfa)
+    return _dfa_spec_tail(dfa)[1:]
 
 
 def _dfa_cut_mask(dfa: DFA) -> int:

@@ -16,7 +16,7 @@ import numpy as np
 
 from formwork.grammar.cfg.earley import DEAD_SET, EarleyParser
 from formwork.grammar.cfg.masks import ConfigMasks
-from formwork.grammar.dfa import DEAD, DFA, START
+from formwork.grammar.dfa import DEAD, DFA, START, classes_of
 from formwork.grammar.errors import GrammarBudgetError
 from formwork.grammar.lazy_dfa import LazyDFA
 
@@ -28,12 +28,8 @@ def combined_byte_classes(dfas: list[DFA | LazyDFA]) -> tuple[np.ndarray, np.nda
     """(class_of_byte [256], one representative byte per class) refining every terminal's classes."""
     if not dfas:
         return np.zeros(256, dtype=np.int32), np.zeros(1, dtype=np.int64)
-    stacked = np.stack([np.asarray(d.byte_classes()[0], dtype=np.int64) for d in dfas])
-    _, first, inverse = np.unique(stacked.T, axis=0, return_index=True, return_inverse=True)
-    order = np.argsort(first)
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    return rank[inverse.reshape(-1)].astype(np.int32), np.sort(first).astype(np.int64)
+    class_of_byte, representatives = classes_of(np.stack([d.byte_classes()[0] for d in dfas], axis=1))
+    return class_of_byte.astype(np.int32), representatives
 
 
 class ConfigBuilder:

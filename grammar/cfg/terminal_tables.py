@@ -44,13 +44,8 @@ def reachable_part(dfa, state: int) -> tuple[np.ndarray, np.ndarray] | None:
     """(table over classes, accepting flags) of the part of the DFA reachable from `state`, numbered
     from 0 (`state`) with the dead state last (`_reach`, in C, building missing rows in place);
     None when it has more than `_MAX_SIGNATURE_STATES` states."""
-    while True:
-        rows, _, expanded, accepting, core = dfa.walk_tables()
-        got = _reach(rows, rows.shape[1], expanded, accepting, core, state, _MAX_SIGNATURE_STATES)
-        if core is not None:
-            dfa.record_new()
-        if not isinstance(got, int):  # else a state past the arrays, which have grown since
-            break
+    got = _on_rows(dfa, lambda rows, _, expanded, accepting, core: _reach(
+        rows, rows.shape[1], expanded, accepting, core, state, _MAX_SIGNATURE_STATES))
     if got is None:
         return None
     table, flags = got
@@ -113,14 +108,23 @@ def _accepts_over(dfa, state: int, bytes_held: np.ndarray) -> bool:
     """True when some accepting state is reachable from `state` in one step or more over the
     bytes flagged in `bytes_held` (256 flags), in any order and number (`_reaches_accepting`,
     in C, building missing rows in place)."""
-    while True:
-        rows, class_of_byte, expanded, accepting, core = dfa.walk_tables()
+    def call(rows, class_of_byte, expanded, accepting, core):
         classes = np.zeros(rows.shape[1], dtype=np.uint8)
         classes[class_of_byte[bytes_held]] = 1
-        got = _reaches_accepting(rows, rows.shape[1], expanded, accepting, core, state, classes)
+        return _reaches_accepting(rows, rows.shape[1], expanded, accepting, core, state, classes)
+
+    return _on_rows(dfa, call)
+
+
+def _on_rows(dfa, call):
+    """`call(*dfa.walk_tables())` (a native search in `_reach`, which builds missing rows in
+    place), again while it answers an int: a state past the arrays, which have grown since."""
+    while True:
+        rows, class_of_byte, expanded, accepting, core = dfa.walk_tables()
+        got = call(rows, class_of_byte, expanded, accepting, core)
         if core is not None:
             dfa.record_new()
-        if isinstance(got, bool):  # else a state past the arrays, which have grown since
+        if type(got) is not int:  # a bool or a result, not a state
             return got
 
 
