@@ -1,16 +1,21 @@
-/* Breadth-first walk of the vocabulary trie over a byte DFA, in C.
+/* Walks of the vocabulary trie over a byte DFA, in C.
  *
  * The one hot loop of mask computation: from seed (trie node, DFA state) pairs, follow every
  * child whose byte keeps the DFA alive, OR-ing the tokens that end at live nodes into a packed
- * int32 mask.  The DFA may be lazy (rows built on first use, in Python): a live node whose
- * state has no row yet is handed back as "blocked", the caller builds those rows and walks on
- * from them (see native_walk.py).  Optionally the children of live nodes reached in an
- * accepting state are collected too (where a terminal may end part way through a token).
+ * int32 mask.  The DFA may be lazy (rows built on first use): with its SubsetCore, missing rows
+ * are built in place, and a live node whose state lies past the arrays is handed back as
+ * "blocked"; the caller grows the arrays and walks on from there (see native_walk.py).
+ * Optionally the children of live nodes reached in an accepting state are collected too (where
+ * a terminal may end part way through a token).
  *
- * Layout (see TokenTrie.flat_arrays, int32): nodes are numbered globally, the virtual root last;
- * child_lo/child_hi give each node's children as a contiguous range, byte[c] the byte a child
- * spells, end_ptr/end_tokens the token ids ending at each node (CSR).  The DFA is given over
- * byte classes: `rows[state * num_classes + class_of_byte[byte]]` is the next state, 0 is dead.
+ * Node numbers (see TokenTrie.flat_arrays, int32) are global in level order, the virtual root
+ * last: child_lo/child_hi give each node's children as a contiguous range, byte[c] the byte a
+ * child spells, end_ptr/end_tokens the token ids ending at each node (CSR).  Seeds, blocked
+ * pairs and exits use these numbers.  The walk itself runs over the same trie in preorder
+ * (built once by `preorder`): one forward pass over flat arrays, which jumps over the subtree
+ * of a dead node, with the DFA state of each node's parent on a stack indexed by depth.  It
+ * reads the arrays in order and keeps no queue.  The DFA is given over byte classes:
+ * `rows[state * num_classes + class_of_byte[byte]]` is the next state, 0 is dead.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -22,17 +27,28 @@
 #include "_subset_api.h"
 #include "_vec.h"
 
-#define NBUF 12
+#define NBUF 17
+#define MAX_DEPTH 0xFFFF /* the longest token, in bytes, a trie may hold */
+#define MULTI (-2)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)         /* preorder token of a node where several tokens end (see end_ptr) */
 
 PyDoc_STRVAR(walk_doc,
 "walk(rows, class_of_byte, expanded, accepting, child_lo, child_hi, byte, end_ptr, end_tokens,\n"
+"     pre_next, pre_code, pre_token, node_of_pre, pre_of_node,\n"
 "     seed_nodes, seed_states, words, want_exits, core=None, seconds=-1) -> (blocked, exits)\n\n"
 "Marks in `words` the tokens ending at every live node below the seeds (the seeds' own\n"
 "tokens included, the root has none).  `blocked` packs (node, state) pairs whose state\n"
 "has no row yet; `exits` the children of live non-root nodes in an accepting state, ascending\n"
-"and each once (empty unless want_exits), both as int64 bytes.  With a lazy DFA's SubsetCore as `core`, missing\n"
+"and each once (empty unless want_exits), both as int64 bytes.  The pre_* arrays and the two\n"
+"maps are `preorder(...)` of the five trie arrays.  With a lazy DFA's SubsetCore as `core`, missing\n"
 "rows are built in place (the four DFA arrays must then be writable) and only states beyond\n"
 "the arrays' length are blocked, or every missing one once `seconds` (if >= 0) have passed.");
+
+PyDoc_STRVAR(preorder_doc,
+"preorder(child_lo, child_hi, byte, end_ptr, end_tokens) -> (pre_next, pre_code, pre_token, node_of_pre, pre_of_node)\n\n"
+"The trie in preorder, the root first, as int32 bytes: where each node's subtree ends, depth << 8 | byte\n"
+"(the root: depth 0), the token ending at the node (-1: none, -2: several), and the maps between\n"
+"preorder positions and level-order node numbers.");
 
 static double now(void) {
     struct timespec t;
@@ -74,15 +90,41 @@ static PyObject *range_nodes(Vec *ranges) {
     return out;
 }
 
+/* Exit child ranges as (depth, lo, hi) triples, in the order the walk meets them, as (lo, hi)
+ * pairs ordered by depth (stably): from one seed, level order (see `range_nodes`). */
+static int ranges_by_depth(Vec *triples, Vec *pairs) {
+    Py_ssize_t n = triples->len / 3;
+    int64_t *t = triples->data, max_depth = 0;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (t[3 * i] > max_depth) max_depth = t[3 * i];
+    Py_ssize_t *start = calloc((size_t)max_depth + 2, sizeof(Py_ssize_t));
+    if (!start || vec_reserve(pairs, 2 * n)) {
+        free(start);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) start[t[3 * i] + 1]++;
+    for (int64_t d = 0; d <= max_depth; d++) start[d + 1] += start[d];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t at = start[t[3 * i]]++;
+        pairs->data[2 * at] = t[3 * i + 1];
+        pairs->data[2 * at + 1] = t[3 * i + 2];
+    }
+    pairs->len = 2 * n;
+    free(start);
+    return 0;
+}
+
 /* A walk's arrays and state (see `parse_walk`), shared by `walk` and `follow`. */
 typedef struct {
     Py_buffer b[NBUF];
     int32_t *rows;
     const int32_t *class_of_byte, *child_lo, *child_hi, *end_ptr, *end_tokens;
+    const int32_t *pre_next, *pre_token, *node_of_pre, *pre_of_node;
+    const uint32_t *pre_code;
     uint8_t *expanded, *accepting;
     const uint8_t *byte;
     uint32_t *words;
-    int64_t num_states, num_classes, root, num_words, num_end, fills, low, high; /* words touched: [low, high) */
+    int64_t num_states, num_classes, root, num_words, num_end, fills;
     PyObject *core;
     int building, want_exits;
     double seconds, deadline;
@@ -99,8 +141,9 @@ static int parse_walk(Walk *w, PyObject *args, const char *name) {
     w->core = Py_None;
     w->seconds = -1.0;
     Py_buffer *b = w->b;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*y*w*p|Od", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
-                          &b[6], &b[7], &b[8], &b[9], &b[10], &b[11], &w->want_exits, &w->core, &w->seconds))
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*y*y*y*y*y*y*w*p|Od", &b[0], &b[1], &b[2], &b[3], &b[4],
+                          &b[5], &b[6], &b[7], &b[8], &b[9], &b[10], &b[11], &b[12], &b[13], &b[14], &b[15],
+                          &b[16], &w->want_exits, &w->core, &w->seconds))
         return -1;
     if (w->seconds >= 0) w->deadline = now() + w->seconds;
     Py_buffer *const dfa_arrays[] = {&b[0], &b[1], &b[2], &b[3]};
@@ -119,17 +162,23 @@ static int parse_walk(Walk *w, PyObject *args, const char *name) {
     w->byte = b[6].buf;
     w->end_ptr = b[7].buf;
     w->end_tokens = b[8].buf;
-    w->words = b[11].buf;
+    w->pre_next = b[9].buf;
+    w->pre_code = b[10].buf;
+    w->pre_token = b[11].buf;
+    w->node_of_pre = b[12].buf;
+    w->pre_of_node = b[13].buf;
+    w->words = b[16].buf;
     w->num_states = b[2].len < b[3].len ? b[2].len : b[3].len;
     w->num_classes = w->num_states ? (b[0].len / 4) / w->num_states : 0;
     w->root = b[4].len / 4 - 1;
-    w->num_words = b[11].len / 4;
+    w->num_words = b[16].len / 4;
     w->num_end = b[8].len / 4;
-    w->low = w->num_words;
     const char *bad = NULL;
     if (b[1].len != 256 * 4 || b[5].len != b[4].len || b[6].len != w->root || b[7].len / 4 < w->root + 1 ||
         w->num_classes < 1 || b[0].len != 4 * w->num_classes * w->num_states)
         bad = "inconsistent array sizes";
+    for (int i = 9; !bad && i < 14; i++)
+        if (b[i].len != b[4].len) bad = "inconsistent array sizes (preorder)";
     for (int i = 0; !bad && i < 256; i++)
         if (w->class_of_byte[i] < 0 || w->class_of_byte[i] >= w->num_classes) bad = "byte class out of range";
     if (bad) {
@@ -141,23 +190,26 @@ static int parse_walk(Walk *w, PyObject *args, const char *name) {
 }
 
 /* Walks from the seed (node, state) pairs (`seeds`: pairs, flat), collecting blocked pairs and
- * exit child ranges: 0, or -1 with an exception set. */
+ * exit child ranges (as `ranges_by_depth` gives them): 0, or -1 with an exception set. */
 static int run_walk(Walk *w, const int64_t *seeds, int64_t num_seeds, Vec *blocked, Vec *exits) {
-    Vec queue = {0};  /* level order: the trie's arrays are read in order */
-    Py_ssize_t head = 0;
+    static const int32_t *stack[MAX_DEPTH + 1]; /* the row of the state after each depth's node on the path */
+    static Vec found;                    /* exit (depth, lo, hi), kept: its pages stay mapped */
     const char *bad = NULL;
     int status = -1;
     int32_t *rows = w->rows;
     const int32_t *class_of_byte = w->class_of_byte, *child_lo = w->child_lo, *child_hi = w->child_hi;
     const int32_t *end_ptr = w->end_ptr, *end_tokens = w->end_tokens;
+    const int32_t *pre_next = w->pre_next, *pre_token = w->pre_token, *node_of_pre = w->node_of_pre;
+    const uint32_t *pre_code = w->pre_code;
     uint8_t *expanded = w->expanded, *accepting = w->accepting;
-    const uint8_t *byte = w->byte;
     uint32_t *words = w->words;
     const int64_t num_states = w->num_states, num_classes = w->num_classes, root = w->root;
     const int64_t num_words = w->num_words, num_end = w->num_end;
+    const int want_exits = w->want_exits;
     PyObject *core = w->core;
-/* Marks the tokens ending at `node` in `words`; sets `bad` on ids outside the mask. */
-#define MARK(node)                                                          \
+    found.len = 0;
+/* Marks the tokens ending at level-order `node` in `words`; sets `bad` on ids outside the mask. */
+#define MARK_ALL(node)                                                      \
     for (int64_t k = end_ptr[node]; k < end_ptr[(node) + 1]; k++) {         \
         int64_t t = k < num_end ? end_tokens[k] : -1;                       \
         if (t < 0 || (t >> 5) >= num_words) {                               \
@@ -165,60 +217,101 @@ static int run_walk(Walk *w, const int64_t *seeds, int64_t num_seeds, Vec *block
             goto done;                                                      \
         }                                                                   \
         words[t >> 5] |= (uint32_t)1 << (t & 31);                           \
-        if ((t >> 5) < w->low) w->low = t >> 5;                             \
-        if ((t >> 5) >= w->high) w->high = (t >> 5) + 1;                    \
     }
+/* A live node at preorder `p` (level order `node`) in state `st`, with children: 1 when the walk
+ * goes below it (its row is built; its exits are kept), 0 when it is blocked. */
+#define ENTER(p, node, st, depth, result)                                                         \
+    do {                                                                                          \
+        result = 1;                                                                               \
+        if ((st) >= num_states || !expanded[st]) {                                                \
+            if (w->building && w->seconds >= 0 && w->fills++ % 16 == 0 && now() >= w->deadline)   \
+                w->building = 0; /* out of time */                                                \
+            if (!w->building || (st) >= num_states) {                                             \
+                if (vec_push2(blocked, node, st)) goto nomem;                                     \
+                result = 0;                                                                       \
+            } else if (subset_api->fill(core, st, rows, num_classes, expanded, accepting, num_states)) \
+                goto done;                                                                        \
+        }                                                                                         \
+        if (result && want_exits && accepting[st] && (node) != root) {                            \
+            if (vec_reserve(&found, 3)) goto nomem;                                               \
+            found.data[found.len++] = depth;                                                      \
+            found.data[found.len++] = child_lo[node];                                             \
+            found.data[found.len++] = child_hi[node];                                             \
+        }                                                                                         \
+    } while (0)
 
-    /* the queue holds live nodes with children, their tokens already marked */
     for (int64_t i = 0; i < num_seeds; i++) {
         int64_t node = seeds[2 * i], st = seeds[2 * i + 1];
         if (node < 0 || node > root || st < 0 || st >= (core ? subset_api->num_sets(core) : num_states)) {
             bad = "walk: node or state out of range";
             goto done;
         }
-        if (node != root) MARK(node);
-        if (child_lo[node] < child_hi[node] && vec_push2(&queue, node, st)) goto nomem;
-    }
-    while (head < queue.len) {
-        int64_t node = queue.data[head++];
-        int64_t st = queue.data[head++];
-        int64_t lo = child_lo[node], hi = child_hi[node];
-        if (lo < 0 || hi > root) {
-            bad = "walk: child range out of range";
+        int64_t p = w->pre_of_node[node], end = p < 0 || p > root ? -1 : pre_next[p];
+        if (end <= p || end > root + 1 || node_of_pre[p] != node) {
+            bad = "walk: inconsistent preorder arrays";
             goto done;
         }
-        if (st >= num_states || !expanded[st]) {
-            if (w->building && w->seconds >= 0 && w->fills++ % 16 == 0 && now() >= w->deadline)
-                w->building = 0; /* out of time */
-            if (!w->building || st >= num_states) {
-                if (vec_push2(blocked, node, st)) goto nomem;
-                continue;
-            }
-            if (subset_api->fill(core, st, rows, num_classes, expanded, accepting, num_states)) goto done;
-        }
-        if (w->want_exits && accepting[st] && node != root) {
-            if (vec_push2(exits, lo, hi)) goto nomem;
-        }
-        const int32_t *row = rows + st * num_classes;
-        for (int64_t c = lo; c < hi; c++) {
-            int64_t nxt = row[class_of_byte[byte[c]]];
-            if (!nxt) continue;
-            if (nxt < 0 || (nxt >= num_states && (!core || nxt >= subset_api->num_sets(core)))) {
-                bad = "walk: node or state out of range";
+        if (node != root) MARK_ALL(node);
+        if (end == p + 1) continue; /* a leaf */
+        int entered;
+        int64_t base = pre_code[p] >> 8, valid = base;
+        ENTER(p, node, st, base, entered);
+        if (!entered) continue;
+        stack[base] = rows + st * num_classes;
+        for (int64_t c = p + 1; c < end;) {
+            uint32_t code = pre_code[c];
+            int64_t depth = code >> 8, next = pre_next[c];
+            if (UNLIKELY(depth <= base || depth - 1 > valid || next <= c || next > end)) {
+                bad = "walk: inconsistent preorder arrays";
                 goto done;
             }
-            MARK(c);
-            if (child_lo[c] < child_hi[c] && vec_push2(&queue, c, nxt)) goto nomem;
+            int64_t nxt = stack[depth - 1][class_of_byte[code & 0xFF]];
+            if (!nxt) {
+                c = next; /* the whole subtree dies */
+                continue;
+            }
+            if (UNLIKELY(nxt < 0 || nxt >= num_states)) {
+                if (nxt < 0 || !core || nxt >= subset_api->num_sets(core)) {
+                    bad = "walk: node or state out of range";
+                    goto done;
+                }
+            }
+            int32_t t = pre_token[c];
+            if (UNLIKELY(t < -1)) {
+                MARK_ALL(node_of_pre[c]);
+            } else { /* without a branch: whether a node ends a token follows no pattern */
+                uint32_t mark = t >= 0;
+                int64_t word = (int64_t)(t & -(int32_t)mark) >> 5;
+                if (UNLIKELY(word >= num_words)) {
+                    bad = "walk: token id out of range of the mask";
+                    goto done;
+                }
+                words[word] |= mark << (t & 31);
+            }
+            if (next > c + 1) { /* children */
+                int64_t at = node_of_pre[c];
+                ENTER(c, at, nxt, depth, entered);
+                if (!entered || UNLIKELY(depth > MAX_DEPTH)) {
+                    bad = entered ? "walk: inconsistent preorder arrays" : NULL;
+                    if (bad) goto done;
+                    c = next;
+                    continue;
+                }
+                stack[depth] = rows + nxt * num_classes;
+                valid = depth;
+            }
+            c++;
         }
     }
-#undef MARK
+#undef MARK_ALL
+#undef ENTER
+    if (ranges_by_depth(&found, exits)) goto nomem;
     status = 0;
     goto done;
 nomem:
     PyErr_NoMemory();
 done:
     if (bad) PyErr_SetString(PyExc_ValueError, bad);
-    free(queue.data);
     return status;
 }
 
@@ -227,11 +320,11 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     if (parse_walk(&w, args, "walk")) return NULL;
     PyObject *result = NULL;
     Vec seeds = {0}, blocked = {0}, exits = {0};
-    if (w.b[10].len != w.b[9].len || w.b[9].len % 8) {
+    if (w.b[15].len != w.b[14].len || w.b[14].len % 8) {
         PyErr_SetString(PyExc_ValueError, "walk: inconsistent array sizes");
         goto done;
     }
-    const int64_t *nodes = w.b[9].buf, *states = w.b[10].buf, num_seeds = w.b[9].len / 8;
+    const int64_t *nodes = w.b[14].buf, *states = w.b[15].buf, num_seeds = w.b[14].len / 8;
     if (vec_reserve(&seeds, 2 * num_seeds)) {
         PyErr_NoMemory();
         goto done;
@@ -254,7 +347,7 @@ done:
 
 PyDoc_STRVAR(follow_doc,
 "follow(rows, class_of_byte, expanded, accepting, child_lo, child_hi, byte, end_ptr, end_tokens,\n"
-"       exit_nodes, start_row, words, want_exits, core=None, seconds=-1) -> (at, bits, exits) | None\n\n"
+"       pre_next, pre_code, pre_token, node_of_pre, pre_of_node, exit_nodes, start_row, words, want_exits, core=None, seconds=-1) -> (at, bits, exits) | None\n\n"
 "`walk` from the exit nodes (non-root nodes, int64) whose byte `start_row` (the next state per\n"
 "byte, 256 int64) keeps alive, each in the state that byte leads to, into `words`, which must\n"
 "be all zero and are left all zero: the nonzero words of the result come back as `at` (int64\n"
@@ -266,8 +359,8 @@ static PyObject *follow(PyObject *self, PyObject *args) {
     if (parse_walk(&w, args, "follow")) return NULL;
     PyObject *result = NULL, *at = NULL, *bits = NULL, *ex = NULL;
     Vec seeds = {0}, blocked = {0}, exits = {0};
-    const int64_t *nodes = w.b[9].buf, *start_row = w.b[10].buf, num_nodes = w.b[9].len / 8;
-    if (w.b[9].len % 8 || w.b[10].len != 256 * 8) {
+    const int64_t *nodes = w.b[14].buf, *start_row = w.b[15].buf, num_nodes = w.b[14].len / 8;
+    if (w.b[14].len % 8 || w.b[15].len != 256 * 8) {
         PyErr_SetString(PyExc_ValueError, "follow: inconsistent array sizes");
         goto done;
     }
@@ -289,14 +382,14 @@ static PyObject *follow(PyObject *self, PyObject *args) {
         goto done;
     }
     Py_ssize_t count = 0;
-    for (int64_t i = w.low; i < w.high; i++) count += w.words[i] != 0;
+    for (int64_t i = 0; i < w.num_words; i++) count += w.words[i] != 0;
     at = PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(int64_t));
     bits = at ? PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(int32_t)) : NULL;
     ex = bits ? range_nodes(&exits) : NULL;
     if (ex) {
         int64_t *index = (int64_t *)PyBytes_AS_STRING(at);
         uint32_t *value = (uint32_t *)PyBytes_AS_STRING(bits);
-        for (int64_t i = w.low; i < w.high; i++) {
+        for (int64_t i = 0; i < w.num_words; i++) {
             if (w.words[i]) {
                 *index++ = i;
                 *value++ = w.words[i];
@@ -318,9 +411,86 @@ done:
     return result;
 }
 
+
+/* `preorder` (see its docstring): a depth-first pass with an explicit stack of level-order nodes. */
+static PyObject *preorder(PyObject *self, PyObject *args) {
+    Py_buffer b[5] = {{0}};
+    PyObject *result = NULL, *out[5] = {NULL};
+    int64_t *path = NULL;
+    uint8_t *seen = NULL;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*", &b[0], &b[1], &b[2], &b[3], &b[4])) return NULL;
+    const int32_t *child_lo = b[0].buf, *child_hi = b[1].buf, *end_ptr = b[3].buf, *end_tokens = b[4].buf;
+    const uint8_t *byte = b[2].buf;
+    const int64_t root = b[0].len / 4 - 1, num_end = b[4].len / 4;
+    const char *bad = NULL;
+    if (root < 0 || b[1].len != b[0].len || b[2].len != root || b[3].len / 4 < root + 1) {
+        bad = "preorder: inconsistent array sizes";
+        goto done;
+    }
+    for (int i = 0; i < 5; i++) {
+        out[i] = PyBytes_FromStringAndSize(NULL, (root + 1) * 4);
+        if (!out[i]) goto done;
+    }
+    int32_t *next = (int32_t *)PyBytes_AS_STRING(out[0]), *token = (int32_t *)PyBytes_AS_STRING(out[2]);
+    uint32_t *code = (uint32_t *)PyBytes_AS_STRING(out[1]);
+    int32_t *node_of_pre = (int32_t *)PyBytes_AS_STRING(out[3]), *pre_of_node = (int32_t *)PyBytes_AS_STRING(out[4]);
+    path = malloc(sizeof(int64_t) * 2 * (MAX_DEPTH + 2)); /* (node, next child) per depth */
+    seen = calloc((size_t)root + 1, 1);
+    if (!path || !seen) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t count = 0, depth = 0;
+    path[0] = root;
+    path[1] = child_lo[root];
+    node_of_pre[0] = root, pre_of_node[root] = 0, code[0] = 0, token[0] = -1, seen[root] = 1;
+    count = 1;
+    while (depth >= 0) {
+        int64_t node = path[2 * depth], c = path[2 * depth + 1];
+        if (c < 0 || child_hi[node] > root || c > child_hi[node]) {
+            bad = "preorder: child range out of range";
+            goto done;
+        }
+        if (c == child_hi[node]) { /* the subtree is done */
+            next[pre_of_node[node]] = (int32_t)count;
+            depth--;
+            continue;
+        }
+        path[2 * depth + 1] = c + 1;
+        if (seen[c] || depth + 1 > MAX_DEPTH) {
+            bad = seen[c] ? "preorder: not a tree" : "preorder: a token longer than the walk allows";
+            goto done;
+        }
+        seen[c] = 1;
+        int64_t k = end_ptr[c], n = end_ptr[c + 1] - k;
+        node_of_pre[count] = (int32_t)c, pre_of_node[c] = (int32_t)count;
+        code[count] = (uint32_t)(depth + 1) << 8 | byte[c];
+        token[count] = n <= 0 ? -1 : n > 1 ? MULTI : k < num_end && end_tokens[k] >= 0 ? end_tokens[k] : MULTI;
+        count++;
+        depth++;
+        path[2 * depth] = c;
+        path[2 * depth + 1] = child_lo[c];
+    }
+    if (count != root + 1) {
+        bad = "preorder: nodes not reached from the root";
+        goto done;
+    }
+    result = PyTuple_Pack(5, out[0], out[1], out[2], out[3], out[4]);
+done:
+    if (bad) PyErr_SetString(PyExc_ValueError, bad);
+    for (int i = 0; i < 5; i++) {
+        Py_XDECREF(out[i]);
+        PyBuffer_Release(&b[i]);
+    }
+    free(path);
+    free(seen);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, walk_doc},
     {"follow", follow, METH_VARARGS, follow_doc},
+    {"preorder", preorder, METH_VARARGS, preorder_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from formwork.grammar.native_walk import walk_into
-from formwork.grammar.token_trie import TokenTrie
+from formwork.grammar.token_trie import TokenTrie, with_preorder
 from formwork.grammar.trie_memo import TrieMemo
 
 
@@ -24,7 +24,7 @@ class FollowTrie:
     i is global node `nodes[i]`, and `num_nodes` is the root."""
 
     def __init__(self, trie: TokenTrie, byte: int):
-        child_lo, child_hi, spelled, _, _ = trie.flat_arrays
+        child_lo, child_hi, spelled = trie.flat_arrays[:3]
         n, parent = trie.num_nodes, trie.global_parent
         is_follow = spelled == byte
         keep = np.zeros(n + 1, dtype=bool)
@@ -40,7 +40,7 @@ class FollowTrie:
         self.byte = byte
         self.num_nodes = len(nodes)
         no_tokens = np.zeros(len(nodes) + 1, dtype=np.int32)
-        self.flat_arrays = (lo, hi, spelled[nodes], no_tokens, np.zeros(0, dtype=np.int32))
+        self.flat_arrays = with_preorder((lo, hi, spelled[nodes], no_tokens, np.zeros(0, dtype=np.int32)))
 
 
 _FOLLOW_TRIES: TrieMemo[FollowTrie] = TrieMemo(256)
