@@ -27,14 +27,14 @@
 #include "_subset_api.h"
 #include "_vec.h"
 
-#define NBUF 17
+#define NBUF 19
 #define MAX_DEPTH 0xFFFF /* the longest token, in bytes, a trie may hold */
 #define MULTI (-2)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)         /* preorder token of a node where several tokens end (see end_ptr) */
 
 PyDoc_STRVAR(walk_doc,
 "walk(rows, class_of_byte, expanded, accepting, child_lo, child_hi, byte, end_ptr, end_tokens,\n"
-"     pre_next, pre_code, pre_token, node_of_pre, pre_of_node,\n"
+"     pre_next, pre_code, pre_token, node_of_pre, pre_of_node, pre_child_lo, pre_child_hi,\n"
 "     seed_nodes, seed_states, words, want_exits, core=None, seconds=-1) -> (blocked, exits)\n\n"
 "Marks in `words` the tokens ending at every live node below the seeds (the seeds' own\n"
 "tokens included, the root has none).  `blocked` packs (node, state) pairs whose state\n"
@@ -45,10 +45,11 @@ PyDoc_STRVAR(walk_doc,
 "the arrays' length are blocked, or every missing one once `seconds` (if >= 0) have passed.");
 
 PyDoc_STRVAR(preorder_doc,
-"preorder(child_lo, child_hi, byte, end_ptr, end_tokens) -> (pre_next, pre_code, pre_token, node_of_pre, pre_of_node)\n\n"
+"preorder(child_lo, child_hi, byte, end_ptr, end_tokens)\n"
+"    -> (pre_next, pre_code, pre_token, node_of_pre, pre_of_node, pre_child_lo, pre_child_hi)\n\n"
 "The trie in preorder, the root first, as int32 bytes: where each node's subtree ends, depth << 8 | byte\n"
 "(the root: depth 0), the token ending at the node (-1: none, -2: several), and the maps between\n"
-"preorder positions and level-order node numbers.");
+"preorder positions and level-order node numbers, and each node's level-order child range.");
 
 static double now(void) {
     struct timespec t;
@@ -118,8 +119,8 @@ static int ranges_by_depth(Vec *triples, Vec *pairs) {
 typedef struct {
     Py_buffer b[NBUF];
     int32_t *rows;
-    const int32_t *class_of_byte, *child_lo, *child_hi, *end_ptr, *end_tokens;
-    const int32_t *pre_next, *pre_token, *node_of_pre, *pre_of_node;
+    const int32_t *class_of_byte, *end_ptr, *end_tokens;
+    const int32_t *pre_next, *pre_token, *node_of_pre, *pre_of_node, *pre_child_lo, *pre_child_hi;
     const uint32_t *pre_code;
     uint8_t *expanded, *accepting;
     const uint8_t *byte;
@@ -141,9 +142,9 @@ static int parse_walk(Walk *w, PyObject *args, const char *name) {
     w->core = Py_None;
     w->seconds = -1.0;
     Py_buffer *b = w->b;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*y*y*y*y*y*y*w*p|Od", &b[0], &b[1], &b[2], &b[3], &b[4],
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*y*y*y*y*y*y*y*y*w*p|Od", &b[0], &b[1], &b[2], &b[3], &b[4],
                           &b[5], &b[6], &b[7], &b[8], &b[9], &b[10], &b[11], &b[12], &b[13], &b[14], &b[15],
-                          &b[16], &w->want_exits, &w->core, &w->seconds))
+                          &b[16], &b[17], &b[18], &w->want_exits, &w->core, &w->seconds))
         return -1;
     if (w->seconds >= 0) w->deadline = now() + w->seconds;
     Py_buffer *const dfa_arrays[] = {&b[0], &b[1], &b[2], &b[3]};
@@ -157,8 +158,6 @@ static int parse_walk(Walk *w, PyObject *args, const char *name) {
     w->class_of_byte = b[1].buf;
     w->expanded = b[2].buf;
     w->accepting = b[3].buf;
-    w->child_lo = b[4].buf;
-    w->child_hi = b[5].buf;
     w->byte = b[6].buf;
     w->end_ptr = b[7].buf;
     w->end_tokens = b[8].buf;
@@ -167,17 +166,19 @@ static int parse_walk(Walk *w, PyObject *args, const char *name) {
     w->pre_token = b[11].buf;
     w->node_of_pre = b[12].buf;
     w->pre_of_node = b[13].buf;
-    w->words = b[16].buf;
+    w->pre_child_lo = b[14].buf;
+    w->pre_child_hi = b[15].buf;
+    w->words = b[18].buf;
     w->num_states = b[2].len < b[3].len ? b[2].len : b[3].len;
     w->num_classes = w->num_states ? (b[0].len / 4) / w->num_states : 0;
     w->root = b[4].len / 4 - 1;
-    w->num_words = b[16].len / 4;
+    w->num_words = b[18].len / 4;
     w->num_end = b[8].len / 4;
     const char *bad = NULL;
     if (b[1].len != 256 * 4 || b[5].len != b[4].len || b[6].len != w->root || b[7].len / 4 < w->root + 1 ||
         w->num_classes < 1 || b[0].len != 4 * w->num_classes * w->num_states)
         bad = "inconsistent array sizes";
-    for (int i = 9; !bad && i < 14; i++)
+    for (int i = 9; !bad && i < 16; i++)
         if (b[i].len != b[4].len) bad = "inconsistent array sizes (preorder)";
     for (int i = 0; !bad && i < 256; i++)
         if (w->class_of_byte[i] < 0 || w->class_of_byte[i] >= w->num_classes) bad = "byte class out of range";
@@ -189,122 +190,133 @@ static int parse_walk(Walk *w, PyObject *args, const char *name) {
     return 0;
 }
 
-/* Walks from the seed (node, state) pairs (`seeds`: pairs, flat), collecting blocked pairs and
- * exit child ranges (as `ranges_by_depth` gives them): 0, or -1 with an exception set. */
-static int run_walk(Walk *w, const int64_t *seeds, int64_t num_seeds, Vec *blocked, Vec *exits) {
-    static const int32_t *stack[MAX_DEPTH + 1]; /* the row of the state after each depth's node on the path */
-    static Vec found;                    /* exit (depth, lo, hi), kept: its pages stay mapped */
-    const char *bad = NULL;
-    int status = -1;
-    int32_t *rows = w->rows;
-    const int32_t *class_of_byte = w->class_of_byte, *child_lo = w->child_lo, *child_hi = w->child_hi;
-    const int32_t *end_ptr = w->end_ptr, *end_tokens = w->end_tokens;
-    const int32_t *pre_next = w->pre_next, *pre_token = w->pre_token, *node_of_pre = w->node_of_pre;
-    const uint32_t *pre_code = w->pre_code;
-    uint8_t *expanded = w->expanded, *accepting = w->accepting;
-    uint32_t *words = w->words;
-    const int64_t num_states = w->num_states, num_classes = w->num_classes, root = w->root;
-    const int64_t num_words = w->num_words, num_end = w->num_end;
-    const int want_exits = w->want_exits;
-    PyObject *core = w->core;
-    found.len = 0;
-/* Marks the tokens ending at level-order `node` in `words`; sets `bad` on ids outside the mask. */
-#define MARK_ALL(node)                                                      \
-    for (int64_t k = end_ptr[node]; k < end_ptr[(node) + 1]; k++) {         \
-        int64_t t = k < num_end ? end_tokens[k] : -1;                       \
-        if (t < 0 || (t >> 5) >= num_words) {                               \
-            bad = "walk: token id out of range of the mask";                \
-            goto done;                                                      \
-        }                                                                   \
-        words[t >> 5] |= (uint32_t)1 << (t & 31);                           \
+/* Marks the tokens ending at level-order `node` in `words`: NULL, or what is wrong. */
+static const char *mark_all(const Walk *w, int64_t node) {
+    for (int64_t k = w->end_ptr[node]; k < w->end_ptr[node + 1]; k++) {
+        int64_t t = k < w->num_end ? w->end_tokens[k] : -1;
+        if (t < 0 || (t >> 5) >= w->num_words) return "walk: token id out of range of the mask";
+        w->words[t >> 5] |= (uint32_t)1 << (t & 31);
     }
-/* A live node at preorder `p` (level order `node`) in state `st`, with children: 1 when the walk
- * goes below it (its row is built; its exits are kept), 0 when it is blocked. */
-#define ENTER(p, node, st, depth, result)                                                         \
-    do {                                                                                          \
-        result = 1;                                                                               \
-        if ((st) >= num_states || !expanded[st]) {                                                \
-            if (w->building && w->seconds >= 0 && w->fills++ % 16 == 0 && now() >= w->deadline)   \
-                w->building = 0; /* out of time */                                                \
-            if (!w->building || (st) >= num_states) {                                             \
-                if (vec_push2(blocked, node, st)) goto nomem;                                     \
-                result = 0;                                                                       \
-            } else if (subset_api->fill(core, st, rows, num_classes, expanded, accepting, num_states)) \
-                goto done;                                                                        \
-        }                                                                                         \
-        if (result && want_exits && accepting[st] && (node) != root) {                            \
-            if (vec_reserve(&found, 3)) goto nomem;                                               \
-            found.data[found.len++] = depth;                                                      \
-            found.data[found.len++] = child_lo[node];                                             \
-            found.data[found.len++] = child_hi[node];                                             \
-        }                                                                                         \
-    } while (0)
+    return NULL;
+}
 
-    for (int64_t i = 0; i < num_seeds; i++) {
-        int64_t node = seeds[2 * i], st = seeds[2 * i + 1];
-        if (node < 0 || node > root || st < 0 || st >= (core ? subset_api->num_sets(core) : num_states)) {
-            bad = "walk: node or state out of range";
-            goto done;
+/* Makes sure state `st` of a live node with children has its row: 1 when it has, 0 when the node
+ * is blocked (pushed as (node, st)), -1 with an exception set. */
+static int ensure_row(Walk *w, int64_t node, int64_t st, Vec *blocked) {
+    if (st < w->num_states && w->expanded[st]) return 1;
+    if (w->building && w->seconds >= 0 && w->fills++ % 16 == 0 && now() >= w->deadline)
+        w->building = 0; /* out of time */
+    if (!w->building || st >= w->num_states) {
+        if (vec_push2(blocked, node, st)) {
+            PyErr_NoMemory();
+            return -1;
         }
-        int64_t p = w->pre_of_node[node], end = p < 0 || p > root ? -1 : pre_next[p];
-        if (end <= p || end > root + 1 || node_of_pre[p] != node) {
-            bad = "walk: inconsistent preorder arrays";
-            goto done;
+        return 0;
+    }
+    return subset_api->fill(w->core, st, w->rows, w->num_classes, w->expanded, w->accepting, w->num_states) ? -1 : 1;
+}
+
+/* Keeps the child range of preorder node `p` at `depth` as exits (see `ranges_by_depth`). */
+static inline int push_exit(Vec *found, const Walk *w, int64_t p, int64_t depth) {
+    if (vec_reserve(found, 3)) return -1;
+    found->data[found->len++] = depth;
+    found->data[found->len++] = w->pre_child_lo[p];
+    found->data[found->len++] = w->pre_child_hi[p];
+    return 0;
+}
+
+/* Walks the subtree of preorder node `p` (ending at `end`, at depth `base`), whose state's row is
+ * `stack[base]`: 0, or -1 with an exception set or `*bad` set. */
+static int walk_below(Walk *w, const int32_t **stack, int64_t p, int64_t end, int64_t base, Vec *blocked,
+                      Vec *found, const char **bad) {
+    const int32_t *const class_of_byte = w->class_of_byte, *const pre_next = w->pre_next;
+    const int32_t *const pre_token = w->pre_token;
+    const uint32_t *const pre_code = w->pre_code;
+    uint32_t *const words = w->words;
+    const int64_t num_states = w->num_states, num_classes = w->num_classes, num_words = w->num_words;
+    const int want_exits = w->want_exits;
+    const uint8_t *const expanded = w->expanded;
+    int64_t valid = base; /* stack[base..valid] hold rows written by this walk */
+    for (int64_t c = p + 1; c < end;) {
+        uint32_t code = pre_code[c];
+        int64_t depth = code >> 8, next = pre_next[c];
+        if (UNLIKELY(depth <= base || depth - 1 > valid || depth > MAX_DEPTH || next <= c || next > end)) {
+            *bad = "walk: inconsistent preorder arrays";
+            return -1;
         }
-        if (node != root) MARK_ALL(node);
-        if (end == p + 1) continue; /* a leaf */
-        int entered;
-        int64_t base = pre_code[p] >> 8, valid = base;
-        ENTER(p, node, st, base, entered);
-        if (!entered) continue;
-        stack[base] = rows + st * num_classes;
-        for (int64_t c = p + 1; c < end;) {
-            uint32_t code = pre_code[c];
-            int64_t depth = code >> 8, next = pre_next[c];
-            if (UNLIKELY(depth <= base || depth - 1 > valid || next <= c || next > end)) {
-                bad = "walk: inconsistent preorder arrays";
-                goto done;
+        int64_t nxt = stack[depth - 1][class_of_byte[code & 0xFF]];
+        if (!nxt) {
+            c = next; /* the whole subtree dies */
+            continue;
+        }
+        if (UNLIKELY(nxt < 0 || nxt >= num_states) &&
+            (nxt < 0 || !w->core || nxt >= subset_api->num_sets(w->core))) {
+            *bad = "walk: node or state out of range";
+            return -1;
+        }
+        int32_t t = pre_token[c];
+        if (UNLIKELY(t < -1)) {
+            if ((*bad = mark_all(w, w->node_of_pre[c]))) return -1;
+        } else { /* without a branch: whether a node ends a token follows no pattern */
+            uint32_t mark = t >= 0;
+            int64_t word = (int64_t)(t & -(int32_t)mark) >> 5;
+            if (UNLIKELY(word >= num_words)) {
+                *bad = "walk: token id out of range of the mask";
+                return -1;
             }
-            int64_t nxt = stack[depth - 1][class_of_byte[code & 0xFF]];
-            if (!nxt) {
-                c = next; /* the whole subtree dies */
-                continue;
-            }
-            if (UNLIKELY(nxt < 0 || nxt >= num_states)) {
-                if (nxt < 0 || !core || nxt >= subset_api->num_sets(core)) {
-                    bad = "walk: node or state out of range";
-                    goto done;
-                }
-            }
-            int32_t t = pre_token[c];
-            if (UNLIKELY(t < -1)) {
-                MARK_ALL(node_of_pre[c]);
-            } else { /* without a branch: whether a node ends a token follows no pattern */
-                uint32_t mark = t >= 0;
-                int64_t word = (int64_t)(t & -(int32_t)mark) >> 5;
-                if (UNLIKELY(word >= num_words)) {
-                    bad = "walk: token id out of range of the mask";
-                    goto done;
-                }
-                words[word] |= mark << (t & 31);
-            }
-            if (next > c + 1) { /* children */
-                int64_t at = node_of_pre[c];
-                ENTER(c, at, nxt, depth, entered);
-                if (!entered || UNLIKELY(depth > MAX_DEPTH)) {
-                    bad = entered ? "walk: inconsistent preorder arrays" : NULL;
-                    if (bad) goto done;
+            words[word] |= mark << (t & 31);
+        }
+        if (next > c + 1) { /* children */
+            if (UNLIKELY(nxt >= num_states || !expanded[nxt])) {
+                int got = ensure_row(w, w->node_of_pre[c], nxt, blocked);
+                if (got < 0) return -1;
+                if (!got) {
                     c = next;
                     continue;
                 }
-                stack[depth] = rows + nxt * num_classes;
-                valid = depth;
             }
-            c++;
+            if (want_exits && w->accepting[nxt] && push_exit(found, w, c, depth)) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            stack[depth] = w->rows + nxt * num_classes;
+            valid = depth;
         }
+        c++;
     }
-#undef MARK_ALL
-#undef ENTER
+    return 0;
+}
+
+/* Walks from the seed (node, state) pairs (`seeds`: pairs, flat), collecting blocked pairs and
+ * exit child ranges (as `ranges_by_depth` gives them): 0, or -1 with an exception set. */
+static int run_walk(Walk *w, const int64_t *seeds, int64_t num_seeds, Vec *blocked, Vec *exits) {
+    static const int32_t *stack[MAX_DEPTH + 2]; /* the row of the state after each depth's node on the path */
+    static Vec found;                            /* exit (depth, lo, hi), kept: its pages stay mapped */
+    const char *bad = NULL;
+    int status = -1;
+    const int64_t root = w->root;
+    found.len = 0;
+    for (int64_t i = 0; i < num_seeds; i++) {
+        int64_t node = seeds[2 * i], st = seeds[2 * i + 1];
+        if (node < 0 || node > root || st < 0 || st >= (w->core ? subset_api->num_sets(w->core) : w->num_states)) {
+            bad = "walk: node or state out of range";
+            goto done;
+        }
+        int64_t p = w->pre_of_node[node], end = p < 0 || p > root ? -1 : w->pre_next[p];
+        if (end <= p || end > root + 1 || w->node_of_pre[p] != node) {
+            bad = "walk: inconsistent preorder arrays";
+            goto done;
+        }
+        if (node != root && (bad = mark_all(w, node))) goto done;
+        if (end == p + 1) continue; /* a leaf */
+        int got = ensure_row(w, node, st, blocked);
+        if (got < 0) goto done;
+        if (!got) continue;
+        int64_t base = w->pre_code[p] >> 8;
+        if (w->want_exits && w->accepting[st] && p != 0 && push_exit(&found, w, p, base)) goto nomem;
+        stack[base] = w->rows + st * w->num_classes;
+        if (walk_below(w, stack, p, end, base, blocked, &found, &bad)) goto done;
+    }
     if (ranges_by_depth(&found, exits)) goto nomem;
     status = 0;
     goto done;
@@ -320,11 +332,11 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     if (parse_walk(&w, args, "walk")) return NULL;
     PyObject *result = NULL;
     Vec seeds = {0}, blocked = {0}, exits = {0};
-    if (w.b[15].len != w.b[14].len || w.b[14].len % 8) {
+    if (w.b[17].len != w.b[16].len || w.b[16].len % 8) {
         PyErr_SetString(PyExc_ValueError, "walk: inconsistent array sizes");
         goto done;
     }
-    const int64_t *nodes = w.b[14].buf, *states = w.b[15].buf, num_seeds = w.b[14].len / 8;
+    const int64_t *nodes = w.b[16].buf, *states = w.b[17].buf, num_seeds = w.b[16].len / 8;
     if (vec_reserve(&seeds, 2 * num_seeds)) {
         PyErr_NoMemory();
         goto done;
@@ -347,7 +359,8 @@ done:
 
 PyDoc_STRVAR(follow_doc,
 "follow(rows, class_of_byte, expanded, accepting, child_lo, child_hi, byte, end_ptr, end_tokens,\n"
-"       pre_next, pre_code, pre_token, node_of_pre, pre_of_node, exit_nodes, start_row, words, want_exits, core=None, seconds=-1) -> (at, bits, exits) | None\n\n"
+"       pre_next, pre_code, pre_token, node_of_pre, pre_of_node, pre_child_lo, pre_child_hi,\n"
+"       exit_nodes, start_row, words, want_exits, core=None, seconds=-1) -> (at, bits, exits) | None\n\n"
 "`walk` from the exit nodes (non-root nodes, int64) whose byte `start_row` (the next state per\n"
 "byte, 256 int64) keeps alive, each in the state that byte leads to, into `words`, which must\n"
 "be all zero and are left all zero: the nonzero words of the result come back as `at` (int64\n"
@@ -359,8 +372,8 @@ static PyObject *follow(PyObject *self, PyObject *args) {
     if (parse_walk(&w, args, "follow")) return NULL;
     PyObject *result = NULL, *at = NULL, *bits = NULL, *ex = NULL;
     Vec seeds = {0}, blocked = {0}, exits = {0};
-    const int64_t *nodes = w.b[14].buf, *start_row = w.b[15].buf, num_nodes = w.b[14].len / 8;
-    if (w.b[14].len % 8 || w.b[15].len != 256 * 8) {
+    const int64_t *nodes = w.b[16].buf, *start_row = w.b[17].buf, num_nodes = w.b[16].len / 8;
+    if (w.b[16].len % 8 || w.b[17].len != 256 * 8) {
         PyErr_SetString(PyExc_ValueError, "follow: inconsistent array sizes");
         goto done;
     }
@@ -415,7 +428,7 @@ done:
 /* `preorder` (see its docstring): a depth-first pass with an explicit stack of level-order nodes. */
 static PyObject *preorder(PyObject *self, PyObject *args) {
     Py_buffer b[5] = {{0}};
-    PyObject *result = NULL, *out[5] = {NULL};
+    PyObject *result = NULL, *out[7] = {NULL};
     int64_t *path = NULL;
     uint8_t *seen = NULL;
     if (!PyArg_ParseTuple(args, "y*y*y*y*y*", &b[0], &b[1], &b[2], &b[3], &b[4])) return NULL;
@@ -427,13 +440,14 @@ static PyObject *preorder(PyObject *self, PyObject *args) {
         bad = "preorder: inconsistent array sizes";
         goto done;
     }
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 7; i++) {
         out[i] = PyBytes_FromStringAndSize(NULL, (root + 1) * 4);
         if (!out[i]) goto done;
     }
     int32_t *next = (int32_t *)PyBytes_AS_STRING(out[0]), *token = (int32_t *)PyBytes_AS_STRING(out[2]);
     uint32_t *code = (uint32_t *)PyBytes_AS_STRING(out[1]);
     int32_t *node_of_pre = (int32_t *)PyBytes_AS_STRING(out[3]), *pre_of_node = (int32_t *)PyBytes_AS_STRING(out[4]);
+    int32_t *pre_child_lo = (int32_t *)PyBytes_AS_STRING(out[5]), *pre_child_hi = (int32_t *)PyBytes_AS_STRING(out[6]);
     path = malloc(sizeof(int64_t) * 2 * (MAX_DEPTH + 2)); /* (node, next child) per depth */
     seen = calloc((size_t)root + 1, 1);
     if (!path || !seen) {
@@ -444,6 +458,7 @@ static PyObject *preorder(PyObject *self, PyObject *args) {
     path[0] = root;
     path[1] = child_lo[root];
     node_of_pre[0] = root, pre_of_node[root] = 0, code[0] = 0, token[0] = -1, seen[root] = 1;
+    pre_child_lo[0] = child_lo[root], pre_child_hi[0] = child_hi[root];
     count = 1;
     while (depth >= 0) {
         int64_t node = path[2 * depth], c = path[2 * depth + 1];
@@ -464,6 +479,7 @@ static PyObject *preorder(PyObject *self, PyObject *args) {
         seen[c] = 1;
         int64_t k = end_ptr[c], n = end_ptr[c + 1] - k;
         node_of_pre[count] = (int32_t)c, pre_of_node[c] = (int32_t)count;
+        pre_child_lo[count] = child_lo[c], pre_child_hi[count] = child_hi[c];
         code[count] = (uint32_t)(depth + 1) << 8 | byte[c];
         token[count] = n <= 0 ? -1 : n > 1 ? MULTI : k < num_end && end_tokens[k] >= 0 ? end_tokens[k] : MULTI;
         count++;
@@ -475,13 +491,11 @@ static PyObject *preorder(PyObject *self, PyObject *args) {
         bad = "preorder: nodes not reached from the root";
         goto done;
     }
-    result = PyTuple_Pack(5, out[0], out[1], out[2], out[3], out[4]);
+    result = PyTuple_Pack(7, out[0], out[1], out[2], out[3], out[4], out[5], out[6]);
 done:
     if (bad) PyErr_SetString(PyExc_ValueError, bad);
-    for (int i = 0; i < 5; i++) {
-        Py_XDECREF(out[i]);
-        PyBuffer_Release(&b[i]);
-    }
+    for (int i = 0; i < 7; i++) Py_XDECREF(out[i]);
+    for (int i = 0; i < 5; i++) PyBuffer_Release(&b[i]);
     free(path);
     free(seen);
     return result;

@@ -17,9 +17,9 @@ from formwork.grammar._trie_walk import preorder
 def with_preorder(level_order: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
     """The five level-order arrays of a trie (see `TokenTrie.flat_arrays`) followed by the same
     trie in preorder, where the native walk runs: (pre_next, pre_code, pre_token, node_of_pre,
-    pre_of_node), int32 (pre_code: uint32, depth << 8 | byte), built in C."""
+    pre_of_node, pre_child_lo, pre_child_hi), int32 (pre_code: uint32, depth << 8 | byte), built in C."""
     got = preorder(*level_order)
-    dtypes = (np.int32, np.uint32, np.int32, np.int32, np.int32)
+    dtypes = (np.int32, np.uint32, np.int32, np.int32, np.int32, np.int32, np.int32)
     return (*level_order, *(np.frombuffer(raw, dtype=dtype) for raw, dtype in zip(got, dtypes)))
 
 

@@ -26,11 +26,12 @@ def _check_preorder(vocab: Vocabulary) -> None:
     follow the lexicographic order of the nodes' byte strings, a subtree ends where the next
     string that does not extend the node begins, and tokens and depths are the node's own."""
     trie = vocab.trie
-    child_lo, child_hi, byte, end_ptr, end_tokens, pre_next, pre_code, pre_token, node_of_pre, pre_of_node = \
-        trie.flat_arrays
+    (child_lo, child_hi, byte, end_ptr, end_tokens, pre_next, pre_code, pre_token, node_of_pre, pre_of_node,
+     pre_child_lo, pre_child_hi) = trie.flat_arrays
     n = trie.num_nodes
     assert node_of_pre[0] == n and pre_of_node[n] == 0 and pre_code[0] == 0 and pre_next[0] == n + 1
     assert (pre_of_node[node_of_pre] == np.arange(n + 1)).all()
+    assert (pre_child_lo == child_lo[node_of_pre]).all() and (pre_child_hi == child_hi[node_of_pre]).all()
     prefixes = node_prefixes(trie)  # global node -> its bytes
     spelled = [prefixes[int(node)] for node in node_of_pre[1:]]
     assert spelled == sorted(spelled)  # preorder of a trie is lexicographic order
