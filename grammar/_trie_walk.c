@@ -8,14 +8,14 @@
  * Optionally the children of live nodes reached in an accepting state are collected too (where
  * a terminal may end part way through a token).
  *
- * Node numbers (see TokenTrie.flat_arrays, int32) are global in level order, the virtual root
- * last: child_lo/child_hi give each node's children as a contiguous range, byte[c] the byte a
- * child spells, end_ptr/end_tokens the token ids ending at each node (CSR).  Seeds, blocked
- * pairs and exits use these numbers.  The walk itself runs over the same trie in preorder
- * (built once by `preorder`): one forward pass over flat arrays, which jumps over the subtree
- * of a dead node, with the DFA state of each node's parent on a stack indexed by depth.  It
- * reads the arrays in order and keeps no queue.  The DFA is given over byte classes:
- * `rows[state * num_classes + class_of_byte[byte]]` is the next state, 0 is dead.
+ * Node numbers (see TokenTrie.flat_arrays) are global in level order, the virtual root last:
+ * seeds, blocked pairs and exits use them.  The walk itself runs over the same trie in preorder:
+ * one forward pass over flat arrays, which jumps over the subtree of a dead node, with the row of
+ * each node's parent state on a stack indexed by depth; it reads the arrays in order and keeps no
+ * queue.  `layout` builds, once per trie, one int32 buffer with every array the walk reads (a
+ * header of offsets, see `Layout`), so a call parses one buffer for the trie, not a dozen.  The
+ * DFA is given over byte classes: `rows[state * num_classes + class_of_byte[byte]]` is the next
+ * state, 0 is dead.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -27,29 +27,47 @@
 #include "_subset_api.h"
 #include "_vec.h"
 
-#define NBUF 19
+#define NBUF 8
 #define MAX_DEPTH 0xFFFF /* the longest token, in bytes, a trie may hold */
-#define MULTI (-2)
-#define UNLIKELY(x) __builtin_expect(!!(x), 0)         /* preorder token of a node where several tokens end (see end_ptr) */
+#define MULTI (-2)       /* preorder token of a node where several tokens end (see end_ptr) */
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define MAGIC 0x54524945 /* "TRIE" */
+
+/* The header of a layout buffer (int32 words): then the offsets, in words, of each array. */
+enum {
+    L_MAGIC, L_ROOT, L_NUM_END,
+    L_BYTE,         /* level order, uint8 [root]: the byte a node spells */
+    L_END_PTR,      /* level order [root + 1], with L_END_TOKENS [num_end]: the tokens ending at a node (CSR) */
+    L_END_TOKENS,
+    L_NEXT,         /* preorder [root + 1], the root first: where the node's subtree ends */
+    L_CODE,         /* preorder: depth << 8 | byte (the root: 0) */
+    L_TOKEN,        /* preorder: the token ending at the node, -1 for none, MULTI for several */
+    L_NODE_OF_PRE,  /* preorder -> level order */
+    L_PRE_OF_NODE,  /* level order -> preorder */
+    L_CHILD_LO,     /* preorder: the node's children, a level-order range */
+    L_CHILD_HI,
+    L_HEADER,
+};
 
 PyDoc_STRVAR(walk_doc,
-"walk(rows, class_of_byte, expanded, accepting, child_lo, child_hi, byte, end_ptr, end_tokens,\n"
-"     pre_next, pre_code, pre_token, node_of_pre, pre_of_node, pre_child_lo, pre_child_hi,\n"
-"     seed_nodes, seed_states, words, want_exits, core=None, seconds=-1) -> (blocked, exits)\n\n"
+"walk(rows, class_of_byte, expanded, accepting, layout, seed_nodes, seed_states, words, want_exits,\n"
+"     core=None, seconds=-1) -> (blocked, exits)\n\n"
 "Marks in `words` the tokens ending at every live node below the seeds (the seeds' own\n"
 "tokens included, the root has none).  `blocked` packs (node, state) pairs whose state\n"
 "has no row yet; `exits` the children of live non-root nodes in an accepting state, ascending\n"
-"and each once (empty unless want_exits), both as int64 bytes.  The pre_* arrays and the two\n"
-"maps are `preorder(...)` of the five trie arrays.  With a lazy DFA's SubsetCore as `core`, missing\n"
+"and each once (empty unless want_exits), both as int64 bytes.  `layout` is the trie's\n"
+"`layout(...)`.  With a lazy DFA's SubsetCore as `core`, missing\n"
 "rows are built in place (the four DFA arrays must then be writable) and only states beyond\n"
 "the arrays' length are blocked, or every missing one once `seconds` (if >= 0) have passed.");
 
-PyDoc_STRVAR(preorder_doc,
-"preorder(child_lo, child_hi, byte, end_ptr, end_tokens)\n"
-"    -> (pre_next, pre_code, pre_token, node_of_pre, pre_of_node, pre_child_lo, pre_child_hi)\n\n"
-"The trie in preorder, the root first, as int32 bytes: where each node's subtree ends, depth << 8 | byte\n"
-"(the root: depth 0), the token ending at the node (-1: none, -2: several), and the maps between\n"
-"preorder positions and level-order node numbers, and each node's level-order child range.");
+PyDoc_STRVAR(layout_doc,
+"layout(child_lo, child_hi, byte, end_ptr, end_tokens) -> bytes\n\n"
+"Every array the walks read, from the five level-order arrays of a trie (TokenTrie.flat_arrays),\n"
+"in one buffer of int32 words: a header (magic, root, number of token ends, then the word offset\n"
+"of each array), the level-order bytes and token ends, and the trie in preorder, the root first:\n"
+"where each node's subtree ends, depth << 8 | byte, the token ending at the node (-1: none, -2:\n"
+"several), the maps between preorder positions and level-order numbers, and each node's\n"
+"level-order child range.");
 
 static double now(void) {
     struct timespec t;
@@ -142,9 +160,8 @@ static int parse_walk(Walk *w, PyObject *args, const char *name) {
     w->core = Py_None;
     w->seconds = -1.0;
     Py_buffer *b = w->b;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*y*y*y*y*y*y*y*y*y*y*y*w*p|Od", &b[0], &b[1], &b[2], &b[3], &b[4],
-                          &b[5], &b[6], &b[7], &b[8], &b[9], &b[10], &b[11], &b[12], &b[13], &b[14], &b[15],
-                          &b[16], &b[17], &b[18], &w->want_exits, &w->core, &w->seconds))
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*w*p|Od", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &b[7],
+                          &w->want_exits, &w->core, &w->seconds))
         return -1;
     if (w->seconds >= 0) w->deadline = now() + w->seconds;
     Py_buffer *const dfa_arrays[] = {&b[0], &b[1], &b[2], &b[3]};
@@ -158,30 +175,40 @@ static int parse_walk(Walk *w, PyObject *args, const char *name) {
     w->class_of_byte = b[1].buf;
     w->expanded = b[2].buf;
     w->accepting = b[3].buf;
-    w->byte = b[6].buf;
-    w->end_ptr = b[7].buf;
-    w->end_tokens = b[8].buf;
-    w->pre_next = b[9].buf;
-    w->pre_code = b[10].buf;
-    w->pre_token = b[11].buf;
-    w->node_of_pre = b[12].buf;
-    w->pre_of_node = b[13].buf;
-    w->pre_child_lo = b[14].buf;
-    w->pre_child_hi = b[15].buf;
-    w->words = b[18].buf;
+    w->words = b[7].buf;
     w->num_states = b[2].len < b[3].len ? b[2].len : b[3].len;
     w->num_classes = w->num_states ? (b[0].len / 4) / w->num_states : 0;
-    w->root = b[4].len / 4 - 1;
-    w->num_words = b[18].len / 4;
-    w->num_end = b[8].len / 4;
+    w->num_words = b[7].len / 4;
     const char *bad = NULL;
-    if (b[1].len != 256 * 4 || b[5].len != b[4].len || b[6].len != w->root || b[7].len / 4 < w->root + 1 ||
-        w->num_classes < 1 || b[0].len != 4 * w->num_classes * w->num_states)
+    if (b[1].len != 256 * 4 || w->num_classes < 1 || b[0].len != 4 * w->num_classes * w->num_states)
         bad = "inconsistent array sizes";
-    for (int i = 9; !bad && i < 16; i++)
-        if (b[i].len != b[4].len) bad = "inconsistent array sizes (preorder)";
     for (int i = 0; !bad && i < 256; i++)
         if (w->class_of_byte[i] < 0 || w->class_of_byte[i] >= w->num_classes) bad = "byte class out of range";
+    const int32_t *l = b[4].buf;
+    int64_t words = b[4].len / 4;
+    if (!bad && (b[4].len % 4 || words < L_HEADER || l[L_MAGIC] != MAGIC || l[L_ROOT] < 0 || l[L_NUM_END] < 0))
+        bad = "not a trie layout";
+    if (!bad) {
+        int64_t root = l[L_ROOT], num_end = l[L_NUM_END];
+        const int64_t size[L_HEADER] = {[L_BYTE] = (root + 3) / 4, [L_END_PTR] = root + 1, [L_END_TOKENS] = num_end,
+                                        [L_NEXT] = root + 1, [L_CODE] = root + 1, [L_TOKEN] = root + 1,
+                                        [L_NODE_OF_PRE] = root + 1, [L_PRE_OF_NODE] = root + 1,
+                                        [L_CHILD_LO] = root + 1, [L_CHILD_HI] = root + 1};
+        for (int i = L_BYTE; !bad && i < L_HEADER; i++)
+            if (l[i] < L_HEADER || l[i] + size[i] > words) bad = "inconsistent trie layout";
+        w->root = root;
+        w->num_end = num_end;
+        w->byte = (const uint8_t *)(l + l[L_BYTE]);
+        w->end_ptr = l + l[L_END_PTR];
+        w->end_tokens = l + l[L_END_TOKENS];
+        w->pre_next = l + l[L_NEXT];
+        w->pre_code = (const uint32_t *)(l + l[L_CODE]);
+        w->pre_token = l + l[L_TOKEN];
+        w->node_of_pre = l + l[L_NODE_OF_PRE];
+        w->pre_of_node = l + l[L_PRE_OF_NODE];
+        w->pre_child_lo = l + l[L_CHILD_LO];
+        w->pre_child_hi = l + l[L_CHILD_HI];
+    }
     if (bad) {
         PyErr_Format(PyExc_ValueError, "%s: %s", name, bad);
         release_walk(w);
@@ -192,6 +219,7 @@ static int parse_walk(Walk *w, PyObject *args, const char *name) {
 
 /* Marks the tokens ending at level-order `node` in `words`: NULL, or what is wrong. */
 static const char *mark_all(const Walk *w, int64_t node) {
+    if (node < 0 || node >= w->root) return "walk: inconsistent trie layout";
     for (int64_t k = w->end_ptr[node]; k < w->end_ptr[node + 1]; k++) {
         int64_t t = k < w->num_end ? w->end_tokens[k] : -1;
         if (t < 0 || (t >> 5) >= w->num_words) return "walk: token id out of range of the mask";
@@ -332,11 +360,11 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     if (parse_walk(&w, args, "walk")) return NULL;
     PyObject *result = NULL;
     Vec seeds = {0}, blocked = {0}, exits = {0};
-    if (w.b[17].len != w.b[16].len || w.b[16].len % 8) {
+    if (w.b[6].len != w.b[5].len || w.b[5].len % 8) {
         PyErr_SetString(PyExc_ValueError, "walk: inconsistent array sizes");
         goto done;
     }
-    const int64_t *nodes = w.b[16].buf, *states = w.b[17].buf, num_seeds = w.b[16].len / 8;
+    const int64_t *nodes = w.b[5].buf, *states = w.b[6].buf, num_seeds = w.b[5].len / 8;
     if (vec_reserve(&seeds, 2 * num_seeds)) {
         PyErr_NoMemory();
         goto done;
@@ -358,9 +386,8 @@ done:
 }
 
 PyDoc_STRVAR(follow_doc,
-"follow(rows, class_of_byte, expanded, accepting, child_lo, child_hi, byte, end_ptr, end_tokens,\n"
-"       pre_next, pre_code, pre_token, node_of_pre, pre_of_node, pre_child_lo, pre_child_hi,\n"
-"       exit_nodes, start_row, words, want_exits, core=None, seconds=-1) -> (at, bits, exits) | None\n\n"
+"follow(rows, class_of_byte, expanded, accepting, layout, exit_nodes, start_row, words, want_exits,\n"
+"       core=None, seconds=-1) -> (at, bits, exits) | None\n\n"
 "`walk` from the exit nodes (non-root nodes, int64) whose byte `start_row` (the next state per\n"
 "byte, 256 int64) keeps alive, each in the state that byte leads to, into `words`, which must\n"
 "be all zero and are left all zero: the nonzero words of the result come back as `at` (int64\n"
@@ -372,8 +399,8 @@ static PyObject *follow(PyObject *self, PyObject *args) {
     if (parse_walk(&w, args, "follow")) return NULL;
     PyObject *result = NULL, *at = NULL, *bits = NULL, *ex = NULL;
     Vec seeds = {0}, blocked = {0}, exits = {0};
-    const int64_t *nodes = w.b[16].buf, *start_row = w.b[17].buf, num_nodes = w.b[16].len / 8;
-    if (w.b[16].len % 8 || w.b[17].len != 256 * 8) {
+    const int64_t *nodes = w.b[5].buf, *start_row = w.b[6].buf, num_nodes = w.b[5].len / 8;
+    if (w.b[5].len % 8 || w.b[6].len != 256 * 8) {
         PyErr_SetString(PyExc_ValueError, "follow: inconsistent array sizes");
         goto done;
     }
@@ -425,10 +452,11 @@ done:
 }
 
 
-/* `preorder` (see its docstring): a depth-first pass with an explicit stack of level-order nodes. */
-static PyObject *preorder(PyObject *self, PyObject *args) {
+/* `layout` (see its docstring): the header and level-order arrays copied, then a depth-first pass
+ * with an explicit stack of level-order nodes for the preorder arrays. */
+static PyObject *layout(PyObject *self, PyObject *args) {
     Py_buffer b[5] = {{0}};
-    PyObject *result = NULL, *out[7] = {NULL};
+    PyObject *result = NULL;
     int64_t *path = NULL;
     uint8_t *seen = NULL;
     if (!PyArg_ParseTuple(args, "y*y*y*y*y*", &b[0], &b[1], &b[2], &b[3], &b[4])) return NULL;
@@ -436,34 +464,42 @@ static PyObject *preorder(PyObject *self, PyObject *args) {
     const uint8_t *byte = b[2].buf;
     const int64_t root = b[0].len / 4 - 1, num_end = b[4].len / 4;
     const char *bad = NULL;
-    if (root < 0 || b[1].len != b[0].len || b[2].len != root || b[3].len / 4 < root + 1) {
-        bad = "preorder: inconsistent array sizes";
+    if (root < 0 || root >= INT32_MAX / 16 || b[1].len != b[0].len || b[2].len != root || b[3].len / 4 < root + 1) {
+        bad = "layout: inconsistent array sizes";
         goto done;
     }
-    for (int i = 0; i < 7; i++) {
-        out[i] = PyBytes_FromStringAndSize(NULL, (root + 1) * 4);
-        if (!out[i]) goto done;
+    int32_t header[L_HEADER] = {[L_MAGIC] = MAGIC, [L_ROOT] = (int32_t)root, [L_NUM_END] = (int32_t)num_end};
+    int64_t total = L_HEADER;
+    for (int i = L_BYTE; i < L_HEADER; i++) {
+        header[i] = (int32_t)total;
+        total += i == L_BYTE ? (root + 3) / 4 : i == L_END_TOKENS ? num_end : root + 1;
     }
-    int32_t *next = (int32_t *)PyBytes_AS_STRING(out[0]), *token = (int32_t *)PyBytes_AS_STRING(out[2]);
-    uint32_t *code = (uint32_t *)PyBytes_AS_STRING(out[1]);
-    int32_t *node_of_pre = (int32_t *)PyBytes_AS_STRING(out[3]), *pre_of_node = (int32_t *)PyBytes_AS_STRING(out[4]);
-    int32_t *pre_child_lo = (int32_t *)PyBytes_AS_STRING(out[5]), *pre_child_hi = (int32_t *)PyBytes_AS_STRING(out[6]);
+    result = PyBytes_FromStringAndSize(NULL, total * 4);
+    if (!result) goto done;
+    int32_t *l = (int32_t *)PyBytes_AS_STRING(result);
+    memset(l, 0, total * 4);
+    memcpy(l, header, sizeof(header));
+    memcpy(l + l[L_BYTE], byte, root);
+    memcpy(l + l[L_END_PTR], end_ptr, (root + 1) * 4);
+    memcpy(l + l[L_END_TOKENS], end_tokens, num_end * 4);
+    int32_t *next = l + l[L_NEXT], *token = l + l[L_TOKEN], *node_of_pre = l + l[L_NODE_OF_PRE];
+    int32_t *pre_of_node = l + l[L_PRE_OF_NODE], *pre_child_lo = l + l[L_CHILD_LO], *pre_child_hi = l + l[L_CHILD_HI];
+    uint32_t *code = (uint32_t *)(l + l[L_CODE]);
     path = malloc(sizeof(int64_t) * 2 * (MAX_DEPTH + 2)); /* (node, next child) per depth */
     seen = calloc((size_t)root + 1, 1);
     if (!path || !seen) {
         PyErr_NoMemory();
         goto done;
     }
-    int64_t count = 0, depth = 0;
+    int64_t count = 1, depth = 0;
     path[0] = root;
     path[1] = child_lo[root];
-    node_of_pre[0] = root, pre_of_node[root] = 0, code[0] = 0, token[0] = -1, seen[root] = 1;
+    node_of_pre[0] = (int32_t)root, pre_of_node[root] = 0, code[0] = 0, token[0] = -1, seen[root] = 1;
     pre_child_lo[0] = child_lo[root], pre_child_hi[0] = child_hi[root];
-    count = 1;
     while (depth >= 0) {
         int64_t node = path[2 * depth], c = path[2 * depth + 1];
         if (c < 0 || child_hi[node] > root || c > child_hi[node]) {
-            bad = "preorder: child range out of range";
+            bad = "layout: child range out of range";
             goto done;
         }
         if (c == child_hi[node]) { /* the subtree is done */
@@ -473,7 +509,7 @@ static PyObject *preorder(PyObject *self, PyObject *args) {
         }
         path[2 * depth + 1] = c + 1;
         if (seen[c] || depth + 1 > MAX_DEPTH) {
-            bad = seen[c] ? "preorder: not a tree" : "preorder: a token longer than the walk allows";
+            bad = seen[c] ? "layout: not a tree" : "layout: a token longer than the walk allows";
             goto done;
         }
         seen[c] = 1;
@@ -487,14 +523,12 @@ static PyObject *preorder(PyObject *self, PyObject *args) {
         path[2 * depth] = c;
         path[2 * depth + 1] = child_lo[c];
     }
-    if (count != root + 1) {
-        bad = "preorder: nodes not reached from the root";
-        goto done;
-    }
-    result = PyTuple_Pack(7, out[0], out[1], out[2], out[3], out[4], out[5], out[6]);
+    if (count != root + 1) bad = "layout: nodes not reached from the root";
 done:
-    if (bad) PyErr_SetString(PyExc_ValueError, bad);
-    for (int i = 0; i < 7; i++) Py_XDECREF(out[i]);
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, bad);
+        Py_CLEAR(result);
+    }
     for (int i = 0; i < 5; i++) PyBuffer_Release(&b[i]);
     free(path);
     free(seen);
@@ -504,7 +538,7 @@ done:
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, walk_doc},
     {"follow", follow, METH_VARARGS, follow_doc},
-    {"preorder", preorder, METH_VARARGS, preorder_doc},
+    {"layout", layout, METH_VARARGS, layout_doc},
     {NULL, NULL, 0, NULL},
 };
 

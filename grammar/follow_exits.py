@@ -14,13 +14,14 @@ from __future__ import annotations
 import numpy as np
 
 from formwork.grammar.native_walk import walk_into
-from formwork.grammar.token_trie import TokenTrie, with_preorder
+from formwork.grammar._trie_walk import layout
+from formwork.grammar.token_trie import TokenTrie
 from formwork.grammar.trie_memo import TrieMemo
 
 
 class FollowTrie:
     """The trie pruned to the paths to nodes with a child spelling `byte`, those children
-    included, laid out like `TokenTrie.flat_arrays` (no tokens) for the native walk: local node
+    included, laid out like `TokenTrie.flat_arrays` (no tokens) and `walk_layout`: local node
     i is global node `nodes[i]`, and `num_nodes` is the root."""
 
     def __init__(self, trie: TokenTrie, byte: int):
@@ -40,7 +41,8 @@ class FollowTrie:
         self.byte = byte
         self.num_nodes = len(nodes)
         no_tokens = np.zeros(len(nodes) + 1, dtype=np.int32)
-        self.flat_arrays = with_preorder((lo, hi, spelled[nodes], no_tokens, np.zeros(0, dtype=np.int32)))
+        self.flat_arrays = (lo, hi, spelled[nodes], no_tokens, np.zeros(0, dtype=np.int32))
+        self.walk_layout = layout(*self.flat_arrays)
 
 
 _FOLLOW_TRIES: TrieMemo[FollowTrie] = TrieMemo(256)

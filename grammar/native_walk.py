@@ -22,14 +22,14 @@ def walk_into(trie: TokenTrie, dfa, nodes: np.ndarray, states: np.ndarray, words
     (global node, DFA state) pairs, the seeds included (`trie.num_nodes` is the root, with no
     tokens).  With `want_exits`, returns the global numbers of the children of live non-root nodes
     reached in an accepting state (each once: a node is expanded once, its exits with it)."""
-    tables = trie.flat_arrays
+    layout = trie.walk_layout
     nodes = np.ascontiguousarray(nodes, dtype=np.int64)
     states = np.ascontiguousarray(states, dtype=np.int64)
     found: list[np.ndarray] = []
     while True:
         rows, class_of_byte, expanded, accepting, core = dfa.walk_tables()
         seconds = -1.0 if deadline is None else max(0.0, deadline - time.perf_counter())
-        blocked, exits = _walk(rows, class_of_byte, expanded, accepting, *tables, nodes, states, words,
+        blocked, exits = _walk(rows, class_of_byte, expanded, accepting, layout, nodes, states, words,
                                want_exits, core, seconds)
         if core is not None:
             dfa.record_new()
@@ -64,7 +64,7 @@ def follow(trie: TokenTrie, dfa, exit_nodes: np.ndarray, start_row: np.ndarray, 
     walk met states past a lazy DFA's arrays or ran out of time (walk again with `walk_into`)."""
     rows, class_of_byte, expanded, accepting, core = dfa.walk_tables()
     seconds = -1.0 if deadline is None else max(0.0, deadline - time.perf_counter())
-    got = _follow(rows, class_of_byte, expanded, accepting, *trie.flat_arrays, exit_nodes, start_row, words,
+    got = _follow(rows, class_of_byte, expanded, accepting, trie.walk_layout, exit_nodes, start_row, words,
                   True, core, seconds)
     if core is not None:
         dfa.record_new()

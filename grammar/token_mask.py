@@ -95,10 +95,10 @@ class TokenMaskCache:
 
     def prepare(self) -> None:
         """Build the vocabulary trie and the slice tables now rather than on the first mask."""
-        self.vocab.trie.flat_arrays  # noqa: B018
+        self.vocab.trie.walk_layout  # noqa: B018
         if self.use_slices:
-            self.token_slice.rest_trie.flat_arrays  # noqa: B018
-            self.token_slice.closed_trie.flat_arrays  # noqa: B018
+            self.token_slice.rest_trie.walk_layout  # noqa: B018
+            self.token_slice.closed_trie.walk_layout  # noqa: B018
             self.token_slice.open_words  # noqa: B018
 
     def __len__(self) -> int:

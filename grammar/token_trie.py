@@ -11,16 +11,7 @@ from functools import cached_property
 
 import numpy as np
 
-from formwork.grammar._trie_walk import preorder
-
-
-def with_preorder(level_order: tuple[np.ndarray, ...]) -> tuple[np.ndarray, ...]:
-    """The five level-order arrays of a trie (see `TokenTrie.flat_arrays`) followed by the same
-    trie in preorder, where the native walk runs: (pre_next, pre_code, pre_token, node_of_pre,
-    pre_of_node, pre_child_lo, pre_child_hi), int32 (pre_code: uint32, depth << 8 | byte), built in C."""
-    got = preorder(*level_order)
-    dtypes = (np.int32, np.uint32, np.int32, np.int32, np.int32, np.int32, np.int32)
-    return (*level_order, *(np.frombuffer(raw, dtype=dtype) for raw, dtype in zip(got, dtypes)))
+from formwork.grammar._trie_walk import layout
 
 
 class TokenTrie:
@@ -100,8 +91,7 @@ class TokenTrie:
     @cached_property
     def flat_arrays(self) -> tuple[np.ndarray, ...]:
         """(child_lo, child_hi, byte, end_ptr, end_tokens) over global node numbers, int32 (byte:
-        uint8), for the native walk: node `num_nodes` is the root, whose children are depth 0;
-        then the same trie in preorder (`with_preorder`)."""
+        uint8): node `num_nodes` is the root, whose children are depth 0."""
         n = self.num_nodes
         child_lo = np.zeros(n + 1, dtype=np.int32)
         child_hi = np.zeros(n + 1, dtype=np.int32)
@@ -114,7 +104,13 @@ class TokenTrie:
         if self.max_depth:
             child_hi[n] = len(self.level_bytes[0])
         byte = np.concatenate(self.level_bytes).astype(np.uint8) if self.max_depth else np.zeros(0, np.uint8)
-        return with_preorder((child_lo, child_hi, byte, self.end_ptr.astype(np.int32), self.end_tokens.astype(np.int32)))
+        return child_lo, child_hi, byte, self.end_ptr.astype(np.int32), self.end_tokens.astype(np.int32)
+
+    @cached_property
+    def walk_layout(self) -> bytes:
+        """Every array the native walk reads, in one buffer (`_trie_walk.layout`: the level-order
+        bytes and token ends, and the trie in preorder, where the walk runs)."""
+        return layout(*self.flat_arrays)
 
     @cached_property
     def global_parent(self) -> np.ndarray:

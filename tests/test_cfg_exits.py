@@ -64,7 +64,7 @@ def test_walk_exits_from_many_seeds_are_ascending_and_distinct(tokens, term, pic
     words = np.zeros((vocab.vocab_size + 31) // 32, dtype=np.int32)
     seed_nodes = np.array([n for n, _ in seeds], dtype=np.int64)
     seed_states = np.array([s for _, s in seeds], dtype=np.int64)
-    _, raw = raw_walk(rows, class_of_byte, expanded, accepting, *trie.flat_arrays, seed_nodes, seed_states,
+    _, raw = raw_walk(rows, class_of_byte, expanded, accepting, trie.walk_layout, seed_nodes, seed_states,
                       words, True, core, -1.0)
     exits = np.frombuffer(raw, dtype=np.int64)
     assert np.all(np.diff(exits) > 0)

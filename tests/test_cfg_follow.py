@@ -70,19 +70,19 @@ def test_malformed_input_is_an_error_not_a_crash():
     vocab = Vocabulary([b"ab", b"b"])
     dfa = AutomatonBuilder().dfa(lit("ab")).materialize()
     rows, classes, expanded, accepting, _ = dfa.walk_tables()
-    tables = vocab.trie.flat_arrays
+    layout = vocab.trie.walk_layout
     words = np.zeros(1, dtype=np.int32)
     row = _row(dfa)
     node = np.array([1], dtype=np.int64)  # "b", a token
     with pytest.raises(ValueError, match="exit node out of range"):  # the root is no exit
-        raw_follow(rows, classes, expanded, accepting, *tables, np.array([vocab.trie.num_nodes], dtype=np.int64),
+        raw_follow(rows, classes, expanded, accepting, layout, np.array([vocab.trie.num_nodes], dtype=np.int64),
                    row, words, True)
     with pytest.raises(ValueError, match="sizes"):  # a start row over fewer than 256 bytes
-        raw_follow(rows, classes, expanded, accepting, *tables, node, row[:10], words, True)
+        raw_follow(rows, classes, expanded, accepting, layout, node, row[:10], words, True)
     with pytest.raises(ValueError, match="out of range"):  # a state the table does not have
-        raw_follow(rows, classes, expanded, accepting, *tables, node, np.full(256, 99, dtype=np.int64), words, True)
+        raw_follow(rows, classes, expanded, accepting, layout, node, np.full(256, 99, dtype=np.int64), words, True)
     with pytest.raises(ValueError, match="token id"):  # a mask too short for the vocabulary
-        raw_follow(rows, classes, expanded, accepting, *tables, node, np.full(256, START, dtype=np.int64),
+        raw_follow(rows, classes, expanded, accepting, layout, node, np.full(256, START, dtype=np.int64),
                    np.zeros(0, dtype=np.int32), True)
     with pytest.raises(ValueError, match="byte class"):
-        raw_follow(rows, np.full(256, 1000, dtype=np.int32), expanded, accepting, *tables, node, row, words, True)
+        raw_follow(rows, np.full(256, 1000, dtype=np.int32), expanded, accepting, layout, node, row, words, True)

@@ -172,27 +172,27 @@ def test_malformed_tables_are_an_error_not_a_crash():
     vocab = Vocabulary([b"ab", b"b"])
     dfa = AutomatonBuilder().dfa(lit("ab")).materialize()
     rows, classes, expanded, accepting, _ = dfa.walk_tables()
-    tables = vocab.trie.flat_arrays
+    layout = vocab.trie.walk_layout
     words = np.zeros(1, dtype=np.int32)
     root = np.array([vocab.trie.num_nodes], dtype=np.int64)
     with pytest.raises(ValueError, match="out of range"):  # a state the table does not have
-        raw_walk(rows, classes, expanded, accepting, *tables, root, np.array([99], dtype=np.int64), words, False)
+        raw_walk(rows, classes, expanded, accepting, layout, root, np.array([99], dtype=np.int64), words, False)
     with pytest.raises(ValueError, match="byte class"):
-        raw_walk(rows, np.full(256, 1000, dtype=np.int32), expanded, accepting, *tables, root,
+        raw_walk(rows, np.full(256, 1000, dtype=np.int32), expanded, accepting, layout, root,
                  np.array([START], dtype=np.int64), words, False)
     with pytest.raises(ValueError, match="sizes"):
-        raw_walk(rows, classes[:10], expanded, accepting, *tables, root, np.array([START], dtype=np.int64),
+        raw_walk(rows, classes[:10], expanded, accepting, layout, root, np.array([START], dtype=np.int64),
                  words, False)
     with pytest.raises(ValueError, match="token id"):  # a mask too short for the vocabulary
-        raw_walk(rows, classes, expanded, accepting, *tables, root, np.array([START], dtype=np.int64),
+        raw_walk(rows, classes, expanded, accepting, layout, root, np.array([START], dtype=np.int64),
                  np.zeros(0, dtype=np.int32), False)
     with pytest.raises(TypeError, match="SubsetCore"):
-        raw_walk(rows, classes, expanded, accepting, *tables, root, np.array([START], dtype=np.int64),
+        raw_walk(rows, classes, expanded, accepting, layout, root, np.array([START], dtype=np.int64),
                  words, False, "not a core")
     lazy = AutomatonBuilder().dfa(lit("ab"))
     rows, classes, expanded, accepting, core = lazy.walk_tables()
     with pytest.raises(ValueError, match="writable"):  # the core builds rows in place
-        raw_walk(rows, classes, expanded, accepting.copy().tobytes(), *tables, root,
+        raw_walk(rows, classes, expanded, accepting.copy().tobytes(), layout, root,
                  np.array([START], dtype=np.int64), words, False, core)
 
 

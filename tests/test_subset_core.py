@@ -115,7 +115,7 @@ def test_a_walk_with_another_automatons_rows_is_refused():
     rows, classes, expanded, accepting, _ = other.walk_tables()
     root = np.array([vocab.trie.num_nodes], dtype=np.int64)
     with pytest.raises(ValueError, match="another automaton"):
-        walk(rows, classes, expanded, accepting, *vocab.trie.flat_arrays, root, np.array([1], dtype=np.int64),
+        walk(rows, classes, expanded, accepting, vocab.trie.walk_layout, root, np.array([1], dtype=np.int64),
              np.zeros(1, dtype=np.int32), False, lazy._b.core)
 
 
