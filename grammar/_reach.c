@@ -192,9 +192,62 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(byte_runs_doc,
+"byte_runs(table, accepting, class_of_byte) -> bytes\n\n"
+"A DFA (int32 table bytes, n states x k classes; n accepting flags), as minimize() numbers its\n"
+"minimal one, spelled over byte runs instead of classes, so equal languages get equal bytes\n"
+"whatever their byte classes: a run starts at byte 0 and wherever a byte moves some state unlike\n"
+"the byte before it.  Layout: n and the number of runs (int32 each), the first byte of each run\n"
+"after the first (uint8), the table over runs (n x runs, int32), the flags.");
+
+static PyObject *byte_runs(PyObject *self, PyObject *args) {
+    Py_buffer tb = {0}, ab = {0}, cb = {0};
+    if (!PyArg_ParseTuple(args, "y*y*y*", &tb, &ab, &cb)) return NULL;
+    PyObject *result = NULL;
+    const int64_t n = ab.len, k = n ? tb.len / 4 / n : 0;
+    const int32_t *table = tb.buf, *class_of_byte = cb.buf;
+    const char *bad = n < 1 || k < 1 || tb.len != 4 * n * k || cb.len != 256 * 4 ? "inconsistent arguments" : NULL;
+    for (int b = 0; !bad && b < 256; b++)
+        if (class_of_byte[b] < 0 || class_of_byte[b] >= k) bad = "byte class out of range";
+    if (bad) {
+        PyErr_Format(PyExc_ValueError, "byte_runs: %s", bad);
+        goto done;
+    }
+    uint8_t starts[256];
+    int32_t run_class[256];
+    int64_t runs = 1;
+    run_class[0] = class_of_byte[0];
+    for (int b = 1; b < 256; b++) {
+        int32_t here = class_of_byte[b], before = class_of_byte[b - 1];
+        int differs = 0;
+        for (int64_t j = 0; j < n && !differs; j++) differs = table[j * k + here] != table[j * k + before];
+        if (differs) starts[runs - 1] = (uint8_t)b, run_class[runs++] = here;
+    }
+    result = PyBytes_FromStringAndSize(NULL, 8 + (runs - 1) + 4 * n * runs + n);
+    if (!result) goto done;
+    char *out = PyBytes_AS_STRING(result);
+    int32_t head[2] = {(int32_t)n, (int32_t)runs};
+    memcpy(out, head, 8);
+    memcpy(out + 8, starts, (size_t)(runs - 1));
+    char *cells = out + 8 + (runs - 1);
+    for (int64_t j = 0; j < n; j++) {
+        for (int64_t r = 0; r < runs; r++) {
+            int32_t cell = table[j * k + run_class[r]];
+            memcpy(cells + 4 * (j * runs + r), &cell, 4);
+        }
+    }
+    memcpy(cells + 4 * n * runs, ab.buf, (size_t)n);
+done:
+    PyBuffer_Release(&tb);
+    PyBuffer_Release(&ab);
+    PyBuffer_Release(&cb);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"reach", reach, METH_VARARGS, reach_doc},
     {"reaches_accepting", reaches_accepting, METH_VARARGS, reaches_accepting_doc},
+    {"byte_runs", byte_runs, METH_VARARGS, byte_runs_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from formwork.grammar._reach import reach, reaches_accepting
+from formwork.grammar._reach import byte_runs, reach, reaches_accepting
 from formwork.grammar.automaton import AutomatonBuilder
 from formwork.grammar.cfg.terminal_tables import language_signature, reachable_part
 from formwork.grammar.dfa import DEAD, START
@@ -163,3 +163,15 @@ def test_reaches_accepting_refuses_bad_input():
         reaches_accepting(bad, 256, expanded, accepting, None, START, every)  # a move past the automaton
     with pytest.raises(ValueError):
         reaches_accepting(rows, 256, np.zeros_like(expanded), accepting, None, START, every)  # no row, no core
+
+
+def test_byte_runs_rejects_malformed_input():
+    table = np.zeros(2 * 3, dtype=np.int32).tobytes()
+    classes = np.zeros(256, dtype=np.int32)
+    assert len(byte_runs(table, b"\0\1", classes)) == 8 + 4 * 2 + 2  # one run
+    with pytest.raises(ValueError, match="inconsistent"):
+        byte_runs(table[:-4], b"\0\1", classes)
+    with pytest.raises(ValueError, match="inconsistent"):
+        byte_runs(table, b"\0\1", classes[:10])
+    with pytest.raises(ValueError, match="class out of range"):
+        byte_runs(table, b"\0\1", np.full(256, 3, dtype=np.int32))

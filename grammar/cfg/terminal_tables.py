@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from formwork.grammar._minimize import minimize as _minimize
-from formwork.grammar._reach import reach as _reach, reaches_accepting as _reaches_accepting
+from formwork.grammar._reach import byte_runs as _byte_runs, reach as _reach, reaches_accepting as _reaches_accepting
 from formwork.grammar.dfa import DEAD, START
 from formwork.grammar.native_walk import walk_state
 from formwork.grammar.terminal_exits import Exits, interned_exits
@@ -40,32 +40,32 @@ class TerminalTable:
         self.exits = exits
 
 
-def reachable_part(dfa, state: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """(table over classes, accepting flags) of the part of the DFA reachable from `state`, numbered
-    from 0 (`state`) with the dead state last (`_reach`, in C, building missing rows in place);
-    None when it has more than `_MAX_SIGNATURE_STATES` states."""
-    got = _on_rows(dfa, lambda rows, _, expanded, accepting, core: _reach(
+def _reachable_raw(dfa, state: int) -> tuple[bytes, bytes] | None:
+    """(table bytes, accepting bytes) of the part of the DFA reachable from `state`, numbered from
+    0 (`state`) with the dead state last (`_reach`, in C, building missing rows in place); None
+    when it has more than `_MAX_SIGNATURE_STATES` states."""
+    return _on_rows(dfa, lambda rows, _, expanded, accepting, core: _reach(
         rows, rows.shape[1], expanded, accepting, core, state, _MAX_SIGNATURE_STATES))
+
+
+def reachable_part(dfa, state: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """`_reachable_raw` as a (states x classes) int32 table and uint8 accepting flags."""
+    got = _reachable_raw(dfa, state)
     if got is None:
         return None
     table, flags = got
     return np.frombuffer(table, dtype=np.int32).reshape(len(flags), -1), np.frombuffer(flags, dtype=np.uint8)
 
 
-def language_signature(dfa, state: int) -> tuple[bytes, bytes, bytes] | None:
+def language_signature(dfa, state: int) -> bytes | None:
     """A hashable name of the language of `state` (None when the part of the DFA reachable from
-    it is large): that part minimised and numbered canonically (`_minimize`, in C), spelled out
-    over byte runs (where a byte moves some state unlike the byte before it, and the moves of
-    each run), so equal languages get equal signatures whatever their byte classes."""
-    part = reachable_part(dfa, state)
+    it is large): that part minimised and numbered canonically (`_minimize`), spelled out over
+    byte runs (`_reach.byte_runs`: where a byte moves some state unlike the byte before it), so
+    equal languages get equal signatures whatever their byte classes.  Three native calls."""
+    part = _reachable_raw(dfa, state)
     if part is None:
         return None
-    raw_table, raw_accepting = _minimize(*part, 0)
-    per_byte = np.frombuffer(raw_table, dtype=np.int32).reshape(-1, part[0].shape[1]).take(
-        dfa.walk_tables()[1], axis=1)
-    starts = np.flatnonzero((per_byte[:, 1:] != per_byte[:, :-1]).any(axis=0)) + 1
-    runs = per_byte.take(np.append(0, starts), axis=1)
-    return starts.astype(np.uint8).tobytes(), runs.tobytes(), raw_accepting
+    return _byte_runs(*_minimize(*part, 0), dfa.walk_tables()[1])
 
 
 def language_key(dfa, state: int) -> tuple:
