@@ -58,11 +58,14 @@ OneOfResolver = Callable[[Sub, list[list[Alternative]]], list[Alternative]]
 
 
 class Expander:
-    """Expands subschemas of one document (`formwork.schemas.SchemaDocument`)."""
+    """Expands subschemas of one document (`formwork.schemas.SchemaDocument`).
 
-    def __init__(self, doc: Any, resolve_one_of: OneOfResolver, ref_overrides_siblings: bool):
+    It keeps no reference to its caller (the `oneOf` resolver is an argument of `expand`), so a
+    lowering leaves no reference cycle behind: its objects die by reference counting, not by a
+    pass of the cyclic garbage collector."""
+
+    def __init__(self, doc: Any, ref_overrides_siblings: bool):
         self.doc = doc
-        self.resolve_one_of = resolve_one_of
         self.ref_overrides_siblings = ref_overrides_siblings
 
     def root(self) -> Sub:
@@ -83,8 +86,9 @@ class Expander:
             raise InvalidSchemaError("$ref", child(sub.pointer, "$ref"), str(exc)) from None
         return Sub(target, self.doc.enter(target, resolver), pointer)
 
-    def expand(self, sub: Sub, refs: tuple[int, ...] = ()) -> list[Alternative]:
-        """The alternatives (each a conjunction of subschemas) equivalent to `sub`."""
+    def expand(self, sub: Sub, one_of: OneOfResolver, refs: tuple[int, ...] = ()) -> list[Alternative]:
+        """The alternatives (each a conjunction of subschemas) equivalent to `sub`; `one_of`
+        turns the expanded branches of a `oneOf` into alternatives."""
         schema = sub.schema
         if schema is True:
             return [[]]
@@ -99,20 +103,20 @@ class Expander:
                     f"$ref at {child(sub.pointer, '$ref')} forms a cycle back to "
                     f"{target.pointer or '#'} through $ref/allOf/anyOf/oneOf alone, without an object or "
                     "array in between, so it never constrains a value")
-            expanded = self.expand(target, refs + (key,))
+            expanded = self.expand(target, one_of, refs + (key,))
             if self.ref_overrides_siblings:
                 return expanded
             alts = self._product(alts, expanded, sub)
         for i, _ in enumerate(schema.get("allOf", ())):
-            alts = self._product(alts, self.expand(self.child(sub, "allOf", i), refs), sub)
+            alts = self._product(alts, self.expand(self.child(sub, "allOf", i), one_of, refs), sub)
         if "anyOf" in schema:
             union = [a for i, _ in enumerate(schema["anyOf"])
-                     for a in self.expand(self.child(sub, "anyOf", i), refs)]
+                     for a in self.expand(self.child(sub, "anyOf", i), one_of, refs)]
             alts = self._product(alts, union, sub)
         if "oneOf" in schema:
-            branches = [self.expand(self.child(sub, "oneOf", i), refs)
+            branches = [self.expand(self.child(sub, "oneOf", i), one_of, refs)
                         for i, _ in enumerate(schema["oneOf"])]
-            alts = self._product(alts, self.resolve_one_of(sub, branches), sub)
+            alts = self._product(alts, one_of(sub, branches), sub)
         return alts
 
     @staticmethod

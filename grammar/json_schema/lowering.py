@@ -74,8 +74,7 @@ class Lowerer:
         self.options = options
         self.any_value = _shared_any_value(options)
         self.ws = self.any_value.ws  # shared too: its separators are built once per process
-        self.expander = Expander(doc, lambda sub, branches: resolve_one_of(self, sub, branches),
-                                 doc.draft.name == "draft-07")
+        self.expander = Expander(doc, doc.draft.name == "draft-07")
         self.warnings: list[str] = []
         self._indent = isinstance(options.whitespace, IndentSpec)
         # conjunctions being lowered -> (pointer, number): their rule name if a $ref cycle returns
@@ -129,6 +128,13 @@ class Lowerer:
             self._leaves[spec] = node
         return node
 
+    def expand(self, sub: Sub) -> list[Alternative]:
+        """`sub` as alternatives (see `Expander.expand`), each `oneOf` resolved by this lowerer."""
+        return self.expander.expand(sub, self._one_of)
+
+    def _one_of(self, sub: Sub, branches: list[list[Alternative]]) -> list[Alternative]:
+        return resolve_one_of(self, sub, branches)
+
     def _is_valid(self, value: Any, sub: Sub) -> bool:
         """jsonschema's verdict for `value` against one (local) subschema, formats asserted."""
         cls = self.doc.draft.validator
@@ -171,11 +177,11 @@ class Lowerer:
         if got is not None:
             return got
         if len(subs) == 1:
-            alts = self.expander.expand(subs[0])
+            alts = self.expand(subs[0])
         else:
             alts = [[]]
             for s in subs:
-                expanded = self.expander.expand(s)
+                expanded = self.expand(s)
                 alts = self.expander._product(alts, expanded, s)
         if len(alts) == 1:  # alt() of one node is that node (in normal form)
             node = self.lower_alternative(alts[0], depth)
@@ -417,18 +423,26 @@ class Lowerer:
         if max_items is not None and max_items < min_items:
             return NOTHING
 
-        def items_from(i: int) -> Node:
-            """Elements i.. given element i is present (no leading comma)."""
-            if i >= longest:
-                lo = max(0, min_items - i - 1)
-                hi = None if max_items is None else max_items - i - 1
-                return seq(tail_elem, repeat(seq(comma, tail_elem), lo, hi))
-            head = positions[i]
-            if max_items is not None and i + 1 >= max_items:
-                return head
-            more = seq(comma, items_from(i + 1))
-            return seq(head, more if i + 1 < min_items else alt(more, EMPTY))
-
         if max_items == 0:
             return lit("[]")
-        return container(self.ws, depth, "[", "]", items_from(0), min_items == 0)
+        items = _array_items(positions, tail_elem, comma, min_items, max_items)
+        return container(self.ws, depth, "[", "]", items, min_items == 0)
+
+
+def _array_items(positions: list[Node], tail: Node, comma: Node, min_items: int,
+                 max_items: Optional[int]) -> Node:
+    """The elements of a non-empty array, the first one present (no leading comma): element i
+    is `positions[i]`, past them `tail`; built from the last element that can occur backwards
+    (a loop, not a recursive closure: those are reference cycles left for the collector)."""
+    longest = len(positions)
+    last = longest if max_items is None else min(longest, max_items - 1)
+    if last == longest:  # the elements past the positional ones
+        lo = max(0, min_items - last - 1)
+        hi = None if max_items is None else max_items - last - 1
+        node = seq(tail, repeat(seq(comma, tail), lo, hi))
+    else:
+        node = positions[last]
+    for i in range(last - 1, -1, -1):
+        more = seq(comma, node)
+        node = seq(positions[i], more if i + 1 < min_items else alt(more, EMPTY))
+    return node

@@ -152,50 +152,67 @@ class ObjectLowering:
         members = self.declared_members()
         if members is None:
             return NOTHING
-        extra = self.extra_member()
-        comma = self.ws.comma(self.depth)
-        n = len(members)
-        cap = (self.max_props + 1) if self.max_props is not None else self.min_props
-        memo: dict[tuple[int, int, bool], Node] = {}
-
-        def rest(k: int, count: int, first: bool) -> Node:
-            """Members from declared index k on, `count` emitted so far; `first`: none yet and
-            at least one must follow."""
-            key = (k, count, first)
-            if key in memo:
-                return memo[key]
-            if k == n:
-                node = tail(count, first)
-            else:
-                member, required = members[k]
-                after = rest(k + 1, min(count + 1, cap), False)
-                if not cap and not first:
-                    # without counting, skipping k leads to the same remainder: factor it out
-                    lead = seq(comma, member)
-                    node = seq(lead if required else alt(lead, EMPTY), after)
-                else:
-                    if cap:
-                        after = freeze(after)
-                    take = seq(member, after) if first else seq(comma, member, after)
-                    node = take if required else alt(take, rest(k + 1, count, first))
-            memo[key] = node
-            return node
-
-        def tail(count: int, first: bool) -> Node:
-            lo = max(0, self.min_props - count)
-            hi = None if self.max_props is None else self.max_props - count
-            if first:
-                lo = max(lo, 1)
-            if hi is not None and hi < lo:
-                return NOTHING
-            if extra is None:
-                return EMPTY if lo == 0 else NOTHING
-            if first:
-                return seq(extra, repeat(seq(comma, extra), lo - 1, None if hi is None else hi - 1))
-            return repeat(seq(comma, extra), lo, hi)
-
-        body = rest(0, 0, True)
+        chain = _MemberChain(members, self.extra_member(), self.ws.comma(self.depth),
+                             self.min_props, self.max_props)
+        body = chain.rest(0, 0, True)
         may_be_empty = not self.required and self.min_props == 0
         if isinstance(body, Nothing):
             return lit("{}") if may_be_empty else NOTHING
         return container(self.ws, self.depth, "{", "}", body, may_be_empty)
+
+
+class _MemberChain:
+    """The members inside an object's braces: the declared `members` in order, each optional
+    unless required, then any number of `extra` members (None: none allowed), their count within
+    min/maxProperties.  A class rather than recursive closures, which are reference cycles left
+    for the garbage collector."""
+
+    def __init__(self, members: list[tuple[Node, bool]], extra: Optional[Node], comma: Node,
+                 min_props: int, max_props: Optional[int]):
+        self.members = members
+        self.extra = extra
+        self.comma = comma
+        self.min_props = min_props
+        self.max_props = max_props
+        self.cap = (max_props + 1) if max_props is not None else min_props
+        self.memo: dict[tuple[int, int, bool], Node] = {}
+
+    def rest(self, k: int, count: int, first: bool) -> Node:
+        """Members from declared index k on, `count` emitted so far; `first`: none yet and at
+        least one must follow."""
+        key = (k, count, first)
+        memo = self.memo
+        if key in memo:
+            return memo[key]
+        cap, comma = self.cap, self.comma
+        if k == len(self.members):
+            node = self.tail(count, first)
+        else:
+            member, required = self.members[k]
+            after = self.rest(k + 1, min(count + 1, cap), False)
+            if not cap and not first:
+                # without counting, skipping k leads to the same remainder: factor it out
+                lead = seq(comma, member)
+                node = seq(lead if required else alt(lead, EMPTY), after)
+            else:
+                if cap:
+                    after = freeze(after)
+                take = seq(member, after) if first else seq(comma, member, after)
+                node = take if required else alt(take, self.rest(k + 1, count, first))
+        memo[key] = node
+        return node
+
+    def tail(self, count: int, first: bool) -> Node:
+        """Extra members only, `count` emitted so far (`first` as in `rest`)."""
+        lo = max(0, self.min_props - count)
+        hi = None if self.max_props is None else self.max_props - count
+        if first:
+            lo = max(lo, 1)
+        if hi is not None and hi < lo:
+            return NOTHING
+        extra, comma = self.extra, self.comma
+        if extra is None:
+            return EMPTY if lo == 0 else NOTHING
+        if first:
+            return seq(extra, repeat(seq(comma, extra), lo - 1, None if hi is None else hi - 1))
+        return repeat(seq(comma, extra), lo, hi)

@@ -226,10 +226,18 @@ def encode_decoded(node: Node) -> Node:
     Works on the IR produced by the regex parser (or any IR over UTF-8 text): each ASCII byte is a
     whole character, so rewriting ASCII bytes (``"``, ``\\``, controls) into their escapes is exact.
     """
-    memo: dict[Node, Node] = {}
+    return _Encoder().go(node)
 
-    def go(n: Node) -> Node:
-        got = memo.get(n)
+
+class _Encoder:
+    """`encode_decoded` with a memo per call (a class rather than a recursive closure, which
+    is a reference cycle left for the garbage collector)."""
+
+    def __init__(self) -> None:
+        self.memo: dict[Node, Node] = {}
+
+    def go(self, n: Node) -> Node:
+        got = self.memo.get(n)
         if got is not None:
             return got
         if isinstance(n, ByteSet):
@@ -239,12 +247,10 @@ def encode_decoded(node: Node) -> Node:
         elif isinstance(n, Not):
             # complement of the decoded language, then re-encoded: canonical spellings of all
             # strings minus the encoded language
-            out = And(string_content(canonical=True), Not(go(n.a)))
+            out = And(string_content(canonical=True), Not(self.go(n.a)))
         elif isinstance(n, (Seq, Alt, Repeat, And, Empty, Nothing)):
-            out = map_children(n, go)
+            out = map_children(n, self.go)
         else:
             raise TypeError(f"cannot encode IR node {type(n).__name__}")
-        memo[n] = out
+        self.memo[n] = out
         return out
-
-    return go(node)
