@@ -224,3 +224,18 @@ def test_mask_step_budget_is_an_error(vocab):
         g.matcher(max_step_seconds=0.0).fill_next_token_bitmask(bitmask, 0)
     g.matcher().fill_next_token_bitmask(bitmask, 0)  # the default budget is enough
     assert unpack_mask(bitmask[0], vocab.vocab_size).sum() > 0
+
+
+@pytest.mark.parametrize("grammar,cases", [
+    ('start: "a"*', [("", True), ("a", True), ("aaa", True), ("b", False)]),
+    ('start: item?\nitem: "x" item?', [("", True), ("x", True), ("xxx", True), ("xy", False)]),
+    ('start: "(" start ")" | ', [("", True), ("()", True), ("(())", True), ("(()", False)]),
+])
+def test_nullable_start_rules_accept_the_empty_string_and_more(compiler, grammar, cases):
+    """The start rule completes in the first set (empty input) and after reading input alike."""
+    g = compiler.compile_ebnf(grammar)
+    for text, ok in cases:
+        assert accepts(g, text) == ok, text
+        m = g.matcher()
+        if text == "":
+            assert m.can_terminate()

@@ -152,7 +152,8 @@ class EarleyParser:
     def _intern(self, items: dict[Item, None]) -> int:
         rhs_of, rhs_len = self.rhs, self.rhs_len
         open_items = frozenset([it for it in items if it[1] < rhs_len[it[0]]])
-        accepting = any(it[0] == self.augmented and it[1] == 1 for it in items.keys() - open_items)
+        # the start rule is complete: its only item, predicted in the first set (id 0), read over
+        accepting = (self.augmented, 1, -1) in items or (self.augmented, 1, 0) in items
         key = (open_items, accepting)
         got = self._index.get(key)
         if got is not None:

@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from formwork.grammar.token_mask import TokenMaskCache
 
 
+_UNSEEN = object()
+
+
 def _add(words: np.ndarray, hypothesis: tuple[np.ndarray, tuple[Continuation, ...]]) -> None:
     """OR the tokens of a hypothesis into packed mask `words`."""
     inside, steps = hypothesis
@@ -52,7 +55,9 @@ class ConfigMasks:
         self._hyp: OrderedDict[tuple, tuple] = OrderedDict()  # (t, s, after) -> `hypothesis(...)`
         self._tables: dict[tuple[int, int], TerminalTable] = {}  # (terminal, state) -> shared table
         self._starts: dict[int, tuple] = {}  # terminal -> `_start(terminal)`
+        self._step_of: OrderedDict[tuple[Exits, int], Continuation | None] = OrderedDict()  # see `_step`
         self._stop_words: np.ndarray | None = None
+        self._not_stop_words: np.ndarray | None = None
         self._lock = threading.Lock()
 
     def compute(self, cache: "TokenMaskCache", state: int, max_seconds: float | None) -> np.ndarray:
@@ -71,7 +76,8 @@ class ConfigMasks:
         if self._stop_words is None:
             self._stop_words = pack_token_ids(np.asarray(cache.vocab.stop_token_ids, dtype=np.int64),
                                               cache.vocab.vocab_size)
-        words &= ~self._stop_words  # terminal masks allow stops where the terminal may end...
+            self._not_stop_words = ~self._stop_words
+        words &= self._not_stop_words  # terminal masks allow stops where the terminal may end...
         if automaton.accepting[state]:  # ...but only the whole parse decides
             words |= self._stop_words
         return words
@@ -105,18 +111,32 @@ class ConfigMasks:
         at Earley set `sid`: into each expected terminal, and on where that terminal may end too."""
         if deadline is not None and time.perf_counter() > deadline:
             raise GrammarBudgetError("token mask computation exceeded its step budget")
-        parser, starts, first_bytes = self.builder.parser, self._starts, exits.first_bytes
+        parser, step_of = self.builder.parser, self._step_of
         for t2 in parser.expected(sid):
-            start = starts.get(t2) or self._start(t2)
-            if not first_bytes & start[0]:
+            step = step_of.get((exits, t2), _UNSEEN)
+            if step is _UNSEEN:
+                step = self._step(exits, t2, deadline)
+            if step is None:
                 continue
-            step = exits.next.get(start[1]) or continuation(exits, start[2], deadline, start[1], start[3])
             if step.at.size:
                 steps[step] = None
             if step.exits.node.size:
                 after = parser.scan(sid, t2)
                 if after != DEAD_SET:
                     self._continue(step.exits, after, deadline, steps)
+
+    def _step(self, exits: Exits, t2: int, deadline: float | None) -> Continuation | None:
+        """The continuation from `exits` into terminal `t2` (None when no exit byte can start it),
+        remembered per (exits, terminal) for this grammar (`_step_of`, bounded like `_hyp`)."""
+        start = self._starts.get(t2) or self._start(t2)
+        step = None
+        if exits.first_bytes & start[0]:
+            step = exits.next.get(start[1]) or continuation(exits, start[2], deadline, start[1], start[3])
+        with self._lock:
+            self._step_of[(exits, t2)] = step
+            if len(self._step_of) > 8 * self.max_entries:
+                self._step_of.popitem(last=False)
+        return step
 
     def _start(self, t: int) -> tuple[int, Hashable, object, np.ndarray]:
         """(the bytes terminal t may start with, the state key of its start, its DFA, the start
