@@ -11,6 +11,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -38,6 +39,40 @@ static PyObject *GrammarError, *s_empty, *s_items, *s_value, *s_ranges, *s_item,
     *s_num_states, *s_is_empty, *s_eps, *s_edges, *s_positions, *s_check_nfa, *s_check_time, *s_what;
 
 static int build(Builder *b, PyObject *node, int32_t s, int32_t e);
+
+/* Where each IR class keeps its fields: a frozen dataclass with slots stores a field as a member
+ * (T_OBJECT_EX) at a fixed offset, read here straight from the object, since the generic
+ * attribute lookup costs more than the rest of visiting a node.  -1: read by name. */
+enum { F_EMPTY, F_ITEMS, F_VALUE, F_RANGES, F_ITEM, F_MIN, F_MAX, NUM_FIELDS, NUM_KINDS = 10 };
+static const char *const field_names[NUM_FIELDS] = {"_empty", "items", "value", "ranges", "item", "min", "max"};
+static Py_ssize_t offsets[NUM_KINDS][NUM_FIELDS];
+static PyTypeObject **kind_slots[NUM_KINDS] = {&Empty, &Bytes, &ByteSet, &Seq, &Alt, &Repeat, &And, &Not, &Nothing, &RuleRef};
+
+/* The offset of `field` in `node`, or -1 (not an IR class's object, or not a plain slot). */
+static Py_ssize_t offset_of(PyObject *node, int field) {
+    const PyTypeObject *kind = Py_TYPE(node);
+    for (int i = 0; i < NUM_KINDS; i++)
+        if (kind == *kind_slots[i]) return offsets[i][field];
+    return -1;
+}
+
+/* A new reference to `field` (`name`) of `node`; NULL with an exception (e.g. an unset slot). */
+static PyObject *get_field(PyObject *node, int field, PyObject *name) {
+    const Py_ssize_t at = offset_of(node, field);
+    PyObject *value = at >= 0 ? *(PyObject **)((char *)node + at) : NULL;
+    return value ? Py_NewRef(value) : PyObject_GetAttr(node, name);
+}
+
+/* The slot offsets of the IR classes' fields (see `offsets`). */
+static int load_offsets(void) {
+    for (int i = 0; i < NUM_KINDS; i++)
+        for (int f = 0; f < NUM_FIELDS; f++) {
+            PyObject *d = PyDict_GetItemString((*kind_slots[i])->tp_dict, field_names[f]);
+            const PyMemberDef *m = d && Py_IS_TYPE(d, &PyMemberDescr_Type) ? ((PyMemberDescrObject *)d)->d_member : NULL;
+            offsets[i][f] = m && m->type == T_OBJECT_EX && !(m->flags & READONLY) ? m->offset : -1;
+        }
+    return 0;
+}
 
 static int grow(void **data, Py_ssize_t *cap, Py_ssize_t need, size_t size) {
     if (need <= *cap) return 0;
@@ -75,7 +110,7 @@ static int load_kinds(void) {
     }
     if (!(GrammarError = PyObject_GetAttrString(errors, "GrammarError"))) goto done;
     for (int i = 0; i < 10; i++) *kinds[i] = got[i];
-    rc = 0;
+    rc = load_offsets();
 done:
     Py_XDECREF(ir);
     Py_XDECREF(errors);
@@ -175,7 +210,7 @@ static int byte_range(PyObject *o, int with_target, long bound, int32_t out[3]) 
 
 /* Repeat bounds: *hi -1 for None (unbounded); past LLONG_MAX reads as LLONG_MAX. */
 static int bounds(PyObject *node, long long *lo, long long *hi) {
-    PyObject *a = PyObject_GetAttr(node, s_min), *z = a ? PyObject_GetAttr(node, s_max) : NULL;
+    PyObject *a = get_field(node, F_MIN, s_min), *z = a ? get_field(node, F_MAX, s_max) : NULL;
     int overflow = 0, rc = -1;
     if (!z) goto done;
     *lo = PyLong_Check(a) ? PyLong_AsLongLongAndOverflow(a, &overflow) : -1;
@@ -212,10 +247,18 @@ static void leave(Builder *b) {
     b->depth--;
 }
 
+/* Caches whether `node`'s language is empty in its `_empty` slot. */
+static int set_empty(PyObject *node, PyObject *value) {
+    const Py_ssize_t at = offset_of(node, F_EMPTY);
+    if (at < 0) return PyObject_GenericSetAttr(node, s_empty, value);
+    Py_XSETREF(*(PyObject **)((char *)node + at), Py_NewRef(value));
+    return 0;
+}
+
 /* 1 if `node` matches no string at all, 0 if it matches some, -1 on error; cached in the node's
  * `_empty` slot (lowering shares node objects between compilations). */
 static int is_empty(Builder *b, PyObject *node) {
-    PyObject *cached = PyObject_GetAttr(node, s_empty);
+    PyObject *cached = get_field(node, F_EMPTY, s_empty);
     if (!cached) return -1;
     Py_DECREF(cached);
     if (cached != Py_None) return cached == Py_True;
@@ -223,7 +266,7 @@ static int is_empty(Builder *b, PyObject *node) {
     int got = 0;
     if (enter(b)) return -1;
     if (kind == Seq || kind == Alt) { /* Seq: some item empty; Alt: every item empty */
-        PyObject *items = PyObject_GetAttr(node, s_items);
+        PyObject *items = get_field(node, F_ITEMS, s_items);
         Py_ssize_t n;
         PyObject **item = items ? items_of(items, &n, "Seq / Alt items", 1) : NULL;
         got = item ? kind == Alt : -1;
@@ -238,12 +281,12 @@ static int is_empty(Builder *b, PyObject *node) {
     } else if (kind == Nothing) {
         got = 1;
     } else if (kind == ByteSet) {
-        PyObject *ranges = PyObject_GetAttr(node, s_ranges);
+        PyObject *ranges = get_field(node, F_RANGES, s_ranges);
         got = ranges ? PyObject_Not(ranges) : -1;
         Py_XDECREF(ranges);
     } else if (kind == Repeat) {
         long long lo, hi;
-        PyObject *item = bounds(node, &lo, &hi) ? NULL : PyObject_GetAttr(node, s_item);
+        PyObject *item = bounds(node, &lo, &hi) ? NULL : get_field(node, F_ITEM, s_item);
         got = !item ? -1 : lo > 0 ? is_empty(b, item) : 0;
         Py_XDECREF(item);
     } else if (kind == And || kind == Not) {
@@ -254,7 +297,7 @@ static int is_empty(Builder *b, PyObject *node) {
         Py_XDECREF(dfa);
     }
     leave(b);
-    if (got >= 0 && PyObject_GenericSetAttr(node, s_empty, got ? Py_True : Py_False)) return -1;
+    if (got >= 0 && set_empty(node, got ? Py_True : Py_False)) return -1;
     return got;
 }
 
@@ -440,7 +483,7 @@ static int add_position(Builder *b, int count, int32_t after) {
  * one its position: (first item state, the state after it: e after the last one). */
 static int repeat(Builder *b, PyObject *node, int32_t s, int32_t e, int count) {
     long long lo, hi;
-    PyObject *item = bounds(node, &lo, &hi) ? NULL : PyObject_GetAttr(node, s_item);
+    PyObject *item = bounds(node, &lo, &hi) ? NULL : get_field(node, F_ITEM, s_item);
     if (!item) return -1;
     const Py_ssize_t saved = b->ns;
     int rc = -1, have = 0, empty = is_empty(b, item);
@@ -474,7 +517,7 @@ done:
 
 /* Bytes: a chain of byte edges through fresh states (an empty value: the empty string). */
 static int chain(Builder *b, PyObject *node, int32_t s, int32_t e) {
-    PyObject *value = PyObject_GetAttr(node, s_value);
+    PyObject *value = get_field(node, F_VALUE, s_value);
     if (!value) return -1;
     int rc = PyBytes_Check(value) ? 0 : -1;
     const Py_ssize_t n = rc ? 0 : PyBytes_GET_SIZE(value);
@@ -490,7 +533,7 @@ static int chain(Builder *b, PyObject *node, int32_t s, int32_t e) {
 
 /* Seq (one item after another, through fresh states) or Alt (every item from s to e). */
 static int items(Builder *b, PyObject *node, int32_t s, int32_t e, int is_seq) {
-    PyObject *items = PyObject_GetAttr(node, s_items);
+    PyObject *items = get_field(node, F_ITEMS, s_items);
     Py_ssize_t n;
     PyObject **item = items ? items_of(items, &n, "Seq / Alt items", 1) : NULL;
     int rc = item ? 0 : -1;
@@ -505,7 +548,7 @@ static int items(Builder *b, PyObject *node, int32_t s, int32_t e, int is_seq) {
 }
 
 static int byte_set(Builder *b, PyObject *node, int32_t s, int32_t e) {
-    PyObject *ranges = PyObject_GetAttr(node, s_ranges);
+    PyObject *ranges = get_field(node, F_RANGES, s_ranges);
     Py_ssize_t n;
     PyObject **r = ranges ? items_of(ranges, &n, "ByteSet ranges", 0) : NULL;
     int rc = r ? 0 : -1;
@@ -561,13 +604,17 @@ static int build(Builder *b, PyObject *node, int32_t s, int32_t e) {
 static int moves_out(const Builder *b, PyObject *eps, PyObject *edges) {
     for (Py_ssize_t q = 0; q < b->n; q++) {
         const State *st = &b->states[q];
-        PyObject *x = st->n_eps < 0 ? Py_NewRef(Py_None) : untracked(PyTuple_New(st->n_eps));
-        PyObject *y = st->n_eps < 0 ? Py_NewRef(Py_None) : PyTuple_New(st->n_edges);
+        if (st->n_eps < 0) { /* a region's state */
+            PyTuple_SET_ITEM(eps, q, Py_NewRef(Py_None));
+            PyTuple_SET_ITEM(edges, q, Py_NewRef(Py_None));
+            continue;
+        }
+        PyObject *x = untracked(PyTuple_New(st->n_eps)), *y = PyTuple_New(st->n_edges);
         PyTuple_SET_ITEM(eps, q, x);
         PyTuple_SET_ITEM(edges, q, y);
         if (!x || !y) return -1;
         Py_ssize_t i = 0, j = 0;
-        for (int32_t m = st->n_eps < 0 ? -1 : st->head; m >= 0; m = b->moves[m].next) {
+        for (int32_t m = st->head; m >= 0; m = b->moves[m].next) {
             const Move *mv = &b->moves[m];
             PyObject *t = PyLong_FromLong(mv->target);
             if (t && mv->lo == EPSILON) {

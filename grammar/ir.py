@@ -9,8 +9,9 @@ form a cycle are inlined and a cycle raises `RecursionNotSupportedError`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import lru_cache
+from operator import attrgetter
 from types import MappingProxyType
 
 from formwork.grammar.errors import GrammarError, UndefinedRuleError
@@ -26,17 +27,28 @@ def _node(cls):
     cls._hash = field(default=None, init=False, repr=False, compare=False)
     cls._empty = field(default=None, init=False, repr=False, compare=False)
     cls = dataclass(frozen=True, slots=True)(cls)
-    generated = cls.__hash__
+    cls.__hash__ = _cached_hash(cls)
+    return cls
+
+
+def _cached_hash(cls: type) -> Callable[[object], int]:
+    """The `__hash__` of a node class: the hash of its compared fields (the field itself when
+    there is one, else their tuple) mixed with the class name, computed on first use and kept in
+    the `_hash` slot.  One Python-level call per node (a dataclass's generated hash, wrapped,
+    costs two, and hashing a whole lowered schema calls it once per node)."""
+    names = [f.name for f in fields(cls) if f.compare]
+    fields_of = attrgetter(*names) if names else (lambda node: ())
+    salt = hash(cls.__name__)
+    set_hash = cls.__dict__["_hash"].__set__
 
     def __hash__(self) -> int:
         cached = self._hash
         if cached is None:
-            cached = generated(self)
-            object.__setattr__(self, "_hash", cached)
+            cached = hash(fields_of(self)) ^ salt
+            set_hash(self, cached)
         return cached
 
-    cls.__hash__ = __hash__
-    return cls
+    return __hash__
 
 
 class Node:
