@@ -535,10 +535,50 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(exit_bytes_doc,
+"exit_bytes(layout, nodes) -> (bytes, first)\n\n"
+"The byte each level-order node of `nodes` (int64) spells, as uint8 bytes, and the set of those\n"
+"bytes as a 32-byte little-endian bitmap (bit b: byte b occurs).");
+
+static PyObject *exit_bytes(PyObject *self, PyObject *args) {
+    Py_buffer lb = {0}, nb = {0};
+    if (!PyArg_ParseTuple(args, "y*y*", &lb, &nb)) return NULL;
+    PyObject *result = NULL, *spelled = NULL, *first = NULL;
+    const int32_t *l = lb.buf;
+    const int64_t *nodes = nb.buf, count = nb.len / 8;
+    if (lb.len % 4 || lb.len / 4 < L_HEADER || l[L_MAGIC] != MAGIC || l[L_ROOT] < 0 || l[L_BYTE] < L_HEADER ||
+        l[L_BYTE] + (l[L_ROOT] + 3) / 4 > lb.len / 4 || nb.len % 8) {
+        PyErr_SetString(PyExc_ValueError, "exit_bytes: not a trie layout or nodes");
+        goto done;
+    }
+    const uint8_t *byte = (const uint8_t *)(l + l[L_BYTE]);
+    uint8_t bitmap[32] = {0};
+    spelled = PyBytes_FromStringAndSize(NULL, count);
+    if (!spelled) goto done;
+    uint8_t *out = (uint8_t *)PyBytes_AS_STRING(spelled);
+    for (int64_t i = 0; i < count; i++) {
+        if (nodes[i] < 0 || nodes[i] >= l[L_ROOT]) {
+            PyErr_SetString(PyExc_ValueError, "exit_bytes: node out of range");
+            goto done;
+        }
+        out[i] = byte[nodes[i]];
+        bitmap[out[i] >> 3] |= (uint8_t)(1u << (out[i] & 7));
+    }
+    first = PyBytes_FromStringAndSize((const char *)bitmap, 32);
+    if (first) result = PyTuple_Pack(2, spelled, first);
+done:
+    Py_XDECREF(spelled);
+    Py_XDECREF(first);
+    PyBuffer_Release(&lb);
+    PyBuffer_Release(&nb);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, walk_doc},
     {"follow", follow, METH_VARARGS, follow_doc},
     {"layout", layout, METH_VARARGS, layout_doc},
+    {"exit_bytes", exit_bytes, METH_VARARGS, exit_bytes_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -9,6 +9,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from formwork.grammar._trie_walk import exit_bytes
 from formwork.grammar.token_trie import TokenTrie
 
 
@@ -45,8 +46,9 @@ class Exits:
     def __init__(self, trie: TokenTrie, nodes: np.ndarray, canonical: bool = False):
         self.trie = trie  # the trie the nodes belong to (the full one, or the slice's rest)
         self.node = nodes if canonical else ascending_once(nodes)  # canonical: ascending, each once
-        self.byte = trie.flat_arrays[2][self.node]
-        self.first_bytes = byte_set(np.bincount(self.byte, minlength=256))  # faster than flags[byte] = True
+        spelled, first = exit_bytes(trie.walk_layout, np.ascontiguousarray(self.node, dtype=np.int64))
+        self.byte = np.frombuffer(spelled, dtype=np.uint8)
+        self.first_bytes = int.from_bytes(first, "little")
         self.next: dict = {}  # next terminal's start state key -> `Continuation` (cfg.continuations)
         self._at_byte: dict[int, np.ndarray] = {}  # byte -> where it is in `byte` (many exits only)
 
@@ -78,10 +80,12 @@ _MAX_EXITS = 2048  # per vocabulary trie
 _INTERNED: "weakref.WeakKeyDictionary[TokenTrie, OrderedDict]" = weakref.WeakKeyDictionary()
 
 
-def interned_exits(trie: TokenTrie, nodes: np.ndarray) -> Exits:
+def interned_exits(trie: TokenTrie, nodes: np.ndarray, canonical: bool = False) -> Exits:
     """`Exits(trie, nodes)`, one object per distinct set of nodes: terminals that end alike (every
-    literal whose last byte is a space) share it, and so share its continuations."""
-    nodes = ascending_once(nodes)
+    literal whose last byte is a space) share it, and so share its continuations.  `canonical`:
+    the nodes are already ascending and each once (as one native call gives them)."""
+    if not canonical:
+        nodes = ascending_once(nodes)
     count = len(nodes)
     # a key in O(1) (hashing every node cost more than the walk); equal keys compare the nodes
     key = (count, int(nodes[0]), int(nodes[count // 2]), int(nodes[-1])) if count else (0,)

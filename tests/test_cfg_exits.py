@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest_grammar import node_prefixes  # noqa: E402
+from conftest_grammar import deepseek_vocab, node_prefixes  # noqa: E402
 
 from formwork.grammar import Vocabulary, terminal_exits  # noqa: E402
 from formwork.grammar._packed import nonzero_words, or_words  # noqa: E402
-from formwork.grammar._trie_walk import walk as raw_walk  # noqa: E402
+from formwork.grammar._trie_walk import exit_bytes, walk as raw_walk  # noqa: E402
 from formwork.grammar.automaton import AutomatonBuilder  # noqa: E402
 from formwork.grammar.cfg.continuations import Continuation, continuation  # noqa: E402
 from formwork.grammar.dfa import DEAD, START  # noqa: E402
@@ -177,3 +177,19 @@ def test_or_words_refuses_bad_input():
     with pytest.raises((TypeError, BufferError, ValueError)):
         or_words(frozen, np.array([0], dtype=np.int64), np.array([1], dtype=np.int32))
     assert not words.any()
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(0, 10 ** 9), max_size=40))
+def test_exit_bytes_are_the_bytes_the_nodes_spell(picks):
+    """`_trie_walk.exit_bytes` (what `Exits` reads its bytes with) against numpy, and its checks."""
+    trie = deepseek_vocab().trie
+    nodes = np.array(sorted({p % trie.num_nodes for p in picks}), dtype=np.int64)
+    spelled, first = exit_bytes(trie.walk_layout, nodes)
+    want = trie.flat_arrays[2][nodes]
+    assert np.frombuffer(spelled, dtype=np.uint8).tolist() == want.tolist()
+    assert int.from_bytes(first, "little") == sum(1 << int(b) for b in set(want.tolist()))
+    with pytest.raises(ValueError, match="out of range"):
+        exit_bytes(trie.walk_layout, np.array([trie.num_nodes], dtype=np.int64))  # the root spells nothing
+    with pytest.raises(ValueError, match="not a trie layout"):
+        exit_bytes(trie.walk_layout[:16], nodes)

@@ -63,7 +63,7 @@ def continuation(source: Exits, dfa, deadline: float | None, key: Hashable = Non
     done = follow(trie, dfa, source.node, row, words, deadline)  # one native call, most often
     if done is not None:
         at, bits, ends = done
-        got = Continuation(at, bits, interned_exits(trie, np.frombuffer(ends, dtype=np.int64)))
+        got = Continuation(at, bits, interned_exits(trie, np.frombuffer(ends, dtype=np.int64), canonical=True))
     else:
         nodes, states = source.seeds(row)
         try:
