@@ -1,9 +1,11 @@
 """The vocabulary walk of mask computation, in C (`_trie_walk.c`), over eager or lazy DFAs.
 
-The C loop walks the trie in level order and marks the tokens of live nodes in a packed mask.  A
-lazy DFA builds rows on first use, in Python; the C walk hands back the live nodes whose state
-has no row yet, this module builds those rows (all of a round at once) and walks on from them.
-Rounds are bounded by the longest token, and the step deadline is checked between rounds.
+The C loop walks the trie in preorder (one forward pass over the trie's `walk_layout`, jumping
+over the subtree of a dead node) and marks the tokens of live nodes in a packed mask; nodes are
+named by their level-order numbers outside it.  A lazy DFA's missing rows are built inside the
+walk through its SubsetCore; the walk hands back the live nodes whose state lies past the
+automaton's arrays, this module grows them (all of a round at once) and walks on from those
+nodes.  The step deadline is checked between rounds.
 """
 from __future__ import annotations
 
