@@ -37,10 +37,10 @@ if TYPE_CHECKING:
 _UNSEEN = object()
 
 
-def _add(words: np.ndarray, hypothesis: tuple[np.ndarray, tuple[Continuation, ...]]) -> None:
+def _add(words: np.ndarray, hypothesis: tuple[TerminalTable, tuple[Continuation, ...]]) -> None:
     """OR the tokens of a hypothesis into packed mask `words`."""
-    inside, steps = hypothesis
-    words |= inside
+    table, steps = hypothesis
+    table.add_to(words)
     for step in steps:
         step.add_to(words)
 
@@ -83,8 +83,8 @@ class ConfigMasks:
         return words
 
     def hypothesis(self, cache: "TokenMaskCache", sid: int, t: int, s: int,
-                   deadline: float | None) -> tuple[np.ndarray, tuple[Continuation, ...]]:
-        """The tokens of one hypothesis: those inside terminal t from state s (packed words), and
+                   deadline: float | None) -> tuple[TerminalTable, tuple[Continuation, ...]]:
+        """The tokens of one hypothesis: those inside terminal t from state s (its table), and
         the continuations of those that end t part way and go on from the Earley set after it."""
         table = self._tables.get((t, s))
         if table is None:
@@ -99,7 +99,7 @@ class ConfigMasks:
         steps: dict[Continuation, None] = {}
         if after != DEAD_SET:
             self._continue(table.exits, after, deadline, steps)
-        got = (table.inside, tuple(steps))
+        got = (table, tuple(steps))
         with self._lock:
             self._hyp[key] = got
             if len(self._hyp) > self.max_entries:

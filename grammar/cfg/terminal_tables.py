@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from formwork.grammar._minimize import minimize as _minimize
+from formwork.grammar._packed import nonzero_words, or_words
 from formwork.grammar._reach import byte_runs as _byte_runs, reach as _reach, reaches_accepting as _reaches_accepting
 from formwork.grammar.dfa import DEAD, START
 from formwork.grammar.native_walk import walk_state
@@ -32,12 +33,23 @@ _MAX_SIGNATURE_STATES = 32  # larger reachable parts are keyed by the automaton'
 
 
 class TerminalTable:
-    """Inside mask (packed words, stop tokens excluded) and `Exits` of one terminal state."""
+    """Inside mask (packed words, stop tokens excluded) and `Exits` of one terminal state; a sparse
+    inside mask (most are: a literal's few prefixes) is also kept as its nonzero words."""
 
     def __init__(self, inside: np.ndarray, exits: Exits):
         inside.flags.writeable = False
         self.inside = inside
         self.exits = exits
+        at, bits = nonzero_words(inside)
+        sparse = len(at) <= len(inside) // (8 * 8)  # an OR of the words costs less than one of the mask
+        self.nonzero = (np.frombuffer(at, dtype=np.int64), np.frombuffer(bits, dtype=np.int32)) if sparse else None
+
+    def add_to(self, words: np.ndarray) -> None:
+        """OR the inside tokens into packed mask `words` (writable)."""
+        if self.nonzero is None:
+            words |= self.inside
+        else:
+            or_words(words, *self.nonzero)
 
 
 def _reachable_raw(dfa, state: int) -> tuple[bytes, bytes] | None:
