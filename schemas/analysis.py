@@ -59,14 +59,10 @@ class Analysis:
     visited: set[Location] = field(default_factory=set)
 
 
-@dataclass(slots=True)
-class _Frame:
-    schema: Any
-    location: Location
-    resolver: Resolver[Any]
-    draft: Draft
-    in_unsupported: bool
-    descended: bool
+#: A subschema waiting in the walk: (schema, location, resolver, draft, whether inside an
+#: unsupported keyword, whether the path to it descends into the instance); a plain tuple, made
+#: once per subschema visited.
+_Frame = tuple[Any, Location, "Resolver[Any]", Draft, bool, bool]
 
 
 class _Analyser:
@@ -93,30 +89,29 @@ class _Analyser:
     def _walk_target(self, schema: Any, location: Location, resolver: Resolver[Any],
                      draft: Draft) -> list[tuple[Location, bool]]:
         found: list[tuple[Location, bool]] = []
-        stack = [_Frame(schema, location, resolver, draft, False, False)]
+        stack: list[_Frame] = [(schema, location, resolver, draft, False, False)]
         visited, reported, index = self.result.visited, self.reported, self.index
         while stack:
-            frame = stack.pop()
+            node, here, node_resolver, node_draft, in_unsupported, descended = stack.pop()
             self.visits += 1
             if self.visits > MAX_VISITS:
                 raise SchemaTooLargeError(f"more than {MAX_VISITS} subschema visits through "
                                           "$ref; the schema is too large to analyse")
-            node = frame.schema
             if not isinstance(node, dict):
                 continue
-            here = frame.location
             visited.add(here)
-            node_draft = frame.draft if "$schema" not in node else \
-                draft_of(node, frame.draft, pointer=index.display(here))
-            if not frame.in_unsupported and here not in reported:
+            if "$schema" in node:
+                node_draft = draft_of(node, node_draft, pointer=index.display(here))
+            if not in_unsupported and here not in reported:
                 reported.add(here)
                 self._classify(node, here, node_draft)
             ref = node.get("$ref")
             if ref is not None:
-                found.append((here, frame.descended))
-                self._follow(ref, frame, node_draft)
-            children = []
+                found.append((here, descended))
+                self._follow(ref, here, node_resolver, node_draft)
+            children: list[_Frame] = []
             unsupported: dict[str, bool] = {}  # keyword -> whether its subschemas are unsupported
+            uri, pointer, spec = here.uri, here.pointer, node_draft.specification
             for keyword, tokens, sub, descends in subschema_tuples(node, node_draft.name):
                 if keyword in DEFINITION_CONTAINERS:
                     continue
@@ -124,30 +119,28 @@ class _Analyser:
                 if skipped is None:
                     verdict = classify(keyword, node[keyword], node_draft.name, node)
                     skipped = unsupported[keyword] = verdict.kind is KeywordKind.UNSUPPORTED
-                children.append(_Frame(
-                    sub,
-                    Location(here.uri, child(here.pointer, *tokens)),
-                    index.enter(sub, frame.resolver, node_draft.specification),
-                    node_draft,
-                    frame.in_unsupported or skipped,
-                    frame.descended or descends))
+                # `index.enter` returns the resolver itself for a subschema without `$id`
+                sub_resolver = node_resolver if not isinstance(sub, dict) or "$id" not in sub else \
+                    index.enter(sub, node_resolver, spec)
+                children.append((sub, Location(uri, child(pointer, *tokens)), sub_resolver, node_draft,
+                                 in_unsupported or skipped, descended or descends))
             stack.extend(reversed(children))
         return found
 
-    def _follow(self, ref: Any, frame: _Frame, draft: Draft) -> None:
-        site = child(self.index.display(frame.location), "$ref")
-        target, resolver, location = self.index.resolve(ref, frame.resolver, site=site)
-        self.result.sites[frame.location] = RefSite(frame.location, ref, location)
-        if location in self.result.targets:
+    def _follow(self, ref: Any, location: Location, resolver: Resolver[Any], draft: Draft) -> None:
+        site = child(self.index.display(location), "$ref")
+        target, target_resolver, target_location = self.index.resolve(ref, resolver, site=site)
+        self.result.sites[location] = RefSite(location, ref, target_location)
+        if target_location in self.result.targets:
             return
         target_draft = draft
-        if location.uri != frame.location.uri:
-            document = self.index.documents.get(location.uri)
-            target_draft = draft_of(document, self.root_draft, pointer=location.uri + "#")
-            if location.uri not in self.checked_documents and document is not None:
-                self.checked_documents.add(location.uri)
-                check_meta_schema(document, target_draft, base=location.uri + "#")
-        self.pending.append((target, location, resolver, target_draft))
+        if target_location.uri != location.uri:
+            document = self.index.documents.get(target_location.uri)
+            target_draft = draft_of(document, self.root_draft, pointer=target_location.uri + "#")
+            if target_location.uri not in self.checked_documents and document is not None:
+                self.checked_documents.add(target_location.uri)
+                check_meta_schema(document, target_draft, base=target_location.uri + "#")
+        self.pending.append((target, target_location, target_resolver, target_draft))
 
     def _classify(self, schema: dict[str, Any], location: Location, draft: Draft) -> None:
         only_ref = ref_overrides_siblings(schema, draft.name)
