@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { EPSILON = -1, MAX_DEPTH = 5000, CHECK_EVERY = 4096, MAX_STATES = INT32_MAX / 2 };
 
@@ -27,6 +28,7 @@ typedef struct {
     int32_t *saved; /* prototypes' moves out of their start state: (lo, hi, target) each */
     int32_t *positions; /* (first item state, state after it) per repetition, if asked for */
     Py_ssize_t n, cap, nm, mcap, ns, scap, np, pcap;
+    unsigned char cuts[257]; /* 1 at every byte where a byte edge starts, and just past where one ends */
     PyObject *budget, *dfa_of, *template_of, *whole, *lexemes, *regions;
     int depth;
 } Builder;
@@ -43,8 +45,8 @@ static int build(Builder *b, PyObject *node, int32_t s, int32_t e);
 /* Where each IR class keeps its fields: a frozen dataclass with slots stores a field as a member
  * (T_OBJECT_EX) at a fixed offset, read here straight from the object, since the generic
  * attribute lookup costs more than the rest of visiting a node.  -1: read by name. */
-enum { F_EMPTY, F_ITEMS, F_VALUE, F_RANGES, F_ITEM, F_MIN, F_MAX, NUM_FIELDS, NUM_KINDS = 10 };
-static const char *const field_names[NUM_FIELDS] = {"_empty", "items", "value", "ranges", "item", "min", "max"};
+enum { F_EMPTY, F_HASH, F_ITEMS, F_VALUE, F_RANGES, F_ITEM, F_MIN, F_MAX, NUM_FIELDS, NUM_KINDS = 10 };
+static const char *const field_names[NUM_FIELDS] = {"_empty", "_hash", "items", "value", "ranges", "item", "min", "max"};
 static Py_ssize_t offsets[NUM_KINDS][NUM_FIELDS];
 static PyTypeObject **kind_slots[NUM_KINDS] = {&Empty, &Bytes, &ByteSet, &Seq, &Alt, &Repeat, &And, &Not, &Nothing, &RuleRef};
 
@@ -160,6 +162,7 @@ static int add(Builder *b, int32_t q, int32_t lo, int32_t hi, int32_t target) {
     }
     int32_t m = (int32_t)b->nm++;
     b->moves[m] = (Move){lo, hi, target, -1};
+    if (lo != EPSILON) b->cuts[lo] = b->cuts[hi + 1] = 1;
     State *st = &b->states[q];
     if (st->tail < 0) st->head = m; else b->moves[st->tail].next = m;
     st->tail = m;
@@ -637,7 +640,7 @@ static int moves_out(const Builder *b, PyObject *eps, PyObject *edges) {
 }
 
 PyDoc_STRVAR(build_doc,
-"build(node, budget, dfa_of, template_of, whole, lexemes, count) -> (eps, edges, regions, positions, empty)\n\n"
+"build(node, budget, dfa_of, template_of, whole, lexemes, count) -> (eps, edges, regions, positions, empty, cuts)\n\n"
 "The NFA of IR `node` from state 0 to state 1.  `dfa_of(node)`: the DFA of an And / Not node;\n"
 "`template_of(node)`: the template NFA of a lexeme (a Repeat in the dict `lexemes`, whose value\n"
 "says it is open-ended), spliced in as a region; None: a standalone NFA, whose DFAs are embedded\n"
@@ -646,7 +649,8 @@ PyDoc_STRVAR(build_doc,
 "its epsilon targets and (lo, hi, target) edges as tuples (None inside regions; a tuple of\n"
 "them per state, untracked by the garbage collector), regions as\n"
 "(first, last, end, start, start moves or None, dfa or template, node, positions, open-ended),\n"
-"the positions and whether the language is empty.");
+"the positions, whether the language is empty, and the edges' cuts: 257 bytes, 1 at 0, 256 and every lo and\n"
+"hi + 1 of an edge (what `_subset.edge_cuts` computes from `edges`).");
 
 static PyObject *py_build(PyObject *Py_UNUSED(module), PyObject *args) {
     Builder b = {0};
@@ -656,6 +660,7 @@ static PyObject *py_build(PyObject *Py_UNUSED(module), PyObject *args) {
                           &PyDict_Type, &b.lexemes, &count))
         return NULL;
     int empty = -1;
+    b.cuts[0] = b.cuts[256] = 1;
     if (load_kinds() || !(b.regions = PyList_New(0)) || new_state(&b) < 0 || new_state(&b) < 0) goto done;
     empty = is_empty(&b, node);
     if (empty < 0 || (!empty && (Py_TYPE(node) == Repeat && count ? repeat(&b, node, 0, 1, 1) : build(&b, node, 0, 1))))
@@ -669,7 +674,8 @@ static PyObject *py_build(PyObject *Py_UNUSED(module), PyObject *args) {
         if (!p) goto done;
         PyList_SET_ITEM(positions, i, p);
     }
-    out = Py_BuildValue("(OOOOO)", eps, edges, b.regions, positions, empty ? Py_True : Py_False);
+    out = Py_BuildValue("(OOOOOy#)", eps, edges, b.regions, positions, empty ? Py_True : Py_False, (const char *)b.cuts,
+                        (Py_ssize_t)sizeof(b.cuts));
 done:
     Py_XDECREF(eps);
     Py_XDECREF(edges);
@@ -682,8 +688,148 @@ done:
     return out;
 }
 
+/* ------------------------------------------------------------------ ir.seq's common case */
+
+/* The slot `field` of `node` (borrowed; NULL if unset or not a plain slot). */
+static PyObject *slot_of(PyObject *node, int field) {
+    const Py_ssize_t at = offset_of(node, field);
+    return at >= 0 ? *(PyObject **)((char *)node + at) : NULL;
+}
+
+/* A new node of `kind` (Bytes or Seq) holding `value` in `field`, its caches unset (None), as
+ * ir._maker's constructors make them; NULL without an exception when its slots are unknown. */
+static PyObject *make_node(PyTypeObject *kind, int field, PyObject *value) {
+    PyObject *node = kind->tp_alloc(kind, 0);
+    if (!node) return NULL;
+    const int fields[3] = {field, F_HASH, F_EMPTY};
+    for (int i = 0; i < 3; i++) {
+        const Py_ssize_t at = offset_of(node, fields[i]);
+        if (at < 0) {
+            Py_DECREF(node);
+            return NULL;
+        }
+        *(PyObject **)((char *)node + at) = Py_NewRef(i ? Py_None : value);
+    }
+    return node;
+}
+
+/* A run of adjacent literals: its only Bytes node (`single`) until a second one joins, then
+ * their bytes in `buf`. */
+typedef struct { PyObject *single; char *buf; Py_ssize_t len, cap; int open; } Run;
+
+/* Appends the bytes of `value` to the run's buffer. */
+static int run_bytes(Run *r, PyObject *value) {
+    const Py_ssize_t n = PyBytes_GET_SIZE(value);
+    if (!n) return 0;
+    if (GROW(r, buf, cap, r->len + n)) return -1;
+    memcpy(r->buf + r->len, PyBytes_AS_STRING(value), (size_t)n);
+    r->len += n;
+    return 0;
+}
+
+static int run_add(Run *r, PyObject *node, PyObject *value) {
+    if (!r->open) {
+        *r = (Run){node, r->buf, 0, r->cap, 1};
+        return 0;
+    }
+    if (r->single) { /* a second literal: copy the first one's bytes */
+        PyObject *first = slot_of(r->single, F_VALUE);
+        r->single = NULL;
+        r->len = 0;
+        if (run_bytes(r, first)) return -1;
+    }
+    return run_bytes(r, value);
+}
+
+/* Appends the pending run to `flat` (its only node, or a new Bytes of its bytes); 1 if a node
+ * could not be made the way ir._maker makes it, -1 on error. */
+static int run_flush(Run *r, PyObject *flat) {
+    if (!r->open) return 0;
+    r->open = 0;
+    if (r->single) return PyList_Append(flat, r->single);
+    PyObject *value = PyBytes_FromStringAndSize(r->buf, r->len);
+    PyObject *node = value ? make_node(Bytes, F_VALUE, value) : NULL;
+    Py_XDECREF(value);
+    if (!node) return PyErr_Occurred() ? -1 : 1;
+    const int rc = PyList_Append(flat, node);
+    Py_DECREF(node);
+    return rc;
+}
+
+/* The value of a Bytes node, or NULL (not a plain bytes slot). */
+static PyObject *literal(PyObject *node) {
+    PyObject *value = slot_of(node, F_VALUE);
+    return value && PyBytes_CheckExact(value) ? value : NULL;
+}
+
+PyDoc_STRVAR(seq_of_doc,
+"seq_of(items) -> Node | None\n\n"
+"ir.seq(*items) when its result is not empty and every Seq among `items` has two or more items:\n"
+"concatenation flattened, adjacent literals merged (a run of one keeps its node).  None for\n"
+"anything else (a Nothing, an empty result, an unusual node): ir.seq's Python path.");
+
+static PyObject *py_seq_of(PyObject *Py_UNUSED(module), PyObject *items) {
+    if (load_kinds()) return NULL;
+    if (!PyTuple_Check(items)) {
+        PyErr_SetString(PyExc_TypeError, "seq_of: items must be a tuple");
+        return NULL;
+    }
+    PyObject *flat = PyList_New(0), *out = NULL;
+    Run run = {0};
+    int rc = flat ? 0 : -1;
+    for (Py_ssize_t i = 0; !rc && i < PyTuple_GET_SIZE(items); i++) {
+        PyObject *item = PyTuple_GET_ITEM(items, i), *value;
+        const PyTypeObject *kind = Py_TYPE(item);
+        if (kind == Bytes) {
+            rc = (value = literal(item)) ? run_add(&run, item, value) : 1;
+        } else if (kind == Seq) { /* already normal: only its ends may merge */
+            PyObject *parts = slot_of(item, F_ITEMS);
+            Py_ssize_t n = parts && PyTuple_CheckExact(parts) ? PyTuple_GET_SIZE(parts) : 0;
+            if (n < 2) {
+                rc = 1;
+                break;
+            }
+            PyObject *head = PyTuple_GET_ITEM(parts, 0), *tail = PyTuple_GET_ITEM(parts, n - 1);
+            Py_ssize_t lo = 0, hi = n;
+            if (Py_TYPE(head) == Bytes) {
+                if (!(value = literal(head)) || run_add(&run, head, value)) {
+                    rc = value ? -1 : 1;
+                    break;
+                }
+                lo = 1;
+            }
+            if ((rc = run_flush(&run, flat))) break;
+            if (Py_TYPE(tail) == Bytes) hi = n - 1;
+            for (Py_ssize_t j = lo; !rc && j < hi; j++) rc = PyList_Append(flat, PyTuple_GET_ITEM(parts, j));
+            if (!rc && hi < n) rc = (value = literal(tail)) ? run_add(&run, tail, value) : 1;
+        } else if (kind == Empty) {
+            continue;
+        } else if (kind == Nothing) {
+            rc = 1;
+        } else {
+            rc = run_flush(&run, flat) || PyList_Append(flat, item) ? (PyErr_Occurred() ? -1 : 1) : 0;
+        }
+    }
+    if (!rc) rc = run_flush(&run, flat);
+    if (!rc && !PyList_GET_SIZE(flat)) rc = 1; /* nothing left: ir.seq's EMPTY */
+    if (!rc && PyList_GET_SIZE(flat) == 1) {
+        out = Py_NewRef(PyList_GET_ITEM(flat, 0));
+    } else if (!rc) {
+        PyObject *tuple = PyList_AsTuple(flat);
+        out = tuple ? make_node(Seq, F_ITEMS, tuple) : NULL;
+        Py_XDECREF(tuple);
+        if (!out && !PyErr_Occurred()) out = Py_NewRef(Py_None);
+    } else if (rc > 0) {
+        out = Py_NewRef(Py_None);
+    }
+    Py_XDECREF(flat);
+    free(run.buf);
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
     {"build", py_build, METH_VARARGS, build_doc},
+    {"seq_of", py_seq_of, METH_O, seq_of_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -14,6 +14,7 @@ from functools import lru_cache
 from operator import attrgetter
 from types import MappingProxyType
 
+from formwork.grammar._nfa_build import seq_of
 from formwork.grammar.errors import GrammarError, UndefinedRuleError
 from formwork.grammar.utf8 import complement_code_ranges, normalize_code_ranges, utf8_sequences
 
@@ -223,7 +224,15 @@ def lit(text: str | bytes) -> Node:
 
 
 def seq(*items: Node) -> Node:
-    """Concatenation, flattened; adjacent literals merged; Nothing absorbs."""
+    """Concatenation, flattened; adjacent literals merged; Nothing absorbs.  The common case
+    runs in C (`_nfa_build.seq_of`, a few times faster: lowering calls this most); `_seq` is the
+    same in Python, and does the rest (a Nothing, an empty result, malformed nodes)."""
+    got = seq_of(items)
+    return got if got is not None else _seq(items)
+
+
+def _seq(items: tuple[Node, ...]) -> Node:
+    """`seq` in Python."""
     flat: list[Node] = []
     run: bytes | None = None  # the pending run of adjacent literals, merged into one Bytes ...
     single: Node | None = None  # ... or its only literal, kept as it is

@@ -38,12 +38,14 @@ class NFA:
 
     def __init__(self, node: Node, budget: CompileBudget, dfa_of: Callable[[Node], DFA],
                  template_of: Callable[[Node], "NFA"] | None = None, positions: bool = False):
-        eps, edges, regions, counted, empty = build(node, budget, dfa_of, template_of, _whole, lexeme_marks(), positions)
+        eps, edges, regions, counted, empty, cuts = build(node, budget, dfa_of, template_of, _whole, lexeme_marks(),
+                                                          positions)
         self.eps: tuple = eps  # per state: epsilon targets (tuples in an untracked tuple)
         self.edges: tuple = edges  # per state: (lo, hi, target) byte ranges
         self.positions: list[tuple[int, int]] = counted
         self.empty: bool = empty  # whether the language is empty
         self.region_tuples: list[tuple] = regions  # as the builder reports them (see `_region`)
+        self._edge_cuts: bytes = cuts  # the bytes where this NFA's own edges start or end (see `cut_mask`)
         self._cut_mask: int | None = None
 
     @cached_property
@@ -56,10 +58,7 @@ class NFA:
         int whose byte i is 1 when i is a cut (0 and 256 always are); kept (templates are asked
         once per document that splices them)."""
         if self._cut_mask is None:
-            flags = bytearray(257)
-            flags[0] = flags[256] = 1
-            edge_cuts(self.edges, flags)
-            out = int.from_bytes(flags, "little")
+            out = int.from_bytes(self._edge_cuts, "little")  # what edge_cuts(self.edges, ...) gives
             for r in self.region_tuples:
                 out |= r[5].cut_mask() if r[6] is not None else _dfa_cut_mask(r[5])
             self._cut_mask = out

@@ -1,0 +1,71 @@
+"""`ir.seq` (its common case in C, `_nfa_build.seq_of`) is `ir._seq`, the Python reference.
+
+Random concatenations of literals, sequences (normal ones and hand-made ones with one or no
+item), the empty string, Nothing and other nodes give equal results, the same objects where the
+reference returns one of its inputs, and nodes made like `ir._maker` makes them (caches unset).
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+
+import pytest
+
+from formwork.grammar._nfa_build import seq_of
+from formwork.grammar.ir import (
+    EMPTY, NOTHING, Alt, Bytes, Node, Seq, _seq, alt, chars, lit, repeat, seq,
+)
+
+_OTHERS: list[Node] = [repeat(chars([("0", "9")])), alt(lit("x"), lit("yz")), chars([(0x80, 0xFF)])]
+
+
+def _random_node(rng: random.Random, depth: int = 0) -> Node:
+    pick = rng.randrange(9)
+    if pick <= 2:
+        return lit(bytes(rng.randrange(256) for _ in range(rng.randrange(4))))  # EMPTY when no bytes
+    if pick == 3 and depth < 3:
+        return seq(*(_random_node(rng, depth + 1) for _ in range(rng.randrange(5))))
+    if pick == 4:
+        return rng.choice([EMPTY, NOTHING] if rng.random() < 0.2 else [EMPTY])
+    if pick == 5 and depth == 0:  # only as a direct item: seq() of one would fail
+        return Seq(tuple(rng.choice(_OTHERS + [lit("q")]) for _ in range(rng.randrange(3))))  # hand-made
+    if pick == 6:
+        return Bytes(b"")
+    return rng.choice(_OTHERS)
+
+
+def _outcome(f: Callable[[tuple], Node], items: tuple) -> Node | Exception:
+    try:
+        return f(items)
+    except Exception as exc:  # noqa: BLE001 - compared by type
+        return exc
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_seq_is_the_python_reference(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(300):
+        items = tuple(_random_node(rng) for _ in range(rng.randrange(6)))
+        want, got = _outcome(_seq, items), _outcome(lambda xs: seq(*xs), items)
+        if isinstance(want, Exception):  # a hand-made empty Seq: both fail alike
+            assert type(got) is type(want), items
+            continue
+        assert type(got) is type(want) and got == want, items
+        for item in items:
+            assert (got is item) == (want is item), items
+        if isinstance(got, (Bytes, Seq)) and not any(got is item for item in items):
+            assert got._hash is None or got._hash == hash(want)
+            assert hash(got) == hash(want)
+
+
+def test_seq_of_leaves_the_rare_cases_to_python() -> None:
+    a = lit("a")
+    assert seq_of((a, NOTHING)) is None  # Nothing absorbs: the Python path returns NOTHING
+    assert seq_of(()) is None and seq_of((EMPTY,)) is None  # empty: EMPTY
+    assert seq_of((Seq((a,)),)) is None  # a hand-made one-item Seq
+    assert seq_of((a,)) is a
+    made = seq_of((a, lit("b"), Alt((a, lit("c")))))
+    assert made == Seq((lit("ab"), Alt((a, lit("c")))))
+    assert made._hash is None and made._empty is None and made.items[0]._empty is None
+    with pytest.raises(TypeError):
+        seq_of([a, a])
