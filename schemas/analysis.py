@@ -75,6 +75,9 @@ class _Analyser:
         self.reported: set[Location] = set()
         self.checked_documents = {index.root_uri}
         self.visits = 0
+        #: whether some subschema visited holds `$defs`/`definitions`: without one, no
+        #: definition of the root document can be unreached (the walk skips only those)
+        self.saw_definitions = False
 
     def run(self) -> Analysis:
         while self.pending:
@@ -100,6 +103,8 @@ class _Analyser:
             if not isinstance(node, dict):
                 continue
             visited.add(here)
+            if not self.saw_definitions and not DEFINITION_CONTAINERS.isdisjoint(node):
+                self.saw_definitions = True
             if "$schema" in node:
                 node_draft = draft_of(node, node_draft, pointer=index.display(here))
             if not in_unsupported and here not in reported:
@@ -190,25 +195,10 @@ class _Analyser:
                         Severity.INFO))
 
 
-def _has_definition_container(document: Any) -> bool:
-    """Whether any object in `document` has a `$defs`/`definitions` key (a quick scan: without
-    one, no definition can be unreached)."""
-    stack = [document]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            if not DEFINITION_CONTAINERS.isdisjoint(node):
-                return True
-            stack.extend(node.values())
-        elif isinstance(node, list):
-            stack.extend(node)
-    return False
-
-
 def analyse(index: RefIndex, root: Any, draft: Draft) -> Analysis:
     """Traverse `root` and everything its references reach; see the module docstring."""
     analyser = _Analyser(index, root, draft)
     analyser.run()
-    if _has_definition_container(root):
+    if analyser.saw_definitions:
         analyser.report_unreached_definitions(root)
     return analyser.result

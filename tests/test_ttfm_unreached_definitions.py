@@ -1,0 +1,60 @@
+"""Unreached definitions are reported exactly as a full scan would report them.
+
+The analysis walks a schema once; it now notes, while walking, whether any subschema it visits
+holds `$defs`/`definitions`, and reports unreached definitions only then (instead of scanning the
+whole document again for such a key).  The reference here runs the report for every schema.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from formwork.schemas import analysis, load_schema
+
+SCHEMAS = Path(__file__).resolve().parents[1] / "benchmarks" / "schemas"
+
+IF_THEN = {"if": {"type": "string"}, "then": {"maxLength": 2}}
+
+CASES: list[Any] = [
+    {"$defs": {"unused": {"type": "object", **IF_THEN}}, "type": "integer"},
+    {"type": "object", "properties": {"a": {"$defs": {"u": {"contains": {"type": "string"}}}, "type": "string"}}},
+    {"$schema": "http://json-schema.org/draft-07/schema#",
+     "properties": {"a": {"$ref": "#/definitions/s", "definitions": {"x": {"dependencies": {"a": ["b"]}}}}},
+     "definitions": {"s": {"type": "string"}}},
+    {"$defs": {"outer": {"$defs": {"inner": IF_THEN}}}},
+    {"type": "object", "const": {"$defs": {"not": IF_THEN}}},
+    {"anyOf": [{"type": "null"}, {"items": {"$defs": {"u": IF_THEN}}}]},
+    {"type": "string"},
+]
+
+
+def _unreached(schema: Any) -> list[str]:
+    return sorted(str(p) for p in load_schema(schema)._analysis.unreached)
+
+
+def _all_schemas() -> list[Any]:
+    return CASES + [json.loads(p.read_text())["schema"] for p in sorted(SCHEMAS.glob("*.json"))]
+
+
+def test_unreached_definitions_match_the_full_report(monkeypatch: pytest.MonkeyPatch) -> None:
+    got = [_unreached(s) for s in _all_schemas()]
+    with monkeypatch.context() as m:
+        real = analysis._Analyser.run
+
+        def run(self: Any) -> Any:
+            out = real(self)
+            self.saw_definitions = True
+            return out
+
+        m.setattr(analysis._Analyser, "run", run)
+        want = [_unreached(s) for s in _all_schemas()]
+    assert got == want
+    assert any(got[:len(CASES)]), "the hand-made cases report some unreached definitions"
+
+
+@pytest.mark.parametrize("schema", CASES[:4] + [CASES[5]], ids=range(5))
+def test_each_hand_made_definition_case_reports(schema: Any) -> None:
+    assert _unreached(schema), schema
