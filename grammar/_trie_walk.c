@@ -27,7 +27,7 @@
 #include "_subset_api.h"
 #include "_vec.h"
 
-#define NBUF 8
+#define NBUF 9
 #define MAX_DEPTH 0xFFFF /* the longest token, in bytes, a trie may hold */
 #define MULTI (-2)       /* preorder token of a node where several tokens end (see end_ptr) */
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -51,11 +51,12 @@ enum {
 
 PyDoc_STRVAR(walk_doc,
 "walk(rows, class_of_byte, expanded, accepting, layout, seed_nodes, seed_states, words, want_exits,\n"
-"     core=None, seconds=-1) -> (blocked, exits)\n\n"
+"     core=None, seconds=-1, keep=None) -> (blocked, exits)\n\n"
 "Marks in `words` the tokens ending at every live node below the seeds (the seeds' own\n"
 "tokens included, the root has none).  `blocked` packs (node, state) pairs whose state\n"
 "has no row yet; `exits` the children of live non-root nodes in an accepting state, ascending\n"
-"and each once (empty unless want_exits), both as int64 bytes.  `layout` is the trie's\n"
+"and each once (empty unless want_exits; with `keep`, a 32-byte bitmap, only those spelling one of\n"
+"its bytes), both as int64 bytes.  `layout` is the trie's\n"
 "`layout(...)`.  With a lazy DFA's SubsetCore as `core`, missing\n"
 "rows are built in place (the four DFA arrays must then be writable) and only states beyond\n"
 "the arrays' length are blocked, or every missing one once `seconds` (if >= 0) have passed.");
@@ -83,18 +84,27 @@ static int by_lo(const void *a, const void *b) {
 }
 
 /* The nodes of the child ranges in `ranges` ((lo, hi) pairs; two ranges are equal or disjoint,
- * as the children of one node or of two), ascending and each once, as int64 bytes. */
-static PyObject *range_nodes(Vec *ranges) {
+ * as the children of one node or of two), ascending and each once, as int64 bytes; only those
+ * spelling a byte of `keep` (a 32-byte bitmap) when it is given.  NULL with an exception set. */
+static PyObject *range_nodes(Vec *ranges, const uint8_t *byte, int64_t root, const uint8_t *keep) {
     Py_ssize_t count = 0, n = ranges->len / 2;
     int64_t *r = ranges->data, last = -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (r[2 * i] < 0 || r[2 * i + 1] > root || r[2 * i] > r[2 * i + 1]) {
+            PyErr_SetString(PyExc_ValueError, "walk: inconsistent trie layout (child range)");
+            return NULL;
+        }
+    }
     for (Py_ssize_t i = 1; i < n; i++) {
         if (r[2 * i] < r[2 * i - 2]) { /* from the root the level order is already ascending */
             qsort(r, (size_t)n, 2 * sizeof(int64_t), by_lo);
             break;
         }
     }
+#define KEPT(c) (!keep || (keep[byte[c] >> 3] >> (byte[c] & 7) & 1))
     for (Py_ssize_t i = 0; i < n; i++) {
-        if (r[2 * i] >= last) count += r[2 * i + 1] - r[2 * i];
+        if (r[2 * i] >= last)
+            for (int64_t c = r[2 * i]; c < r[2 * i + 1]; c++) count += KEPT(c);
         if (r[2 * i + 1] > last) last = r[2 * i + 1];
     }
     PyObject *out = PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(int64_t));
@@ -103,9 +113,11 @@ static PyObject *range_nodes(Vec *ranges) {
     last = -1;
     for (Py_ssize_t i = 0; i < n; i++) {
         if (r[2 * i] >= last)
-            for (int64_t c = r[2 * i]; c < r[2 * i + 1]; c++) *nodes++ = c;
+            for (int64_t c = r[2 * i]; c < r[2 * i + 1]; c++)
+                if (KEPT(c)) *nodes++ = c;
         if (r[2 * i + 1] > last) last = r[2 * i + 1];
     }
+#undef KEPT
     return out;
 }
 
@@ -141,7 +153,7 @@ typedef struct {
     const int32_t *pre_next, *pre_token, *node_of_pre, *pre_of_node, *pre_child_lo, *pre_child_hi;
     const uint32_t *pre_code;
     uint8_t *expanded, *accepting;
-    const uint8_t *byte;
+    const uint8_t *byte, *keep; /* keep: the bytes exits may spell (32-byte bitmap), or NULL for all */
     uint32_t *words;
     int64_t num_states, num_classes, root, num_words, num_end, fills;
     PyObject *core;
@@ -160,9 +172,22 @@ static int parse_walk(Walk *w, PyObject *args, const char *name) {
     w->core = Py_None;
     w->seconds = -1.0;
     Py_buffer *b = w->b;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*w*p|Od", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &b[7],
-                          &w->want_exits, &w->core, &w->seconds))
+    PyObject *keep = Py_None;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*w*p|OdO", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &b[7],
+                          &w->want_exits, &w->core, &w->seconds, &keep))
         return -1;
+    if (keep != Py_None) {
+        if (PyObject_GetBuffer(keep, &b[8], PyBUF_SIMPLE)) {
+            release_walk(w);
+            return -1;
+        }
+        if (b[8].len != 32) {
+            PyErr_Format(PyExc_ValueError, "%s: keep must be a 32-byte bitmap", name);
+            release_walk(w);
+            return -1;
+        }
+        w->keep = b[8].buf;
+    }
     if (w->seconds >= 0) w->deadline = now() + w->seconds;
     Py_buffer *const dfa_arrays[] = {&b[0], &b[1], &b[2], &b[3]};
     if (subset_core_arg(subset_api, &w->core, dfa_arrays, 4, name)) {
@@ -372,7 +397,7 @@ static PyObject *walk(PyObject *self, PyObject *args) {
     for (int64_t i = 0; i < num_seeds; i++) vec_push2(&seeds, nodes[i], states[i]);
     if (run_walk(&w, seeds.data, num_seeds, &blocked, &exits)) goto done;
     {
-        PyObject *bl = vec_bytes(&blocked), *ex = bl ? range_nodes(&exits) : NULL;
+        PyObject *bl = vec_bytes(&blocked), *ex = bl ? range_nodes(&exits, w.byte, w.root, w.keep) : NULL;
         if (bl && ex) result = PyTuple_Pack(2, bl, ex);
         Py_XDECREF(bl);
         Py_XDECREF(ex);
@@ -387,7 +412,7 @@ done:
 
 PyDoc_STRVAR(follow_doc,
 "follow(rows, class_of_byte, expanded, accepting, layout, exit_nodes, start_row, words, want_exits,\n"
-"       core=None, seconds=-1) -> (at, bits, exits) | None\n\n"
+"       core=None, seconds=-1, keep=None) -> (at, bits, exits) | None\n\n"
 "`walk` from the exit nodes (non-root nodes, int64) whose byte `start_row` (the next state per\n"
 "byte, 256 int64) keeps alive, each in the state that byte leads to, into `words`, which must\n"
 "be all zero and are left all zero: the nonzero words of the result come back as `at` (int64\n"
@@ -425,7 +450,7 @@ static PyObject *follow(PyObject *self, PyObject *args) {
     for (int64_t i = 0; i < w.num_words; i++) count += w.words[i] != 0;
     at = PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(int64_t));
     bits = at ? PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(int32_t)) : NULL;
-    ex = bits ? range_nodes(&exits) : NULL;
+    ex = bits ? range_nodes(&exits, w.byte, w.root, w.keep) : NULL;
     if (ex) {
         int64_t *index = (int64_t *)PyBytes_AS_STRING(at);
         uint32_t *value = (uint32_t *)PyBytes_AS_STRING(bits);

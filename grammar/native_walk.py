@@ -19,11 +19,13 @@ from formwork.grammar.token_trie import TokenTrie
 
 
 def walk_into(trie: TokenTrie, dfa, nodes: np.ndarray, states: np.ndarray, words: np.ndarray,
-              deadline: float | None = None, want_exits: bool = False) -> np.ndarray | None:
+              deadline: float | None = None, want_exits: bool = False,
+              keep: bytes | None = None) -> np.ndarray | None:
     """OR into `words` (packed int32, writable) the tokens ending at the live nodes below the seed
     (global node, DFA state) pairs, the seeds included (`trie.num_nodes` is the root, with no
     tokens).  With `want_exits`, returns the global numbers of the children of live non-root nodes
-    reached in an accepting state (each once: a node is expanded once, its exits with it)."""
+    reached in an accepting state (each once: a node is expanded once, its exits with it); with
+    `keep` (a 32-byte bitmap of bytes), only the children that spell one of its bytes."""
     layout = trie.walk_layout
     nodes = np.ascontiguousarray(nodes, dtype=np.int64)
     states = np.ascontiguousarray(states, dtype=np.int64)
@@ -32,7 +34,7 @@ def walk_into(trie: TokenTrie, dfa, nodes: np.ndarray, states: np.ndarray, words
         rows, class_of_byte, expanded, accepting, core = dfa.walk_tables()
         seconds = -1.0 if deadline is None else max(0.0, deadline - time.perf_counter())
         blocked, exits = _walk(rows, class_of_byte, expanded, accepting, layout, nodes, states, words,
-                               want_exits, core, seconds)
+                               want_exits, core, seconds, keep)
         if core is not None:
             dfa.record_new()
         if want_exits and exits:
@@ -58,16 +60,17 @@ def walk_state(trie: TokenTrie, dfa, state: int, words: np.ndarray, deadline: fl
 
 
 def follow(trie: TokenTrie, dfa, exit_nodes: np.ndarray, start_row: np.ndarray, words: np.ndarray,
-           deadline: float | None = None) -> tuple[bytes, bytes, bytes] | None:
+           deadline: float | None = None, keep: bytes | None = None) -> tuple[bytes, bytes, bytes] | None:
     """In one native call, `walk_into(want_exits=True)` from the exit nodes (non-root, int64,
     ascending) whose byte `start_row` (next state per byte, 256 int64) keeps alive, each in that
-    state: (nonzero word indices as int64 bytes, their int32 values, exits as int64 bytes).
+    state: (nonzero word indices as int64 bytes, their int32 values, exits as int64 bytes, only
+    those spelling a byte of `keep` when given).
     `words` (the packed mask walked into) must be all zero and is left all zero.  None when the
     walk met states past a lazy DFA's arrays or ran out of time (walk again with `walk_into`)."""
     rows, class_of_byte, expanded, accepting, core = dfa.walk_tables()
     seconds = -1.0 if deadline is None else max(0.0, deadline - time.perf_counter())
     got = _follow(rows, class_of_byte, expanded, accepting, trie.walk_layout, exit_nodes, start_row, words,
-                  True, core, seconds)
+                  True, core, seconds, keep)
     if core is not None:
         dfa.record_new()
     return got

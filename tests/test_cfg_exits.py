@@ -69,6 +69,14 @@ def test_walk_exits_from_many_seeds_are_ascending_and_distinct(tokens, term, pic
     exits = np.frombuffer(raw, dtype=np.int64)
     assert np.all(np.diff(exits) > 0)
     assert set(exits.tolist()) == _exits_from(tokens, dfa, seeds, prefixes, trie.num_nodes)
+    keep = sum(1 << b for b in ALPHABET[::2]).to_bytes(32, "little")  # exits spelling these bytes only
+    _, kept = raw_walk(rows, class_of_byte, expanded, accepting, trie.walk_layout, seed_nodes, seed_states,
+                       np.zeros_like(words), True, core, -1.0, keep)
+    want = [n for n in exits.tolist() if prefixes[n][-1] in ALPHABET[::2]]
+    assert np.frombuffer(kept, dtype=np.int64).tolist() == want
+    with pytest.raises(ValueError, match="32-byte"):
+        raw_walk(rows, class_of_byte, expanded, accepting, trie.walk_layout, seed_nodes, seed_states,
+                 words, True, core, -1.0, keep[:8])
 
 
 @given(st.lists(st.integers(0, 50), max_size=40))

@@ -201,7 +201,10 @@ def test_random_walks_end_in_strings_lark_parses(compiler, vocab, data, which):
     (JSON_LARK, ['{"key": [1, -2.5e3, {"x": "y\\n"}], "t": true}', '[[], {}, "a b", null]']),
     (SQL_LARK, ["select a, b as c from t where a = 1 and (b < 'z' or not c >= 2) order by a desc limit 3;"]),
     (AMBIGUOUS_LARK, ["a+aa+(a)a"]),
-], ids=["json", "sql", "ambiguous"])
+    (ARITH_LARK, ["(1 + 22) * -3 / 4.5 - 6"]),  # an %ignore'd terminal between any two others
+    (LEFT_LIST_LARK, ["ab,c,def,g"]),
+    ('start: x? "b"* y\nx: "a"+ | \ny: ("c" | "dd")?', ["aabbbdd"]),  # nullable rules and terminals
+], ids=["json", "sql", "ambiguous", "arith", "left-list", "nullable"])
 def test_split_masks_equal_the_full_trie_walk(compiler, vocab, grammar, texts):
     """The boundary decomposition of CFG masks equals one walk of the whole configuration automaton."""
     g = compiler.compile_ebnf(grammar)

@@ -52,7 +52,8 @@ def _check_preorder(vocab: Vocabulary) -> None:
     got = read_layout(trie.walk_layout)
     assert all(np.array_equal(got[name], array) for name, array in
                [("byte", byte), ("end_ptr", end_ptr), ("end_tokens", end_tokens)])
-    pre_next, pre_code, pre_token, node_of_pre, pre_of_node, pre_child_lo, pre_child_hi = (got[name] for name in FIELDS[3:])
+    pre_next, pre_code, pre_token, node_of_pre, pre_of_node, pre_child_lo, pre_child_hi = (
+        got[name] for name in FIELDS[3:])
     n = trie.num_nodes
     assert node_of_pre[0] == n and pre_of_node[n] == 0 and pre_code[0] == 0 and pre_next[0] == n + 1
     assert (pre_of_node[node_of_pre] == np.arange(n + 1)).all()

@@ -46,7 +46,7 @@ class Continuation:
 
 
 def continuation(source: Exits, dfa, deadline: float | None, key: Hashable = None,
-                 start_row: np.ndarray | None = None) -> Continuation:
+                 start_row: np.ndarray | None = None, keep: bytes | None = None) -> Continuation:
     """The `Continuation` of `source` into the terminal with DFA `dfa`, computed on first use
     (cached on `source` under `key`, the state key of the terminal's start: the name of its
     language; callers that ask often pass it in, and the start state's row per byte, int64).
@@ -54,20 +54,21 @@ def continuation(source: Exits, dfa, deadline: float | None, key: Hashable = Non
     walk meets states past a lazy DFA's arrays, which the round-based `walk_into` handles."""
     if key is None:
         key = dfa.state_key(START)
+    key = (key, keep)
     got = source.next.get(key)
     if got is not None:
         return got
     trie = source.trie
     row = np.ascontiguousarray(dfa.row(START) if start_row is None else start_row, dtype=np.int64)
     words = _scratch(len(trie.token_node))
-    done = follow(trie, dfa, source.node, row, words, deadline)  # one native call, most often
+    done = follow(trie, dfa, source.node, row, words, deadline, keep)  # one native call, most often
     if done is not None:
         at, bits, ends = done
         got = Continuation(at, bits, interned_exits(trie, np.frombuffer(ends, dtype=np.int64), canonical=True))
     else:
         nodes, states = source.seeds(row)
         try:
-            ends = walk_into(trie, dfa, nodes, states, words, deadline, want_exits=True)
+            ends = walk_into(trie, dfa, nodes, states, words, deadline, want_exits=True, keep=keep)
             got = Continuation.of_words(words, interned_exits(trie, ends))
         finally:
             words[:] = 0

@@ -55,6 +55,8 @@ class ConfigMasks:
         self._hyp: OrderedDict[tuple, tuple] = OrderedDict()  # (t, s, after) -> `hypothesis(...)`
         self._tables: dict[tuple[int, int], TerminalTable] = {}  # (terminal, state) -> shared table
         self._starts: dict[int, tuple] = {}  # terminal -> `_start(terminal)`
+        self._keeps: dict[int, bytes] = {}  # terminal -> `_keep(terminal)`
+        self._follow: list[frozenset[int]] | None = None  # FOLLOW set of each terminal
         self._step_of: OrderedDict[tuple[Exits, int], Continuation | None] = OrderedDict()  # see `_step`
         self._stop_words: np.ndarray | None = None
         self._not_stop_words: np.ndarray | None = None
@@ -131,12 +133,27 @@ class ConfigMasks:
         start = self._starts.get(t2) or self._start(t2)
         step = None
         if exits.first_bytes & start[0]:
-            step = exits.next.get(start[1]) or continuation(exits, start[2], deadline, start[1], start[3])
+            step = continuation(exits, start[2], deadline, start[1], start[3], self._keep(t2))
         with self._lock:
             self._step_of[(exits, t2)] = step
             if len(self._step_of) > 8 * self.max_entries:
                 self._step_of.popitem(last=False)
         return step
+
+    def _keep(self, t: int) -> bytes:
+        """The bytes that may start a terminal right after terminal t in this grammar (its FOLLOW
+        set's first bytes), as a 32-byte bitmap: where t ends part way through a token, only the
+        children spelling these bytes can go on, so a continuation into t keeps no other exits.
+        (A terminal table keeps them all: terminals that end alike share its exits.)"""
+        got = self._keeps.get(t)
+        if got is None:
+            if self._follow is None:
+                self._follow = self.builder.parser.terminal_follow(len(self.builder.terminals))
+            bits = 0
+            for t2 in self._follow[t]:
+                bits |= (self._starts.get(t2) or self._start(t2))[0]
+            got = self._keeps[t] = bits.to_bytes(32, "little")
+        return got
 
     def _start(self, t: int) -> tuple[int, Hashable, object, np.ndarray]:
         """(the bytes terminal t may start with, the state key of its start, its DFA, the start

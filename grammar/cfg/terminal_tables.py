@@ -157,5 +157,7 @@ _TABLES: "TrieMemo[TerminalTable]" = TrieMemo(_MAX_TABLES)
 
 
 def terminal_table(cache: "TokenMaskCache", dfa, state: int, deadline: float | None = None) -> TerminalTable:
-    """The shared `TerminalTable` of a terminal state (built on first use, LRU per vocabulary)."""
+    """The shared `TerminalTable` of a terminal state (built on first use, LRU per vocabulary).  Its
+    exits are all of them, whatever may follow the terminal: terminals that end alike share them,
+    and with them their continuations."""
     return _TABLES.get(cache.vocab.trie, language_key(dfa, state), lambda: _build(cache, dfa, state, deadline))
