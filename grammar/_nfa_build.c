@@ -696,7 +696,7 @@ static PyObject *slot_of(PyObject *node, int field) {
     return at >= 0 ? *(PyObject **)((char *)node + at) : NULL;
 }
 
-/* A new node of `kind` (Bytes or Seq) holding `value` in `field`, its caches unset (None), as
+/* A new node of `kind` (Bytes, Seq or Alt) holding `value` in `field`, its caches unset (None), as
  * ir._maker's constructors make them; NULL without an exception when its slots are unknown. */
 static PyObject *make_node(PyTypeObject *kind, int field, PyObject *value) {
     PyObject *node = kind->tp_alloc(kind, 0);
@@ -827,9 +827,59 @@ static PyObject *py_seq_of(PyObject *Py_UNUSED(module), PyObject *items) {
     return out;
 }
 
+/* ------------------------------------------------------------------ ir.alt's common case */
+
+PyDoc_STRVAR(alt_of_doc,
+"alt_of(items) -> Node | None\n\n"
+"ir.alt(*items) for two or more items, or one Alt: union flattened (an Alt's items in its place),\n"
+"Nothing dropped, equal nodes kept once, first one first.  None for anything else (one plain\n"
+"item, an empty union, an Alt whose items are not a tuple): ir.alt's Python path.");
+
+static PyObject *py_alt_of(PyObject *Py_UNUSED(module), PyObject *items) {
+    if (load_kinds()) return NULL;
+    if (!PyTuple_Check(items)) {
+        PyErr_SetString(PyExc_TypeError, "alt_of: items must be a tuple");
+        return NULL;
+    }
+    const Py_ssize_t n = PyTuple_GET_SIZE(items);
+    if (n == 1 && Py_TYPE(PyTuple_GET_ITEM(items, 0)) != Alt) return Py_NewRef(Py_None);
+    PyObject *flat = PyDict_New(), *out = NULL;
+    int rc = flat ? 0 : -1;
+    for (Py_ssize_t i = 0; !rc && i < n; i++) {
+        PyObject *item = PyTuple_GET_ITEM(items, i);
+        if (Py_TYPE(item) == Nothing) continue;
+        if (Py_TYPE(item) != Alt) {
+            rc = PyDict_SetItem(flat, item, Py_None);
+            continue;
+        }
+        PyObject *parts = slot_of(item, F_ITEMS);
+        if (!parts || !PyTuple_CheckExact(parts)) {
+            rc = 1;
+            break;
+        }
+        for (Py_ssize_t j = 0; !rc && j < PyTuple_GET_SIZE(parts); j++) {
+            PyObject *part = PyTuple_GET_ITEM(parts, j);
+            if (Py_TYPE(part) != Nothing) rc = PyDict_SetItem(flat, part, Py_None);
+        }
+    }
+    if (!rc && !PyDict_GET_SIZE(flat)) rc = 1; /* nothing left: ir.alt's NOTHING */
+    if (!rc) {
+        PyObject *keys = PyDict_Keys(flat), *tuple = keys ? PyList_AsTuple(keys) : NULL;
+        if (tuple && PyTuple_GET_SIZE(tuple) == 1) out = Py_NewRef(PyTuple_GET_ITEM(tuple, 0));
+        else if (tuple && !(out = make_node(Alt, F_ITEMS, tuple)) && !PyErr_Occurred()) out = Py_NewRef(Py_None);
+        Py_XDECREF(keys);
+        Py_XDECREF(tuple);
+    } else if (rc > 0) {
+        out = Py_NewRef(Py_None);
+    }
+    Py_XDECREF(flat);
+    return out;
+}
+
 static PyMethodDef module_methods[] = {
     {"build", py_build, METH_VARARGS, build_doc},
     {"seq_of", py_seq_of, METH_O, seq_of_doc},
+    {"alt_of", py_alt_of, METH_O, alt_of_doc},
     {NULL, NULL, 0, NULL},
 };
 

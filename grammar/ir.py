@@ -14,7 +14,7 @@ from functools import lru_cache
 from operator import attrgetter
 from types import MappingProxyType
 
-from formwork.grammar._nfa_build import seq_of
+from formwork.grammar._nfa_build import alt_of, seq_of
 from formwork.grammar.errors import GrammarError, UndefinedRuleError
 from formwork.grammar.utf8 import complement_code_ranges, normalize_code_ranges, utf8_sequences
 
@@ -279,7 +279,14 @@ def _seq(items: tuple[Node, ...]) -> Node:
 
 
 def alt(*items: Node) -> Node:
-    """Union, flattened and de-duplicated; Nothing dropped."""
+    """Union, flattened and de-duplicated; Nothing dropped.  The common case runs in C
+    (`_nfa_build.alt_of`); `_alt` is the same in Python, and does the rest."""
+    got = alt_of(items)
+    return got if got is not None else _alt(items)
+
+
+def _alt(items: tuple[Node, ...]) -> Node:
+    """`alt` in Python."""
     if len(items) == 1:
         kind = type(items[0])
         if kind is not Alt and kind is not Nothing:

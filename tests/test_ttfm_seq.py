@@ -1,4 +1,5 @@
-"""`ir.seq` (its common case in C, `_nfa_build.seq_of`) is `ir._seq`, the Python reference.
+"""`ir.seq` and `ir.alt` (their common cases in C, `_nfa_build.seq_of` / `alt_of`) are `ir._seq`
+and `ir._alt`, the Python references.
 
 Random concatenations of literals, sequences (normal ones and hand-made ones with one or no
 item), the empty string, Nothing and other nodes give equal results, the same objects where the
@@ -11,9 +12,9 @@ from collections.abc import Callable
 
 import pytest
 
-from formwork.grammar._nfa_build import seq_of
+from formwork.grammar._nfa_build import alt_of, seq_of
 from formwork.grammar.ir import (
-    EMPTY, NOTHING, Alt, Bytes, Node, Seq, _seq, alt, chars, lit, repeat, seq,
+    EMPTY, NOTHING, Alt, Bytes, Node, Seq, _alt, _seq, alt, chars, lit, repeat, seq,
 )
 
 _OTHERS: list[Node] = [repeat(chars([("0", "9")])), alt(lit("x"), lit("yz")), chars([(0x80, 0xFF)])]
@@ -69,3 +70,37 @@ def test_seq_of_leaves_the_rare_cases_to_python() -> None:
     assert made._hash is None and made._empty is None and made.items[0]._empty is None
     with pytest.raises(TypeError):
         seq_of([a, a])
+
+
+def _random_union_item(rng: random.Random) -> Node:
+    pick = rng.randrange(6)
+    if pick == 0:
+        return NOTHING
+    if pick == 1:
+        return Alt(tuple(rng.choice([lit("a"), lit("b"), NOTHING, EMPTY]) for _ in range(rng.randrange(3))))
+    if pick == 2:
+        return alt(*(rng.choice([lit("a"), lit("b"), lit("c"), EMPTY]) for _ in range(rng.randrange(1, 4))))
+    return rng.choice([lit("a"), lit("b"), lit("c"), EMPTY, seq(lit("a"), repeat(lit("b")))])
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_alt_is_the_python_reference(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(300):
+        items = tuple(_random_union_item(rng) for _ in range(rng.randrange(5)))
+        want, got = _alt(items), alt(*items)
+        assert type(got) is type(want) and got == want, items
+        if isinstance(got, Alt):
+            assert [id(x) for x in got.items] == [id(x) for x in want.items]  # first of equals kept
+        else:
+            assert got is want or (got == want and type(want) is Alt), items
+
+
+def test_alt_of_leaves_the_rare_cases_to_python() -> None:
+    a = lit("a")
+    assert alt_of((a,)) is None and alt_of(()) is None and alt_of((NOTHING, NOTHING)) is None
+    assert alt_of((a, lit("a"))) is a
+    made = alt_of((Alt((a, lit("b"))), NOTHING, lit("c")))
+    assert made == Alt((a, lit("b"), lit("c"))) and made._hash is None and made._empty is None
+    with pytest.raises(TypeError):
+        alt_of((a, ["unhashable"]))
