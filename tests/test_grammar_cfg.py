@@ -242,3 +242,22 @@ def test_nullable_start_rules_accept_the_empty_string_and_more(compiler, grammar
         m = g.matcher()
         if text == "":
             assert m.can_terminate()
+
+
+def test_the_first_mask_builds_each_terminals_first_tables(vocab, monkeypatch):
+    """Within its time cap the first mask builds the tables of every terminal's start state and
+    the states one byte in; with no time for it, none, and the masks are the same."""
+    from formwork.grammar.cfg import masks as cfg_masks
+
+    def first_mask(seconds: float):
+        monkeypatch.setattr(cfg_masks, "WARM_SECONDS", seconds)
+        g = GrammarCompiler(vocab, cache_enabled=False).compile_ebnf(SQL_LARK)
+        return g.dfa.masks, g.mask_cache.mask(g.dfa, START)
+
+    warmed, mask = first_mask(10.0)
+    for t, dfa in enumerate(warmed.builder.terminals):
+        row = np.asarray(dfa.row(START))
+        assert {(t, START)} | {(t, int(s)) for s in row[row != 0]} <= warmed._tables.keys()
+    cold, same = first_mask(0.0)
+    assert len(cold._tables) < len(warmed._tables)
+    np.testing.assert_array_equal(mask, same)

@@ -10,6 +10,11 @@ For a hypothesis (earley_set, terminal t, state s), a token is allowed when eith
   next (memoised scans), so new Earley sets cost dictionary lookups, not trie walks.
 A configuration's mask is the OR of its hypotheses' masks (a boundary hypothesis: of its
 expected terminals from their start states), plus the stop tokens where the parse may end.
+
+Before its first mask, a grammar builds the tables most first visits need (`_warm`): those of
+each terminal's start state and of the states one byte in, within `WARM_SECONDS`.  This moves
+the costliest walks of a new grammar (a name's loop state: every token that is a name) from
+its masks into its compile, the way XGrammar precomputes, but for a handful of states only.
 """
 from __future__ import annotations
 
@@ -35,6 +40,7 @@ if TYPE_CHECKING:
 
 
 _UNSEEN = object()
+WARM_SECONDS = 0.010  # what a grammar's first mask may spend building its terminals' first tables
 
 
 def _add(words: np.ndarray, hypothesis: tuple[TerminalTable, tuple[Continuation, ...]]) -> None:
@@ -61,9 +67,13 @@ class ConfigMasks:
         self._stop_words: np.ndarray | None = None
         self._not_stop_words: np.ndarray | None = None
         self._lock = threading.Lock()
+        self._warmed = False
 
     def compute(self, cache: "TokenMaskCache", state: int, max_seconds: float | None) -> np.ndarray:
         automaton = self.automaton
+        if not self._warmed:
+            self._warmed = True
+            self._warm(cache, time.perf_counter() + WARM_SECONDS)
         deadline = None if max_seconds is None else time.perf_counter() + max_seconds
         b = self.builder
         words = np.zeros((cache.vocab.vocab_size + 31) // 32, dtype=np.int32)
@@ -83,6 +93,18 @@ class ConfigMasks:
         if automaton.accepting[state]:  # ...but only the whole parse decides
             words |= self._stop_words
         return words
+
+    def _warm(self, cache: "TokenMaskCache", stop: float) -> None:
+        """Build each terminal's start row and FOLLOW bytes, and the tables of its start state and
+        of the states one byte in (shared by language with every grammar), until `stop`."""
+        for t, dfa in enumerate(self.builder.terminals):
+            self._keep(t)
+            row = (self._starts.get(t) or self._start(t))[3]
+            for s in (START, *sorted(set(row[row != 0].tolist()))):
+                if time.perf_counter() > stop:
+                    return
+                if (t, s) not in self._tables:
+                    self._tables[(t, s)] = terminal_table(cache, dfa, s)
 
     def hypothesis(self, cache: "TokenMaskCache", sid: int, t: int, s: int,
                    deadline: float | None) -> tuple[TerminalTable, tuple[Continuation, ...]]:
