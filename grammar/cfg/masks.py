@@ -14,7 +14,8 @@ expected terminals from their start states), plus the stop tokens where the pars
 Before its first mask, a grammar builds the tables most first visits need (`_warm`): those of
 each terminal's start state and of the states one byte in, within `WARM_SECONDS`.  This moves
 the costliest walks of a new grammar (a name's loop state: every token that is a name) from
-its masks into its compile, the way XGrammar precomputes, but for a handful of states only.
+its later masks into its time to first mask, the way XGrammar precomputes at compile time, but
+for a handful of states only.
 """
 from __future__ import annotations
 
