@@ -52,21 +52,12 @@ class TerminalTable:
             or_words(words, *self.nonzero)
 
 
-def _reachable_raw(dfa, state: int) -> tuple[bytes, bytes] | None:
-    """(table bytes, accepting bytes) of the part of the DFA reachable from `state`, numbered from
-    0 (`state`) with the dead state last (`_reach`, in C, building missing rows in place); None
+def reachable_part(dfa, state: int) -> tuple[bytes, bytes] | None:
+    """(int32 table bytes, states x the DFA's classes; uint8 accepting bytes) of the part of the DFA
+    reachable from `state`, numbered from 0 (`state`) with the dead state last (`_reach`, in C, building missing rows in place); None
     when it has more than `_MAX_SIGNATURE_STATES` states."""
     return _on_rows(dfa, lambda rows, _, expanded, accepting, core: _reach(
         rows, rows.shape[1], expanded, accepting, core, state, _MAX_SIGNATURE_STATES))
-
-
-def reachable_part(dfa, state: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """`_reachable_raw` as a (states x classes) int32 table and uint8 accepting flags."""
-    got = _reachable_raw(dfa, state)
-    if got is None:
-        return None
-    table, flags = got
-    return np.frombuffer(table, dtype=np.int32).reshape(len(flags), -1), np.frombuffer(flags, dtype=np.uint8)
 
 
 def language_signature(dfa, state: int) -> bytes | None:
@@ -74,7 +65,7 @@ def language_signature(dfa, state: int) -> bytes | None:
     it is large): that part minimised and numbered canonically (`_minimize`), spelled out over
     byte runs (`_reach.byte_runs`: where a byte moves some state unlike the byte before it), so
     equal languages get equal signatures whatever their byte classes.  Three native calls."""
-    part = _reachable_raw(dfa, state)
+    part = reachable_part(dfa, state)
     if part is None:
         return None
     return _byte_runs(*_minimize(*part, 0), dfa.walk_tables()[1])
