@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from formwork.grammar.native_walk import walk_into
 from formwork.grammar._trie_walk import layout
+from formwork.grammar.native_walk import walk_into
 from formwork.grammar.token_trie import TokenTrie
 from formwork.grammar.trie_memo import TrieMemo
 

@@ -49,7 +49,7 @@ class Exits:
         spelled, first = exit_bytes(trie.walk_layout, np.ascontiguousarray(self.node, dtype=np.int64))
         self.byte = np.frombuffer(spelled, dtype=np.uint8)
         self.first_bytes = int.from_bytes(first, "little")
-        self.next: dict = {}  # next terminal's start state key -> `Continuation` (cfg.continuations)
+        self.next: dict = {}  # (next terminal's start state key, kept bytes) -> `Continuation` (cfg.continuations)
         self._at_byte: dict[int, np.ndarray] = {}  # byte -> where it is in `byte` (many exits only)
 
     def seeds(self, row: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -50,6 +50,8 @@ def continuation(source: Exits, dfa, deadline: float | None, key: Hashable = Non
     """The `Continuation` of `source` into the terminal with DFA `dfa`, computed on first use
     (cached on `source` under `key`, the state key of the terminal's start: the name of its
     language; callers that ask often pass it in, and the start state's row per byte, int64).
+    With `keep` (a 32-byte bitmap: the bytes that may start what follows the terminal), its exits
+    are only the nodes spelling one of those bytes; it is part of the cache key.
     The seeds, walk and nonzero words are one native call (`native_walk.follow`) unless the
     walk meets states past a lazy DFA's arrays, which the round-based `walk_into` handles."""
     if key is None:
