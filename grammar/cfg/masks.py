@@ -100,7 +100,7 @@ class ConfigMasks:
         of the states one byte in (shared by language with every grammar), until `stop`."""
         for t, dfa in enumerate(self.builder.terminals):
             self._keep(t)
-            row = (self._starts.get(t) or self._start(t))[3]
+            row = self._start(t)[3]
             for s in (START, *sorted(set(row[row != 0].tolist()))):
                 if time.perf_counter() > stop:
                     return
@@ -153,7 +153,7 @@ class ConfigMasks:
     def _step(self, exits: Exits, t2: int, deadline: float | None) -> Continuation | None:
         """The continuation from `exits` into terminal `t2` (None when no exit byte can start it),
         remembered per (exits, terminal) for this grammar (`_step_of`, bounded like `_hyp`)."""
-        start = self._starts.get(t2) or self._start(t2)
+        start = self._start(t2)
         step = None
         if exits.first_bytes & start[0]:
             step = continuation(exits, start[2], deadline, start[1], start[3], self._keep(t2))
@@ -174,14 +174,16 @@ class ConfigMasks:
                 self._follow = self.builder.parser.terminal_follow(len(self.builder.terminals))
             bits = 0
             for t2 in self._follow[t]:
-                bits |= (self._starts.get(t2) or self._start(t2))[0]
+                bits |= self._start(t2)[0]
             got = self._keeps[t] = bits.to_bytes(32, "little")
         return got
 
     def _start(self, t: int) -> tuple[int, Hashable, object, np.ndarray]:
         """(the bytes terminal t may start with, the state key of its start, its DFA, the start
-        state's row per byte as int64)."""
-        dfa = self.builder.terminals[t]
-        row = np.ascontiguousarray(dfa.row(START), dtype=np.int64)
-        got = self._starts[t] = (byte_set(row != 0), dfa.state_key(START), dfa, row)
+        state's row per byte as int64), remembered per terminal."""
+        got = self._starts.get(t)
+        if got is None:
+            dfa = self.builder.terminals[t]
+            row = np.ascontiguousarray(dfa.row(START), dtype=np.int64)
+            got = self._starts[t] = (byte_set(row != 0), dfa.state_key(START), dfa, row)
         return got

@@ -54,8 +54,8 @@ class TerminalTable:
 
 def reachable_part(dfa, state: int) -> tuple[bytes, bytes] | None:
     """(int32 table bytes, states x the DFA's classes; uint8 accepting bytes) of the part of the DFA
-    reachable from `state`, numbered from 0 (`state`) with the dead state last (`_reach`, in C, building missing rows in place); None
-    when it has more than `_MAX_SIGNATURE_STATES` states."""
+    reachable from `state`, numbered from 0 (`state`) with the dead state last (`_reach`, in C,
+    building missing rows in place); None when it has more than `_MAX_SIGNATURE_STATES` states."""
     return _on_rows(dfa, lambda rows, _, expanded, accepting, core: _reach(
         rows, rows.shape[1], expanded, accepting, core, state, _MAX_SIGNATURE_STATES))
 
