@@ -1,44 +1,54 @@
 /* Packed token masks kept as their nonzero words, in C: how continuations (cfg/continuations.py)
  * keep their tokens and OR them into a mask (numpy's nonzero costs ~8 µs on a 129k-token mask,
- * and a fancy-indexed OR ~2 µs; these loops well under one). */
+ * and a fancy-indexed OR ~2 µs; these loops well under one), and how the mask cache keeps a mask
+ * as the words that differ from a shared base and writes it into a bitmask row (stored_mask.py). */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BLOCK 16 /* words compared at once: 64 bytes */
+
+/* Whether words [i, i + BLOCK) of `a` and `b` (of `n` words) are all equal. */
+static inline int same_block(const int32_t *a, const int32_t *b, Py_ssize_t i, Py_ssize_t n) {
+    if (i + BLOCK > n) {
+        for (Py_ssize_t j = i; j < n; j++)
+            if (a[j] != b[j]) return 0;
+        return 1;
+    }
+    uint64_t x, y, acc = 0;
+    for (int k = 0; k < BLOCK / 2; k++) {
+        memcpy(&x, a + i + 2 * k, 8);
+        memcpy(&y, b + i + 2 * k, 8);
+        acc |= x ^ y;
+    }
+    return acc == 0;
+}
+
+/* A static buffer of at least `len` zero bytes (grown as needed; masks are a few KB), or NULL
+ * with MemoryError set. */
+static const int32_t *zeros_like(Py_ssize_t len) {
+    static int32_t *zeros = NULL;
+    static Py_ssize_t have = 0;
+    if (len > have) {
+        int32_t *grown = calloc((size_t)len + 4, 1);
+        if (!grown) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+        free(zeros);
+        zeros = grown;
+        have = len;
+    }
+    return zeros;
+}
 
 PyDoc_STRVAR(nonzero_words_doc,
 "nonzero_words(words) -> (at, bits)\n\n"
 "The indices (int64 bytes) and values (int32 bytes) of the nonzero words of a packed int32\n"
 "mask, ascending.");
 
-static PyObject *nonzero_words(PyObject *self, PyObject *args) {
-    Py_buffer b;
-    PyObject *result = NULL, *at = NULL, *bits = NULL;
-    if (!PyArg_ParseTuple(args, "y*", &b)) return NULL;
-    if (b.len % 4) {
-        PyErr_SetString(PyExc_ValueError, "nonzero_words: the mask is not whole int32 words");
-        goto done;
-    }
-    const int32_t *words = b.buf;
-    Py_ssize_t n = b.len / 4, count = 0;
-    for (Py_ssize_t i = 0; i < n; i++) count += words[i] != 0;
-    at = PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(int64_t));
-    bits = at ? PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(int32_t)) : NULL;
-    if (!bits) goto done;
-    int64_t *index = (int64_t *)PyBytes_AS_STRING(at);
-    int32_t *value = (int32_t *)PyBytes_AS_STRING(bits);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (words[i]) {
-            *index++ = i;
-            *value++ = words[i];
-        }
-    }
-    result = PyTuple_Pack(2, at, bits);
-done:
-    Py_XDECREF(at);
-    Py_XDECREF(bits);
-    PyBuffer_Release(&b);
-    return result;
-}
 
 PyDoc_STRVAR(or_words_doc,
 "or_words(words, at, bits)\n\n"
@@ -72,14 +82,132 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(diff_words_doc,
+"diff_words(words, base, limit) -> (at, bits) or None\n\n"
+"The indices (int64 bytes) and values (int32 bytes) of the words of the packed int32 mask\n"
+"`words` that differ from `base` (a mask as long, or None: all zeros), ascending; None when\n"
+"more than `limit` words differ.");
+
+/* The words of `words` (n of them) that differ from `base`, as (at, bits), in one pass over
+ * blocks; Py_None when more than `limit` differ. */
+static PyObject *differing(const int32_t *words, const int32_t *base, Py_ssize_t n, Py_ssize_t limit) {
+    static int64_t *found = NULL; /* indices seen so far (the GIL is held: one caller at a time) */
+    static Py_ssize_t room = 0;
+    Py_ssize_t count = 0, cap = limit < n ? limit : n;
+    if (cap + BLOCK > room) {
+        int64_t *grown = realloc(found, (size_t)(cap + BLOCK) * sizeof(int64_t));
+        if (!grown) return PyErr_NoMemory();
+        found = grown;
+        room = cap + BLOCK;
+    }
+    for (Py_ssize_t i = 0; i < n; i += BLOCK) {
+        if (same_block(words, base, i, n)) continue;
+        for (Py_ssize_t j = i; j < i + BLOCK && j < n; j++) {
+            found[count] = j;
+            count += words[j] != base[j];
+        }
+        if (count > limit) return Py_NewRef(Py_None);
+    }
+    PyObject *result = NULL, *at = PyBytes_FromStringAndSize((const char *)found, count * (Py_ssize_t)sizeof(int64_t));
+    PyObject *bits = at ? PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(int32_t)) : NULL;
+    if (bits) {
+        int32_t *value = (int32_t *)PyBytes_AS_STRING(bits);
+        for (Py_ssize_t k = 0; k < count; k++) value[k] = words[found[k]];
+        result = PyTuple_Pack(2, at, bits);
+    }
+    Py_XDECREF(at);
+    Py_XDECREF(bits);
+    return result;
+}
+
+static PyObject *nonzero_words(PyObject *self, PyObject *args) {
+    Py_buffer w;
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "y*", &w)) return NULL;
+    const int32_t *zeros = zeros_like(w.len);
+    if (w.len % 4)
+        PyErr_SetString(PyExc_ValueError, "nonzero_words: the mask is not whole int32 words");
+    else if (zeros)
+        result = differing(w.buf, zeros, w.len / 4, w.len / 4);
+    PyBuffer_Release(&w);
+    return result;
+}
+
+static PyObject *diff_words(PyObject *self, PyObject *args) {
+    Py_buffer w, b = {0};
+    PyObject *base_obj, *result = NULL;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "y*On", &w, &base_obj, &limit)) return NULL;
+    const int has_base = base_obj != Py_None;
+    if (has_base && PyObject_GetBuffer(base_obj, &b, PyBUF_SIMPLE)) {
+        PyBuffer_Release(&w);
+        return NULL;
+    }
+    const int32_t *base = has_base ? b.buf : zeros_like(w.len);
+    if (w.len % 4 || (has_base && b.len != w.len))
+        PyErr_SetString(PyExc_ValueError, "diff_words: the masks are not whole int32 words of one length");
+    else if (base)
+        result = differing(w.buf, base, w.len / 4, limit);
+    PyBuffer_Release(&w);
+    if (has_base) PyBuffer_Release(&b);
+    return result;
+}
+
+PyDoc_STRVAR(write_words_doc,
+"write_words(out, row, words, base, at, bits)\n\n"
+"Writes a mask kept as `diff_words` keeps it into row `row` (negative: from the end) of `out`, a\n"
+"writable C-contiguous int32 buffer of rows of `words` words: the row becomes `base` (None:\n"
+"zeros) with word `at[i]` set to `bits[i]` (int64 and int32 bytes).");
+
+static PyObject *write_words(PyObject *self, PyObject *args) {
+    Py_buffer o, a, v, b = {0};
+    PyObject *base_obj, *result = NULL;
+    Py_ssize_t row, n;
+    if (!PyArg_ParseTuple(args, "w*nnOy*y*", &o, &row, &n, &base_obj, &a, &v)) return NULL;
+    const int has_base = base_obj != Py_None;
+    if (has_base && PyObject_GetBuffer(base_obj, &b, PyBUF_SIMPLE)) goto done;
+    const Py_ssize_t count = a.len / 8;
+    if (n <= 0 || o.len % (4 * n) || a.len % 8 || v.len != count * 4 || (has_base && b.len != 4 * n)) {
+        PyErr_SetString(PyExc_ValueError, "write_words: inconsistent array sizes");
+        goto done;
+    }
+    const Py_ssize_t rows = o.len / (4 * n);
+    if (row < 0) row += rows;
+    if (row < 0 || row >= rows) {
+        PyErr_SetString(PyExc_IndexError, "write_words: row index out of range");
+        goto done;
+    }
+    const int64_t *idx = a.buf;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (idx[i] < 0 || idx[i] >= n) {
+            PyErr_SetString(PyExc_ValueError, "write_words: word index out of range");
+            goto done;
+        }
+    }
+    int32_t *out = (int32_t *)o.buf + row * n;
+    if (has_base) memcpy(out, b.buf, (size_t)n * 4);
+    else memset(out, 0, (size_t)n * 4);
+    const int32_t *bits = v.buf;
+    for (Py_ssize_t i = 0; i < count; i++) out[idx[i]] = bits[i];
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&o);
+    PyBuffer_Release(&a);
+    PyBuffer_Release(&v);
+    if (has_base && b.obj) PyBuffer_Release(&b);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"nonzero_words", nonzero_words, METH_VARARGS, nonzero_words_doc},
     {"or_words", or_words, METH_VARARGS, or_words_doc},
+    {"diff_words", diff_words, METH_VARARGS, diff_words_doc},
+    {"write_words", write_words, METH_VARARGS, write_words_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, "_packed", "Packed token mask helpers (see cfg/continuations.py).", -1, methods,
+    PyModuleDef_HEAD_INIT, "_packed", "Packed token mask helpers (see cfg/continuations.py and stored_mask.py).", -1, methods,
 };
 
 PyMODINIT_FUNC PyInit__packed(void) { return PyModule_Create(&module); }

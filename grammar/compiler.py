@@ -6,7 +6,6 @@ import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 
-import numpy as np
 import torch
 
 from formwork.grammar.cfg.automaton import compile_automaton
@@ -16,6 +15,7 @@ from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.errors import GrammarError
 from formwork.grammar.ir import Grammar, Node, alt, lit, regex
 from formwork.grammar.matcher import Matcher
+from formwork.grammar.stored_mask import StoredMask
 from formwork.grammar.token_mask import TokenMaskCache
 from formwork.grammar.vocabulary import Vocabulary
 
@@ -38,7 +38,7 @@ class CompiledGrammar:
         self.compile_seconds = compile_seconds
         self.spec = spec
         self.warnings: list[str] = []
-        self.state_masks: dict[int, np.ndarray] = {}  # filled by matchers: state id -> mask
+        self.state_masks: dict[int, StoredMask] = {}  # filled by matchers: state id -> mask
         if dfa.is_empty():
             raise GrammarError("the constraint matches no string at all")
 

@@ -161,7 +161,7 @@ def warm_counted_masks(cache: "TokenMaskCache", counted: "LazyDFA") -> None:
     """Compute the token masks of `item{0,HORIZON}` between repetitions, for every count left:
     once per vocabulary, since every bounded repetition of `item` in any grammar shares them."""
     for done in range(HORIZON, -1, -1):  # most left last: its walk reuses the states built before
-        cache.mask(counted, counted_place(counted, done))
+        cache.stored(counted, counted_place(counted, done))
 
 
 #: Repetitions no token can count past: a bounded repetition with more than this many left acts,
@@ -213,17 +213,18 @@ class LexemeState:
     counted: CountedPlace | None = None
 
 
-def lexeme_mask(cache: "TokenMaskCache", dfa: "LazyDFA", where: LexemeState,
-                max_seconds: float | None, deadline: float | None) -> np.ndarray:
-    """Packed mask of a document state inside a lexeme: tokens inside the lexeme, tokens that
-    leave it part way, and (where it may end here) the mask of the state after it."""
+def lexeme_mask_into(words: np.ndarray, cache: "TokenMaskCache", dfa: "LazyDFA", where: LexemeState,
+                     max_seconds: float | None, deadline: float | None) -> np.ndarray:
+    """Write into `words` the packed mask of a document state inside a lexeme: tokens inside
+    the lexeme, tokens that leave it part way, and (where it may end here) the mask of the state
+    after it.  Returns the lexeme's own mask, which the result mostly agrees with."""
     trie = cache.vocab.trie
     automaton, state = where.automaton, where.state
     counted = where.counted if trie.max_depth <= HORIZON else None
     inside = cache.mask(*((counted.automaton, counted.state) if counted else (automaton, state)), max_seconds)
-    words = inside & cache.text_words  # the lexeme's stop bits say it is complete, not the document
+    np.bitwise_and(inside, cache.text_words, out=words)  # the lexeme's stop bits say it is complete, not the document
     if where.ends:
-        words |= cache.mask(dfa, where.after, max_seconds)
+        cache.stored(dfa, where.after, max_seconds).or_into(words)
     if counted is not None and counted.past_min:  # ends where the shared automaton ends: its exits
         automaton, state = counted.automaton, counted.state
     row = dfa.row(where.after)
@@ -236,4 +237,4 @@ def lexeme_mask(cache: "TokenMaskCache", dfa: "LazyDFA", where: LexemeState,
         states += [after_byte] * len(found)
     if nodes:
         walk_into(trie, dfa, np.array(nodes), np.array(states), words, deadline)
-    return words
+    return inside

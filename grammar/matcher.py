@@ -9,6 +9,7 @@ import torch
 
 from formwork.grammar.dfa import DEAD, START
 from formwork.grammar.errors import GrammarError, RollbackError
+from formwork.grammar.stored_mask import StoredMask
 
 if TYPE_CHECKING:
     from formwork.grammar.compiler import CompiledGrammar
@@ -42,7 +43,7 @@ class Matcher:
         if self._terminated:
             view[index] = 0
         else:
-            view[index] = self.next_token_mask()
+            self._stored_mask().write(view, index)
 
     def _numpy_view(self, bitmask: torch.Tensor) -> np.ndarray:
         """A numpy alias of the (CPU, int32, (batch, words)) bitmask, cached per tensor."""
@@ -60,11 +61,14 @@ class Matcher:
         return view
 
     def next_token_mask(self) -> np.ndarray:
-        """Packed int32 mask words of the current state (shared with the cache: do not modify)."""
+        """Packed int32 mask words of the current state (read-only)."""
+        return self._stored_mask().dense()
+
+    def _stored_mask(self) -> StoredMask:
         masks = self.grammar.state_masks
         got = masks.get(self._state)
         if got is None:
-            got = self.grammar.mask_cache.mask(self._dfa, self._state, self.max_step_seconds)
+            got = self.grammar.mask_cache.stored(self._dfa, self._state, self.max_step_seconds)
             if len(masks) >= MAX_STATE_MASKS:
                 masks.clear()
             masks[self._state] = got

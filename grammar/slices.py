@@ -37,6 +37,7 @@ class TokenSlice:
                    if data is not None and len(data) <= max_len and self.dfa.accepts(data)]
         self.member_ids = np.array(members, dtype=np.intp)
         self.mask_words = pack_token_ids(self.member_ids, vocab.vocab_size)
+        self.mask_words.flags.writeable = False  # shared: masks are kept as their differences from it
         self.max_len = max((len(vocab.token_bytes[i]) for i in members), default=0)
         self._slice_rows = np.ascontiguousarray(self.dfa.table, dtype=np.int32)
 
@@ -52,7 +53,9 @@ class TokenSlice:
     def open_words(self) -> np.ndarray:
         """Packed mask of `open_ids`: what a state after which any slice characters may follow
         (an open-ended lexeme, see `lexemes.lexeme`) allows without a walk."""
-        return pack_token_ids(self.open_ids, self.vocab.vocab_size)
+        words = pack_token_ids(self.open_ids, self.vocab.vocab_size)
+        words.flags.writeable = False  # shared, as `mask_words`
+        return words
 
     @cached_property
     def closed_trie(self) -> TokenTrie:

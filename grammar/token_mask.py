@@ -1,7 +1,8 @@
 """Token masks for DFA states: a walk of the vocabulary trie (native_walk), cached per state.
 
 Masks are cached by the automaton's `state_key`, which names the state's language: recompiling
-the same IR (or language) reuses them.
+the same IR (or language) reuses them.  They are computed in reused zeroed buffers and kept as
+`StoredMask`s (the words that differ from a shared dense mask), so a miss touches no new memory.
 """
 from __future__ import annotations
 
@@ -14,17 +15,18 @@ import numpy as np
 
 from formwork.grammar.dfa import DFA
 from formwork.grammar.lazy_dfa import LazyDFA
-from formwork.grammar.lexemes import lexeme_mask
+from formwork.grammar.lexemes import lexeme_mask_into
 from formwork.grammar.native_walk import walk_state
 from formwork.grammar.packed import pack_token_ids
 from formwork.grammar.slices import JSON_STRING_CHARS, TokenSlice
+from formwork.grammar.stored_mask import StoredMask
 from formwork.grammar.vocabulary import Vocabulary
 
 StateKey = tuple
 
 
 class TokenMaskCache:
-    """LRU of packed int32 masks keyed by `StateKey`, for one vocabulary."""
+    """LRU of token masks (`StoredMask`) keyed by `StateKey`, for one vocabulary."""
 
     def __init__(self, vocab: Vocabulary, max_entries: int = 4096, use_slices: bool = True,
                  use_lexemes: bool = True):
@@ -33,17 +35,17 @@ class TokenMaskCache:
         self.use_lexemes = use_lexemes
         self.sliced = 0
         self.max_entries = max_entries
-        self._masks: OrderedDict[StateKey, np.ndarray] = OrderedDict()
+        self._masks: OrderedDict[StateKey, StoredMask] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
-        words = (vocab.vocab_size + 31) // 32
-        self._num_bytes = words * 4
+        self._num_words = (vocab.vocab_size + 31) // 32
+        self._scratch: list[np.ndarray] = []  # zeroed buffers to compute masks in (nested calls take one each)
         self.stop_words = pack_token_ids(np.array(vocab.stop_token_ids, dtype=np.intp), vocab.vocab_size)
         self.text_words = ~self.stop_words  # every bit but the stop tokens'
 
-    def mask(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None = None) -> np.ndarray:
-        """Packed int32 mask (bit 1 = allowed) of `state`, computed on first use; do not modify."""
+    def stored(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None = None) -> StoredMask:
+        """The mask of `state` as the cache keeps it, computed on first use."""
         key = dfa.state_key(state)
         with self._lock:
             got = self._masks.get(key)
@@ -52,25 +54,54 @@ class TokenMaskCache:
                 self._masks.move_to_end(key)
                 return got
             self.misses += 1
-        words = self._compute(dfa, state, max_seconds)
+        got = self._compute_stored(dfa, state, max_seconds)
         with self._lock:
-            self._masks[key] = words
+            self._masks[key] = got
             if len(self._masks) > self.max_entries:
                 self._masks.popitem(last=False)
-        return words
+        return got
 
-    def _compute(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None) -> np.ndarray:
+    def mask(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None = None) -> np.ndarray:
+        """Packed int32 mask (bit 1 = allowed) of `state`, computed on first use; read-only.  It is
+        kept dense from then on: masks asked for this way (a lexeme's own) are others' bases."""
+        got = self.stored(dfa, state, max_seconds)
+        if got.at or got.base is None:
+            got = StoredMask(got.words, got.dense())
+            key = dfa.state_key(state)
+            with self._lock:
+                if key in self._masks:
+                    self._masks[key] = got
+        return got.base
+
+    def _compute_stored(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None) -> StoredMask:
         custom = getattr(dfa, "compute_mask", None)  # automata with their own decomposition (CFG)
         if custom is not None:
-            words = custom(self, state, max_seconds)
-            words.flags.writeable = False
-            return words
+            return StoredMask.of(custom(self, state, max_seconds), owned=True)
+        scratch = self._scratch.pop() if self._scratch else np.zeros(self._num_words, dtype=np.int32)
+        try:
+            base = self._compute_into(scratch, dfa, state, max_seconds)
+            return StoredMask.of(scratch, base)
+        finally:
+            scratch.fill(0)
+            self._scratch.append(scratch)
+
+    def _compute(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None) -> np.ndarray:
+        """The mask of `state` computed afresh (no cache), as a new array."""
+        custom = getattr(dfa, "compute_mask", None)
+        if custom is not None:
+            return custom(self, state, max_seconds)
+        words = np.zeros(self._num_words, dtype=np.int32)
+        self._compute_into(words, dfa, state, max_seconds)
+        return words
+
+    def _compute_into(self, words: np.ndarray, dfa: DFA | LazyDFA, state: int,
+                      max_seconds: float | None) -> np.ndarray | None:
+        """Write the mask of `state` into `words` (all zero); returns the shared dense mask it
+        mostly agrees with (None: zeros), to keep it as its differences."""
+        deadline = None if max_seconds is None else time.perf_counter() + max_seconds
         inside = dfa.lexeme_state(state) if self.use_lexemes and dfa.lazy else None
         if inside is not None:
-            deadline = None if max_seconds is None else time.perf_counter() + max_seconds
-            words = lexeme_mask(self, dfa, inside, max_seconds, deadline)
-            words.flags.writeable = False
-            return words
+            return lexeme_mask_into(words, self, dfa, inside, max_seconds, deadline)
         trie, base = self.vocab.trie, None
         if self.use_slices and dfa.lazy and dfa.in_open_lexeme(state):
             trie, base = self.token_slice.closed_trie, self.token_slice.open_words
@@ -78,15 +109,12 @@ class TokenMaskCache:
         elif self.use_slices and self.token_slice.covers(dfa, state):
             trie, base = self.token_slice.rest_trie, self.token_slice.mask_words
             self.sliced += 1
-        words = np.zeros(self._num_bytes // 4, dtype=np.int32)
-        deadline = None if max_seconds is None else time.perf_counter() + max_seconds
         walk_state(trie, dfa, state, words, deadline)
         if dfa.accepting[state]:
             words |= self.stop_words
         if base is not None:
             words |= base
-        words.flags.writeable = False
-        return words
+        return base
 
     @cached_property
     def token_slice(self) -> TokenSlice:

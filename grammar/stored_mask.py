@@ -1,0 +1,59 @@
+"""Token masks as the mask cache keeps them: the words that differ from a shared dense base.
+
+A 129k-token mask is 16 KB.  Most grammar states allow a handful of tokens (a key's next letters,
+a comma), and a state inside a lexeme differs from the lexeme's own shared mask in a few words
+(its exits), so a cache of dense copies spends its time and memory on fresh pages: every kept
+mask is new memory the kernel must fault in.  A `StoredMask` keeps a read-only dense `base` that
+others share (or none: all zeros) and the words where the mask differs from it (`_packed.c`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from formwork.grammar._packed import diff_words, or_words, write_words
+
+#: Keep a dense copy when more than this share of the words differ from the base.
+DENSE_SHARE = 8
+_EMPTY_AT = b""
+
+
+class StoredMask:
+    """A packed int32 mask: `base` (read-only dense words, or None for all zeros) with word
+    `at[i]` (int64 bytes) replaced by `bits[i]` (int32 bytes)."""
+
+    __slots__ = ("words", "base", "at", "bits")
+
+    def __init__(self, words: int, base: np.ndarray | None, at: bytes = _EMPTY_AT, bits: bytes = _EMPTY_AT):
+        self.words, self.base, self.at, self.bits = words, base, at, bits
+
+    @classmethod
+    def of(cls, words: np.ndarray, base: np.ndarray | None = None, owned: bool = False) -> "StoredMask":
+        """The mask `words` kept against `base` (a shared read-only mask it should mostly agree
+        with); a dense copy (or `words` itself when `owned`) where too many words differ."""
+        diff = diff_words(words, base, len(words) // DENSE_SHARE)
+        if diff is not None:
+            return cls(len(words), base, *diff)
+        dense = words if owned else words.copy()
+        dense.flags.writeable = False
+        return cls(len(words), dense)
+
+    def write(self, out: np.ndarray, row: int) -> None:
+        """Write the mask into row `row` of `out` (a C-contiguous int32 (rows, words) array)."""
+        write_words(out, row, self.words, self.base, self.at, self.bits)
+
+    def dense(self) -> np.ndarray:
+        """The packed words (read-only; the shared base itself when nothing differs)."""
+        if not self.at and self.base is not None:
+            return self.base
+        out = np.empty((1, self.words), dtype=np.int32)
+        self.write(out, 0)
+        words = out[0]
+        words.flags.writeable = False
+        return words
+
+    def or_into(self, words: np.ndarray) -> None:
+        """OR the mask into `words` (writable packed words)."""
+        if self.base is None:
+            or_words(words, self.at, self.bits)
+        else:
+            words |= self.dense()
