@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from formwork.grammar.compiler import CompiledGrammar
 
 MAX_STATE_MASKS = 1024  # masks a grammar keeps by its own state ids (a shortcut past the shared cache)
+_last_view: tuple[torch.Tensor, int, np.ndarray] | None = None  # see Matcher._numpy_view
 
 
 class Matcher:
@@ -34,7 +35,7 @@ class Matcher:
         self._state = START
         self._terminated = False
         self._history: list[tuple[int, bool]] = []
-        self._view: tuple[torch.Tensor, int, np.ndarray] | None = None
+        self._words = (self.vocab.vocab_size + 31) // 32
 
     # ------------------------------------------------------------ masks
     def fill_next_token_bitmask(self, bitmask: torch.Tensor, index: int = 0) -> None:
@@ -46,18 +47,21 @@ class Matcher:
             self._stored_mask().write(view, index)
 
     def _numpy_view(self, bitmask: torch.Tensor) -> np.ndarray:
-        """A numpy alias of the (CPU, int32, (batch, words)) bitmask, cached per tensor."""
-        cached = self._view
-        if cached is not None and cached[0] is bitmask and cached[1] == bitmask.data_ptr():
+        """A numpy alias of the (CPU, int32, (batch, words)) bitmask, checked once per tensor:
+        the last one seen is remembered across matchers (an engine reuses one bitmask)."""
+        global _last_view
+        cached = _last_view
+        if cached is not None and cached[0] is bitmask and cached[1] == bitmask.data_ptr() \
+                and cached[2].shape[1] == self._words:
             return cached[2]
-        words = (self.vocab.vocab_size + 31) // 32
+        words = self._words
         if (not isinstance(bitmask, torch.Tensor) or bitmask.dtype != torch.int32 or bitmask.dim() != 2
                 or bitmask.shape[1] != words or bitmask.device.type != "cpu" or not bitmask.is_contiguous()):
             shape = tuple(bitmask.shape) if isinstance(bitmask, torch.Tensor) else type(bitmask).__name__
             raise GrammarError(f"bitmask must be a contiguous CPU torch.int32 tensor of shape (batch, {words}); "
                                f"got {shape}")
         view = bitmask.numpy()
-        self._view = (bitmask, bitmask.data_ptr(), view)
+        _last_view = (bitmask, bitmask.data_ptr(), view)  # (the view keeps the tensor alive anyway)
         return view
 
     def next_token_mask(self) -> np.ndarray:

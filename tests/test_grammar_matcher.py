@@ -227,3 +227,26 @@ def test_errors() -> None:
     slow = compile_regex(r"[a-z ]{0,50}\.", vocab).matcher(max_step_seconds=0.0)
     with pytest.raises(GrammarBudgetError, match="step budget"):
         slow.next_token_mask()
+
+
+def test_matchers_write_into_whichever_bitmask_they_are_given() -> None:
+    """The numpy view of the last bitmask is remembered across matchers: alternating tensors,
+    a new one and a narrower view of the same memory each get their own rows written."""
+    vocab = deepseek_vocab()
+    a_mask = compile_regex("a+", vocab).matcher().next_token_mask()
+    b_mask = compile_regex("b+", vocab).matcher().next_token_mask()
+    first, second = allocate_token_bitmask(2, vocab.vocab_size), allocate_token_bitmask(1, vocab.vocab_size)
+    for _ in range(2):
+        compile_regex("a+", vocab).matcher().fill_next_token_bitmask(first, 1)
+        compile_regex("b+", vocab).matcher().fill_next_token_bitmask(second, 0)
+        np.testing.assert_array_equal(first[1].numpy(), a_mask)
+        np.testing.assert_array_equal(second[0].numpy(), b_mask)
+        assert not first[0].any()
+    del first
+    third = allocate_token_bitmask(2, vocab.vocab_size)
+    compile_regex("a+", vocab).matcher().fill_next_token_bitmask(third, -1)
+    np.testing.assert_array_equal(third[1].numpy(), a_mask)
+    with pytest.raises(IndexError):
+        compile_regex("a+", vocab).matcher().fill_next_token_bitmask(third, 2)
+    with pytest.raises(IndexError):  # same memory as `third`, one row
+        compile_regex("a+", vocab).matcher().fill_next_token_bitmask(third[:1], 1)
