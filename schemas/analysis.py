@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from formwork.schemas.drafts import Draft, draft_of
 from formwork.schemas.errors import SchemaTooLargeError, UnknownDraftError
-from formwork.schemas.keywords import (ANNOTATION_KEYWORDS, DEFINITION_CONTAINERS, KeywordKind,
-                                       classify)
+from formwork.schemas.keywords import (ANNOTATION_KEYWORDS, DEFINITION_CONTAINERS, PLAIN_KEYWORDS,
+                                       KeywordKind, classify)
 from formwork.schemas.metaschema import check_meta_schema
 from formwork.schemas.pointer import child
 from formwork.schemas.problems import Problem, Severity
@@ -117,20 +117,28 @@ class _Analyser:
             children: list[_Frame] = []
             unsupported: dict[str, bool] = {}  # keyword -> whether its subschemas are unsupported
             uri, pointer, spec = here.uri, here.pointer, node_draft.specification
+            plain = PLAIN_KEYWORDS[node_draft.name]
             for keyword, tokens, sub, descends in subschema_tuples(node, node_draft.name):
                 if keyword in DEFINITION_CONTAINERS:
                     continue
-                skipped = unsupported.get(keyword)
-                if skipped is None:
-                    verdict = classify(keyword, node[keyword], node_draft.name, node)
-                    skipped = unsupported[keyword] = verdict.kind is KeywordKind.UNSUPPORTED
+                skipped = in_unsupported or keyword not in plain and self._unsupported(
+                    unsupported, keyword, node, node_draft)
                 # `index.enter` returns the resolver itself for a subschema without `$id`
                 sub_resolver = node_resolver if not isinstance(sub, dict) or "$id" not in sub else \
                     index.enter(sub, node_resolver, spec)
                 children.append((sub, Location(uri, child(pointer, *tokens)), sub_resolver, node_draft,
-                                 in_unsupported or skipped, descended or descends))
+                                 skipped, descended or descends))
             stack.extend(reversed(children))
         return found
+
+    @staticmethod
+    def _unsupported(memo: dict[str, bool], keyword: str, node: dict[str, Any], draft: Draft) -> bool:
+        """Whether `keyword` of `node` is unsupported (so are its subschemas), kept in `memo`."""
+        skipped = memo.get(keyword)
+        if skipped is None:
+            verdict = classify(keyword, node[keyword], draft.name, node)
+            skipped = memo[keyword] = verdict.kind is KeywordKind.UNSUPPORTED
+        return skipped
 
     def _follow(self, ref: Any, location: Location, resolver: Resolver[Any], draft: Draft) -> None:
         site = child(self.index.display(location), "$ref")
@@ -149,6 +157,8 @@ class _Analyser:
 
     def _classify(self, schema: dict[str, Any], location: Location, draft: Draft) -> None:
         only_ref = ref_overrides_siblings(schema, draft.name)
+        if not only_ref and PLAIN_KEYWORDS[draft.name].issuperset(schema):
+            return  # nothing to report (the usual case)
         for keyword, value in schema.items():
             if only_ref and keyword != "$ref" and keyword not in DEFINITION_CONTAINERS \
                     and keyword not in ANNOTATION_KEYWORDS:

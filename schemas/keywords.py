@@ -250,3 +250,17 @@ def _classify(keyword: str, value: Any, draft: str, siblings: dict[str, Any]) ->
     if keyword in SUPPORTED_KEYWORDS:
         return Verdict(KeywordKind.SUPPORTED)
     raise AssertionError(f"keyword {keyword!r} of {draft} is not classified")  # pragma: no cover
+
+
+def _plain_keywords(draft: str) -> frozenset[str]:
+    """The keywords of `draft` that are supported or annotations whatever their value and
+    siblings: `classify` never reports them, nor calls their subschemas unsupported."""
+    fixed = DRAFT_KEYWORDS[draft] - _VALUE_DEPENDENT
+    return frozenset(keyword for keyword in fixed
+                     if _classify(keyword, None, draft, {}).kind in (KeywordKind.SUPPORTED,
+                                                                     KeywordKind.ANNOTATION))
+
+
+#: Per draft, the keywords whose verdict is always "supported" or "annotation" (no problem to
+#: report): a schema object made only of them needs no `classify` call.
+PLAIN_KEYWORDS: dict[str, frozenset[str]] = {draft: _plain_keywords(draft) for draft in DRAFT_KEYWORDS}
