@@ -20,6 +20,7 @@ MAX_ALTERNATIVES = 256
 
 #: Keywords consumed by the expansion; everything else is "local".
 APPLICATORS = ("$ref", "allOf", "anyOf", "oneOf")
+_APPLICATOR_SET = frozenset(APPLICATORS)
 
 
 @dataclass(eq=False, slots=True)
@@ -78,6 +79,17 @@ class Expander:
             schema = schema[token]
         return Sub(schema, self.doc.enter(schema, parent.resolver), child(parent.pointer, *tokens))
 
+    def members(self, parent: Sub, keyword: str) -> list[tuple[str, Sub]]:
+        """(name, subschema) for each member of the map `keyword` of `parent` (`properties`,
+        `patternProperties`), in order: `child(parent, keyword, name)` for each name."""
+        members = parent.schema.get(keyword)
+        if not members:
+            return []
+        enter, resolver = self.doc.enter, parent.resolver
+        prefix = child(parent.pointer, keyword)
+        return [(name, Sub(schema, enter(schema, resolver), child(prefix, name)))
+                for name, schema in members.items()]
+
     def resolve(self, sub: Sub) -> Sub:
         ref = sub.schema["$ref"]
         try:
@@ -95,6 +107,8 @@ class Expander:
         if schema is False:
             return []
         alts: list[Alternative] = [[sub]]
+        if _APPLICATOR_SET.isdisjoint(schema):  # the usual subschema: nothing to expand
+            return alts
         if "$ref" in schema:
             target = self.resolve(sub)
             key = id(target.schema)

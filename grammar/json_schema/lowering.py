@@ -9,6 +9,7 @@ through `report` (an error, or a warning in lenient mode).
 from __future__ import annotations
 
 import itertools
+import json
 import math
 from decimal import Decimal
 from typing import Any, Collection, Optional
@@ -40,12 +41,30 @@ _NEUTRAL = ANNOTATION_KEYWORDS | {"$schema", "$id", "$anchor", "$dynamicAnchor",
                                   "definitions", "$comment"}
 
 _LOCAL_FREE = _NEUTRAL | set(APPLICATORS)
+#: Keywords whose subschemas the lowering of an array or object lowers in turn (`lower_subs`);
+#: a conjunction without any is a leaf, which no `$ref` cycle can pass through.
+_NESTING = frozenset({"properties", "patternProperties", "additionalProperties",
+                      "unevaluatedProperties", "items", "prefixItems", "additionalItems",
+                      "unevaluatedItems"})
+#: Keywords whose values (with the draft and options) are all a leaf's lowering reads; a leaf
+#: made only of them (and `_LOCAL_FREE` ones) is lowered once per process (`_SHARED_LEAVES`).
+_LEAF_KEYWORDS = frozenset({
+    "type", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+    "multipleOf", "minLength", "maxLength", "pattern", "format", "minItems", "maxItems",
+    "minProperties", "maxProperties", "required"}) | _LOCAL_FREE
+#: Keywords of documentation only, left out of a shared leaf's key.
+_DOCUMENTATION = frozenset({"title", "description", "$comment", "examples", "default",
+                            "deprecated", "readOnly", "writeOnly"})
+MAX_SHARED_LEAVES = 4096
 MAX_NESTED_SCHEMAS = 64  # conjunctions lowered inside one another
 
 # Reusable IR pieces per whitespace policy, shared by every compilation so that the automaton
 # builder's memo finds them by identity (equal-but-distinct deep nodes cost a deep comparison).
 _ANY_VALUES: dict[tuple, AnyValue] = {}
 _LEAVES: dict[tuple, dict[Any, Node]] = {}
+#: Lowered leaf conjunctions by `Lowerer._shared_leaf_key`: the usual property schemas
+#: ({"type": "string"}, {"type": "string", "format": "date"}, ...) recur across schemas.
+_SHARED_LEAVES: dict[tuple, Node] = {}
 
 
 def _ws_key(options: JsonSchemaOptions) -> tuple:
@@ -85,6 +104,11 @@ class Lowerer:
         self._memo: dict[tuple, Node] = {}
         self._pattern_dfas: dict[str, Any] = {}
         self._leaves = _LEAVES.setdefault(_ws_key(options), {})
+        # what every shared leaf of this lowering depends on besides its keywords; none is shared
+        # when any-JSON values are a recursive rule (a leaf may add it to `rules`)
+        self._leaf_context = None if options.max_nesting_depth is None else (
+            doc.draft.name, _ws_key(options), options.max_nesting_depth,
+            options.forbid_additional_properties)
 
     # ------------------------------------------------------------------ helpers
     def report(self, keyword: str, pointer: str, reason: str,
@@ -210,6 +234,8 @@ class Lowerer:
     def _lower_dicts(self, subs: list[Sub], depth: int) -> Node:
         if all(_NEUTRAL.issuperset(s.schema) for s in subs):  # {} and annotation-only schemas
             return self.unconstrained(depth)
+        if all(_NESTING.isdisjoint(s.schema) for s in subs):
+            return self._lower_leaf(subs, depth)
         # the conjunction's identity: the subschemas with local keywords (applicator-only ones,
         # such as a bare {"$ref": ...}, were expanded into the others)
         key = tuple([id(s.schema) for s in subs if not _LOCAL_FREE.issuperset(s.schema)])
@@ -236,6 +262,44 @@ class Lowerer:
             self.rules[name] = node
             return RuleRef(name)
         return node
+
+    def _lower_leaf(self, subs: list[Sub], depth: int) -> Node:
+        """`_lower_alternative` of a conjunction with no nested subschemas: it lowers no other
+        conjunction, so it needs no frame (it still counts towards the nesting limit and takes a
+        rule number, as every conjunction does)."""
+        if len(self._frames) >= MAX_NESTED_SCHEMAS:
+            raise RecursionNotSupportedError(
+                f"the schema at {subs[0].pointer or '#'} nests more than {MAX_NESTED_SCHEMAS} "
+                "distinct combinations of subschemas (a $ref cycle that never repeats exactly)")
+        next(self._rule_ids)
+        key = self._shared_leaf_key(subs, depth)
+        if key is None:
+            return self._lower_alternative(subs, depth)
+        node = _SHARED_LEAVES.get(key)
+        if node is None:
+            warned = len(self.warnings)
+            node = self._lower_alternative(subs, depth)
+            if len(self.warnings) == warned:  # a leaf that warns (lenient) is lowered each time
+                if len(_SHARED_LEAVES) >= MAX_SHARED_LEAVES:
+                    _SHARED_LEAVES.clear()
+                _SHARED_LEAVES[key] = node
+        return node
+
+    def _shared_leaf_key(self, subs: list[Sub], depth: int) -> Optional[tuple]:
+        """All the lowering of the leaf conjunction `subs` depends on (its keywords but for
+        documentation, as JSON text: exact about 1 vs 1.0 vs true; the draft, options and, when
+        indenting, depth), or None when it may depend on more (other keywords, say)."""
+        if self._leaf_context is None:
+            return None
+        texts = []
+        for s in subs:
+            schema = s.schema
+            if not _LEAF_KEYWORDS.issuperset(schema):
+                return None
+            if not _DOCUMENTATION.isdisjoint(schema):
+                schema = {k: v for k, v in schema.items() if k not in _DOCUMENTATION}
+            texts.append(json.dumps(schema))
+        return (self._leaf_context, depth if self._indent else 0, *texts)
 
     def unconstrained(self, depth: int) -> Node:
         """Any JSON value: nesting bounded by `max_nesting_depth`, or (None) a recursive rule."""

@@ -41,11 +41,8 @@ class ObjectPart:
 
 def object_part(lw: "Lowerer", sub: Sub) -> ObjectPart:
     s = sub.schema
-    part = ObjectPart(sub)
-    for name in s.get("properties", {}):
-        part.props[name] = lw.expander.child(sub, "properties", name)
-    for pattern in s.get("patternProperties", {}):
-        part.patterns.append((pattern, lw.expander.child(sub, "patternProperties", pattern)))
+    part = ObjectPart(sub, dict(lw.expander.members(sub, "properties")),
+                      lw.expander.members(sub, "patternProperties"))
     if "additionalProperties" in s:
         part.additional = lw.expander.child(sub, "additionalProperties")
     elif plain_unevaluated(s, "unevaluatedProperties"):
