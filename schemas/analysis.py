@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from formwork.schemas.drafts import Draft, draft_of
 from formwork.schemas.errors import SchemaTooLargeError, UnknownDraftError
 from formwork.schemas.keywords import (ANNOTATION_KEYWORDS, DEFINITION_CONTAINERS, PLAIN_KEYWORDS,
-                                       KeywordKind, classify)
+                                       SUBSCHEMA_KEYWORDS, KeywordKind, classify)
 from formwork.schemas.metaschema import check_meta_schema
 from formwork.schemas.pointer import child
 from formwork.schemas.problems import Problem, Severity
@@ -114,6 +114,8 @@ class _Analyser:
             if ref is not None:
                 found.append((here, descended))
                 self._follow(ref, here, node_resolver, node_draft)
+            if SUBSCHEMA_KEYWORDS[node_draft.name].keys().isdisjoint(node):
+                continue  # a leaf (the usual node)
             children: list[_Frame] = []
             unsupported: dict[str, bool] = {}  # keyword -> whether its subschemas are unsupported
             uri, pointer, spec = here.uri, here.pointer, node_draft.specification

@@ -9,7 +9,6 @@ through `report` (an error, or a warning in lenient mode).
 from __future__ import annotations
 
 import itertools
-import json
 import math
 from decimal import Decimal
 from typing import Any, Collection, Optional
@@ -287,8 +286,9 @@ class Lowerer:
 
     def _shared_leaf_key(self, subs: list[Sub], depth: int) -> Optional[tuple]:
         """All the lowering of the leaf conjunction `subs` depends on (its keywords but for
-        documentation, as JSON text: exact about 1 vs 1.0 vs true; the draft, options and, when
-        indenting, depth), or None when it may depend on more (other keywords, say)."""
+        documentation, by `repr`: exact for JSON values, 1, 1.0 and True included, unlike `==`;
+        the draft, options and, when indenting, depth), or None when it may depend on more
+        (other keywords, say)."""
         if self._leaf_context is None:
             return None
         texts = []
@@ -298,7 +298,7 @@ class Lowerer:
                 return None
             if not _DOCUMENTATION.isdisjoint(schema):
                 schema = {k: v for k, v in schema.items() if k not in _DOCUMENTATION}
-            texts.append(json.dumps(schema))
+            texts.append(repr(schema))
         return (self._leaf_context, depth if self._indent else 0, *texts)
 
     def unconstrained(self, depth: int) -> Node:

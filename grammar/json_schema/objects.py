@@ -90,7 +90,7 @@ class ObjectLowering:
         """Every subschema the value of member `name` must satisfy."""
         out: list[Sub] = []
         for part in self.parts:
-            matched = self._matching(part, name)
+            matched = self._matching(part, name) if part.patterns else ()
             out.extend(matched)
             if name in part.props:
                 out.append(part.props[name])
@@ -104,14 +104,15 @@ class ObjectLowering:
     def declared_members(self) -> Optional[list[tuple[Node, bool]]]:
         """(member, required) per declared name; None when a required member is impossible."""
         members = []
+        lower_subs, depth, colon = self.lw.lower_subs, self.depth + 1, self.ws.colon()
         for name in self.names:
-            value = self.lw.lower_subs(self.value_subs(name), self.depth + 1)
+            value = lower_subs(self.value_subs(name), depth)
             required = name in self.required
             if isinstance(value, Nothing):
                 if required:
                     return None
                 continue
-            members.append((seq(_key_prefix(name, self.ws.colon()), value), required))
+            members.append((seq(_key_prefix(name, colon), value), required))
         return members
 
     def extra_member(self) -> Optional[Node]:
