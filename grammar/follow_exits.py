@@ -47,6 +47,7 @@ class FollowTrie:
 
 _FOLLOW_TRIES: TrieMemo[FollowTrie] = TrieMemo(256)
 _SEEDS: TrieMemo[list[int]] = TrieMemo(8192)
+_SEEDS_AFTER: TrieMemo[list[tuple[int, list[int]]]] = TrieMemo(8192)
 
 
 def follow_trie(trie: TokenTrie, byte: int) -> FollowTrie:
@@ -59,6 +60,16 @@ def exit_seeds(trie: TokenTrie, automaton, state: int, byte: int) -> list[int]:
     whose state has the same state key."""
     return _SEEDS.get(trie, (automaton.state_key(state), byte),
                       lambda: _walk(follow_trie(trie, byte), automaton, state))
+
+
+def exit_seeds_after(trie: TokenTrie, automaton, state: int, follow: bytes) -> list[tuple[int, list[int]]]:
+    """`exit_seeds` for each byte of `follow` (ascending), as (byte, seeds) for the bytes that
+    have some: one memo lookup for all the bytes a document allows after a lexeme."""
+    def build() -> list[tuple[int, list[int]]]:
+        found = ((byte, exit_seeds(trie, automaton, state, byte)) for byte in follow)
+        return [(byte, seeds) for byte, seeds in found if seeds]
+
+    return _SEEDS_AFTER.get(trie, (automaton.state_key(state), follow), build)
 
 
 def _walk(pruned: FollowTrie, automaton, state: int) -> list[int]:

@@ -10,7 +10,7 @@ mask is the union of
 - the tokens that stay inside the lexeme: the lexeme automaton's own mask, cached per lexeme
   state by `TokenMaskCache` and so shared by every grammar that uses the lexeme; and
 - the tokens that finish the lexeme part way and go on after it: from the trie nodes where the
-  lexeme may end and the next byte is one the document allows after it (`exit_seeds`, also
+  lexeme may end and the next byte is one the document allows after it (`exit_seeds_after`, also
   shared), only their subtrees are walked, from the document state after that byte.
 A bounded repetition (a string's contents under maxLength) goes one step further: every place
 with as many repetitions left is one state of a shared automaton, whatever the bounds
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from formwork.grammar.dfa import DFA
-from formwork.grammar.follow_exits import exit_seeds
+from formwork.grammar.follow_exits import exit_seeds_after
 from formwork.grammar.ir import Alt, Node, Repeat, Seq
 from formwork.grammar.native_walk import walk_into
 
@@ -230,11 +230,9 @@ def lexeme_mask_into(words: np.ndarray, cache: "TokenMaskCache", dfa: "LazyDFA",
     row = dfa.row(where.after)
     nodes: list[int] = []
     states: list[int] = []
-    for byte in np.flatnonzero(row).tolist():
-        after_byte = int(row[byte])
-        found = exit_seeds(trie, automaton, state, byte)
+    for byte, found in exit_seeds_after(trie, automaton, state, np.flatnonzero(row).astype(np.uint8).tobytes()):
         nodes += found
-        states += [after_byte] * len(found)
+        states += [int(row[byte])] * len(found)
     if nodes:
         walk_into(trie, dfa, np.array(nodes), np.array(states), words, deadline)
     return inside

@@ -118,7 +118,7 @@ def test_any_string_value_replays_through_lexeme_masks(vocab, plain, text):
 def test_exit_seeds_are_the_follow_byte_after_a_complete_prefix():
     from formwork.grammar.automaton import AutomatonBuilder
     from formwork.grammar.dfa import START
-    from formwork.grammar.follow_exits import exit_seeds
+    from formwork.grammar.follow_exits import exit_seeds, exit_seeds_after
     from formwork.grammar.token_trie import TokenTrie
 
     tokens = [b'ab"', b'a"x', b'"', b'abc"}', b'x', b'a1"', b'"q"', b'zz']
@@ -129,6 +129,10 @@ def test_exit_seeds_are_the_follow_byte_after_a_complete_prefix():
     # 'a1"' never completes a word before '"'; '"' and '"q"' would need an empty word first
     assert got == {b'ab"', b'a"', b'abc"'}
     assert exit_seeds(trie, word, START, ord("}")) == []
+    # all the bytes after a lexeme at once: only those with seeds, each with its own
+    after = exit_seeds_after(trie, word, START, b'"1}')
+    assert after == [(ord('"'), exit_seeds(trie, word, START, ord('"')))]
+    assert exit_seeds_after(trie, word, START, b"1}") == []
 
 
 def test_automaton_tables_are_invisible_to_the_cycle_collector(vocab):
