@@ -131,7 +131,7 @@ def test_exit_seeds_are_the_follow_byte_after_a_complete_prefix():
     assert exit_seeds(trie, word, START, ord("}")) == []
     # all the bytes after a lexeme at once: only those with seeds, each with its own
     after = exit_seeds_after(trie, word, START, b'"1}')
-    assert after == [(ord('"'), exit_seeds(trie, word, START, ord('"'))), (ord("1"), exit_seeds(trie, word, START, ord("1")))]
+    assert after == [(byte, exit_seeds(trie, word, START, byte)) for byte in b'"1']
     assert {prefixes[n] for n in after[1][1]} == {b"a1"}  # 'a' is a word, then '1'
     assert exit_seeds_after(trie, word, START, b"}") == []
 
