@@ -21,10 +21,10 @@ class StoredMask:
     """A packed int32 mask: `base` (read-only dense words, or None for all zeros) with word
     `at[i]` (int64 bytes) replaced by `bits[i]` (int32 bytes)."""
 
-    __slots__ = ("words", "base", "at", "bits")
+    __slots__ = ("num_words", "base", "at", "bits")
 
-    def __init__(self, words: int, base: np.ndarray | None, at: bytes = _EMPTY_AT, bits: bytes = _EMPTY_AT):
-        self.words, self.base, self.at, self.bits = words, base, at, bits
+    def __init__(self, num_words: int, base: np.ndarray | None, at: bytes = _EMPTY_AT, bits: bytes = _EMPTY_AT):
+        self.num_words, self.base, self.at, self.bits = num_words, base, at, bits
 
     @classmethod
     def of(cls, words: np.ndarray, base: np.ndarray | None = None, owned: bool = False) -> "StoredMask":
@@ -39,13 +39,13 @@ class StoredMask:
 
     def write(self, out: np.ndarray, row: int) -> None:
         """Write the mask into row `row` of `out` (a C-contiguous int32 (rows, words) array)."""
-        write_words(out, row, self.words, self.base, self.at, self.bits)
+        write_words(out, row, self.num_words, self.base, self.at, self.bits)
 
     def dense(self) -> np.ndarray:
         """The packed words (read-only; the shared base itself when nothing differs)."""
         if not self.at and self.base is not None:
             return self.base
-        out = np.empty((1, self.words), dtype=np.int32)
+        out = np.empty((1, self.num_words), dtype=np.int32)
         self.write(out, 0)
         words = out[0]
         words.flags.writeable = False

@@ -66,7 +66,7 @@ class TokenMaskCache:
         kept dense from then on: masks asked for this way (a lexeme's own) are others' bases."""
         got = self.stored(dfa, state, max_seconds)
         if got.at or got.base is None:
-            got = StoredMask(got.words, got.dense())
+            got = StoredMask(got.num_words, got.dense())
             key = dfa.state_key(state)
             with self._lock:
                 if key in self._masks:
@@ -84,15 +84,6 @@ class TokenMaskCache:
         finally:
             scratch.fill(0)
             self._scratch.append(scratch)
-
-    def _compute(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None) -> np.ndarray:
-        """The mask of `state` computed afresh (no cache), as a new array."""
-        custom = getattr(dfa, "compute_mask", None)
-        if custom is not None:
-            return custom(self, state, max_seconds)
-        words = np.zeros(self._num_words, dtype=np.int32)
-        self._compute_into(words, dfa, state, max_seconds)
-        return words
 
     def _compute_into(self, words: np.ndarray, dfa: DFA | LazyDFA, state: int,
                       max_seconds: float | None) -> np.ndarray | None:

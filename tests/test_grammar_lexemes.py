@@ -67,7 +67,7 @@ def test_lexeme_masks_equal_the_plain_walk(name, vocab, plain):
     assert inside, "the replay never entered a lexeme"
     for s in inside:
         got = grammar.mask_cache.mask(grammar.dfa, s)
-        assert np.array_equal(got, plain._compute(grammar.dfa, s, None)), f"state {s}"
+        assert np.array_equal(got, plain.mask(grammar.dfa, s)), f"state {s}"
 
 
 def test_string_contents_share_one_lexeme_automaton_across_schemas(vocab):
@@ -109,7 +109,7 @@ def test_any_string_value_replays_through_lexeme_masks(vocab, plain, text):
     for token in deepseek_tokenizer().encode(json.dumps({"s": text}), add_special_tokens=False).ids:
         words = m.next_token_mask()
         if grammar.dfa.lexeme_state(m._state) is not None:
-            assert np.array_equal(words, plain._compute(grammar.dfa, m._state, None))
+            assert np.array_equal(words, plain.mask(grammar.dfa, m._state))
         assert words.view(np.uint8)[token >> 3] >> (token & 7) & 1
         assert m.accept_token(token)
     assert m.can_terminate()
@@ -191,7 +191,7 @@ def test_bounded_strings_use_the_shared_counted_automaton_and_keep_exact_masks(v
     assert any(not w.counted.past_min for w in counted) == (lo > 0), "states before the minimum: shared too"
     for s in states:
         if grammar.dfa.lexeme_state(s) is not None:
-            assert np.array_equal(grammar.mask_cache.mask(grammar.dfa, s), plain._compute(grammar.dfa, s, None))
+            assert np.array_equal(grammar.mask_cache.mask(grammar.dfa, s), plain.mask(grammar.dfa, s))
 
 
 def test_equal_repetitions_left_share_one_place(vocab):
@@ -245,4 +245,4 @@ def test_prepare_computes_the_string_masks_every_schema_shares(vocab, plain):
     mask = matcher.next_token_mask()
     new_keys = set(compiler.mask_cache._masks) - before
     assert new_keys and all(k[0] == grammar.dfa.state_key(START)[0] for k in new_keys)  # document states only
-    assert np.array_equal(mask, plain._compute(grammar.dfa, matcher._state, None))
+    assert np.array_equal(mask, plain.mask(grammar.dfa, matcher._state))

@@ -10,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 from formwork.grammar import GrammarCompiler, Vocabulary, compile_json_schema
 from formwork.grammar._packed import diff_words, nonzero_words, write_words
 from formwork.grammar.stored_mask import DENSE_SHARE, StoredMask
+from formwork.grammar.token_mask import TokenMaskCache
 
 masks = st.integers(1, 300).flatmap(lambda n: st.tuples(
     st.lists(st.integers(-2**31, 2**31 - 1), min_size=n, max_size=n),
@@ -85,7 +86,7 @@ def test_cache_keeps_sparse_masks_small_and_matchers_write_them_exactly() -> Non
     bitmask = torch.full((2, (vocab.vocab_size + 31) // 32), -1, dtype=torch.int32)
     for text in ['{"', 'abc', '":', ' ', '12', '}']:
         matcher.fill_next_token_bitmask(bitmask, 1)
-        dense = compiler.mask_cache._compute(grammar.dfa, matcher._state, None)
+        dense = TokenMaskCache(vocab, use_slices=False, use_lexemes=False).mask(grammar.dfa, matcher._state)
         np.testing.assert_array_equal(bitmask[1].numpy(), dense)
         assert (bitmask[0] == -1).all()
         assert matcher.accept_string(text)
