@@ -51,6 +51,7 @@ _LEAF_KEYWORDS = frozenset({
     "type", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
     "multipleOf", "minLength", "maxLength", "pattern", "format", "minItems", "maxItems",
     "minProperties", "maxProperties", "required"}) | _LOCAL_FREE
+_LEAF_VALUES = _LEAF_KEYWORDS - set(APPLICATORS)
 #: Keywords of documentation only, left out of a shared leaf's key.
 _DOCUMENTATION = frozenset({"title", "description", "$comment", "examples", "default",
                             "deprecated", "readOnly", "writeOnly"})
@@ -77,6 +78,14 @@ def _shared_any_value(options: JsonSchemaOptions) -> AnyValue:
         got = _ANY_VALUES[key] = AnyValue(Whitespace(options),
                                           isinstance(options.whitespace, IndentSpec))
     return got
+
+
+def _plain_leaf(sub: Sub) -> bool:
+    """Whether `sub` is a leaf of value keywords only (no applicator, nothing nested, not only
+    annotations): it expands to itself, and `_lower_dicts` lowers it as a leaf."""
+    schema = sub.schema
+    return type(schema) is dict and _LEAF_VALUES.issuperset(schema) and \
+        not _NEUTRAL.issuperset(schema) and not sub.exclude
 
 
 def _rule_name(frame: tuple[str, int]) -> str:
@@ -199,6 +208,9 @@ class Lowerer:
         got = self._memo.get(key)
         if got is not None:
             return got
+        if len(subs) == 1 and _plain_leaf(subs[0]):
+            node = self._memo[key] = self._lower_leaf(subs, depth)  # what the steps below come to
+            return node
         if len(subs) == 1:
             alts = self.expand(subs[0])
         else:
@@ -231,13 +243,14 @@ class Lowerer:
         return node
 
     def _lower_dicts(self, subs: list[Sub], depth: int) -> Node:
-        if all(_NEUTRAL.issuperset(s.schema) for s in subs):  # {} and annotation-only schemas
+        schemas = [s.schema for s in subs]
+        if all(map(_NEUTRAL.issuperset, schemas)):  # {} and annotation-only schemas
             return self.unconstrained(depth)
-        if all(_NESTING.isdisjoint(s.schema) for s in subs):
+        if all(map(_NESTING.isdisjoint, schemas)):
             return self._lower_leaf(subs, depth)
         # the conjunction's identity: the subschemas with local keywords (applicator-only ones,
         # such as a bare {"$ref": ...}, were expanded into the others)
-        key = tuple([id(s.schema) for s in subs if not _LOCAL_FREE.issuperset(s.schema)])
+        key = tuple([id(s) for s in schemas if not _LOCAL_FREE.issuperset(s)])
         frame = self._frames.get(key)
         if frame is not None and not self._indent:
             # a $ref cycle back to the same conjunction: true recursion through a grammar rule
