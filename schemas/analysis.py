@@ -71,7 +71,7 @@ class _Analyser:
         self.root_draft = draft
         self.result = Analysis(root=Location(index.root_uri, ""))
         self.pending: list[tuple[Any, Location, Resolver[Any], Draft]] = [
-            (root, self.result.root, index.resolver, draft)]
+            (root, self.result.root, None, draft)]  # None: the root's resolver (made on first use)
         self.reported: set[Location] = set()
         self.checked_documents = {index.root_uri}
         self.visits = 0

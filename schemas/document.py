@@ -57,8 +57,9 @@ class SchemaDocument:
         pointer)`; `UnresolvableRefError` when it points nowhere."""
         return self._index.lookup(ref, resolver)
 
-    def enter(self, subschema: Any, resolver: Resolver[Any]) -> Resolver[Any]:
-        """The resolver to use inside `subschema` (it may set a new base URI with `$id`)."""
+    def enter(self, subschema: Any, resolver: Resolver[Any] | None) -> Resolver[Any] | None:
+        """The resolver to use inside `subschema` (it may set a new base URI with `$id`); None
+        stands for the root's."""
         if not isinstance(subschema, dict) or ("$id" not in subschema and "$schema" not in subschema):
             return resolver  # the common case, without looking up the draft
         return self._index.enter(subschema, resolver, draft_of(subschema, self.draft).specification)

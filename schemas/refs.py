@@ -3,7 +3,7 @@ registry of others, never the network) and the location of every object in them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urldefrag
 
@@ -120,15 +120,24 @@ class RefIndex:
     `Location` of every JSON object they contain (for naming `$ref` targets)."""
 
     def __init__(self, root: Any, draft: Draft, registry: SchemaRegistry | None = None) -> None:
-        registry = registry or empty_registry()
-        root_resource = Resource(contents=root,
-                                 specification=_specification(root, draft.specification))
-        self.root_uri = root_resource.id() or ""
+        self._registry = registry = registry or empty_registry()
+        self._root, self._draft = root, draft
+        # without `$id` the root has no URI in either draft: its resource waits for the resolver
+        self.root_uri = (self._root_resource.id() or "") if isinstance(root, dict) and "$id" in root else ""
         self.documents: Mapping[str, Any] = {**registry.documents, self.root_uri: root}
-        self.resolver: Resolver[Any] = registry.registry.resolver_with_root(root_resource)
         self._shared_positions = registry.positions
-        self._root = root
         self._root_positions: dict[int, Location] | None = None  # built on first use
+
+    @cached_property
+    def _root_resource(self) -> Resource[Any]:
+        """The root document as a `referencing` resource (its draft from `$schema` or the default)."""
+        return Resource(contents=self._root, specification=_specification(self._root, self._draft.specification))
+
+    @cached_property
+    def resolver(self) -> Resolver[Any]:
+        """The root's resolver, made on first use: a schema without `$ref` or `$id` never needs
+        it, and callers pass None for it meanwhile (`resolve` and `enter` take None as the root's)."""
+        return self._registry.registry.resolver_with_root(self._root_resource)
 
     def display(self, location: Location) -> str:
         """A JSON pointer for the root document, `uri#pointer` for other documents."""
@@ -144,8 +153,9 @@ class RefIndex:
             self._root_positions = _positions(self.root_uri, self._root)
         return self._root_positions.get(id(schema)) or self._shared_positions.get(id(schema))
 
-    def enter(self, schema: Any, resolver: Resolver[Any], spec: Specification[Any]) -> Resolver[Any]:
-        """The resolver to use inside `schema` (which may set a new base URI with `$id`).
+    def enter(self, schema: Any, resolver: Resolver[Any] | None, spec: Specification[Any]) -> Resolver[Any] | None:
+        """The resolver to use inside `schema` (which may set a new base URI with `$id`); None
+        stands for the root's, as in `resolve`.
 
         Idempotent: entering a schema whose scope `resolver` already has (the root, or a target
         returned by `resolve`) returns `resolver`, so a relative `$id` is never applied twice.
@@ -155,6 +165,7 @@ class RefIndex:
         resource = Resource(contents=schema, specification=_specification(schema, spec))
         if resource.id() is None:
             return resolver
+        resolver = resolver or self.resolver
         try:
             if resolver.lookup("#").contents is schema:
                 return resolver

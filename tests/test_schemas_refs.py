@@ -256,3 +256,18 @@ def test_a_prebuilt_registry_is_reusable():
     for _ in range(3):
         assert load_schema({"$ref": "urn:example:int"}, registry=registry).lookup(
             "urn:example:int").schema == {"type": "integer"}
+
+
+def test_the_root_resolver_is_made_only_when_a_ref_or_id_needs_it():
+    """None stands for the root's resolver until a `$ref` (or a nested `$id`) needs the real one."""
+    plain = load_schema({"type": "object", "properties": {"a": {"type": "integer"}}})
+    assert "resolver" not in plain._index.__dict__  # a schema without $ref never builds it
+    referring = load_schema({"$defs": {"n": {"type": "integer"}}, "properties": {"a": {"$ref": "#/$defs/n"}}})
+    assert "resolver" in referring._index.__dict__
+    assert referring.lookup("#/$defs/n", None).pointer == "/$defs/n"
+    nested = load_schema({"$id": "https://example.com/root.json",
+                          "$defs": {"item": {"$id": "item.json", "$defs": {"x": {"type": "integer"}}}}})
+    item = nested.schema["$defs"]["item"]
+    inside = nested.enter(item, None)  # from the root's scope, given as None
+    assert inside is not None and nested.lookup("#/$defs/x", inside).pointer == "/$defs/item/$defs/x"
+    assert nested.enter({"type": "integer"}, None) is None  # no $id: the scope is unchanged

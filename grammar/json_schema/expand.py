@@ -25,8 +25,9 @@ _APPLICATOR_SET = frozenset(APPLICATORS)
 
 @dataclass(eq=False, slots=True)
 class Sub:
-    """A subschema, the `referencing` resolver in scope for it, and its JSON pointer (never
-    changed once made; not frozen, as a frozen dataclass is slower to make)."""
+    """A subschema, the `referencing` resolver in scope for it (None: the root document's, made
+    only if a `$ref` needs it), and its JSON pointer (never changed once made; not frozen, as a
+    frozen dataclass is slower to make)."""
 
     schema: Any
     resolver: Any
@@ -70,7 +71,7 @@ class Expander:
         self.ref_overrides_siblings = ref_overrides_siblings
 
     def root(self) -> Sub:
-        return Sub(self.doc.schema, self.doc.enter(self.doc.schema, self.doc.resolver), "")
+        return Sub(self.doc.schema, self.doc.enter(self.doc.schema, None), "")  # None: the root's resolver
 
     def child(self, parent: Sub, *tokens: Any) -> Sub:
         """The subschema at `tokens` below `parent` (entering its `$id` scope, if any)."""

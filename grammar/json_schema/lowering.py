@@ -170,7 +170,7 @@ class Lowerer:
     def _is_valid(self, value: Any, sub: Sub) -> bool:
         """jsonschema's verdict for `value` against one (local) subschema, formats asserted."""
         cls = self.doc.draft.validator
-        validator = cls(sub.schema, format_checker=cls.FORMAT_CHECKER, _resolver=sub.resolver)
+        validator = cls(sub.schema, format_checker=cls.FORMAT_CHECKER, _resolver=sub.resolver or self.doc.resolver)
         return validator.is_valid(value)
 
     def _values_allowed(self, values: list[Any], owner: Sub, keyword: str, subs: list[Sub]
