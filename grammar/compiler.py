@@ -73,11 +73,13 @@ class GrammarCompiler:
     def prepare(self) -> None:
         """Build the per-vocabulary tables now rather than on first use: the token trie, the
         slice tables, and the token masks of JSON string contents (any length, and each count of
-        characters left), which every schema's strings share (about 1 s for a 129k vocabulary)."""
+        characters left), which every schema's strings share (about 1 s for a 129k vocabulary);
+        and the automata of the JSON Schema formats, which depend on no schema (~0.1 s)."""
         from formwork.grammar.json_schema.automata import SHARED
 
         self.mask_cache.prepare()
         SHARED.warm_string_masks(self.mask_cache)
+        SHARED.warm_formats()
 
     def _budget(self) -> CompileBudget:
         b = self.budget

@@ -231,6 +231,9 @@ def test_trie_memo_builds_once_and_evicts_the_least_recent():
 
 
 def test_prepare_computes_the_string_masks_every_schema_shares(vocab, plain):
+    from formwork.grammar.automaton import AutomatonBuilder
+    from formwork.grammar.json_schema.automata import SHARED
+    SHARED._builder = AutomatonBuilder()  # as a fresh process has it: nothing built yet
     compiler = GrammarCompiler(vocab, cache_enabled=False)
     compiler.prepare()
     before = set(compiler.mask_cache._masks)
@@ -246,3 +249,22 @@ def test_prepare_computes_the_string_masks_every_schema_shares(vocab, plain):
     new_keys = set(compiler.mask_cache._masks) - before
     assert new_keys and all(k[0] == grammar.dfa.state_key(START)[0] for k in new_keys)  # document states only
     assert np.array_equal(mask, plain.mask(grammar.dfa, matcher._state))
+    # and the automata of every format, which no schema has asked for yet
+    from formwork.grammar.json_schema.formats import SUPPORTED
+    from formwork.grammar.json_schema.pieces import encoded_format
+    assert all(encoded_format(name) in SHARED._builder._eager for name in SUPPORTED)
+
+
+def test_a_renewed_shared_builder_keeps_the_format_automata():
+    from formwork.grammar.ir import lit
+    from formwork.grammar.json_schema.automata import SharedAutomata, _format_nodes
+
+    shared = SharedAutomata(max_compilations=1)
+    shared.warm_formats()
+    kept = {node: shared._builder._eager[node] for node in _format_nodes()}
+    first = shared._builder
+    shared.compile(lit("a"))
+    shared.compile(lit("b"))  # the second compilation renews the builder
+    assert shared._builder is not first
+    assert all(shared._builder._eager[node] is dfa for node, dfa in kept.items())
+    assert lit("a") not in shared._builder._memo  # everything else starts afresh

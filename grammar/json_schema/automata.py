@@ -40,7 +40,8 @@ class SharedAutomata:
     def _renewed_builder(self) -> AutomatonBuilder:
         self._uses += 1
         if self._uses > self.max_compilations:
-            self._builder, self._uses = AutomatonBuilder(), 1
+            old, self._builder, self._uses = self._builder, AutomatonBuilder(), 1
+            self._builder._eager.update((node, old._eager[node]) for node in _format_nodes() if node in old._eager)
         return self._builder
 
     def compile(self, node: Node, budget: CompileBudget | None = None, keep: bool = True) -> DFA:
@@ -72,6 +73,23 @@ class SharedAutomata:
             cache.mask(automaton, START)
         for byte in b'",}]':  # the pruned tries of the bytes that end JSON lexemes (lexeme exits)
             follow_trie(cache.vocab.trie, byte)
+
+    def warm_formats(self) -> None:
+        """The automata of every supported `format` (they depend on no schema; the first use of
+        some, such as email's intersections, costs tens of milliseconds), kept when the builder
+        is renewed."""
+        with self._lock:
+            for node in _format_nodes():
+                self._builder.eager(node)
+
+
+def _format_nodes() -> list[Node]:
+    """The frozen IR of every supported format (see `pieces.encoded_format`); a renewed builder
+    keeps their automata."""
+    from formwork.grammar.json_schema.formats import SUPPORTED
+    from formwork.grammar.json_schema.pieces import encoded_format
+
+    return [encoded_format(name) for name in sorted(SUPPORTED)]
 
 
 SHARED = SharedAutomata()
