@@ -11,11 +11,14 @@ State-level caches that stay on: formwork's token-mask cache (masks per automato
 the state's language: the IR it was built from and its NFA state set, so schemas with the same
 language share masks; the 139 cases are 139 distinct schemas), its lexeme caches (the automata,
 masks and exit points of string contents, numbers, formats and bounded repetitions, shared by
-every schema that uses them) and its shared sub-automata (DFAs of formats, patterns, numbers, the
-bounded any-JSON value); no whole schema's automaton is kept.  Before any timing, each engine
+every schema that uses them), its shared sub-automata (DFAs of formats, patterns, numbers, the
+bounded any-JSON value) and the lowered IR of leaf subschemas made of value keywords only (such as
+{"type": "string", "format": "date"}, keyed by their keywords, the draft and the options); no
+whole schema's lowering or automaton is kept.  Before any timing, each engine
 builds its tokenizer-level tables; formwork's (`GrammarCompiler.prepare`, as the server does at
-start) are the vocabulary trie, the string-character slice and the masks of JSON string contents
-with each count of characters left, which depend on no schema.
+start) are the vocabulary trie, the string-character slice, the masks of JSON string contents
+with each count of characters left and the automata of the supported formats, which depend on no
+schema.
 """
 from __future__ import annotations
 
@@ -93,10 +96,11 @@ NOTES = (
     "instance's tokens, then the stop token. formwork keeps its state-level caches across schemas, "
     "as a server would: token masks keyed by a state's language (the 139 cases are 139 distinct "
     "schemas, so a mask is shared only where two states have the same language), the lexeme caches (string contents, "
-    "numbers, formats, bounded repetitions) and the shared sub-automata; no whole schema's "
-    "automaton is kept. Tokenizer-level tables are built before timing (formwork: the trie, the "
+    "numbers, formats, bounded repetitions), the shared sub-automata and the lowered IR of leaf "
+    "subschemas made of value keywords only (e.g. `{\"type\": \"string\", \"format\": \"date\"}`, keyed by "
+    "their keywords, the draft and the options); no whole schema's lowering or automaton is kept. Tokenizer-level tables are built before timing (formwork: the trie, the "
     "string-character slice and the masks of JSON string contents per count of characters left, "
-    "which depend on no schema; `GrammarCompiler.prepare`, as the server does at start); xgrammar runs with max_threads=1, any_whitespace=False, "
+    "and the automata of the supported formats, which depend on no schema; `GrammarCompiler.prepare`, as the server does at start); xgrammar runs with max_threads=1, any_whitespace=False, "
     "strict_mode=False; llguidance with whitespace_flexible=False and separators ', ' / ': '; outlines-core with "
     "whitespace_pattern `[ ]?`.")
 
