@@ -102,6 +102,10 @@ class AutomatonBuilder:
         """The NFA of `lexeme_automaton(node)`, which documents splice in."""
         return self.lexeme_automaton(node).nfa
 
+    def take_eager(self, other: "AutomatonBuilder", nodes: list[Node]) -> None:
+        """Keep the complete DFAs that `other` has built of `nodes` (a renewed builder's pieces)."""
+        self._eager.update((node, other._eager[node]) for node in nodes if node in other._eager)
+
     def eager(self, node: Node) -> DFA:
         """The complete, minimal DFA of `node`."""
         got = self._eager.get(node)

@@ -41,7 +41,7 @@ class SharedAutomata:
         self._uses += 1
         if self._uses > self.max_compilations:
             old, self._builder, self._uses = self._builder, AutomatonBuilder(), 1
-            self._builder._eager.update((node, old._eager[node]) for node in _format_nodes() if node in old._eager)
+            self._builder.take_eager(old, _format_nodes())
         return self._builder
 
     def compile(self, node: Node, budget: CompileBudget | None = None, keep: bool = True) -> DFA:
