@@ -1,0 +1,205 @@
+/* Internal header of the C NFA builder (module `formwork.grammar._nfa_build`), shared by
+ *   _nfa_build.c    the walk over the IR tree (`build`) and the module glue
+ *   _nfa_ir.c       the IR classes: loading them, reading their slots, ir.seq / ir.alt's common cases
+ *   _nfa_moves.c    the state and move arrays: budget checks, copies of a repetition, the tuples out
+ *   _nfa_regions.c  DFAs and lexeme templates spliced in, and the regions they make
+ * It holds the builder's structs, the IR classes and interned names, the small helpers hot loops
+ * call (static inline, so they stay inlined), and the prototypes of the shared functions.
+ */
+#ifndef FORMWORK_NFA_BUILD_H
+#define FORMWORK_NFA_BUILD_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { EPSILON = -1, MAX_DEPTH = 5000, CHECK_EVERY = 4096, MAX_STATES = INT32_MAX / 2 };
+
+typedef struct { int32_t lo, hi, target, next; } Move; /* lo EPSILON: an epsilon move */
+typedef struct { int32_t head, tail, n_eps, n_edges; } State; /* n_eps -1: a region's state (None) */
+
+typedef struct {
+    State *states;
+    Move *moves;
+    int32_t *saved; /* prototypes' moves out of their start state: (lo, hi, target) each */
+    int32_t *positions; /* (first item state, state after it) per repetition, if asked for */
+    Py_ssize_t n, cap, nm, mcap, ns, scap, np, pcap;
+    unsigned char cuts[257]; /* 1 at every byte where a byte edge starts, and just past where one ends */
+    PyObject *budget, *dfa_of, *template_of, *whole, *lexemes, *regions;
+    int depth;
+} Builder;
+
+/* A repetition's first build (see `nfab_copy`): its states first..last-1, its end, its saved moves. */
+typedef struct { int32_t first, last, nxt; Py_ssize_t at, n; } Proto;
+
+/* The IR classes and GrammarError (set by `nfab_load_kinds`, in _nfa_ir.c), and the interned
+ * attribute names (set by the module's init, in _nfa_build.c). */
+extern PyTypeObject *Empty, *Bytes, *ByteSet, *Seq, *Alt, *Repeat, *And, *Not, *Nothing, *RuleRef;
+extern PyObject *GrammarError, *s_empty, *s_items, *s_value, *s_ranges, *s_item, *s_min, *s_max, *s_name,
+    *s_num_states, *s_is_empty, *s_eps, *s_edges, *s_positions, *s_check_nfa, *s_check_time, *s_what;
+
+/* Where each IR class keeps its fields: a frozen dataclass with slots stores a field as a member
+ * (T_OBJECT_EX) at a fixed offset, read here straight from the object, since the generic
+ * attribute lookup costs more than the rest of visiting a node.  -1: read by name. */
+enum { F_EMPTY, F_HASH, F_ITEMS, F_VALUE, F_RANGES, F_ITEM, F_MIN, F_MAX, NUM_FIELDS, NUM_KINDS = 10 };
+extern Py_ssize_t nfab_offsets[NUM_KINDS][NUM_FIELDS];
+extern PyTypeObject **nfab_kind_slots[NUM_KINDS];
+
+/* ------------------------------------------------------------------ _nfa_ir.c */
+
+int nfab_load_kinds(void);
+int nfab_bounds(PyObject *node, long long *lo, long long *hi);
+PyObject *nfab_seq_of(PyObject *module, PyObject *items);
+PyObject *nfab_alt_of(PyObject *module, PyObject *items);
+extern const char nfab_seq_of_doc[], nfab_alt_of_doc[];
+
+/* ------------------------------------------------------------------ _nfa_moves.c */
+
+int nfab_budget_check(Builder *b, int with_time);
+int32_t nfab_reserve(Builder *b, Py_ssize_t k);
+int nfab_copy(Builder *b, const Proto *p, int32_t cur, int32_t nxt);
+int nfab_moves_out(const Builder *b, PyObject *eps, PyObject *edges);
+
+/* ------------------------------------------------------------------ _nfa_regions.c */
+
+int nfab_embed(Builder *b, PyObject *node, int32_t s, int32_t e);
+int nfab_splice(Builder *b, PyObject *node, int32_t s, int32_t e, int open);
+
+/* ------------------------------------------------------------------ _nfa_build.c */
+
+int nfab_build(Builder *b, PyObject *node, int32_t s, int32_t e);
+
+/* ------------------------------------------------------------------ small helpers */
+
+/* The offset of `field` in `node`, or -1 (not an IR class's object, or not a plain slot). */
+static inline Py_ssize_t offset_of(PyObject *node, int field) {
+    const PyTypeObject *kind = Py_TYPE(node);
+    for (int i = 0; i < NUM_KINDS; i++)
+        if (kind == *nfab_kind_slots[i]) return nfab_offsets[i][field];
+    return -1;
+}
+
+/* A new reference to `field` (`name`) of `node`; NULL with an exception (e.g. an unset slot). */
+static inline PyObject *get_field(PyObject *node, int field, PyObject *name) {
+    const Py_ssize_t at = offset_of(node, field);
+    PyObject *value = at >= 0 ? *(PyObject **)((char *)node + at) : NULL;
+    return value ? Py_NewRef(value) : PyObject_GetAttr(node, name);
+}
+
+static inline int grow(void **data, Py_ssize_t *cap, Py_ssize_t need, size_t size) {
+    if (need <= *cap) return 0;
+    Py_ssize_t c = *cap ? 2 * *cap : 64;
+    while (c < need) c *= 2;
+    void *p = realloc(*data, (size_t)c * size);
+    if (!p) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *data = p;
+    *cap = c;
+    return 0;
+}
+#define GROW(b, field, cap, need) grow((void **)&(b)->field, &(b)->cap, (need), sizeof(*(b)->field))
+
+/* A tuple the cyclic garbage collector does not track (it holds no container that could). */
+static inline PyObject *untracked(PyObject *t) {
+    if (t && PyObject_GC_IsTracked(t)) PyObject_GC_UnTrack(t);
+    return t;
+}
+
+/* An int item in [lo, hi), or -1 with a ValueError naming `what`. */
+static inline int int_in(PyObject *o, long lo, long hi, const char *what, int32_t *out) {
+    long v = PyLong_Check(o) ? PyLong_AsLong(o) : -1;
+    if (v == -1 && PyErr_Occurred()) return -1;
+    if (!PyLong_Check(o) || v < lo || v >= hi) {
+        PyErr_Format(PyExc_ValueError, "NFA construction: bad %s", what);
+        return -1;
+    }
+    *out = (int32_t)v;
+    return 0;
+}
+
+/* The items of a tuple or, unless `tuple_only` (items read while Python code runs), a list,
+ * borrowed; or NULL with a ValueError naming `what`. */
+static inline PyObject **items_of(PyObject *seq, Py_ssize_t *n, const char *what, int tuple_only) {
+    static PyObject *none[1];
+    if (PyTuple_Check(seq)) {
+        *n = PyTuple_GET_SIZE(seq);
+        return ((PyTupleObject *)seq)->ob_item;
+    }
+    if (!tuple_only && PyList_Check(seq)) {
+        *n = PyList_GET_SIZE(seq);
+        return *n ? ((PyListObject *)seq)->ob_item : none;
+    }
+    PyErr_Format(PyExc_ValueError, "NFA construction: %s is not a tuple%s", what, tuple_only ? "" : " or list");
+    return NULL;
+}
+
+/* A (lo, hi[, target]) byte range with 0 <= lo <= hi <= 255 and target in [0, bound). */
+static inline int byte_range(PyObject *o, int with_target, long bound, int32_t out[3]) {
+    Py_ssize_t n;
+    PyObject **t = items_of(o, &n, "byte range", 0);
+    if (!t) return -1;
+    if (n != 2 + with_target) {
+        PyErr_SetString(PyExc_ValueError, "NFA construction: bad byte range");
+        return -1;
+    }
+    return int_in(t[0], 0, 256, "byte range", &out[0]) || int_in(t[1], out[0], 256, "byte range", &out[1]) ||
+                   (with_target && int_in(t[2], 0, bound, "edge target", &out[2])) ? -1 : 0;
+}
+
+/* Appends k states (no moves yet, or a region's: None); the first, or -1. */
+static inline int32_t add_states(Builder *b, Py_ssize_t k, int region) {
+    if (b->n + k > MAX_STATES) {
+        PyErr_SetString(PyExc_OverflowError, "NFA construction: too many states");
+        return -1;
+    }
+    if (GROW(b, states, cap, b->n + k)) return -1;
+    int32_t first = (int32_t)b->n;
+    for (Py_ssize_t i = 0; i < k; i++) b->states[b->n++] = (State){-1, -1, region ? -1 : 0, 0};
+    return first;
+}
+
+static inline int32_t new_state(Builder *b) {
+    int32_t q = add_states(b, 1, 0);
+    return q >= 0 && b->n % CHECK_EVERY == 0 && nfab_budget_check(b, 1) ? -1 : q;
+}
+
+static inline int add(Builder *b, int32_t q, int32_t lo, int32_t hi, int32_t target) {
+    if (b->nm >= INT32_MAX || GROW(b, moves, mcap, b->nm + 1)) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_OverflowError, "NFA construction: too many moves");
+        return -1;
+    }
+    int32_t m = (int32_t)b->nm++;
+    b->moves[m] = (Move){lo, hi, target, -1};
+    if (lo != EPSILON) b->cuts[lo] = b->cuts[hi + 1] = 1;
+    State *st = &b->states[q];
+    if (st->tail < 0) st->head = m; else b->moves[st->tail].next = m;
+    st->tail = m;
+    if (lo == EPSILON) st->n_eps++; else st->n_edges++;
+    return 0;
+}
+
+static inline int enter(Builder *b) {
+    if (++b->depth > MAX_DEPTH) {
+        b->depth--;
+        PyErr_SetString(PyExc_RecursionError, "NFA construction: IR tree too deep");
+        return -1;
+    }
+    if (Py_EnterRecursiveCall(" in NFA construction")) {
+        b->depth--;
+        return -1;
+    }
+    return 0;
+}
+
+static inline void leave(Builder *b) {
+    Py_LeaveRecursiveCall();
+    b->depth--;
+}
+
+#endif

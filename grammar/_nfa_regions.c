@@ -1,0 +1,132 @@
+/* Regions of the C NFA builder: an And / Not node's DFA spliced in (whole, in a standalone NFA,
+ * or as a region whose states `_subset.c` fills on first use), a lexeme's template NFA spliced in
+ * as a region, and the (first, last, end, start, ...) records `build` returns for them.
+ */
+#include "_nfa_build.h"
+
+static int add_region(Builder *b, int32_t first, int32_t last, int32_t end, int32_t start, int keyed,
+                      PyObject *source, PyObject *node, PyObject *positions, int open) {
+    const State *st = &b->states[start];
+    PyObject *moves = keyed ? untracked(Py_BuildValue("(ii)", st->n_eps, st->n_edges)) : Py_NewRef(Py_None);
+    PyObject *r = moves ? Py_BuildValue("(iiiiOOOON)", first, last, end, start, moves, source, node, positions,
+                                        PyBool_FromLong(open)) : NULL;
+    Py_XDECREF(moves);
+    int rc = r ? PyList_Append(b->regions, r) : -1;
+    Py_XDECREF(r);
+    return rc;
+}
+
+/* A DFA's states spliced in, after s, whole (moves from `whole(dfa)`: byte ranges per state,
+ * accepting flags). */
+static int embed_whole(Builder *b, PyObject *dfa, Py_ssize_t k, int32_t s, int32_t e) {
+    int32_t base = (int32_t)b->n - 1;
+    for (Py_ssize_t q = 1; q < k; q++)
+        if (new_state(b) < 0) return -1;
+    if (add(b, s, EPSILON, 0, base + 1)) return -1;
+    PyObject *got = PyObject_CallOneArg(b->whole, dfa);
+    if (!got) return -1;
+    int rc = -1;
+    Py_ssize_t n, nacc;
+    PyObject **pair = items_of(got, &n, "embedded DFA", 0), **rows = NULL;
+    if (!pair || n != 2 || !(rows = items_of(pair[0], &n, "byte ranges", 0)) || !PyBytes_Check(pair[1]) ||
+        n > k || (nacc = PyBytes_GET_SIZE(pair[1])) < n) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "NFA construction: bad embedded DFA");
+        goto done;
+    }
+    for (Py_ssize_t q = 1; q < n; q++) {
+        Py_ssize_t m;
+        PyObject **ranges = items_of(rows[q], &m, "byte ranges", 0);
+        if (!ranges) goto done;
+        for (Py_ssize_t i = 0; i < m; i++) {
+            int32_t r[3];
+            if (byte_range(ranges[i], 1, k, r) || add(b, base + (int32_t)q, r[0], r[1], base + r[2])) goto done;
+        }
+        if (PyBytes_AS_STRING(pair[1])[q] && add(b, base + (int32_t)q, EPSILON, 0, e)) goto done;
+    }
+    rc = 0;
+done:
+    Py_DECREF(got);
+    return rc;
+}
+
+/* An And / Not node: its DFA spliced in between s and e, as a region in a document NFA. */
+int nfab_embed(Builder *b, PyObject *node, int32_t s, int32_t e) {
+    PyObject *dfa = PyObject_CallOneArg(b->dfa_of, node);
+    PyObject *size = dfa ? PyObject_GetAttr(dfa, s_num_states) : NULL;
+    Py_ssize_t k = size ? PyLong_AsSsize_t(size) : -1;
+    int rc = -1;
+    if (k < 2 || k > MAX_STATES) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "NFA construction: bad embedded DFA size");
+    } else if (b->template_of == Py_None) {
+        rc = embed_whole(b, dfa, k, s, e);
+    } else {
+        int32_t base = nfab_reserve(b, k - 1) - 1; /* DFA state q (q >= 1) becomes NFA state base + q */
+        const State *st = &b->states[s];
+        rc = base < 0 || add(b, s, EPSILON, 0, base + 1) ||
+             add_region(b, base + 1, base + (int32_t)k, e, s, st->n_eps == 1 && st->n_edges == 0, dfa, Py_None,
+                        Py_None, 0) ? -1 : 0;
+    }
+    Py_XDECREF(size);
+    Py_XDECREF(dfa);
+    return rc;
+}
+
+/* A lexeme as a region whose states are copied from its template when first reached (template
+ * state 0 is s, 1 is e, x >= 2 is first - 2 + x). */
+int nfab_splice(Builder *b, PyObject *node, int32_t s, int32_t e, int open) {
+    PyObject *template = PyObject_CallOneArg(b->template_of, node), *eps = NULL, *edges = NULL, *positions = NULL,
+             *mapped = NULL;
+    const int fresh = b->states[s].n_eps == 0 && b->states[s].n_edges == 0;
+    int rc = -1;
+    Py_ssize_t size = -1, ne, nx, np;
+    if (template && (eps = PyObject_GetAttr(template, s_eps)) && (edges = PyObject_GetAttr(template, s_edges)) &&
+        PyTuple_Check(eps) && PyTuple_Check(edges) && (size = PyTuple_GET_SIZE(eps)) >= 2 &&
+        PyTuple_GET_SIZE(edges) == size) {
+        Py_SETREF(eps, Py_NewRef(PyTuple_GET_ITEM(eps, 0))); /* the start state's moves */
+        Py_SETREF(edges, Py_NewRef(PyTuple_GET_ITEM(edges, 0)));
+        positions = PyObject_GetAttr(template, s_positions);
+        Py_XSETREF(positions, positions ? PySequence_Tuple(positions) : NULL);
+    }
+    if (!positions) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "NFA construction: bad template");
+        goto done;
+    }
+    const Py_ssize_t n = size - 2;
+    const int32_t first = nfab_reserve(b, n);
+    PyObject **xs = first < 0 ? NULL : items_of(eps, &nx, "template moves", 1);
+    PyObject **es = xs ? items_of(edges, &ne, "template edges", 1) : NULL, **pos = ((PyTupleObject *)positions)->ob_item;
+    np = PyTuple_GET_SIZE(positions);
+    if (!es) goto done;
+#define AT(x) ((x) > 1 ? first - 2 + (x) : (x) ? e : s)
+    for (Py_ssize_t i = 0; i < nx; i++) {
+        int32_t x;
+        if (int_in(xs[i], 0, size, "template target", &x) || add(b, s, EPSILON, 0, AT(x))) goto done;
+    }
+    for (Py_ssize_t i = 0; i < ne; i++) {
+        int32_t r[3];
+        if (byte_range(es[i], 1, size, r) || add(b, s, r[0], r[1], AT(r[2]))) goto done;
+    }
+    if (n && !(mapped = PyTuple_New(np))) goto done;
+    for (Py_ssize_t i = 0; n && i < np; i++) { /* (first item state, state after it); the first may be
+                                                    one past the template's last (an item without states) */
+        Py_ssize_t two;
+        PyObject **ab = items_of(pos[i], &two, "template position", 1), *p;
+        int32_t a, z;
+        if (!ab || two != 2 || int_in(ab[0], 0, size + 1, "template position", &a) ||
+            int_in(ab[1], 0, size, "template position", &z) ||
+            !(p = untracked(Py_BuildValue("(ii)", first - 2 + a, AT(z))))) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "NFA construction: bad template position");
+            goto done;
+        }
+        PyTuple_SET_ITEM(mapped, i, p);
+    }
+#undef AT
+    rc = n ? add_region(b, first, first + (int32_t)n, e, s, fresh, template, node, untracked(mapped), open) : 0;
+done:
+    Py_XDECREF(mapped);
+    Py_XDECREF(positions);
+    Py_XDECREF(edges);
+    Py_XDECREF(eps);
+    Py_XDECREF(template);
+    return rc;
+}

@@ -1,0 +1,218 @@
+/* Rows of the lazy DFA: the moves of an NFA state read once from the NFA's Python tuples (or
+ * computed from a region's embedded DFA or template NFA), epsilon closures, the DFA state each
+ * set of targets leads to, and the successor per byte class of a DFA state (`subset_fill_row`).
+ */
+#include "_subset_core.h"
+
+/* A region's state number x mapped into the document NFA (or x itself outside regions), checked. */
+static int document_state(const Core *c, const Region *r, int32_t x, int32_t *out) {
+    *out = r ? region_target(r, x) : x;
+    if (*out < 0 || *out >= c->num_nfa) {
+        PyErr_SetString(PyExc_ValueError, "subset core: a region target is out of range");
+        return -1;
+    }
+    return 0;
+}
+
+/* Records the moves of NFA state q (epsilon targets and edges over byte classes). */
+static int load(Core *c, int32_t q) {
+    if (q >= PySequence_Fast_GET_SIZE(c->eps) || q >= PySequence_Fast_GET_SIZE(c->edges)) {
+        PyErr_SetString(PyExc_ValueError, "subset core: the NFA's move lists shrank");
+        return -1;
+    }
+    PyObject *eps = PySequence_Fast_GET_ITEM(c->eps, q), *edges = PySequence_Fast_GET_ITEM(c->edges, q);
+    const Region *r = NULL;
+    int32_t local = 0;
+    if (eps == Py_None) {
+        Py_ssize_t k = region_at(c, q);
+        if (k < 0) {
+            PyErr_Format(PyExc_ValueError, "subset core: NFA state %d has no moves and no region", q);
+            return -1;
+        }
+        r = &c->regions[k];
+        Py_ssize_t n;
+        PyObject **src = items_of(r->a, &n, "region source");
+        if (!src) return -1;
+        local = r->kind == REGION_DFA ? q - r->first + 1 : q - r->first + 2;
+        if (local >= n) {
+            PyErr_SetString(PyExc_ValueError, "subset core: region source too short");
+            return -1;
+        }
+        if (r->kind == REGION_DFA) {
+            edges = src[local];
+            eps = NULL;
+        } else {
+            eps = src[local];
+            PyObject **tedges = items_of(r->b, &n, "template edges");
+            if (!tedges) return -1;
+            if (local >= n) {
+                PyErr_SetString(PyExc_ValueError, "subset core: template edges too short");
+                return -1;
+            }
+            edges = tedges[local];
+        }
+    }
+    Py_ssize_t ne, nx = 0;
+    PyObject **e_items = items_of(edges, &ne, "edges"), **x_items = NULL;
+    if (!e_items) return -1;
+    if (eps) {
+        x_items = items_of(eps, &nx, "epsilon moves");
+        if (!x_items) return -1;
+    }
+    /* how many states the moves' numbering has: the document's, the DFA's or the template's */
+    const long bound = !r ? c->num_nfa : r->last - r->first + (r->kind == REGION_DFA ? 1 : 2);
+    /* epsilon moves */
+    Py_ssize_t at = c->eps_pool.len;
+    if (r && r->kind == REGION_DFA) {
+        Py_ssize_t nacc = PyBytes_Check(r->b) ? PyBytes_GET_SIZE(r->b) : -1;
+        if (local >= nacc) {
+            PyErr_SetString(PyExc_ValueError, "subset core: DFA accepting flags too short");
+            return -1;
+        }
+        if (PyBytes_AS_STRING(r->b)[local] && pool_push(&c->eps_pool, r->end)) return -1;
+    } else {
+        if (pool_reserve(&c->eps_pool, nx)) return -1;
+        for (Py_ssize_t i = 0; i < nx; i++) {
+            int32_t x;
+            if (int_of(x_items[i], 0, bound, &x) || document_state(c, r, x, c->eps_pool.data + c->eps_pool.len))
+                return -1;
+            c->eps_pool.len++;
+        }
+    }
+    c->eps_at[q] = (int32_t)at + 1;
+    c->eps_n[q] = (int32_t)(c->eps_pool.len - at);
+    /* edges (lo, hi, target) -> (first class, last class, target) */
+    at = c->edge_pool.len;
+    if (pool_reserve(&c->edge_pool, 3 * ne)) return -1;
+    for (Py_ssize_t i = 0; i < ne; i++) {
+        int32_t lo, hi, x, *out = c->edge_pool.data + c->edge_pool.len;
+        if (read_edge(e_items[i], bound, &lo, &hi, &x) || document_state(c, r, x, &out[2])) return -1;
+        out[0] = c->class_of_byte[lo];
+        out[1] = c->class_of_byte[hi];
+        c->edge_pool.len += 3;
+    }
+    c->edge_at[q] = (int32_t)at + 1;
+    c->edge_n[q] = (int32_t)((c->edge_pool.len - at) / 3);
+    c->loaded++;
+    return 0;
+}
+
+static inline int ensure_loaded(Core *c, int32_t q) {
+    return c->eps_at[q] ? 0 : load(c, q);
+}
+
+/* The epsilon closure of q (sorted, itself included), computed once. */
+int subset_closure(Core *c, int32_t q) {
+    if (c->clo_at[q]) return 0;
+    if (++c->stamp == 0) {
+        memset(c->mark, 0, (size_t)c->num_nfa * sizeof(uint32_t));
+        c->stamp = 1;
+    }
+    c->stack.len = 0;
+    c->scratch.len = 0;
+    c->mark[q] = c->stamp;
+    if (pool_push(&c->stack, q) || pool_push(&c->scratch, q)) return -1;
+    while (c->stack.len) {
+        int32_t x = c->stack.data[--c->stack.len];
+        if (ensure_loaded(c, x)) return -1;
+        for (int32_t i = 0; i < c->eps_n[x]; i++) {
+            int32_t t = c->eps_pool.data[c->eps_at[x] - 1 + i];
+            if (c->mark[t] != c->stamp) {
+                c->mark[t] = c->stamp;
+                if (pool_push(&c->stack, t) || pool_push(&c->scratch, t)) return -1;
+            }
+        }
+    }
+    Py_ssize_t n = sort_unique(c->scratch.data, c->scratch.len);
+    if (pool_reserve(&c->clo_pool, n)) return -1;
+    memcpy(c->clo_pool.data + c->clo_pool.len, c->scratch.data, (size_t)n * sizeof(int32_t));
+    c->clo_at[q] = (int32_t)c->clo_pool.len + 1;
+    c->clo_n[q] = (int32_t)n;
+    c->clo_pool.len += n;
+    return 0;
+}
+
+/* The DFA state of closure(t). */
+static int32_t successor(Core *c, int32_t t) {
+    if (c->succ[t]) return c->succ[t] - 1;
+    if (subset_closure(c, t)) return -1;
+    int32_t sid = intern(c, c->clo_pool.data + c->clo_at[t] - 1, c->clo_n[t]);
+    if (sid >= 0) c->succ[t] = sid + 1;
+    return sid;
+}
+
+/* The DFA state of the union of the closures of targets[0..n) (sorted, distinct, n >= 2). */
+static int32_t union_successor(Core *c, const int32_t *targets, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (subset_closure(c, targets[i])) return -1;
+    c->scratch.len = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t t = targets[i];
+        if (pool_reserve(&c->scratch, c->clo_n[t])) return -1;
+        memcpy(c->scratch.data + c->scratch.len, c->clo_pool.data + c->clo_at[t] - 1,
+               (size_t)c->clo_n[t] * sizeof(int32_t));
+        c->scratch.len += c->clo_n[t];
+    }
+    Py_ssize_t m = sort_unique(c->scratch.data, c->scratch.len);
+    return intern(c, c->scratch.data, m);
+}
+
+/* Writes the successor per byte class of DFA state sid into row[0..num_classes). */
+int subset_fill_row(Core *c, int32_t sid, int32_t *row) {
+    const int32_t k = c->num_classes;
+    memset(row, 0, (size_t)k * sizeof(int32_t));
+    c->gathered.len = 0;
+    for (int32_t i = 0; i < c->set_n.data[sid]; i++) {
+        int32_t q = c->set_pool.data[c->set_at.data[sid] + i];
+        if (ensure_loaded(c, q)) return -1;
+        if (pool_reserve(&c->gathered, 3 * c->edge_n[q])) return -1;
+        memcpy(c->gathered.data + c->gathered.len, c->edge_pool.data + c->edge_at[q] - 1,
+               (size_t)(3 * c->edge_n[q]) * sizeof(int32_t));
+        c->gathered.len += 3 * c->edge_n[q];
+    }
+    const Py_ssize_t ne = c->gathered.len / 3;
+    if (!ne) return 0;
+    /* segments: runs of classes that the same edges cover */
+    uint8_t cut[257] = {0};
+    int32_t seg_of[257];
+    for (Py_ssize_t e = 0; e < ne; e++) {
+        cut[c->gathered.data[3 * e]] = 1;
+        cut[c->gathered.data[3 * e + 1] + 1] = 1;
+    }
+    int32_t nseg = 0, seg_start[258];
+    for (int32_t x = 0; x <= k; x++) {
+        if (cut[x] || x == 0) seg_start[nseg++] = x;
+        seg_of[x] = nseg - 1;
+    }
+    seg_start[nseg] = k;
+    c->counts.len = 0;
+    if (pool_reserve(&c->counts, nseg + 1)) return -1;
+    int32_t *count = c->counts.data;
+    memset(count, 0, (size_t)(nseg + 1) * sizeof(int32_t));
+    for (Py_ssize_t e = 0; e < ne; e++)
+        for (int32_t s = seg_of[c->gathered.data[3 * e]]; s <= seg_of[c->gathered.data[3 * e + 1]]; s++)
+            count[s + 1]++;
+    for (int32_t s = 0; s < nseg; s++) count[s + 1] += count[s]; /* now offsets */
+    c->targets.len = 0;
+    if (pool_reserve(&c->targets, count[nseg])) return -1;
+    int32_t *tg = c->targets.data, fill[258];
+    memcpy(fill, count, (size_t)(nseg + 1) * sizeof(int32_t));
+    for (Py_ssize_t e = 0; e < ne; e++)
+        for (int32_t s = seg_of[c->gathered.data[3 * e]]; s <= seg_of[c->gathered.data[3 * e + 1]]; s++)
+            tg[fill[s]++] = c->gathered.data[3 * e + 2];
+    int32_t prev_lo = -1, prev_n = 0, prev_sid = 0;
+    for (int32_t s = 0; s < nseg; s++) {
+        int32_t lo = count[s], n = count[s + 1] - count[s];
+        if (!n) continue;
+        n = (int32_t)sort_unique(tg + lo, n);
+        int32_t next;
+        if (n == prev_n && !memcmp(tg + lo, tg + prev_lo, (size_t)n * sizeof(int32_t)))
+            next = prev_sid;
+        else
+            next = n == 1 ? successor(c, tg[lo]) : union_successor(c, tg + lo, n);
+        if (next < 0) return -1;
+        prev_lo = lo, prev_n = n, prev_sid = next;
+        for (int32_t x = seg_start[s]; x < seg_start[s + 1]; x++) row[x] = next;
+    }
+    return 0;
+}
