@@ -10,18 +10,21 @@
 
 #define BLOCK 16 /* words compared at once: 64 bytes */
 
-/* Whether words [i, i + BLOCK) of `a` and `b` (of `n` words) are all equal. */
-static inline int same_block(const int32_t *a, const int32_t *b, Py_ssize_t i, Py_ssize_t n) {
+/* Whether word `a` differs from `b`, or (`over`) has bits `b` lacks, as a mask `a | b` would. */
+static inline uint64_t differs(uint64_t a, uint64_t b, int over) { return over ? a & ~b : a ^ b; }
+
+/* Whether no word in [i, i + BLOCK) of `a` differs from `b` (of `n` words), as `differs` says. */
+static inline int same_block(const int32_t *a, const int32_t *b, Py_ssize_t i, Py_ssize_t n, int over) {
     if (i + BLOCK > n) {
         for (Py_ssize_t j = i; j < n; j++)
-            if (a[j] != b[j]) return 0;
+            if (differs((uint32_t)a[j], (uint32_t)b[j], over)) return 0;
         return 1;
     }
     uint64_t x, y, acc = 0;
     for (int k = 0; k < BLOCK / 2; k++) {
         memcpy(&x, a + i + 2 * k, 8);
         memcpy(&y, b + i + 2 * k, 8);
-        acc |= x ^ y;
+        acc |= differs(x, y, over);
     }
     return acc == 0;
 }
@@ -51,16 +54,19 @@ PyDoc_STRVAR(nonzero_words_doc,
 
 
 PyDoc_STRVAR(or_words_doc,
-"or_words(words, at, bits)\n\n"
+"or_words(words, at, bits, base=None)\n\n"
 "ORs `bits` (int32) into the words of the packed int32 mask `words` (writable) at the indices\n"
-"`at` (int64, as many).");
+"`at` (int64, as many); with `base` (a mask as long), ORs in the mask kept as `diff_words`\n"
+"keeps it: `base` with word `at[i]` replaced by `bits[i]` (`at` strictly ascending).");
 
 static PyObject *or_words(PyObject *self, PyObject *args) {
-    Py_buffer w, a, v;
-    PyObject *result = NULL;
-    if (!PyArg_ParseTuple(args, "w*y*y*", &w, &a, &v)) return NULL;
+    Py_buffer w, a, v, b = {0};
+    PyObject *base_obj = Py_None, *result = NULL;
+    if (!PyArg_ParseTuple(args, "w*y*y*|O", &w, &a, &v, &base_obj)) return NULL;
+    const int has_base = base_obj != Py_None;
+    if (has_base && PyObject_GetBuffer(base_obj, &b, PyBUF_SIMPLE)) goto done;
     const Py_ssize_t n = w.len / 4, count = a.len / 8;
-    if (w.len % 4 || a.len % 8 || v.len != count * 4) {
+    if (w.len % 4 || a.len % 8 || v.len != count * 4 || (has_base && b.len != w.len)) {
         PyErr_SetString(PyExc_ValueError, "or_words: inconsistent array sizes");
         goto done;
     }
@@ -68,29 +74,44 @@ static PyObject *or_words(PyObject *self, PyObject *args) {
     const int64_t *at = a.buf;
     const uint32_t *bits = v.buf;
     for (Py_ssize_t i = 0; i < count; i++) {
-        if (at[i] < 0 || at[i] >= n) {
-            PyErr_SetString(PyExc_ValueError, "or_words: word index out of range");
+        if (at[i] < 0 || at[i] >= n || (has_base && i && at[i] <= at[i - 1])) {
+            PyErr_SetString(PyExc_ValueError, "or_words: word index out of range (or, with a base, repeated)");
             goto done;
         }
     }
-    for (Py_ssize_t i = 0; i < count; i++) words[at[i]] |= bits[i];
+    if (has_base) { /* OR the whole base (a loop the compiler vectorises), then mend the replaced words */
+        const uint32_t *base = b.buf;
+        uint32_t *kept = count > 0 ? malloc((size_t)count * sizeof(uint32_t)) : NULL;
+        if (count > 0 && !kept) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        for (Py_ssize_t i = 0; i < count; i++) kept[i] = words[at[i]];
+        for (Py_ssize_t j = 0; j < n; j++) words[j] |= base[j];
+        for (Py_ssize_t i = 0; i < count; i++) words[at[i]] = kept[i] | bits[i];
+        free(kept);
+    } else {
+        for (Py_ssize_t i = 0; i < count; i++) words[at[i]] |= bits[i];
+    }
     result = Py_NewRef(Py_None);
 done:
     PyBuffer_Release(&w);
     PyBuffer_Release(&a);
     PyBuffer_Release(&v);
+    if (has_base && b.obj) PyBuffer_Release(&b);
     return result;
 }
 
 PyDoc_STRVAR(diff_words_doc,
-"diff_words(words, base, limit) -> (at, bits) or None\n\n"
+"diff_words(words, base, limit, clear=False, over=False) -> (at, bits) or None\n\n"
 "The indices (int64 bytes) and values (int32 bytes) of the words of the packed int32 mask\n"
-"`words` that differ from `base` (a mask as long, or None: all zeros), ascending; None when\n"
-"more than `limit` words differ.");
+"`words` (with `over`: `words | base`) that differ from `base` (a mask as long, or None: all\n"
+"zeros), ascending; None when more than `limit` words differ.  With `clear` (and `words`\n"
+"writable), `words` is then zeroed unless None is returned.");
 
-/* The words of `words` (n of them) that differ from `base`, as (at, bits), in one pass over
- * blocks; Py_None when more than `limit` differ. */
-static PyObject *differing(const int32_t *words, const int32_t *base, Py_ssize_t n, Py_ssize_t limit) {
+/* The words of `words` (n of them; `over`: of `words | base`) that differ from `base`, as
+ * (at, bits), in one pass over blocks; Py_None when more than `limit` differ. */
+static PyObject *differing(const int32_t *words, const int32_t *base, Py_ssize_t n, Py_ssize_t limit, int over) {
     static int64_t *found = NULL; /* indices seen so far (the GIL is held: one caller at a time) */
     static Py_ssize_t room = 0;
     Py_ssize_t count = 0, cap = limit < n ? limit : n;
@@ -101,10 +122,10 @@ static PyObject *differing(const int32_t *words, const int32_t *base, Py_ssize_t
         room = cap + BLOCK;
     }
     for (Py_ssize_t i = 0; i < n; i += BLOCK) {
-        if (same_block(words, base, i, n)) continue;
+        if (same_block(words, base, i, n, over)) continue;
         for (Py_ssize_t j = i; j < i + BLOCK && j < n; j++) {
             found[count] = j;
-            count += words[j] != base[j];
+            count += differs((uint32_t)words[j], (uint32_t)base[j], over) != 0;
         }
         if (count > limit) return Py_NewRef(Py_None);
     }
@@ -112,7 +133,7 @@ static PyObject *differing(const int32_t *words, const int32_t *base, Py_ssize_t
     PyObject *bits = at ? PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(int32_t)) : NULL;
     if (bits) {
         int32_t *value = (int32_t *)PyBytes_AS_STRING(bits);
-        for (Py_ssize_t k = 0; k < count; k++) value[k] = words[found[k]];
+        for (Py_ssize_t k = 0; k < count; k++) value[k] = words[found[k]] | (over ? base[found[k]] : 0);
         result = PyTuple_Pack(2, at, bits);
     }
     Py_XDECREF(at);
@@ -128,7 +149,7 @@ static PyObject *nonzero_words(PyObject *self, PyObject *args) {
     if (w.len % 4)
         PyErr_SetString(PyExc_ValueError, "nonzero_words: the mask is not whole int32 words");
     else if (zeros)
-        result = differing(w.buf, zeros, w.len / 4, w.len / 4);
+        result = differing(w.buf, zeros, w.len / 4, w.len / 4, 0);
     PyBuffer_Release(&w);
     return result;
 }
@@ -137,7 +158,13 @@ static PyObject *diff_words(PyObject *self, PyObject *args) {
     Py_buffer w, b = {0};
     PyObject *base_obj, *result = NULL;
     Py_ssize_t limit;
-    if (!PyArg_ParseTuple(args, "y*On", &w, &base_obj, &limit)) return NULL;
+    int clear = 0, over = 0;
+    if (!PyArg_ParseTuple(args, "y*On|pp", &w, &base_obj, &limit, &clear, &over)) return NULL;
+    if (clear && w.readonly) {
+        PyErr_SetString(PyExc_ValueError, "diff_words: cannot clear a read-only mask");
+        PyBuffer_Release(&w);
+        return NULL;
+    }
     const int has_base = base_obj != Py_None;
     if (has_base && PyObject_GetBuffer(base_obj, &b, PyBUF_SIMPLE)) {
         PyBuffer_Release(&w);
@@ -147,7 +174,8 @@ static PyObject *diff_words(PyObject *self, PyObject *args) {
     if (w.len % 4 || (has_base && b.len != w.len))
         PyErr_SetString(PyExc_ValueError, "diff_words: the masks are not whole int32 words of one length");
     else if (base)
-        result = differing(w.buf, base, w.len / 4, limit);
+        result = differing(w.buf, base, w.len / 4, limit, over);
+    if (clear && result && result != Py_None) memset(w.buf, 0, (size_t)w.len);
     PyBuffer_Release(&w);
     if (has_base) PyBuffer_Release(&b);
     return result;

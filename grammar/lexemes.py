@@ -161,7 +161,7 @@ def warm_counted_masks(cache: "TokenMaskCache", counted: "LazyDFA") -> None:
     """Compute the token masks of `item{0,HORIZON}` between repetitions, for every count left:
     once per vocabulary, since every bounded repetition of `item` in any grammar shares them."""
     for done in range(HORIZON, -1, -1):  # most left last: its walk reuses the states built before
-        cache.stored(counted, counted_place(counted, done))
+        cache.lexeme_base(counted, counted_place(counted, done))
 
 
 #: Repetitions no token can count past: a bounded repetition with more than this many left acts,
@@ -215,14 +215,13 @@ class LexemeState:
 
 def lexeme_mask_into(words: np.ndarray, cache: "TokenMaskCache", dfa: "LazyDFA", where: LexemeState,
                      max_seconds: float | None, deadline: float | None) -> np.ndarray:
-    """Write into `words` the packed mask of a document state inside a lexeme: tokens inside
-    the lexeme, tokens that leave it part way, and (where it may end here) the mask of the state
-    after it.  Returns the lexeme's own mask, which the result mostly agrees with."""
+    """The packed mask of a document state inside a lexeme: the tokens inside the lexeme (the
+    lexeme's own mask, returned) and, written into `words` (all zero), the tokens that leave it
+    part way and (where it may end here) the mask of the state after it."""
     trie = cache.vocab.trie
     automaton, state = where.automaton, where.state
     counted = where.counted if trie.max_depth <= HORIZON else None
-    inside = cache.mask(*((counted.automaton, counted.state) if counted else (automaton, state)), max_seconds)
-    np.bitwise_and(inside, cache.text_words, out=words)  # the lexeme's stop bits say it is complete, not the document
+    inside = cache.lexeme_base(*((counted.automaton, counted.state) if counted else (automaton, state)), max_seconds)
     if where.ends:
         cache.stored(dfa, where.after, max_seconds).or_into(words)
     if counted is not None and counted.past_min:  # ends where the shared automaton ends: its exits

@@ -9,6 +9,7 @@ nodes.  The step deadline is checked between rounds.
 """
 from __future__ import annotations
 
+import struct
 import time
 
 import numpy as np
@@ -16,6 +17,8 @@ import numpy as np
 from formwork.grammar._trie_walk import follow as _follow, walk as _walk
 from formwork.grammar.errors import GrammarBudgetError
 from formwork.grammar.token_trie import TokenTrie
+
+_INT64 = struct.Struct("=q")  # one native int64, as the C walk reads its seeds
 
 
 def walk_into(trie: TokenTrie, dfa, nodes: np.ndarray, states: np.ndarray, words: np.ndarray,
@@ -26,9 +29,14 @@ def walk_into(trie: TokenTrie, dfa, nodes: np.ndarray, states: np.ndarray, words
     tokens).  With `want_exits`, returns the global numbers of the children of live non-root nodes
     reached in an accepting state (each once: a node is expanded once, its exits with it); with
     `keep` (a 32-byte bitmap of bytes), only the children that spell one of its bytes."""
+    return _walk_seeds(trie, dfa, np.ascontiguousarray(nodes, dtype=np.int64),
+                       np.ascontiguousarray(states, dtype=np.int64), words, deadline, want_exits, keep)
+
+
+def _walk_seeds(trie: TokenTrie, dfa, nodes: np.ndarray | bytes, states: np.ndarray | bytes, words: np.ndarray,
+                deadline: float | None, want_exits: bool, keep: bytes | None) -> np.ndarray | None:
+    """`walk_into` with the seeds as native int64 buffers."""
     layout = trie.walk_layout
-    nodes = np.ascontiguousarray(nodes, dtype=np.int64)
-    states = np.ascontiguousarray(states, dtype=np.int64)
     found: list[np.ndarray] = []
     while True:
         rows, class_of_byte, expanded, accepting, core = dfa.walk_tables()
@@ -56,7 +64,7 @@ def walk_into(trie: TokenTrie, dfa, nodes: np.ndarray, states: np.ndarray, words
 def walk_state(trie: TokenTrie, dfa, state: int, words: np.ndarray, deadline: float | None = None,
                want_exits: bool = False) -> np.ndarray | None:
     """`walk_into` from the root in DFA state `state` (tokens whose every prefix stays alive)."""
-    return walk_into(trie, dfa, np.array([trie.num_nodes]), np.array([state]), words, deadline, want_exits)
+    return _walk_seeds(trie, dfa, _INT64.pack(trie.num_nodes), _INT64.pack(state), words, deadline, want_exits, None)
 
 
 def follow(trie: TokenTrie, dfa, exit_nodes: np.ndarray, start_row: np.ndarray, words: np.ndarray,

@@ -37,6 +37,18 @@ class StoredMask:
         dense.flags.writeable = False
         return cls(len(words), dense)
 
+    @classmethod
+    def over(cls, scratch: np.ndarray, base: np.ndarray | None) -> "StoredMask":
+        """The mask `base | scratch` kept against `base`, leaving `scratch` (a writable buffer of
+        the tokens beyond `base`) all zero."""
+        diff = diff_words(scratch, base, len(scratch) // DENSE_SHARE, True, True)
+        if diff is not None:
+            return cls(len(scratch), base, *diff)
+        dense = scratch | base if base is not None else scratch.copy()
+        dense.flags.writeable = False
+        scratch.fill(0)
+        return cls(len(scratch), dense)
+
     def write(self, out: np.ndarray, row: int) -> None:
         """Write the mask into row `row` of `out` (a C-contiguous int32 (rows, words) array)."""
         write_words(out, row, self.num_words, self.base, self.at, self.bits)
@@ -53,7 +65,4 @@ class StoredMask:
 
     def or_into(self, words: np.ndarray) -> None:
         """OR the mask into `words` (writable packed words)."""
-        if self.base is None:
-            or_words(words, self.at, self.bits)
-        else:
-            words |= self.dense()
+        or_words(words, self.at, self.bits, self.base)

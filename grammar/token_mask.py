@@ -23,6 +23,7 @@ from formwork.grammar.stored_mask import StoredMask
 from formwork.grammar.vocabulary import Vocabulary
 
 StateKey = tuple
+_WITHOUT_STOPS = "without stops"  # `lexeme_base`'s entries: (this, the state's key)
 
 
 class TokenMaskCache:
@@ -62,16 +63,27 @@ class TokenMaskCache:
         return got
 
     def mask(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None = None) -> np.ndarray:
-        """Packed int32 mask (bit 1 = allowed) of `state`, computed on first use; read-only.  It is
-        kept dense from then on: masks asked for this way (a lexeme's own) are others' bases."""
-        got = self.stored(dfa, state, max_seconds)
-        if got.at or got.base is None:
-            got = StoredMask(got.num_words, got.dense())
-            key = dfa.state_key(state)
-            with self._lock:
-                if key in self._masks:
-                    self._masks[key] = got
-        return got.base
+        """Packed int32 mask (bit 1 = allowed) of `state`, computed on first use; read-only."""
+        return self.stored(dfa, state, max_seconds).dense()
+
+    def lexeme_base(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None = None) -> np.ndarray:
+        """The mask of a lexeme automaton's `state` without the stop tokens (its stop bits say
+        the lexeme is complete, not the document), dense and read-only: the shared base that the
+        masks of document states inside the lexeme are kept against.  Cached beside `stored`."""
+        key = (_WITHOUT_STOPS, dfa.state_key(state))
+        with self._lock:
+            got = self._masks.get(key)
+            if got is not None:
+                self.hits += 1
+                self._masks.move_to_end(key)
+                return got.base
+        dense = self.stored(dfa, state, max_seconds).dense() & self.text_words
+        dense.flags.writeable = False
+        with self._lock:
+            self._masks[key] = StoredMask(self._num_words, dense)
+            if len(self._masks) > self.max_entries:
+                self._masks.popitem(last=False)
+        return dense
 
     def _compute_stored(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None) -> StoredMask:
         custom = getattr(dfa, "compute_mask", None)  # automata with their own decomposition (CFG)
@@ -80,15 +92,18 @@ class TokenMaskCache:
         scratch = self._scratch.pop() if self._scratch else np.zeros(self._num_words, dtype=np.int32)
         try:
             base = self._compute_into(scratch, dfa, state, max_seconds)
-            return StoredMask.of(scratch, base)
-        finally:
+        except BaseException:
             scratch.fill(0)
             self._scratch.append(scratch)
+            raise
+        got = StoredMask.over(scratch, base)
+        self._scratch.append(scratch)
+        return got
 
     def _compute_into(self, words: np.ndarray, dfa: DFA | LazyDFA, state: int,
                       max_seconds: float | None) -> np.ndarray | None:
-        """Write the mask of `state` into `words` (all zero); returns the shared dense mask it
-        mostly agrees with (None: zeros), to keep it as its differences."""
+        """Write into `words` (all zero) the tokens `state` allows beyond the shared dense mask
+        it returns (None: zeros), which its mask mostly agrees with: the mask is `base | words`."""
         deadline = None if max_seconds is None else time.perf_counter() + max_seconds
         inside = dfa.lexeme_state(state) if self.use_lexemes and dfa.lazy else None
         if inside is not None:
@@ -103,8 +118,6 @@ class TokenMaskCache:
         walk_state(trie, dfa, state, words, deadline)
         if dfa.accepting[state]:
             words |= self.stop_words
-        if base is not None:
-            words |= base
         return base
 
     @cached_property

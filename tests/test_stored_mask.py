@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from formwork.grammar import GrammarCompiler, Vocabulary, compile_json_schema
-from formwork.grammar._packed import diff_words, nonzero_words, write_words
+from formwork.grammar._packed import diff_words, nonzero_words, or_words, write_words
 from formwork.grammar.stored_mask import DENSE_SHARE, StoredMask
 from formwork.grammar.token_mask import TokenMaskCache
 
@@ -39,6 +39,29 @@ def test_diff_words_lists_exactly_the_differing_words(data, with_base: bool) -> 
         assert diff_words(words, base if with_base else None, len(expected) - 1) is None
     if not with_base:
         assert nonzero_words(words) == (at, bits)
+
+
+@settings(max_examples=200, deadline=None)
+@given(masks, st.booleans())
+def test_diff_words_over_a_base_lists_the_mask_base_or_words_and_clears(data, with_base: bool) -> None:
+    extra, base = _pair(data)  # the tokens beyond the base, some of them in it already
+    reference = base if with_base else np.zeros_like(base)
+    mask = extra | reference
+    expected = np.flatnonzero(mask != reference)
+    scratch = extra.copy()
+    at, bits = diff_words(scratch, base if with_base else None, len(extra), True, True)
+    np.testing.assert_array_equal(np.frombuffer(at, dtype=np.int64), expected)
+    np.testing.assert_array_equal(np.frombuffer(bits, dtype=np.int32), mask[expected])
+    assert not scratch.any()  # cleared
+    if len(expected):
+        scratch = extra.copy()
+        assert diff_words(scratch, base if with_base else None, len(expected) - 1, True, True) is None
+        np.testing.assert_array_equal(scratch, extra)  # too many: left as it was
+    scratch = extra.copy()
+    base.flags.writeable = False
+    stored = StoredMask.over(scratch, base if with_base else None)
+    np.testing.assert_array_equal(stored.dense(), mask)
+    assert not scratch.any()
 
 
 @settings(max_examples=200, deadline=None)
@@ -74,6 +97,13 @@ def test_write_words_rejects_bad_shapes_and_indices() -> None:
         write_words(out, 0, 4, np.zeros(5, dtype=np.int32), b"", b"")
     with pytest.raises(ValueError):
         diff_words(np.zeros(4, dtype=np.int32), np.zeros(3, dtype=np.int32), 4)
+    read_only = np.ones(4, dtype=np.int32)
+    read_only.flags.writeable = False
+    with pytest.raises(ValueError):
+        diff_words(read_only, None, 4, True)  # cannot clear it
+    two = np.array([1, 0], dtype=np.int64).tobytes()
+    with pytest.raises(ValueError):  # a base's replaced words must come in order
+        or_words(np.zeros(4, dtype=np.int32), two, np.ones(2, dtype=np.int32).tobytes(), np.zeros(4, dtype=np.int32))
 
 
 def test_cache_keeps_sparse_masks_small_and_matchers_write_them_exactly() -> None:

@@ -70,7 +70,7 @@ class SharedAutomata:
             unbounded = [builder.lexeme_automaton(node) for node in (string_content(), ANY_CONTENT)]
         warm_counted_masks(cache, counted)
         for automaton in unbounded:
-            cache.mask(automaton, START)
+            cache.lexeme_base(automaton, START)
         for byte in b'",}]':  # the pruned tries of the bytes that end JSON lexemes (lexeme exits)
             follow_trie(cache.vocab.trie, byte)
 
