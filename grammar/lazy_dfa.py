@@ -194,6 +194,12 @@ class LazyDFA:
         self.ensure_one(s)
         return self._rows_k[s].take(self._b.class_of_byte)
 
+    def live_bytes(self, s: int) -> bytes:
+        """The bytes with a move out of state `s`, ascending."""
+        self.ensure_one(s)
+        spelled = self._b.bytes_of_class
+        return b"".join([spelled[c] for c in self._rows_k[s].nonzero()[0].tolist()])
+
     def class_row(self, s: int) -> np.ndarray:
         self.ensure_one(s)
         return self._rows_k[s]

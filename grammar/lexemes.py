@@ -25,7 +25,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -191,8 +191,7 @@ def _position(index: tuple[dict[int, int], list[int]], last: int, inside: frozen
     return done.pop(), frozenset(offsets) if offsets else None
 
 
-@dataclass(frozen=True)
-class CountedPlace:
+class CountedPlace(NamedTuple):
     """A place in the shared automaton of a bounded repetition (see `Region.counted_state`)."""
 
     automaton: "LazyDFA"
@@ -200,11 +199,10 @@ class CountedPlace:
     past_min: bool  # the lexeme may end where the shared automaton says so (else: inside only)
 
 
-@dataclass(frozen=True)
-class LexemeState:
+class LexemeState(NamedTuple):
     """A document state inside a lexeme: the lexeme automaton, its state, the document state
     after the lexeme, and whether the lexeme may end here (the document state then holds the
-    state after it too)."""
+    state after it too).  (A named tuple: one is made per such state, on a mask miss.)"""
 
     automaton: DFA | "LazyDFA"
     state: int
@@ -226,12 +224,11 @@ def lexeme_mask_into(words: np.ndarray, cache: "TokenMaskCache", dfa: "LazyDFA",
         cache.stored(dfa, where.after, max_seconds).or_into(words)
     if counted is not None and counted.past_min:  # ends where the shared automaton ends: its exits
         automaton, state = counted.automaton, counted.state
-    row = dfa.row(where.after)
     nodes: list[int] = []
     states: list[int] = []
-    for byte, found in exit_seeds_after(trie, automaton, state, np.flatnonzero(row).astype(np.uint8).tobytes()):
+    for byte, found in exit_seeds_after(trie, automaton, state, dfa.live_bytes(where.after)):
         nodes += found
-        states += [int(row[byte])] * len(found)
+        states += [dfa.walk(where.after, bytes((byte,)))] * len(found)
     if nodes:
         walk_into(trie, dfa, np.array(nodes), np.array(states), words, deadline)
     return inside

@@ -7,6 +7,8 @@ non-empty state set has a non-empty language and the empty set is exactly the de
 """
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 
 from formwork.grammar._subset import SubsetCore
@@ -41,6 +43,12 @@ class SubsetBuilder:
         """The states `q` reaches by epsilon moves (itself included), sorted."""
         return self.core.closure(q)
 
+    @cached_property
+    def bytes_of_class(self) -> list[bytes]:
+        """The bytes of each byte class, ascending (a class is a range: classes are in byte order)."""
+        bounds = np.searchsorted(self.class_of_byte, np.arange(self.num_classes + 1))
+        return [bytes(range(lo, hi)) for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
+
     def accepting_flags(self, start: int) -> np.ndarray:
         """The accepting flag of every state from `start` on."""
         return np.frombuffer(self.core.accepting_from(start), dtype=bool)
@@ -64,13 +72,14 @@ class SubsetBuilder:
         if k < 0:
             return None
         states, region = self.sets[i], self._nfa.regions[k]
-        inside = frozenset(x for x in states if region.first <= x < region.last)
+        first, last = region.first, region.last
+        inside = frozenset([x for x in states if first <= x < last])
         at_start = region.start in states
         if at_start and region.start_moves != self._nfa.move_counts(region.start):
             return None
-        rest = set(states) - inside - {region.start}
-        if not rest:
+        if len(inside) + at_start == len(states):
             return region, inside, at_start, False
+        rest = set(states) - inside - {region.start}
         after = frozenset(self.closure(region.end))
         if rest == after and region.start not in after and \
                 not any(region.first <= x < region.last for x in after):
