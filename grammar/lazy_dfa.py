@@ -27,6 +27,7 @@ _KEYS = itertools.count()
 _ROOTS: "OrderedDict[Hashable, int]" = OrderedDict()  # IR root -> small id, for cache keys
 _ROOTS_LOCK = threading.Lock()
 _MAX_ROOTS = 4096
+_ALL_BYTES = bytes(range(256))
 _PAUSE_GC_FROM = 64  # expanding this many states at once pauses the cyclic garbage collector
 
 
@@ -197,8 +198,8 @@ class LazyDFA:
     def live_bytes(self, s: int) -> bytes:
         """The bytes with a move out of state `s`, ascending."""
         self.ensure_one(s)
-        spelled = self._b.bytes_of_class
-        return b"".join([spelled[c] for c in self._rows_k[s].nonzero()[0].tolist()])
+        starts = self._b.class_starts
+        return b"".join([_ALL_BYTES[starts[c]: starts[c + 1]] for c in self._rows_k[s].nonzero()[0].tolist()])
 
     def class_row(self, s: int) -> np.ndarray:
         self.ensure_one(s)

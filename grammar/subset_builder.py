@@ -44,10 +44,10 @@ class SubsetBuilder:
         return self.core.closure(q)
 
     @cached_property
-    def bytes_of_class(self) -> list[bytes]:
-        """The bytes of each byte class, ascending (a class is a range: classes are in byte order)."""
-        bounds = np.searchsorted(self.class_of_byte, np.arange(self.num_classes + 1))
-        return [bytes(range(lo, hi)) for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist())]
+    def class_starts(self) -> list[int]:
+        """The first byte of each class, then 256: class c is bytes `class_starts[c]` up to the
+        next start (classes are ranges, in byte order)."""
+        return np.flatnonzero(np.diff(self.class_of_byte, prepend=-1)).tolist() + [256]
 
     def accepting_flags(self, start: int) -> np.ndarray:
         """The accepting flag of every state from `start` on."""

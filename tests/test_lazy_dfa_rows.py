@@ -63,6 +63,7 @@ def _check_against_reference(dfa: LazyDFA) -> None:
         rows, class_of_byte, expanded, _, _ = dfa.walk_tables()
         assert expanded[s] and (rows[s][class_of_byte] == row).all()
         assert (dfa.class_row(s)[dfa.byte_classes()[0]] == row).all()
+        assert dfa.live_bytes(s) == bytes(np.flatnonzero(row).tolist())
         for byte in range(256):
             nxt = int(row[byte])
             assert frozenset(dfa._b.sets[nxt]) == _step(nfa, here, byte), (s, byte)
