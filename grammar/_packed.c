@@ -13,18 +13,32 @@
 /* Whether word `a` differs from `b`, or (`over`) has bits `b` lacks, as a mask `a | b` would. */
 static inline uint64_t differs(uint64_t a, uint64_t b, int over) { return over ? a & ~b : a ^ b; }
 
-/* Whether no word in [i, i + BLOCK) of `a` differs from `b` (of `n` words), as `differs` says. */
-static inline int same_block(const int32_t *a, const int32_t *b, Py_ssize_t i, Py_ssize_t n, int over) {
+/* Whether words [i, i + BLOCK) of `a` and `b` (of `n` words) are all equal. */
+static inline int same_block(const int32_t *a, const int32_t *b, Py_ssize_t i, Py_ssize_t n) {
     if (i + BLOCK > n) {
         for (Py_ssize_t j = i; j < n; j++)
-            if (differs((uint32_t)a[j], (uint32_t)b[j], over)) return 0;
+            if (a[j] != b[j]) return 0;
         return 1;
     }
     uint64_t x, y, acc = 0;
     for (int k = 0; k < BLOCK / 2; k++) {
         memcpy(&x, a + i + 2 * k, 8);
         memcpy(&y, b + i + 2 * k, 8);
-        acc |= differs(x, y, over);
+        acc |= x ^ y;
+    }
+    return acc == 0;
+}
+
+/* Whether words [i, i + BLOCK) of `a` (of `n` words) are all zero. */
+static inline int zero_block(const int32_t *a, Py_ssize_t i, Py_ssize_t n) {
+    uint64_t x, acc = 0;
+    if (i + BLOCK > n) {
+        for (Py_ssize_t j = i; j < n; j++) acc |= (uint32_t)a[j];
+        return acc == 0;
+    }
+    for (int k = 0; k < BLOCK / 2; k++) {
+        memcpy(&x, a + i + 2 * k, 8);
+        acc |= x;
     }
     return acc == 0;
 }
@@ -110,19 +124,29 @@ PyDoc_STRVAR(diff_words_doc,
 "writable), `words` is then zeroed unless None is returned.");
 
 /* The words of `words` (n of them; `over`: of `words | base`) that differ from `base`, as
- * (at, bits), in one pass over blocks; Py_None when more than `limit` differ. */
-static PyObject *differing(const int32_t *words, const int32_t *base, Py_ssize_t n, Py_ssize_t limit, int over) {
+ * (at, bits), in one pass over blocks; Py_None when more than `limit` differ.  With `clear`
+ * (`words` itself, writable), the words are zeroed unless Py_None is returned.  Over a base,
+ * only the blocks where `words` has bits can differ: the others are neither compared nor cleared. */
+static PyObject *differing(const int32_t *words, const int32_t *base, Py_ssize_t n, Py_ssize_t limit, int over,
+                           int32_t *clear) {
     static int64_t *found = NULL; /* indices seen so far (the GIL is held: one caller at a time) */
-    static Py_ssize_t room = 0;
-    Py_ssize_t count = 0, cap = limit < n ? limit : n;
+    static Py_ssize_t room = 0, *dirty = NULL, dirty_room = 0; /* blocks of `words` with bits (over) */
+    Py_ssize_t count = 0, num_dirty = 0, cap = limit < n ? limit : n, blocks = n / BLOCK + 1;
     if (cap + BLOCK > room) {
         int64_t *grown = realloc(found, (size_t)(cap + BLOCK) * sizeof(int64_t));
         if (!grown) return PyErr_NoMemory();
         found = grown;
         room = cap + BLOCK;
     }
+    if (blocks > dirty_room) {
+        Py_ssize_t *grown = realloc(dirty, (size_t)blocks * sizeof(Py_ssize_t));
+        if (!grown) return PyErr_NoMemory();
+        dirty = grown;
+        dirty_room = blocks;
+    }
     for (Py_ssize_t i = 0; i < n; i += BLOCK) {
-        if (same_block(words, base, i, n, over)) continue;
+        if (over ? zero_block(words, i, n) : same_block(words, base, i, n)) continue;
+        if (over) dirty[num_dirty++] = i;
         for (Py_ssize_t j = i; j < i + BLOCK && j < n; j++) {
             found[count] = j;
             count += differs((uint32_t)words[j], (uint32_t)base[j], over) != 0;
@@ -135,6 +159,14 @@ static PyObject *differing(const int32_t *words, const int32_t *base, Py_ssize_t
         int32_t *value = (int32_t *)PyBytes_AS_STRING(bits);
         for (Py_ssize_t k = 0; k < count; k++) value[k] = words[found[k]] | (over ? base[found[k]] : 0);
         result = PyTuple_Pack(2, at, bits);
+    }
+    if (result && clear && over) {
+        for (Py_ssize_t k = 0; k < num_dirty; k++) {
+            Py_ssize_t i = dirty[k], end = i + BLOCK < n ? i + BLOCK : n;
+            memset(clear + i, 0, (size_t)(end - i) * sizeof(int32_t));
+        }
+    } else if (result && clear) {
+        memset(clear, 0, (size_t)n * sizeof(int32_t));
     }
     Py_XDECREF(at);
     Py_XDECREF(bits);
@@ -149,7 +181,7 @@ static PyObject *nonzero_words(PyObject *self, PyObject *args) {
     if (w.len % 4)
         PyErr_SetString(PyExc_ValueError, "nonzero_words: the mask is not whole int32 words");
     else if (zeros)
-        result = differing(w.buf, zeros, w.len / 4, w.len / 4, 0);
+        result = differing(w.buf, zeros, w.len / 4, w.len / 4, 0, NULL);
     PyBuffer_Release(&w);
     return result;
 }
@@ -174,8 +206,7 @@ static PyObject *diff_words(PyObject *self, PyObject *args) {
     if (w.len % 4 || (has_base && b.len != w.len))
         PyErr_SetString(PyExc_ValueError, "diff_words: the masks are not whole int32 words of one length");
     else if (base)
-        result = differing(w.buf, base, w.len / 4, limit, over);
-    if (clear && result && result != Py_None) memset(w.buf, 0, (size_t)w.len);
+        result = differing(w.buf, base, w.len / 4, limit, over, clear ? w.buf : NULL);
     PyBuffer_Release(&w);
     if (has_base) PyBuffer_Release(&b);
     return result;
