@@ -184,10 +184,15 @@ class LazyDFA:
 
     def record_new(self) -> None:
         """Take in the states a native loop interned: grow the arrays, record accepting flags
-        (and raise `GrammarBudgetError` if the automaton outgrew its budget)."""
-        if self._known < len(self._b.sets):
+        (and raise `GrammarBudgetError` if the automaton outgrew its budget).  The loop's row
+        fills (`SubsetApi.fill`) wrote the flags of the new states that fit in the arrays."""
+        known = len(self._b.sets)
+        if self._known < known:
             with self._lock:
-                self._record_new()
+                if known <= self._cap:
+                    self._known = max(self._known, known)
+                else:
+                    self._record_new()
             self._b.check_size()
 
     def row(self, s: int) -> np.ndarray:

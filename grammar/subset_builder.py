@@ -47,7 +47,8 @@ class SubsetBuilder:
     def class_starts(self) -> list[int]:
         """The first byte of each class, then 256: class c is bytes `class_starts[c]` up to the
         next start (classes are ranges, in byte order)."""
-        return np.flatnonzero(np.diff(self.class_of_byte, prepend=-1)).tolist() + [256]
+        classes = self.class_of_byte
+        return [0] + (np.flatnonzero(classes[1:] != classes[:-1]) + 1).tolist() + [256]
 
     def accepting_flags(self, start: int) -> np.ndarray:
         """The accepting flag of every state from `start` on."""

@@ -81,6 +81,8 @@ def test_masks_and_exits_are_the_brute_force_ones(tokens, term, prefix):
         return
     words = np.zeros((vocab.vocab_size + 31) // 32, dtype=np.int32)
     exits = walk_state(vocab.trie, dfa, state, words, want_exits=True)
+    if dfa.lazy:  # the states the walk interned have their accepting flags
+        assert dfa.accepting.tolist() == dfa._b.accepting_flags(0).tolist()
     want = {i for i, data in enumerate(tokens) if dfa.walk(state, data) != DEAD}
     assert set(unpack_token_ids(words).tolist()) == want
     prefixes = node_prefixes(vocab.trie)
@@ -132,6 +134,7 @@ def test_states_beyond_the_arrays_are_walked_in_rounds(monkeypatch):
     walk_state(vocab.trie, dfa, START, words)
     assert set(unpack_token_ids(words).tolist()) == {0, 1}
     assert rounds[0] > 1
+    assert dfa.accepting.tolist() == dfa._b.accepting_flags(0).tolist() and dfa.accepting.sum() == 1
 
 
 def test_a_walk_out_of_time_stops_building_rows():
