@@ -313,6 +313,68 @@ static int walk_below(Walk *w, const int32_t **stack, int64_t p, int64_t end, in
     return 0;
 }
 
+/* Walks the subtrees of the children of preorder node `p` (at depth `base`, its state's row on
+ * `stack[base]`), finding the live children through their level-order range: the bytes of one
+ * node's children lie together, so a state that allows few of them (most grammar states, at the
+ * root) touches none of the dead children, which the preorder pass reads one by one to jump over
+ * their subtrees.  0, or -1 with an exception set or `*bad` set. */
+static int walk_children(Walk *w, const int32_t **stack, int64_t p, int64_t base, Vec *blocked, Vec *found,
+                         const char **bad) {
+    const int32_t *const row = stack[base];
+    const int64_t lo = w->pre_child_lo[p], hi = w->pre_child_hi[p], root = w->root;
+    if (lo < 0 || lo > hi || hi > root || base + 1 > MAX_DEPTH) {
+        *bad = "walk: inconsistent preorder arrays";
+        return -1;
+    }
+    for (int64_t ch = lo; ch < hi; ch++) {
+        int64_t nxt = row[w->class_of_byte[w->byte[ch]]];
+        if (!nxt) continue;
+        if (UNLIKELY(nxt < 0 || nxt >= w->num_states) &&
+            (nxt < 0 || !w->core || nxt >= subset_api->num_sets(w->core))) {
+            *bad = "walk: node or state out of range";
+            return -1;
+        }
+        int64_t cp = w->pre_of_node[ch], end = cp < 0 || cp > root ? -1 : w->pre_next[cp];
+        if (end <= cp || end > root + 1 || w->node_of_pre[cp] != ch) {
+            *bad = "walk: inconsistent preorder arrays";
+            return -1;
+        }
+        int32_t t = w->pre_token[cp];
+        if (t < -1) { /* MULTI: several tokens end here */
+            if ((*bad = mark_all(w, ch))) return -1;
+        } else if (t >= 0) {
+            if (UNLIKELY((t >> 5) >= w->num_words)) {
+                *bad = "walk: token id out of range of the mask";
+                return -1;
+            }
+            w->words[t >> 5] |= (uint32_t)1 << (t & 31);
+        }
+        if (end == cp + 1) continue; /* a leaf */
+        if (UNLIKELY(nxt >= w->num_states || !w->expanded[nxt])) {
+            int got = ensure_row(w, ch, nxt, blocked);
+            if (got < 0) return -1;
+            if (!got) continue;
+        }
+        if (w->want_exits && w->accepting[nxt] && push_exit(found, w, cp, base + 1)) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        stack[base + 1] = w->rows + nxt * w->num_classes;
+        if (walk_below(w, stack, cp, end, base + 1, blocked, found, bad)) return -1;
+    }
+    return 0;
+}
+
+/* Whether the state whose row is `row` keeps few of the children of preorder node `p` alive (a
+ * quarter at most): `walk_children` then reads less of the trie than the preorder pass. */
+static int few_live_children(const Walk *w, const int32_t *row, int64_t p) {
+    const int64_t lo = w->pre_child_lo[p], hi = w->pre_child_hi[p];
+    if (lo < 0 || lo > hi || hi > w->root) return 0; /* the preorder pass reports it */
+    int64_t live = 0;
+    for (int64_t ch = lo; ch < hi; ch++) live += row[w->class_of_byte[w->byte[ch]]] != 0;
+    return 4 * live <= hi - lo;
+}
+
 /* Walks from the seed (node, state) pairs (`seeds`: pairs, flat), collecting blocked pairs and
  * exit child ranges (as `ranges_by_depth` gives them): 0, or -1 with an exception set. */
 static int run_walk(Walk *w, const int64_t *seeds, int64_t num_seeds, Vec *blocked, Vec *exits) {
@@ -341,7 +403,9 @@ static int run_walk(Walk *w, const int64_t *seeds, int64_t num_seeds, Vec *block
         int64_t base = w->pre_code[p] >> 8;
         if (w->want_exits && w->accepting[st] && p != 0 && push_exit(&found, w, p, base)) goto nomem;
         stack[base] = w->rows + st * w->num_classes;
-        if (walk_below(w, stack, p, end, base, blocked, &found, &bad)) goto done;
+        if (few_live_children(w, stack[base], p) ? walk_children(w, stack, p, base, blocked, &found, &bad)
+                                                 : walk_below(w, stack, p, end, base, blocked, &found, &bad))
+            goto done;
     }
     if (ranges_by_depth(&found, exits)) goto nomem;
     status = 0;
