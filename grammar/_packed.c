@@ -61,6 +61,19 @@ static const int32_t *zeros_like(Py_ssize_t len) {
     return zeros;
 }
 
+/* Whether the `count` word indices `at` lie in [0, n) (and, with `ascending`, strictly
+ * ascend); if not, ValueError is set, naming `name`. */
+static int indices_ok(const int64_t *at, Py_ssize_t count, Py_ssize_t n, int ascending, const char *name) {
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (at[i] < 0 || at[i] >= n || (ascending && i && at[i] <= at[i - 1])) {
+            PyErr_Format(PyExc_ValueError, "%s: word index out of range%s", name,
+                         ascending ? " or out of order" : "");
+            return 0;
+        }
+    }
+    return 1;
+}
+
 PyDoc_STRVAR(nonzero_words_doc,
 "nonzero_words(words) -> (at, bits)\n\n"
 "The indices (int64 bytes) and values (int32 bytes) of the nonzero words of a packed int32\n"
@@ -87,12 +100,7 @@ static PyObject *or_words(PyObject *self, PyObject *args) {
     uint32_t *words = w.buf;
     const int64_t *at = a.buf;
     const uint32_t *bits = v.buf;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        if (at[i] < 0 || at[i] >= n || (has_base && i && at[i] <= at[i - 1])) {
-            PyErr_SetString(PyExc_ValueError, "or_words: word index out of range (or, with a base, repeated)");
-            goto done;
-        }
-    }
+    if (!indices_ok(at, count, n, has_base, "or_words")) goto done;
     if (has_base) { /* OR the whole base (a loop the compiler vectorises), then mend the replaced words */
         const uint32_t *base = b.buf;
         uint32_t *kept = count > 0 ? malloc((size_t)count * sizeof(uint32_t)) : NULL;
@@ -237,12 +245,7 @@ static PyObject *write_words(PyObject *self, PyObject *args) {
         goto done;
     }
     const int64_t *idx = a.buf;
-    for (Py_ssize_t i = 0; i < count; i++) {
-        if (idx[i] < 0 || idx[i] >= n) {
-            PyErr_SetString(PyExc_ValueError, "write_words: word index out of range");
-            goto done;
-        }
-    }
+    if (!indices_ok(idx, count, n, 0, "write_words")) goto done;
     int32_t *out = (int32_t *)o.buf + row * n;
     if (has_base) memcpy(out, b.buf, (size_t)n * 4);
     else memset(out, 0, (size_t)n * 4);
