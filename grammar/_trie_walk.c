@@ -226,6 +226,23 @@ static const char *mark_all(const Walk *w, int64_t node) {
     return NULL;
 }
 
+/* Whether `nxt`, a live successor, is no state of the automaton: past its arrays and (lazy)
+ * not interned by its core either. */
+static inline int bad_state(const Walk *w, int64_t nxt) {
+    return (nxt < 0 || nxt >= w->num_states) && (nxt < 0 || !w->core || nxt >= subset_api->num_sets(w->core));
+}
+
+/* Marks the tokens ending at preorder node `c` in `words`: NULL, or what is wrong. */
+static inline const char *mark_node(const Walk *w, int64_t c) {
+    int32_t t = w->pre_token[c];
+    if (UNLIKELY(t < -1)) return mark_all(w, w->node_of_pre[c]); /* MULTI: several tokens end here */
+    uint32_t mark = t >= 0; /* without a branch: whether a node ends a token follows no pattern */
+    int64_t word = (int64_t)(t & -(int32_t)mark) >> 5;
+    if (UNLIKELY(word >= w->num_words)) return "walk: token id out of range of the mask";
+    w->words[word] |= mark << (t & 31);
+    return NULL;
+}
+
 /* Makes sure state `st` of a live node with children has its row: 1 when it has, 0 when the node
  * is blocked (pushed as (node, st)), -1 with an exception set. */
 static int ensure_row(Walk *w, int64_t node, int64_t st, Vec *blocked) {
@@ -256,10 +273,8 @@ static inline int push_exit(Vec *found, const Walk *w, int64_t p, int64_t depth)
 static int walk_below(Walk *w, const int32_t **stack, int64_t p, int64_t end, int64_t base, Vec *blocked,
                       Vec *found, const char **bad) {
     const int32_t *const class_of_byte = w->class_of_byte, *const pre_next = w->pre_next;
-    const int32_t *const pre_token = w->pre_token;
     const uint32_t *const pre_code = w->pre_code;
-    uint32_t *const words = w->words;
-    const int64_t num_states = w->num_states, num_classes = w->num_classes, num_words = w->num_words;
+    const int64_t num_states = w->num_states, num_classes = w->num_classes;
     const int want_exits = w->want_exits;
     const uint8_t *const expanded = w->expanded;
     int64_t valid = base; /* stack[base..valid] hold rows written by this walk */
@@ -275,23 +290,11 @@ static int walk_below(Walk *w, const int32_t **stack, int64_t p, int64_t end, in
             c = next; /* the whole subtree dies */
             continue;
         }
-        if (UNLIKELY(nxt < 0 || nxt >= num_states) &&
-            (nxt < 0 || !w->core || nxt >= subset_api->num_sets(w->core))) {
+        if (UNLIKELY(bad_state(w, nxt))) {
             *bad = "walk: node or state out of range";
             return -1;
         }
-        int32_t t = pre_token[c];
-        if (UNLIKELY(t < -1)) {
-            if ((*bad = mark_all(w, w->node_of_pre[c]))) return -1;
-        } else { /* without a branch: whether a node ends a token follows no pattern */
-            uint32_t mark = t >= 0;
-            int64_t word = (int64_t)(t & -(int32_t)mark) >> 5;
-            if (UNLIKELY(word >= num_words)) {
-                *bad = "walk: token id out of range of the mask";
-                return -1;
-            }
-            words[word] |= mark << (t & 31);
-        }
+        if (UNLIKELY((*bad = mark_node(w, c)) != NULL)) return -1;
         if (next > c + 1) { /* children */
             if (UNLIKELY(nxt >= num_states || !expanded[nxt])) {
                 int got = ensure_row(w, w->node_of_pre[c], nxt, blocked);
@@ -329,8 +332,7 @@ static int walk_children(Walk *w, const int32_t **stack, int64_t p, int64_t base
     for (int64_t ch = lo; ch < hi; ch++) {
         int64_t nxt = row[w->class_of_byte[w->byte[ch]]];
         if (!nxt) continue;
-        if (UNLIKELY(nxt < 0 || nxt >= w->num_states) &&
-            (nxt < 0 || !w->core || nxt >= subset_api->num_sets(w->core))) {
+        if (UNLIKELY(bad_state(w, nxt))) {
             *bad = "walk: node or state out of range";
             return -1;
         }
@@ -339,16 +341,7 @@ static int walk_children(Walk *w, const int32_t **stack, int64_t p, int64_t base
             *bad = "walk: inconsistent preorder arrays";
             return -1;
         }
-        int32_t t = w->pre_token[cp];
-        if (t < -1) { /* MULTI: several tokens end here */
-            if ((*bad = mark_all(w, ch))) return -1;
-        } else if (t >= 0) {
-            if (UNLIKELY((t >> 5) >= w->num_words)) {
-                *bad = "walk: token id out of range of the mask";
-                return -1;
-            }
-            w->words[t >> 5] |= (uint32_t)1 << (t & 31);
-        }
+        if ((*bad = mark_node(w, cp))) return -1;
         if (end == cp + 1) continue; /* a leaf */
         if (UNLIKELY(nxt >= w->num_states || !w->expanded[nxt])) {
             int got = ensure_row(w, ch, nxt, blocked);

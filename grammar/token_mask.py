@@ -48,19 +48,28 @@ class TokenMaskCache:
     def stored(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None = None) -> StoredMask:
         """The mask of `state` as the cache keeps it, computed on first use."""
         key = dfa.state_key(state)
+        got = self._lookup(key)
+        if got is None:
+            got = self._keep(key, self._compute_stored(dfa, state, max_seconds))
+        return got
+
+    def _lookup(self, key: StateKey) -> StoredMask | None:
+        """The kept entry of `key` (now the most recent), or None (a miss, counted)."""
         with self._lock:
             got = self._masks.get(key)
-            if got is not None:
+            if got is None:
+                self.misses += 1
+            else:
                 self.hits += 1
                 self._masks.move_to_end(key)
-                return got
-            self.misses += 1
-        got = self._compute_stored(dfa, state, max_seconds)
+            return got
+
+    def _keep(self, key: StateKey, mask: StoredMask) -> StoredMask:
         with self._lock:
-            self._masks[key] = got
+            self._masks[key] = mask
             if len(self._masks) > self.max_entries:
                 self._masks.popitem(last=False)
-        return got
+        return mask
 
     def mask(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None = None) -> np.ndarray:
         """Packed int32 mask (bit 1 = allowed) of `state`, computed on first use; read-only."""
@@ -71,19 +80,12 @@ class TokenMaskCache:
         the lexeme is complete, not the document), dense and read-only: the shared base that the
         masks of document states inside the lexeme are kept against.  Cached beside `stored`."""
         key = (_WITHOUT_STOPS, dfa.state_key(state))
-        with self._lock:
-            got = self._masks.get(key)
-            if got is not None:
-                self.hits += 1
-                self._masks.move_to_end(key)
-                return got.base
-        dense = self.stored(dfa, state, max_seconds).dense() & self.text_words
-        dense.flags.writeable = False
-        with self._lock:
-            self._masks[key] = StoredMask(self._num_words, dense)
-            if len(self._masks) > self.max_entries:
-                self._masks.popitem(last=False)
-        return dense
+        got = self._lookup(key)
+        if got is None:
+            dense = self.stored(dfa, state, max_seconds).dense() & self.text_words
+            dense.flags.writeable = False
+            got = self._keep(key, StoredMask(self._num_words, dense))
+        return got.base
 
     def _compute_stored(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None) -> StoredMask:
         custom = getattr(dfa, "compute_mask", None)  # automata with their own decomposition (CFG)
