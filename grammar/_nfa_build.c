@@ -15,7 +15,7 @@
  * arrays of _nfa_moves.c and splice regions in with _nfa_regions.c), and the module glue. */
 
 PyObject *s_empty, *s_items, *s_value, *s_ranges, *s_item, *s_min, *s_max, *s_name, *s_num_states, *s_is_empty,
-    *s_eps, *s_edges, *s_positions, *s_check_nfa, *s_check_time, *s_what;
+    *s_moves, *s_position_words, *s_check_nfa, *s_check_time, *s_what;
 
 /* Caches whether `node`'s language is empty in its `_empty` slot. */
 static int set_empty(PyObject *node, PyObject *value) {
@@ -219,21 +219,21 @@ int nfab_build(Builder *b, PyObject *node, int32_t s, int32_t e) {
 }
 
 PyDoc_STRVAR(build_doc,
-"build(node, budget, dfa_of, template_of, whole, lexemes, count) -> (eps, edges, regions, positions, empty, cuts)\n\n"
+"build(node, budget, dfa_of, template_of, whole, lexemes, count) -> (moves, regions, positions, empty, cuts)\n\n"
 "The NFA of IR `node` from state 0 to state 1.  `dfa_of(node)`: the DFA of an And / Not node;\n"
 "`template_of(node)`: the template NFA of a lexeme (a Repeat in the dict `lexemes`, whose value\n"
-"says it is open-ended), spliced in as a region; None: a standalone NFA, whose DFAs are embedded\n"
-"whole from `whole(dfa)` = (byte ranges per state, accepting flags as bytes).  `budget`: a\n"
-"CompileBudget.  `count`: record a top-level bounded repetition's positions.  Returns per state\n"
-"its epsilon targets and (lo, hi, target) edges as tuples (None inside regions; a tuple of\n"
-"them per state, untracked by the garbage collector), regions as\n"
-"(first, last, end, start, start moves or None, dfa or template, node, positions, open-ended),\n"
-"the positions, whether the language is empty, and the edges' cuts: 257 bytes, 1 at 0, 256 and every lo and\n"
-"hi + 1 of an edge (what `_subset.edge_cuts` computes from `edges`).");
+"says it is open-ended; its `moves` and `position_words` are read), spliced in as a region; None:\n"
+"a standalone NFA, whose DFAs are embedded whole from `whole(dfa)` = (byte ranges per state,\n"
+"accepting flags as bytes).  `budget`: a CompileBudget.  `count`: record a top-level bounded\n"
+"repetition's positions.  Returns the moves in the flat layout of `_nfa_flat.h` (bytes; none for\n"
+"the states inside regions), regions as (first, last, end, start, start moves or None, dfa or\n"
+"template, node, open-ended), the positions as int32 (first item state, state after it) pairs\n"
+"(bytes), whether the language is empty, and the edges' cuts: 257 bytes, 1 at 0, 256 and every lo\n"
+"and hi + 1 of an edge (what `_subset.edge_cuts` computes from the edges).");
 
 static PyObject *py_build(PyObject *Py_UNUSED(module), PyObject *args) {
     Builder b = {0};
-    PyObject *node, *eps = NULL, *edges = NULL, *positions = NULL, *out = NULL;
+    PyObject *node, *moves = NULL, *out = NULL;
     int count;
     if (!PyArg_ParseTuple(args, "OOOOOO!p", &node, &b.budget, &b.dfa_of, &b.template_of, &b.whole,
                           &PyDict_Type, &b.lexemes, &count))
@@ -245,21 +245,11 @@ static PyObject *py_build(PyObject *Py_UNUSED(module), PyObject *args) {
     if (empty < 0 ||
         (!empty && (Py_TYPE(node) == Repeat && count ? repeat(&b, node, 0, 1, 1) : nfab_build(&b, node, 0, 1))))
         goto done;
-    if (!(eps = PyTuple_New(b.n)) || !(edges = PyTuple_New(b.n)) || nfab_moves_out(&b, eps, edges) ||
-        !(positions = PyList_New(b.np / 2)))
-        goto done;
-    untracked(eps), untracked(edges); /* None or untracked tuples: nothing for the collector to scan */
-    for (Py_ssize_t i = 0; i < b.np / 2; i++) {
-        PyObject *p = untracked(Py_BuildValue("(ii)", b.positions[2 * i], b.positions[2 * i + 1]));
-        if (!p) goto done;
-        PyList_SET_ITEM(positions, i, p);
-    }
-    out = Py_BuildValue("(OOOOOy#)", eps, edges, b.regions, positions, empty ? Py_True : Py_False, (const char *)b.cuts,
-                        (Py_ssize_t)sizeof(b.cuts));
+    if (!(moves = nfab_moves_flat(&b))) goto done;
+    out = Py_BuildValue("(OOy#Oy#)", moves, b.regions, b.np ? (const char *)b.positions : "", (Py_ssize_t)(4 * b.np),
+                        empty ? Py_True : Py_False, (const char *)b.cuts, (Py_ssize_t)sizeof(b.cuts));
 done:
-    Py_XDECREF(eps);
-    Py_XDECREF(edges);
-    Py_XDECREF(positions);
+    Py_XDECREF(moves);
     Py_XDECREF(b.regions);
     free(b.states);
     free(b.moves);
@@ -283,7 +273,7 @@ PyMODINIT_FUNC PyInit__nfa_build(void) {
     struct { PyObject **slot; const char *text; } names[] = {
         {&s_empty, "_empty"}, {&s_items, "items"}, {&s_value, "value"}, {&s_ranges, "ranges"},
         {&s_item, "item"}, {&s_min, "min"}, {&s_max, "max"}, {&s_name, "name"}, {&s_num_states, "num_states"},
-        {&s_is_empty, "is_empty"}, {&s_eps, "eps"}, {&s_edges, "edges"}, {&s_positions, "positions"},
+        {&s_is_empty, "is_empty"}, {&s_moves, "moves"}, {&s_position_words, "position_words"},
         {&s_check_nfa, "check_nfa"}, {&s_check_time, "check_time"}, {&s_what, "NFA construction"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)

@@ -1,7 +1,7 @@
 /* Internal header of the C NFA builder (module `formwork.grammar._nfa_build`), shared by
  *   _nfa_build.c    the walk over the IR tree (`build`) and the module glue
  *   _nfa_ir.c       the IR classes: loading them, reading their slots, ir.seq / ir.alt's common cases
- *   _nfa_moves.c    the state and move arrays: budget checks, copies of a repetition, the tuples out
+ *   _nfa_moves.c    the state and move arrays: budget checks, copies of a repetition, the flat moves out
  *   _nfa_regions.c  DFAs and lexeme templates spliced in, and the regions they make
  * It holds the builder's structs, the IR classes and interned names, the small helpers hot loops
  * call (static inline, so they stay inlined), and the prototypes of the shared functions.
@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "_nfa_flat.h"
 
 enum { EPSILON = -1, MAX_DEPTH = 5000, CHECK_EVERY = 4096, MAX_STATES = INT32_MAX / 2 };
 
@@ -40,7 +42,7 @@ typedef struct { int32_t first, last, nxt; Py_ssize_t at, n; } Proto;
  * attribute names (set by the module's init, in _nfa_build.c). */
 extern PyTypeObject *Empty, *Bytes, *ByteSet, *Seq, *Alt, *Repeat, *And, *Not, *Nothing, *RuleRef;
 extern PyObject *GrammarError, *s_empty, *s_items, *s_value, *s_ranges, *s_item, *s_min, *s_max, *s_name,
-    *s_num_states, *s_is_empty, *s_eps, *s_edges, *s_positions, *s_check_nfa, *s_check_time, *s_what;
+    *s_num_states, *s_is_empty, *s_moves, *s_position_words, *s_check_nfa, *s_check_time, *s_what;
 
 /* Where each IR class keeps its fields: a frozen dataclass with slots stores a field as a member
  * (T_OBJECT_EX) at a fixed offset, read here straight from the object, since the generic
@@ -62,7 +64,7 @@ extern const char nfab_seq_of_doc[], nfab_alt_of_doc[];
 int nfab_budget_check(Builder *b, int with_time);
 int32_t nfab_reserve(Builder *b, Py_ssize_t k);
 int nfab_copy(Builder *b, const Proto *p, int32_t cur, int32_t nxt);
-int nfab_moves_out(const Builder *b, PyObject *eps, PyObject *edges);
+PyObject *nfab_moves_flat(const Builder *b);
 
 /* ------------------------------------------------------------------ _nfa_regions.c */
 

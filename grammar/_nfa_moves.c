@@ -1,6 +1,6 @@
 /* The C NFA builder's state and move arrays (see _nfa_build.h for the helpers that append to
  * them): the budget's checks, room for a region's states, a renumbered copy of a repetition's
- * first build, and the per-state tuples of moves that `build` returns.
+ * first build, and the flat moves that `build` returns.
  */
 #include "_nfa_build.h"
 
@@ -42,39 +42,29 @@ int nfab_copy(Builder *b, const Proto *p, int32_t cur, int32_t nxt) {
     return nfab_budget_check(b, 0);
 }
 
-/* Per state (into the tuples eps and edges): a tuple of epsilon targets and a tuple of
- * (lo, hi, target) edges, or None twice. */
-int nfab_moves_out(const Builder *b, PyObject *eps, PyObject *edges) {
+/* The moves in the flat layout of `_nfa_flat.h` (a new bytes object, or NULL). */
+PyObject *nfab_moves_flat(const Builder *b) {
+    Py_ssize_t e = 0, m = 0;
+    for (Py_ssize_t q = 0; q < b->n; q++)
+        if (b->states[q].n_eps >= 0) e += b->states[q].n_eps, m += b->states[q].n_edges; /* regions': none */
+    PyObject *out = PyBytes_FromStringAndSize(NULL, 4 * flat_words(b->n, e, m));
+    if (!out) return NULL;
+    int32_t *w = (int32_t *)PyBytes_AS_STRING(out), *eps_at = w + 1, *edge_at = w + 2 + b->n;
+    int32_t *targets = w + 3 + 2 * b->n, *edges = targets + e;
+    int32_t ne = 0, nm = 0;
+    w[0] = (int32_t)b->n;
     for (Py_ssize_t q = 0; q < b->n; q++) {
-        const State *st = &b->states[q];
-        if (st->n_eps < 0) { /* a region's state */
-            PyTuple_SET_ITEM(eps, q, Py_NewRef(Py_None));
-            PyTuple_SET_ITEM(edges, q, Py_NewRef(Py_None));
-            continue;
-        }
-        PyObject *x = untracked(PyTuple_New(st->n_eps)), *y = PyTuple_New(st->n_edges);
-        PyTuple_SET_ITEM(eps, q, x);
-        PyTuple_SET_ITEM(edges, q, y);
-        if (!x || !y) return -1;
-        Py_ssize_t i = 0, j = 0;
-        for (int32_t m = st->head; m >= 0; m = b->moves[m].next) {
-            const Move *mv = &b->moves[m];
-            PyObject *t = PyLong_FromLong(mv->target);
-            if (t && mv->lo == EPSILON) {
-                PyTuple_SET_ITEM(x, i++, t);
-                continue;
+        eps_at[q] = ne, edge_at[q] = nm;
+        for (int32_t k = b->states[q].head; k >= 0; k = b->moves[k].next) {
+            const Move *mv = &b->moves[k];
+            if (mv->lo == EPSILON) {
+                targets[ne++] = mv->target;
+            } else {
+                int32_t *t = edges + 3 * nm++;
+                t[0] = mv->lo, t[1] = mv->hi, t[2] = mv->target;
             }
-            PyObject *edge = t ? PyTuple_New(3) : NULL;
-            if (!edge) {
-                Py_XDECREF(t);
-                return -1;
-            }
-            PyTuple_SET_ITEM(edge, 0, PyLong_FromLong(mv->lo)); /* 0..255: cached small ints */
-            PyTuple_SET_ITEM(edge, 1, PyLong_FromLong(mv->hi));
-            PyTuple_SET_ITEM(edge, 2, t);
-            PyTuple_SET_ITEM(y, j++, untracked(edge));
         }
-        untracked(y);
     }
-    return 0;
+    eps_at[b->n] = ne, edge_at[b->n] = nm;
+    return out;
 }

@@ -5,10 +5,10 @@
 #include "_nfa_build.h"
 
 static int add_region(Builder *b, int32_t first, int32_t last, int32_t end, int32_t start, int keyed,
-                      PyObject *source, PyObject *node, PyObject *positions, int open) {
+                      PyObject *source, PyObject *node, int open) {
     const State *st = &b->states[start];
     PyObject *moves = keyed ? untracked(Py_BuildValue("(ii)", st->n_eps, st->n_edges)) : Py_NewRef(Py_None);
-    PyObject *r = moves ? Py_BuildValue("(iiiiOOOON)", first, last, end, start, moves, source, node, positions,
+    PyObject *r = moves ? Py_BuildValue("(iiiiOOON)", first, last, end, start, moves, source, node,
                                         PyBool_FromLong(open)) : NULL;
     Py_XDECREF(moves);
     int rc = r ? PyList_Append(b->regions, r) : -1;
@@ -63,8 +63,7 @@ int nfab_embed(Builder *b, PyObject *node, int32_t s, int32_t e) {
         int32_t base = nfab_reserve(b, k - 1) - 1; /* DFA state q (q >= 1) becomes NFA state base + q */
         const State *st = &b->states[s];
         rc = base < 0 || add(b, s, EPSILON, 0, base + 1) ||
-             add_region(b, base + 1, base + (int32_t)k, e, s, st->n_eps == 1 && st->n_edges == 0, dfa, Py_None,
-                        Py_None, 0) ? -1 : 0;
+             add_region(b, base + 1, base + (int32_t)k, e, s, st->n_eps == 1 && st->n_edges == 0, dfa, Py_None, 0) ? -1 : 0;
     }
     Py_XDECREF(size);
     Py_XDECREF(dfa);
@@ -72,61 +71,53 @@ int nfab_embed(Builder *b, PyObject *node, int32_t s, int32_t e) {
 }
 
 /* A lexeme as a region whose states are copied from its template when first reached (template
- * state 0 is s, 1 is e, x >= 2 is first - 2 + x). */
+ * state 0 is s, 1 is e, x >= 2 is first - 2 + x).  The template's start moves are copied here;
+ * its positions (int32 pairs, `position_words`) are only checked: the region maps them lazily. */
 int nfab_splice(Builder *b, PyObject *node, int32_t s, int32_t e, int open) {
-    PyObject *template = PyObject_CallOneArg(b->template_of, node), *eps = NULL, *edges = NULL, *positions = NULL,
-             *mapped = NULL;
+    PyObject *template = PyObject_CallOneArg(b->template_of, node), *moves = NULL, *positions = NULL;
     const int fresh = b->states[s].n_eps == 0 && b->states[s].n_edges == 0;
     int rc = -1;
-    Py_ssize_t size = -1, ne, nx, np;
-    if (template && (eps = PyObject_GetAttr(template, s_eps)) && (edges = PyObject_GetAttr(template, s_edges)) &&
-        PyTuple_Check(eps) && PyTuple_Check(edges) && (size = PyTuple_GET_SIZE(eps)) >= 2 &&
-        PyTuple_GET_SIZE(edges) == size) {
-        Py_SETREF(eps, Py_NewRef(PyTuple_GET_ITEM(eps, 0))); /* the start state's moves */
-        Py_SETREF(edges, Py_NewRef(PyTuple_GET_ITEM(edges, 0)));
-        positions = PyObject_GetAttr(template, s_positions);
-        Py_XSETREF(positions, positions ? PySequence_Tuple(positions) : NULL);
-    }
-    if (!positions) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "NFA construction: bad template");
+    int32_t size = -1;
+    FlatMoves start;
+    if (template && (moves = PyObject_GetAttr(template, s_moves)) &&
+        (positions = PyObject_GetAttr(template, s_position_words)) && (size = flat_num_states(moves)) >= 0 &&
+        (size < 2 || !PyBytes_Check(positions) || PyBytes_GET_SIZE(positions) % 8)) {
+        PyErr_SetString(PyExc_ValueError, "NFA construction: bad template");
         goto done;
     }
-    const Py_ssize_t n = size - 2;
-    const int32_t first = nfab_reserve(b, n);
-    PyObject **xs = first < 0 ? NULL : items_of(eps, &nx, "template moves", 1);
-    PyObject **es = xs ? items_of(edges, &ne, "template edges", 1) : NULL, **pos = ((PyTupleObject *)positions)->ob_item;
-    np = PyTuple_GET_SIZE(positions);
-    if (!es) goto done;
+    if (size < 0 || flat_moves_of(moves, size, 0, &start)) goto done;
+    const int32_t n = size - 2, first = nfab_reserve(b, n);
+    if (first < 0) goto done;
 #define AT(x) ((x) > 1 ? first - 2 + (x) : (x) ? e : s)
-    for (Py_ssize_t i = 0; i < nx; i++) {
-        int32_t x;
-        if (int_in(xs[i], 0, size, "template target", &x) || add(b, s, EPSILON, 0, AT(x))) goto done;
-    }
-    for (Py_ssize_t i = 0; i < ne; i++) {
-        int32_t r[3];
-        if (byte_range(es[i], 1, size, r) || add(b, s, r[0], r[1], AT(r[2]))) goto done;
-    }
-    if (n && !(mapped = PyTuple_New(np))) goto done;
-    for (Py_ssize_t i = 0; n && i < np; i++) { /* (first item state, state after it); the first may be
-                                                    one past the template's last (an item without states) */
-        Py_ssize_t two;
-        PyObject **ab = items_of(pos[i], &two, "template position", 1), *p;
-        int32_t a, z;
-        if (!ab || two != 2 || int_in(ab[0], 0, size + 1, "template position", &a) ||
-            int_in(ab[1], 0, size, "template position", &z) ||
-            !(p = untracked(Py_BuildValue("(ii)", first - 2 + a, AT(z))))) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "NFA construction: bad template position");
+    for (int32_t i = 0; i < start.n_eps; i++) {
+        const int32_t x = start.eps[i];
+        if (x < 0 || x >= size) {
+            PyErr_SetString(PyExc_ValueError, "NFA construction: bad template target");
             goto done;
         }
-        PyTuple_SET_ITEM(mapped, i, p);
+        if (add(b, s, EPSILON, 0, AT(x))) goto done;
+    }
+    for (int32_t i = 0; i < start.n_edges; i++) {
+        const int32_t *r = start.edges + 3 * i;
+        if (r[0] < 0 || r[0] > r[1] || r[1] > 255 || r[2] < 0 || r[2] >= size) {
+            PyErr_SetString(PyExc_ValueError, "NFA construction: bad template edge target");
+            goto done;
+        }
+        if (add(b, s, r[0], r[1], AT(r[2]))) goto done;
     }
 #undef AT
-    rc = n ? add_region(b, first, first + (int32_t)n, e, s, fresh, template, node, untracked(mapped), open) : 0;
+    /* (first item state, state after it); the first may be one past the template's last (an item
+       without states) */
+    const int32_t *pos = (const int32_t *)PyBytes_AS_STRING(positions);
+    for (Py_ssize_t i = 0; i < PyBytes_GET_SIZE(positions) / 4; i += 2)
+        if (pos[i] < 0 || pos[i] > size || pos[i + 1] < 0 || pos[i + 1] >= size) {
+            PyErr_SetString(PyExc_ValueError, "NFA construction: bad template position");
+            goto done;
+        }
+    rc = n ? add_region(b, first, first + n, e, s, fresh, template, node, open) : 0;
 done:
-    Py_XDECREF(mapped);
     Py_XDECREF(positions);
-    Py_XDECREF(edges);
-    Py_XDECREF(eps);
+    Py_XDECREF(moves);
     Py_XDECREF(template);
     return rc;
 }

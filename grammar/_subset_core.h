@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_nfa_flat.h"
+
 typedef struct {
     int32_t *data;
     Py_ssize_t len, cap;
@@ -46,12 +48,13 @@ enum { REGION_KEYS_START = 1, REGION_OPEN = 2 };
 
 typedef struct {
     int32_t first, last, end, start, kind, flags;
-    PyObject *a, *b; /* DFA: per-state byte ranges, accepting bytes; template: eps, edges */
+    PyObject *a, *b; /* DFA: per-state byte ranges, accepting bytes; template: its flat moves, unused */
+    int32_t size;    /* template: its number of states */
 } Region;
 
 typedef struct {
     PyObject_HEAD
-    PyObject *eps, *edges, *regions_obj, *sets;
+    PyObject *moves, *regions_obj, *sets; /* moves: the flat layout of _nfa_flat.h */
     Region *regions;
     Py_ssize_t num_regions;
     int32_t class_of_byte[256];
@@ -85,7 +88,7 @@ int subset_fill_row(Core *c, int32_t sid, int32_t *row);
 
 /* ------------------------------------------------------------------ small helpers */
 
-/* Whether the NFA's per-state moves come as a list or a tuple (read with PySequence_Fast_*). */
+/* Whether a sequence argument is a list or a tuple (read with PySequence_Fast_*). */
 static inline int is_list_or_tuple(PyObject *seq) { return PyList_Check(seq) || PyTuple_Check(seq); }
 
 /* The items of a list or tuple (borrowed), or NULL with a ValueError. */

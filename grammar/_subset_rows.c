@@ -1,4 +1,4 @@
-/* Rows of the lazy DFA: the moves of an NFA state read once from the NFA's Python tuples (or
+/* Rows of the lazy DFA: the moves of an NFA state read once from the NFA's flat moves (or
  * computed from a region's embedded DFA or template NFA), epsilon closures, the DFA state each
  * set of targets leads to, and the successor per byte class of a DFA state (`subset_fill_row`).
  */
@@ -14,85 +14,82 @@ static int document_state(const Core *c, const Region *r, int32_t x, int32_t *ou
     return 0;
 }
 
-/* Records the moves of NFA state q (epsilon targets and edges over byte classes). */
-static int load(Core *c, int32_t q) {
-    if (q >= PySequence_Fast_GET_SIZE(c->eps) || q >= PySequence_Fast_GET_SIZE(c->edges)) {
-        PyErr_SetString(PyExc_ValueError, "subset core: the NFA's move lists shrank");
+/* Appends an epsilon move to x (numbered in [0, bound) by region r, or the document's if r is NULL). */
+static int push_eps(Core *c, const Region *r, int32_t x, long bound) {
+    int32_t to;
+    if (x < 0 || x >= bound) {
+        PyErr_SetString(PyExc_ValueError, "subset core: an epsilon target is out of range");
         return -1;
     }
-    PyObject *eps = PySequence_Fast_GET_ITEM(c->eps, q), *edges = PySequence_Fast_GET_ITEM(c->edges, q);
-    const Region *r = NULL;
-    int32_t local = 0;
-    if (eps == Py_None) {
-        Py_ssize_t k = region_at(c, q);
-        if (k < 0) {
-            PyErr_Format(PyExc_ValueError, "subset core: NFA state %d has no moves and no region", q);
-            return -1;
-        }
-        r = &c->regions[k];
-        Py_ssize_t n;
-        PyObject **src = items_of(r->a, &n, "region source");
-        if (!src) return -1;
-        local = r->kind == REGION_DFA ? q - r->first + 1 : q - r->first + 2;
-        if (local >= n) {
-            PyErr_SetString(PyExc_ValueError, "subset core: region source too short");
-            return -1;
-        }
-        if (r->kind == REGION_DFA) {
-            edges = src[local];
-            eps = NULL;
-        } else {
-            eps = src[local];
-            PyObject **tedges = items_of(r->b, &n, "template edges");
-            if (!tedges) return -1;
-            if (local >= n) {
-                PyErr_SetString(PyExc_ValueError, "subset core: template edges too short");
-                return -1;
-            }
-            edges = tedges[local];
-        }
+    return document_state(c, r, x, &to) || pool_push(&c->eps_pool, to) ? -1 : 0;
+}
+
+/* Appends an edge (lo, hi, x) as (first class, last class, document state). */
+static int push_edge(Core *c, const Region *r, int32_t lo, int32_t hi, int32_t x, long bound) {
+    if (lo < 0 || lo > hi || hi > 255 || x < 0 || x >= bound) {
+        PyErr_SetString(PyExc_ValueError, "subset core: an edge (lo, hi, target) is out of range");
+        return -1;
     }
-    Py_ssize_t ne, nx = 0;
-    PyObject **e_items = items_of(edges, &ne, "edges"), **x_items = NULL;
-    if (!e_items) return -1;
-    if (eps) {
-        x_items = items_of(eps, &nx, "epsilon moves");
-        if (!x_items) return -1;
+    if (pool_reserve(&c->edge_pool, 3)) return -1;
+    int32_t *out = c->edge_pool.data + c->edge_pool.len;
+    if (document_state(c, r, x, &out[2])) return -1;
+    out[0] = c->class_of_byte[lo];
+    out[1] = c->class_of_byte[hi];
+    c->edge_pool.len += 3;
+    return 0;
+}
+
+/* The moves of a state of an embedded DFA's region: its byte ranges (a list of (lo, hi, target)
+ * per DFA state) and, if it accepts, an epsilon move to the region's end. */
+static int push_dfa_moves(Core *c, const Region *r, int32_t local) {
+    Py_ssize_t n, ne, nacc = PyBytes_GET_SIZE(r->b);
+    PyObject **rows = items_of(r->a, &n, "region source"), **edges;
+    if (!rows) return -1;
+    if (local >= n || local >= nacc) {
+        PyErr_SetString(PyExc_ValueError, "subset core: region source too short");
+        return -1;
     }
-    /* how many states the moves' numbering has: the document's, the DFA's or the template's */
-    const long bound = !r ? c->num_nfa : r->last - r->first + (r->kind == REGION_DFA ? 1 : 2);
-    /* epsilon moves */
-    Py_ssize_t at = c->eps_pool.len;
-    if (r && r->kind == REGION_DFA) {
-        Py_ssize_t nacc = PyBytes_Check(r->b) ? PyBytes_GET_SIZE(r->b) : -1;
-        if (local >= nacc) {
-            PyErr_SetString(PyExc_ValueError, "subset core: DFA accepting flags too short");
-            return -1;
-        }
-        if (PyBytes_AS_STRING(r->b)[local] && pool_push(&c->eps_pool, r->end)) return -1;
-    } else {
-        if (pool_reserve(&c->eps_pool, nx)) return -1;
-        for (Py_ssize_t i = 0; i < nx; i++) {
-            int32_t x;
-            if (int_of(x_items[i], 0, bound, &x) || document_state(c, r, x, c->eps_pool.data + c->eps_pool.len))
-                return -1;
-            c->eps_pool.len++;
-        }
-    }
-    c->eps_at[q] = (int32_t)at + 1;
-    c->eps_n[q] = (int32_t)(c->eps_pool.len - at);
-    /* edges (lo, hi, target) -> (first class, last class, target) */
-    at = c->edge_pool.len;
-    if (pool_reserve(&c->edge_pool, 3 * ne)) return -1;
+    if (PyBytes_AS_STRING(r->b)[local] && pool_push(&c->eps_pool, r->end)) return -1;
+    if (!(edges = items_of(rows[local], &ne, "edges"))) return -1;
     for (Py_ssize_t i = 0; i < ne; i++) {
-        int32_t lo, hi, x, *out = c->edge_pool.data + c->edge_pool.len;
-        if (read_edge(e_items[i], bound, &lo, &hi, &x) || document_state(c, r, x, &out[2])) return -1;
-        out[0] = c->class_of_byte[lo];
-        out[1] = c->class_of_byte[hi];
-        c->edge_pool.len += 3;
+        int32_t lo, hi, x;
+        if (read_edge(edges[i], r->last - r->first + 1, &lo, &hi, &x) || push_edge(c, r, lo, hi, x, INT32_MAX))
+            return -1;
     }
-    c->edge_at[q] = (int32_t)at + 1;
-    c->edge_n[q] = (int32_t)((c->edge_pool.len - at) / 3);
+    return 0;
+}
+
+/* The moves of a state in the flat layout (the document's, or a lexeme template's for region r). */
+static int push_flat_moves(Core *c, const Region *r, int32_t local) {
+    PyObject *moves = r ? r->a : c->moves;
+    const int32_t bound = r ? r->size : c->num_nfa;
+    FlatMoves mv;
+    if (local >= bound) {
+        PyErr_SetString(PyExc_ValueError, "subset core: region source too short");
+        return -1;
+    }
+    if (flat_moves_of(moves, bound, local, &mv)) return -1;
+    for (int32_t i = 0; i < mv.n_eps; i++)
+        if (push_eps(c, r, mv.eps[i], bound)) return -1;
+    for (int32_t i = 0; i < mv.n_edges; i++) {
+        const int32_t *e = mv.edges + 3 * i;
+        if (push_edge(c, r, e[0], e[1], e[2], bound)) return -1;
+    }
+    return 0;
+}
+
+/* Records the moves of NFA state q (epsilon targets and edges over byte classes). */
+static int load(Core *c, int32_t q) {
+    const Py_ssize_t k = c->num_regions ? region_at(c, q) : -1;
+    const Region *r = k >= 0 ? &c->regions[k] : NULL;
+    const Py_ssize_t eps_at = c->eps_pool.len, edge_at = c->edge_pool.len;
+    if (!r ? push_flat_moves(c, NULL, q)
+           : r->kind == REGION_DFA ? push_dfa_moves(c, r, q - r->first + 1) : push_flat_moves(c, r, q - r->first + 2))
+        return -1;
+    c->eps_at[q] = (int32_t)eps_at + 1;
+    c->eps_n[q] = (int32_t)(c->eps_pool.len - eps_at);
+    c->edge_at[q] = (int32_t)edge_at + 1;
+    c->edge_n[q] = (int32_t)((c->edge_pool.len - edge_at) / 3);
     c->loaded++;
     return 0;
 }

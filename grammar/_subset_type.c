@@ -5,8 +5,7 @@
 #include "_subset_core.h"
 
 static void core_dealloc(Core *c) {
-    Py_XDECREF(c->eps);
-    Py_XDECREF(c->edges);
+    Py_XDECREF(c->moves);
     Py_XDECREF(c->regions_obj);
     Py_XDECREF(c->sets);
     free(c->regions);
@@ -120,23 +119,20 @@ static PyObject *core_loaded(Core *c, PyObject *Py_UNUSED(ignored)) {
 }
 
 static int core_init(Core *c, PyObject *args, PyObject *Py_UNUSED(kwds)) {
-    PyObject *eps, *edges, *regions, *sets;
+    PyObject *moves, *regions, *sets;
     Py_buffer cob = {0};
     int num_classes, start, final, empty;
-    if (!PyArg_ParseTuple(args, "OOO!y*iiipO!", &eps, &edges, &PyList_Type, &regions, &cob, &num_classes,
+    if (!PyArg_ParseTuple(args, "O!O!y*iiipO!", &PyBytes_Type, &moves, &PyList_Type, &regions, &cob, &num_classes,
                           &start, &final, &empty, &PyList_Type, &sets))
         return -1;
     int rc = -1;
-    if (!is_list_or_tuple(eps) || !is_list_or_tuple(edges)) {
-        PyErr_SetString(PyExc_TypeError, "subset core: eps and edges must be lists or tuples");
-        goto done;
-    }
-    if (c->eps) {
+    if (c->moves) {
         PyErr_SetString(PyExc_RuntimeError, "subset core: already initialised");
         goto done;
     }
-    Py_ssize_t num_nfa = PySequence_Fast_GET_SIZE(eps);
-    if (cob.len != 256 * 4 || PySequence_Fast_GET_SIZE(edges) != num_nfa || num_nfa >= INT32_MAX / 2 ||
+    Py_ssize_t num_nfa = flat_num_states(moves);
+    if (num_nfa < 0) goto done;
+    if (cob.len != 256 * 4 || num_nfa >= INT32_MAX / 2 ||
         num_classes < 1 || num_classes > 256 || start < 0 || start >= num_nfa || final < 0 ||
         final >= num_nfa || PyList_GET_SIZE(sets) != 0) {
         PyErr_SetString(PyExc_ValueError, "subset core: inconsistent arguments");
@@ -151,8 +147,8 @@ static int core_init(Core *c, PyObject *args, PyObject *Py_UNUSED(kwds)) {
         c->class_of_byte[i] = k;
     }
     c->num_classes = num_classes, c->final = final, c->num_nfa = (int32_t)num_nfa, c->hidden = -1;
-    Py_INCREF(eps), Py_INCREF(edges), Py_INCREF(regions), Py_INCREF(sets);
-    c->eps = eps, c->edges = edges, c->regions_obj = regions, c->sets = sets;
+    Py_INCREF(moves), Py_INCREF(regions), Py_INCREF(sets);
+    c->moves = moves, c->regions_obj = regions, c->sets = sets;
     c->num_regions = PyList_GET_SIZE(regions);
     c->regions = calloc((size_t)c->num_regions + 1, sizeof(Region));
     int32_t **arrays[] = {&c->edge_at, &c->edge_n, &c->eps_at, &c->eps_n, &c->clo_at, &c->clo_n, &c->succ};
@@ -174,6 +170,7 @@ static int core_init(Core *c, PyObject *args, PyObject *Py_UNUSED(kwds)) {
             PyErr_SetString(PyExc_ValueError, "subset core: bad region");
             goto done;
         }
+        if (r->kind == REGION_TEMPLATE && (r->size = flat_num_states(r->a)) < 0) goto done;
         if (((r->flags & REGION_KEYS_START) && (pool_push(&c->keyed_starts, r->start) ||
                                                 pool_push(&c->keyed_starts, (int32_t)i))) ||
             ((r->flags & REGION_OPEN) && pool_push(&c->open_starts, r->start)))
@@ -232,7 +229,7 @@ PyTypeObject subset_core_type = {
     .tp_name = "formwork.grammar._subset.SubsetCore",
     .tp_basicsize = sizeof(Core),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "SubsetCore(eps, edges, regions, class_of_byte, num_classes, start, final, empty, sets)",
+    .tp_doc = "SubsetCore(moves, regions, class_of_byte, num_classes, start, final, empty, sets)",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)core_init,
     .tp_dealloc = (destructor)core_dealloc,

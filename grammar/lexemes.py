@@ -92,20 +92,17 @@ class Region:
     node: Node | None = None
     start: int = -1  # the NFA state before the lexeme ...
     start_moves: tuple[int, int] | None = None  # ... and its moves if they all enter the lexeme
-    #: a bounded repetition's (first item state, state after it) per repetition (`_nfa_build.c`)
-    positions: tuple[tuple[int, int], ...] = ()
     template: Any = None  # the lexeme's own NFA (`node` regions), copied from on first use
     open_ended: bool = False  # see `lexeme`
 
     def __init__(self, first: int, last: int, end: int, dfa: DFA | None = None,
                  node: Node | None = None, start: int = -1,
-                 start_moves: tuple[int, int] | None = None,
-                 positions: tuple[tuple[int, int], ...] = (), template: Any = None,
+                 start_moves: tuple[int, int] | None = None, template: Any = None,
                  open_ended: bool = False) -> None:
         # one dict update instead of a frozen dataclass's setattr per field (regions are made
         # per compile: every lexeme and embedded DFA of the document)
         self.__dict__.update(first=first, last=last, end=end, dfa=dfa, node=node, start=start,
-                             start_moves=start_moves, positions=positions, template=template,
+                             start_moves=start_moves, template=template,
                              open_ended=open_ended)
 
     def local_state(self, inside: frozenset[int], at_start: bool, ends: bool,
@@ -122,6 +119,15 @@ class Region:
         if ends:
             local.add(1)
         return automaton, automaton.state_of(frozenset(local))
+
+    @cached_property
+    def positions(self) -> tuple[tuple[int, int], ...]:
+        """A bounded repetition's (first item state, state after it) per repetition, in the
+        document's numbering (the template's, mapped on first use)."""
+        if self.template is None:
+            return ()
+        shift, start, end = self.first - 2, self.start, self.end
+        return tuple((a + shift, b + shift if b > 1 else end if b else start) for a, b in self.template.positions)
 
     @cached_property
     def _position_index(self) -> tuple[dict[int, int], list[int]]:

@@ -22,13 +22,14 @@ START, FINAL = 0, 1  # every NFA's start and end states
 
 class NFA:
     """The NFA of an IR node from `START` to `FINAL`: states with epsilon moves and byte-range
-    edges `(lo, hi, target)`, as tuples per state (which the cyclic garbage collector does not
-    track: a process holding many automata otherwise pays for re-scanning them).
+    edges `(lo, hi, target)`, kept flat (`moves`, the int32 layout of `_nfa_flat.h`): a few
+    objects per automaton rather than a tuple per state and per edge, which are slow to make
+    and to free and which a process holding many automata would make its collector re-scan.
 
     Sub-terms with an empty language add nothing, so every state lies on a path to the end
     state: a non-empty set of states always has a non-empty language.  `regions` records where
     lexemes (embedded DFAs, nodes marked with `lexeme()`) were spliced in, outermost only, in
-    order; their states are None here: the subset core (`_subset.c`) reads their moves from
+    order; their states have no moves here: the subset core (`_subset.c`) reads them from
     the region's DFA or the lexeme's template NFA (`template_of`) when a state is first reached.
     Without `template_of` the NFA is a lexeme's own, built whole: DFAs are embedded as ordinary
     states and there are no regions.  `dfa_of` gives the DFA of an `And` / `Not` sub-term.  With
@@ -38,15 +39,44 @@ class NFA:
 
     def __init__(self, node: Node, budget: CompileBudget, dfa_of: Callable[[Node], DFA],
                  template_of: Callable[[Node], "NFA"] | None = None, positions: bool = False):
-        eps, edges, regions, counted, empty, cuts = build(node, budget, dfa_of, template_of, _whole, lexeme_marks(),
-                                                          positions)
-        self.eps: tuple = eps  # per state: epsilon targets (tuples in an untracked tuple)
-        self.edges: tuple = edges  # per state: (lo, hi, target) byte ranges
-        self.positions: list[tuple[int, int]] = counted
+        moves, regions, counted, empty, cuts = build(node, budget, dfa_of, template_of, _whole, lexeme_marks(),
+                                                     positions)
+        self.moves: bytes = moves  # see `_nfa_flat.h`; `eps` and `edges` spell it out
+        self.num_states: int = int.from_bytes(moves[:4], "little")
+        self.position_words: bytes = counted  # int32 pairs, what `positions` spells out
         self.empty: bool = empty  # whether the language is empty
         self.region_tuples: list[tuple] = regions  # as the builder reports them (see `_region`)
         self._edge_cuts: bytes = cuts  # the bytes where this NFA's own edges start or end (see `cut_mask`)
         self._cut_mask: int | None = None
+
+    @cached_property
+    def positions(self) -> list[tuple[int, int]]:
+        """Per repetition of a bounded repetition (built with `positions`): (its item's first
+        state, the state after it)."""
+        words = memoryview(self.position_words).cast("i").tolist()
+        return list(zip(words[0::2], words[1::2]))
+
+    @cached_property
+    def _words(self) -> list[int]:
+        return memoryview(self.moves).cast("i").tolist()
+
+    @cached_property
+    def eps(self) -> tuple[tuple[int, ...] | None, ...]:
+        """Per state its epsilon targets (None inside a region), spelled out for inspection."""
+        w, n = self._words, self.num_states
+        targets = w[3 + 2 * n:]
+        return tuple(None if self._in_region(q) else tuple(targets[w[1 + q]: w[2 + q]]) for q in range(n))
+
+    @cached_property
+    def edges(self) -> tuple[tuple[tuple[int, int, int], ...] | None, ...]:
+        """Per state its (lo, hi, target) edges (None inside a region), spelled out for inspection."""
+        w, n = self._words, self.num_states
+        flat = w[3 + 2 * n + w[1 + n]:]
+        triples = list(zip(flat[0::3], flat[1::3], flat[2::3]))
+        return tuple(None if self._in_region(q) else tuple(triples[w[2 + n + q]: w[3 + n + q]]) for q in range(n))
+
+    def _in_region(self, q: int) -> bool:
+        return any(r[0] <= q < r[1] for r in self.region_tuples)
 
     @cached_property
     def regions(self) -> list[Region]:
@@ -67,25 +97,30 @@ class NFA:
     def region_specs(self) -> list[tuple]:
         """The regions as `_subset.c` reads them: (first, last, end, start, kind, flags, a, b),
         kind 0 an embedded DFA (a: its byte ranges, b: its accepting flags), kind 1 a lexeme
-        (a, b: its template's epsilon moves and edges); flags: 1 its start keys it, 2 open-ended."""
+        (a: its template's flat moves, b: None); flags: 1 its start keys it, 2 open-ended."""
         out = []
-        for first, last, end, start, moves, source, node, _, open_ended in self.region_tuples:
-            kind, a, b = (1, source.eps, source.edges) if node is not None else _dfa_spec_tail(source)
+        for first, last, end, start, moves, source, node, open_ended in self.region_tuples:
+            kind, a, b = (1, source.moves, None) if node is not None else _dfa_spec_tail(source)
             out.append((first, last, end, start, kind, (moves is not None) | 2 * open_ended, a, b))
         return out
 
     def move_counts(self, q: int) -> tuple[int, int]:
-        """(epsilon moves, byte edges) out of state `q`."""
-        return len(self.eps[q]), len(self.edges[q])
+        """(epsilon moves, byte edges) out of state `q` (not inside a region)."""
+        at = 4 * (1 + q)
+        eps_at = self.moves[at: at + 8]
+        at += 4 * (self.num_states + 1)
+        edge_at = self.moves[at: at + 8]
+        return (int.from_bytes(eps_at[4:], "little") - int.from_bytes(eps_at[:4], "little"),
+                int.from_bytes(edge_at[4:], "little") - int.from_bytes(edge_at[:4], "little"))
 
 
 def _region(first: int, last: int, end: int, start: int, start_moves: tuple[int, int] | None,
-            source: "DFA | NFA", node: Node | None, positions: tuple, open_ended: bool) -> Region:
+            source: "DFA | NFA", node: Node | None, open_ended: bool) -> Region:
     """A region as `_nfa_build.build` reports it: an embedded DFA (`node` None) or a lexeme."""
     if node is None:
         return Region(first, last, end, dfa=source, start=start, start_moves=start_moves)
-    return Region(first, last, end, node=node, start=start, start_moves=start_moves, positions=positions,
-                  template=source, open_ended=open_ended)
+    return Region(first, last, end, node=node, start=start, start_moves=start_moves, template=source,
+                  open_ended=open_ended)
 
 
 def _whole(dfa: DFA) -> tuple[list[list[tuple[int, int, int]]], bytes]:

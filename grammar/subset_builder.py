@@ -20,14 +20,14 @@ from formwork.grammar.nfa import NFA
 class SubsetBuilder:
     """The NFA side of subset construction: byte classes, closures and interned state sets.
 
-    The work is done in C (`_subset.c`), which reads the NFA's moves from its lists and computes
+    The work is done in C (`_subset.c`), which reads the NFA's flat moves and computes
     the moves of lexeme regions by arithmetic from their DFA or template.  `sets[i]` is DFA state i's
     sorted tuple of NFA states.  The NFA must have every state on a path to `final` (see NFA);
     `empty` says the whole language is empty, in which case the start state is the empty set too.
     """
 
     def __init__(self, nfa: NFA, start: int, final: int, budget: CompileBudget, empty: bool = False):
-        budget.check_nfa(len(nfa.eps))
+        budget.check_nfa(nfa.num_states)
         self.budget = budget
         self.final = final
         cuts = np.frombuffer(nfa.cut_mask().to_bytes(257, "little"), dtype=np.uint8)  # cuts[0] is 1
@@ -36,7 +36,7 @@ class SubsetBuilder:
         self.num_classes = int(self.class_of_byte[255]) + 1
         self._nfa = nfa
         self.sets: list[tuple[int, ...]] = []  # filled by the core: DEAD (empty), START, ...
-        self.core = SubsetCore(nfa.eps, nfa.edges, nfa.region_specs(), self.class_of_byte, self.num_classes,
+        self.core = SubsetCore(nfa.moves, nfa.region_specs(), self.class_of_byte, self.num_classes,
                                start, final, empty, self.sets)
 
     def closure(self, q: int) -> tuple[int, ...]:

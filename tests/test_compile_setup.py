@@ -41,8 +41,7 @@ def reference_spec(region: Region) -> tuple:
     if region.dfa is not None:
         return (region.first, region.last, region.end, region.start, 0, flags, byte_ranges(region.dfa),
                 accepting_bytes(region.dfa))
-    return (region.first, region.last, region.end, region.start, 1, flags, region.template.eps,
-            region.template.edges)
+    return (region.first, region.last, region.end, region.start, 1, flags, region.template.moves, None)
 
 
 @pytest.fixture(scope="module")

@@ -43,6 +43,7 @@ class Reference:
         self.record_regions = template_of is not None
         self.copies = copies  # False: every repetition is built, none copied
         self.regions: list[Region] = []
+        self.region_positions: list[tuple[tuple[int, int], ...]] = []  # per region, mapped
         self.positions: list[tuple[int, int]] = []
         self._empty: dict[int, bool] = {}  # by node id (the node is alive while this builds)
         if positions and isinstance(node, Repeat):
@@ -133,8 +134,8 @@ class Reference:
         if n:
             self.regions.append(Region(
                 first, first + n, e, node=node, start=s, start_moves=self.move_counts(s) if fresh else None,
-                positions=tuple((first - 2 + a, at[b]) for a, b in template.positions), template=template,
-                open_ended=is_open_ended(node)))
+                template=template, open_ended=is_open_ended(node)))
+            self.region_positions.append(tuple((first - 2 + a, at[b]) for a, b in template.positions))
 
     def _links(self, s: int, e: int, n: int) -> Iterator[tuple[int, int]]:
         if not n:
@@ -205,6 +206,7 @@ class Reference:
             if n > 1:
                 moves = self.move_counts(s) if self.move_counts(s) == (1, 0) else None
                 self.regions.append(Region(base + 1, base + n, e, dfa=dfa, start=s, start_moves=moves))
+                self.region_positions.append(())
             return
         base = len(self.eps) - 1
         for _ in range(1, n):
@@ -229,8 +231,10 @@ def checked_builds(monkeypatch: pytest.MonkeyPatch) -> list[tuple[NFA, bool]]:
     def checked(node: Node, budget: CompileBudget, dfa_of, template_of=None, positions: bool = False) -> NFA:
         got = NFA(node, budget, dfa_of, template_of, positions)
         want = Reference(node, budget, dfa_of, template_of, positions)
-        assert got.eps == tuple(want.eps) and got.edges == tuple(want.edges)
+        assert got.num_states == len(want.eps) and got.eps == tuple(want.eps) and got.edges == tuple(want.edges)
         assert got.regions == want.regions and got.positions == want.positions and got.empty == want.empty
+        assert [region.positions for region in got.regions] == want.region_positions
+        assert all(got.move_counts(q) == want.move_counts(q) for q, eps in enumerate(want.eps) if eps is not None)
         built.append((got, template_of is None))
         return got
 

@@ -2,10 +2,12 @@
 raise Python exceptions (never crash), and what it returns is invisible to the cycle collector."""
 from __future__ import annotations
 
+import array
 import gc
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +19,9 @@ from formwork.grammar.ir import (
 )
 from formwork.grammar.lexemes import _LEXEMES, _LEXEMES_LOCK, lexeme
 from formwork.grammar.nfa import NFA
+
+sys.path.insert(0, str(Path(__file__).parent))
+from flat_moves import flat_moves  # noqa: E402
 
 
 @_node
@@ -85,18 +90,24 @@ def test_failing_callbacks_raise_their_errors() -> None:
 class _Template:
     """A stand-in for a lexeme's template NFA."""
 
-    def __init__(self, eps, edges, positions=()):
-        self.eps, self.edges, self.positions = eps, edges, positions
+    def __init__(self, eps=((), ()), edges=((), ()), positions=(), moves=None, position_words=None):
+        self.moves = flat_moves(eps, edges) if moves is None else moves
+        self.position_words = array.array("i", [v for pair in positions for v in pair]).tobytes() \
+            if position_words is None else position_words
 
 
 @pytest.mark.parametrize("template, match", [
     (_Template(((), (), ()), ((), (), ()), [(9, 1)]), "template position"),
     (_Template(((7,), ()), ((), ())), "template target"),
     (_Template(((), ()), (((1, 2, 5),), ())), "edge target"),
+    (_Template(((), ()), (((3, 2, 1),), ())), "edge target"),  # lo > hi
     (_Template(((),), ((),)), "bad template"),
-    (_Template([(), ()], [(), ()]), "bad template"),  # moves per state come as tuples
-    (_Template(([2], (), ()), ((), (), ())), "not a tuple"),
-    (None, "eps"),
+    (_Template(position_words=b"\x01\x00\x00"), "bad template"),  # not int32 pairs
+    (_Template(position_words=[(0, 1)]), "bad template"),
+    (_Template(moves=[(), ()]), "not a flat moves object"),
+    (_Template(moves=flat_moves(((), ()), ((), ()))[:-4]), "inconsistent sizes"),
+    (_Template(moves=array.array("i", [2, 1, 0, 1, 0, 0, 0, 7]).tobytes()), "out of order"),
+    (None, "moves"),
 ])
 def test_malformed_templates_raise(template: _Template | None, match: str) -> None:
     with _lexeme(Repeat(Bytes(b"\x01\x02"), 0, 7)) as node:
@@ -150,17 +161,15 @@ def test_deep_trees_raise_recursion_errors() -> None:
         sys.setrecursionlimit(limit)
 
 
-def test_moves_are_untracked_tuples() -> None:
-    """A process holding many automata must not re-scan their moves at every collection."""
+def test_moves_areflat_moves() -> None:
+    """A process holding many automata must not re-scan their moves at every collection: an NFA
+    keeps them in one bytes object, and a region's tuple holds nothing for the collector."""
     with _lexeme(Repeat(chars([("a", "z")]), 0, 9)) as node:
         builder = AutomatonBuilder()
         nfa = _build(seq(lit("<"), node, regex("[0-9]+(x|yz)?"), lit(">")), dfa_of=builder.eager,
                      template_of=builder.lexeme_template)
-    moves = [x for x in [*nfa.eps, *nfa.edges] if x is not None]
-    assert len(nfa.regions) == 1 and all(type(x) is tuple for x in moves)
-    assert not [x for x in [*moves, *(edge for edges in nfa.edges if edges for edge in edges)] if gc.is_tracked(x)]
-    assert type(nfa.eps) is tuple and type(nfa.edges) is tuple  # the per-state tuples are not scanned either
-    assert not gc.is_tracked(nfa.eps) and not gc.is_tracked(nfa.edges)
-    (region,) = nfa.region_tuples  # its start moves, its repetitions' positions: pairs of ints
-    pairs = [region[4], region[7], *region[7]]
-    assert len(region[7]) == 9 and not [x for x in pairs if gc.is_tracked(x)]
+    assert type(nfa.moves) is bytes and len(nfa.moves) % 4 == 0
+    (region,) = nfa.region_tuples  # its start moves: a pair of ints
+    assert len(region) == 8 and region[4] == nfa.move_counts(region[3]) and not gc.is_tracked(region[4])
+    assert len(nfa.regions[0].positions) == 9  # the repetitions, mapped from the template's
+    assert nfa.regions[0].positions[-1][1] == nfa.regions[0].end

@@ -3,6 +3,8 @@ test_lazy_dfa_rows.py — interning, region lookups, byte cuts, and malformed in
 from __future__ import annotations
 
 import gc
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,13 +15,16 @@ from formwork.grammar.automaton import AutomatonBuilder
 from formwork.grammar.ir import chars, lit, repeat, seq
 from formwork.grammar.lexemes import lexeme
 
+sys.path.insert(0, str(Path(__file__).parent))
+from flat_moves import flat_moves  # noqa: E402
+
 CLASSES = np.zeros(256, dtype=np.int32)  # one byte class: every byte alike
 
 
 def _core(eps: list, edges: list, regions: list | None = None, start: int = 0, final: int = 1,
           classes: np.ndarray = CLASSES, num_classes: int = 1) -> tuple[SubsetCore, list]:
     sets: list = []
-    return SubsetCore(eps, edges, regions or [], classes, num_classes, start, final, False, sets), sets
+    return SubsetCore(flat_moves(eps, edges), regions or [], classes, num_classes, start, final, False, sets), sets
 
 
 def test_interning_sorts_dedupes_and_appends_each_new_set_once():
@@ -38,17 +43,25 @@ def test_rows_are_written_in_place_with_their_flags():
     assert rows[1].tolist() == [0, 2, 0] and sets[2] == (2,) and expanded.tolist() == [False, True, False, False]
 
 
-@pytest.mark.parametrize("eps, edges, regions, match", [
-    ([(), ()], [((0, 255, 7),), ()], [], "out of range"),  # a target past the NFA
-    ([(), ()], [((9, 3, 1),), ()], [], "out of range"),  # hi below lo
-    ([(), ()], [((0, 255),), ()], [], "not \\(lo, hi, target\\)"),
-    ([None, ()], [None, ()], [], "no moves and no region"),
-    ([(), ()], [(5,), ()], [], "not a list or tuple"),
+@pytest.mark.parametrize("eps, edges, match", [
+    ([(), ()], [((0, 255, 7),), ()], "out of range"),  # a target past the NFA
+    ([(), ()], [((9, 3, 1),), ()], "out of range"),  # hi below lo
+    ([(), ()], [((0, 256, 1),), ()], "out of range"),  # past the last byte
+    ([(-1,), ()], [(), ()], "out of range"),
 ])
-def test_malformed_moves_are_a_value_error(eps, edges, regions, match):
-    core, _ = _core([(), *eps], [((0, 255, 1),), *edges], regions)  # state 0 steps into state 1
+def test_malformed_moves_are_a_value_error(eps, edges, match):
+    core, _ = _core([(), *eps], [((0, 255, 1),), *edges])  # state 0 steps into state 1
     with pytest.raises(ValueError, match=match):
         core.rows([1], np.zeros((4, 1), dtype=np.int32), np.zeros(4, dtype=bool))
+
+
+def test_moves_with_offsets_out_of_order_are_a_value_error():
+    words = np.frombuffer(flat_moves([(1,), (), ()], [(), ((0, 255, 2),), ()]), dtype=np.int32).copy()
+    words[1 + 1] = 5  # state 0's epsilon targets would end past state 1's start
+    sets: list = []
+    core = SubsetCore(words.tobytes(), [], CLASSES, 1, 2, 1, False, sets)  # start 2: no moves read yet
+    with pytest.raises(ValueError, match="out of order"):
+        core.closure(0)
 
 
 @pytest.mark.parametrize("region", [(1, 2, 0, 0, 0, 0, [[]]), (1, 9, 0, 0, 1, 0, (), ()), (1, 2, 0, 0, 5, 0, (), ())])
@@ -90,18 +103,19 @@ def test_edge_cuts_are_the_edges_bounds(states):
         assert {b for b in range(257) if flags[b]} == want
 
 
-def test_moves_as_tuples_are_read_like_lists():
-    core, sets = _core(((1,), (), ()), ((), ((0, 255, 2),), ()))
-    assert sets == [(), (0, 1)] and core.intern((2, 0)) == 2 and core.closure(0) == (0, 1)
+@pytest.mark.parametrize("bad", [b"\x01\x00\x00\x00", flat_moves([(), ()], [(), ()])[:-4], b"xyz"])
+def test_malformed_flat_moves_are_a_value_error(bad):
+    with pytest.raises(ValueError, match="NFA moves"):
+        SubsetCore(bad, [], CLASSES, 1, 0, 0, False, [])
 
 
-@pytest.mark.parametrize("bad", [{0: (), 1: ()}, "xy", None])
-def test_moves_not_in_a_list_or_tuple_are_a_type_error(bad):
-    for eps, edges in ((bad, [(), ()]), ([(), ()], bad)):
-        with pytest.raises(TypeError, match="lists or tuples"):
-            _core(eps, edges)
-    with pytest.raises(TypeError, match="list or tuple"):
-        edge_cuts(bad, bytearray(257))
+@pytest.mark.parametrize("bad", [[(), ()], "xy", None])
+def test_moves_not_in_bytes_are_a_type_error(bad):
+    with pytest.raises(TypeError):
+        SubsetCore(bad, [], CLASSES, 1, 0, 1, False, [])
+    if bad is not None and not isinstance(bad, list):
+        with pytest.raises(TypeError, match="list or tuple"):
+            edge_cuts(bad, bytearray(257))
 
 
 def test_a_walk_with_another_automatons_rows_is_refused():
@@ -131,14 +145,6 @@ def test_states_built_inside_a_walk_count_against_the_budget():
     dfa = AutomatonBuilder(CompileBudget(max_dfa_states=20)).dfa(lit("a" * 40))
     with pytest.raises(GrammarBudgetError, match="max_dfa_states"):
         walk_state(vocab.trie, dfa, 1, np.zeros(1, dtype=np.int32))
-
-
-def test_move_lists_cut_short_after_construction_are_an_error():
-    eps, edges = [(1,), (), ()], [(), ((0, 255, 2),), ()]
-    core, _ = _core(eps, edges)
-    del eps[1:], edges[1:]
-    with pytest.raises(ValueError, match="shrank"):
-        core.rows([1], np.zeros((4, 1), dtype=np.int32), np.zeros(4, dtype=bool))
 
 
 def reference_ranges(table: np.ndarray) -> list[list[tuple[int, int, int]]]:
