@@ -2,36 +2,32 @@
 
 `Lowerer.lower_subs` turns a conjunction of subschemas into IR: it expands references and
 applicators into alternatives (`expand.py`), then merges each alternative's keywords per JSON type.
-Scalars are intersected as regular languages; arrays and objects merge their keywords first so that
-one member order is kept (`objects.py`).  Keywords the lowering cannot enforce exactly are reported
-through `report` (an error, or a warning in lenient mode).
+Scalars are intersected as regular languages (`scalars.py`); arrays (`arrays.py`) and objects
+merge their keywords first so that one member order is kept (`objects.py`).  Keywords the lowering
+cannot enforce exactly are reported through `report` (an error, or a warning in lenient mode).
 """
 from __future__ import annotations
 
 import itertools
-import math
-from decimal import Decimal
 from typing import Any, Collection, Optional
 
-from formwork.grammar.errors import GrammarBudgetError, GrammarError, RecursionNotSupportedError
-from formwork.grammar.ir import (
-    EMPTY, NOTHING, And, Node, Not, Nothing, RuleRef, alt, lit, regex, repeat, seq,
-)
-from formwork.grammar.json_schema import formats, multiples, numbers
+from formwork.grammar.errors import GrammarError, RecursionNotSupportedError
+from formwork.grammar.ir import NOTHING, And, Node, Not, Nothing, RuleRef, alt, lit, regex
+from formwork.grammar.json_schema.arrays import lower_array
 from formwork.grammar.json_schema.automata import SHARED, accepts
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
-from formwork.grammar.json_schema.expand import APPLICATORS, Alternative, Expander, Sub, plain_unevaluated
+from formwork.grammar.json_schema.expand import APPLICATORS, Alternative, Expander, Sub
 from formwork.grammar.json_schema.objects import ObjectLowering
 from formwork.grammar.json_schema.one_of import CANONICAL_SCALARS, resolve_one_of
 from formwork.grammar.json_schema.options import IndentSpec, JsonSchemaOptions, Whitespace
-from formwork.grammar.json_schema.pieces import encoded_format, encoded_pattern, pattern_language
+from formwork.grammar.json_schema.pieces import encoded_pattern, pattern_language
+from formwork.grammar.json_schema.scalars import lower_number, lower_string
 from formwork.grammar.json_schema.strings import quoted, string_content
 from formwork.grammar.json_schema.values import (
-    ANY_JSON_RULE, AnyValue, any_json_rules, container, freeze, value_node,
+    ANY_JSON_RULE, AnyValue, any_json_rules, freeze, value_node,
 )
 from formwork.grammar.lexemes import lexeme
 from formwork.schemas.keywords import ANNOTATION_KEYWORDS
-from formwork.schemas.pointer import child
 
 TYPES = ("null", "boolean", "object", "array", "string", "number")
 _ANY_TYPE = frozenset(TYPES) | {"integer"}
@@ -348,178 +344,11 @@ class Lowerer:
         if "boolean" in types:
             parts.append(alt(lit("true"), lit("false")))
         if "number" in types or "integer" in types:
-            parts.append(self.lower_number(subs, integer_only="number" not in types))
+            parts.append(lower_number(self, subs, integer_only="number" not in types))
         if "string" in types:
-            parts.append(self.lower_string(subs))
+            parts.append(lower_string(self, subs))
         if "array" in types:
-            parts.append(self.lower_array(subs, depth))
+            parts.append(lower_array(self, subs, depth))
         if "object" in types:
             parts.append(ObjectLowering(self, subs, depth).lower())
         return alt(*parts)
-
-    # ------------------------------------------------------------------ numbers
-    def lower_number(self, subs: list[Sub], integer_only: bool) -> Node:
-        lo: Optional[Decimal] = None
-        hi: Optional[Decimal] = None
-        lo_strict = hi_strict = False
-        divisors: list[int] = []
-        for s in subs:
-            sch = s.schema
-            for kw, strict, is_lo in (("minimum", False, True), ("exclusiveMinimum", True, True),
-                                      ("maximum", False, False), ("exclusiveMaximum", True, False)):
-                if kw not in sch or isinstance(sch[kw], bool):
-                    continue
-                v = Decimal(str(sch[kw]))
-                if is_lo and (lo is None or v > lo or (v == lo and strict)):
-                    lo, lo_strict = v, strict
-                if not is_lo and (hi is None or v < hi or (v == hi and strict)):
-                    hi, hi_strict = v, strict
-            if "multipleOf" in sch:
-                m = Decimal(str(sch["multipleOf"]))
-                if m != m.to_integral_value():
-                    self.report("multipleOf", child(s.pointer, "multipleOf"),
-                                f"fractional divisor {sch['multipleOf']!r} is not supported")
-                    continue
-                divisors.append((int(m), child(s.pointer, "multipleOf")))
-        if divisors or integer_only:
-            return self._lower_integer(lo, lo_strict, hi, hi_strict, divisors)
-        pattern = numbers.number_range(lo, lo_strict, hi, hi_strict)
-        return NOTHING if pattern is None else self.leaf(pattern)
-
-    def _lower_integer(self, lo: Optional[Decimal], lo_strict: bool, hi: Optional[Decimal],
-                       hi_strict: bool, divisors: list[tuple[int, str]]) -> Node:
-        ilo = None if lo is None else (math.floor(lo) + 1 if lo_strict else math.ceil(lo))
-        ihi = None if hi is None else (math.ceil(hi) - 1 if hi_strict else math.floor(hi))
-        pattern = numbers.integer_range(ilo, ihi)
-        if pattern is None:
-            return NOTHING
-        k = 1
-        for d, _ in divisors:
-            k = k * d // math.gcd(k, d)
-        if k == 1:
-            return self.leaf(pattern)
-        if ilo is not None and ihi is not None:
-            values = multiples.enumerate_multiples(ilo, ihi, k)
-            if values is not None:
-                return alt(*(lit(str(v)) for v in values))
-        node = regex(pattern)
-        try:
-            parts = multiples.multiple_of_integer(k)
-        except GrammarBudgetError as exc:
-            self.report("multipleOf", divisors[0][1], str(exc))
-            return node
-        for p in parts:
-            node = And(node, regex(p))
-        return node
-
-    # ------------------------------------------------------------------ strings
-    def lower_string(self, subs: list[Sub]) -> Node:
-        min_len, max_len = 0, None
-        content: Optional[Node] = None
-        for s in subs:
-            sch = s.schema
-            min_len = max(min_len, int(sch.get("minLength", 0)))
-            if "maxLength" in sch:
-                m = int(sch["maxLength"])
-                max_len = m if max_len is None else min(max_len, m)
-            extra = []
-            if "pattern" in sch:
-                try:
-                    extra.append(self.pattern_node(sch["pattern"], "pattern",
-                                                   child(s.pointer, "pattern"), encoded=True))
-                except UnsupportedSchemaError as exc:
-                    self.report(exc.keyword, exc.pointer, exc.reason)
-            if "format" in sch:
-                fmt = sch["format"]
-                if fmt in formats.SUPPORTED:
-                    extra.append(encoded_format(fmt))
-                else:
-                    self.report("format", child(s.pointer, "format"),
-                                f"format {fmt!r} is not supported")
-            for node in extra:
-                content = node if content is None else And(content, node)
-        if max_len is not None and max_len < min_len:
-            return NOTHING
-        if content is None:
-            return self.leaf(("string", min_len, max_len))
-        if min_len or max_len is not None:
-            content = And(content, string_content(min_len, max_len, canonical=True))
-        return quoted(content)
-
-    # ------------------------------------------------------------------ arrays
-    def lower_array(self, subs: list[Sub], depth: int) -> Node:
-        draft07 = self.doc.draft.name == "draft-07"
-        prefixes: list[list[Sub]] = []
-        rests: list[Optional[Sub]] = []
-        min_items, max_items = 0, None
-        for s in subs:
-            sch = s.schema
-            prefix: list[Sub] = []
-            rest: Optional[Sub] = None
-            items = sch.get("items")
-            if draft07 and isinstance(items, list):
-                prefix = [self.expander.child(s, "items", i) for i in range(len(items))]
-                if "additionalItems" in sch:
-                    rest = self.expander.child(s, "additionalItems")
-            else:
-                if "prefixItems" in sch and not draft07:
-                    prefix = [self.expander.child(s, "prefixItems", i)
-                              for i in range(len(sch["prefixItems"]))]
-                if "items" in sch:
-                    rest = self.expander.child(s, "items")
-                elif plain_unevaluated(sch, "unevaluatedItems"):
-                    rest = self.expander.child(s, "unevaluatedItems")
-            prefixes.append(prefix)
-            rests.append(rest)
-            min_items = max(min_items, int(sch.get("minItems", 0)))
-            if "maxItems" in sch:
-                m = int(sch["maxItems"])
-                max_items = m if max_items is None else min(max_items, m)
-        if max_items is not None and max_items < min_items:
-            return NOTHING
-        longest = max((len(p) for p in prefixes), default=0)
-
-        def element(i: Optional[int]) -> Node:
-            """Element language at position i (None: positions past every prefix)."""
-            conj = []
-            for prefix, rest in zip(prefixes, rests):
-                if i is not None and i < len(prefix):
-                    conj.append(prefix[i])
-                elif rest is not None:
-                    conj.append(rest)
-            return self.lower_subs(conj, depth + 1)
-
-        comma = self.ws.comma(depth)
-        positions = [element(i) for i in range(longest)]
-        tail_elem = element(None)
-        # the first impossible position caps the length
-        for i, node in enumerate(positions + [tail_elem]):
-            if isinstance(node, Nothing):
-                max_items = i if max_items is None else min(max_items, i)
-                break
-        if max_items is not None and max_items < min_items:
-            return NOTHING
-
-        if max_items == 0:
-            return lit("[]")
-        items = _array_items(positions, tail_elem, comma, min_items, max_items)
-        return container(self.ws, depth, "[", "]", items, min_items == 0)
-
-
-def _array_items(positions: list[Node], tail: Node, comma: Node, min_items: int,
-                 max_items: Optional[int]) -> Node:
-    """The elements of a non-empty array, the first one present (no leading comma): element i
-    is `positions[i]`, past them `tail`; built from the last element that can occur backwards
-    (a loop, not a recursive closure: those are reference cycles left for the collector)."""
-    longest = len(positions)
-    last = longest if max_items is None else min(longest, max_items - 1)
-    if last == longest:  # the elements past the positional ones
-        lo = max(0, min_items - last - 1)
-        hi = None if max_items is None else max_items - last - 1
-        node = seq(tail, repeat(seq(comma, tail), lo, hi))
-    else:
-        node = positions[last]
-    for i in range(last - 1, -1, -1):
-        more = seq(comma, node)
-        node = seq(positions[i], more if i + 1 < min_items else alt(more, EMPTY))
-    return node

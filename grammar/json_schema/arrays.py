@@ -1,0 +1,95 @@
+"""Arrays: merge the array keywords of a conjunction of subschemas and lower them to IR.
+
+Element i obeys every subschema's positional schema for i (``prefixItems``, or draft-07 ``items``
+as a list), else its schema for the remaining elements (``items``, ``additionalItems`` or a plain
+``unevaluatedItems``); ``minItems``/``maxItems`` bound the length, and the first position no value
+can take caps it.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional
+
+from formwork.grammar.ir import EMPTY, NOTHING, Node, Nothing, alt, lit, repeat, seq
+from formwork.grammar.json_schema.expand import Sub, plain_unevaluated
+from formwork.grammar.json_schema.values import container
+
+if TYPE_CHECKING:
+    from formwork.grammar.json_schema.lowering import Lowerer
+
+
+def lower_array(lw: "Lowerer", subs: list[Sub], depth: int) -> Node:
+    draft07 = lw.doc.draft.name == "draft-07"
+    prefixes: list[list[Sub]] = []
+    rests: list[Optional[Sub]] = []
+    min_items, max_items = 0, None
+    for s in subs:
+        sch = s.schema
+        prefix: list[Sub] = []
+        rest: Optional[Sub] = None
+        items = sch.get("items")
+        if draft07 and isinstance(items, list):
+            prefix = [lw.expander.child(s, "items", i) for i in range(len(items))]
+            if "additionalItems" in sch:
+                rest = lw.expander.child(s, "additionalItems")
+        else:
+            if "prefixItems" in sch and not draft07:
+                prefix = [lw.expander.child(s, "prefixItems", i)
+                          for i in range(len(sch["prefixItems"]))]
+            if "items" in sch:
+                rest = lw.expander.child(s, "items")
+            elif plain_unevaluated(sch, "unevaluatedItems"):
+                rest = lw.expander.child(s, "unevaluatedItems")
+        prefixes.append(prefix)
+        rests.append(rest)
+        min_items = max(min_items, int(sch.get("minItems", 0)))
+        if "maxItems" in sch:
+            m = int(sch["maxItems"])
+            max_items = m if max_items is None else min(max_items, m)
+    if max_items is not None and max_items < min_items:
+        return NOTHING
+    longest = max((len(p) for p in prefixes), default=0)
+
+    def element(i: Optional[int]) -> Node:
+        """Element language at position i (None: positions past every prefix)."""
+        conj = []
+        for prefix, rest in zip(prefixes, rests):
+            if i is not None and i < len(prefix):
+                conj.append(prefix[i])
+            elif rest is not None:
+                conj.append(rest)
+        return lw.lower_subs(conj, depth + 1)
+
+    comma = lw.ws.comma(depth)
+    positions = [element(i) for i in range(longest)]
+    tail_elem = element(None)
+    # the first impossible position caps the length
+    for i, node in enumerate(positions + [tail_elem]):
+        if isinstance(node, Nothing):
+            max_items = i if max_items is None else min(max_items, i)
+            break
+    if max_items is not None and max_items < min_items:
+        return NOTHING
+
+    if max_items == 0:
+        return lit("[]")
+    items = _array_items(positions, tail_elem, comma, min_items, max_items)
+    return container(lw.ws, depth, "[", "]", items, min_items == 0)
+
+
+def _array_items(positions: list[Node], tail: Node, comma: Node, min_items: int,
+                 max_items: Optional[int]) -> Node:
+    """The elements of a non-empty array, the first one present (no leading comma): element i
+    is `positions[i]`, past them `tail`; built from the last element that can occur backwards
+    (a loop, not a recursive closure: those are reference cycles left for the collector)."""
+    longest = len(positions)
+    last = longest if max_items is None else min(longest, max_items - 1)
+    if last == longest:  # the elements past the positional ones
+        lo = max(0, min_items - last - 1)
+        hi = None if max_items is None else max_items - last - 1
+        node = seq(tail, repeat(seq(comma, tail), lo, hi))
+    else:
+        node = positions[last]
+    for i in range(last - 1, -1, -1):
+        more = seq(comma, node)
+        node = seq(positions[i], more if i + 1 < min_items else alt(more, EMPTY))
+    return node
