@@ -5,6 +5,7 @@ back into the NFA as ordinary states.
 """
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from functools import cached_property
 
@@ -18,6 +19,7 @@ from formwork.grammar.ir import Node
 from formwork.grammar.lexemes import Region, lexeme_marks
 
 START, FINAL = 0, 1  # every NFA's start and end states
+_INT32_PAIR = struct.Struct("=ii")  # two native int32 words of the flat moves (`_nfa_flat.h`)
 
 
 class NFA:
@@ -42,7 +44,7 @@ class NFA:
         moves, regions, counted, empty, cuts = build(node, budget, dfa_of, template_of, _whole, lexeme_marks(),
                                                      positions)
         self.moves: bytes = moves  # see `_nfa_flat.h`; `eps` and `edges` spell it out
-        self.num_states: int = int.from_bytes(moves[:4], "little")
+        self.num_states: int = _INT32_PAIR.unpack_from(moves)[0]
         self.position_words: bytes = counted  # int32 pairs, what `positions` spells out
         self.empty: bool = empty  # whether the language is empty
         self.region_tuples: list[tuple] = regions  # as the builder reports them (see `_region`)
@@ -106,12 +108,9 @@ class NFA:
 
     def move_counts(self, q: int) -> tuple[int, int]:
         """(epsilon moves, byte edges) out of state `q` (not inside a region)."""
-        at = 4 * (1 + q)
-        eps_at = self.moves[at: at + 8]
-        at += 4 * (self.num_states + 1)
-        edge_at = self.moves[at: at + 8]
-        return (int.from_bytes(eps_at[4:], "little") - int.from_bytes(eps_at[:4], "little"),
-                int.from_bytes(edge_at[4:], "little") - int.from_bytes(edge_at[:4], "little"))
+        eps_lo, eps_hi = _INT32_PAIR.unpack_from(self.moves, 4 * (1 + q))
+        edge_lo, edge_hi = _INT32_PAIR.unpack_from(self.moves, 4 * (2 + self.num_states + q))
+        return eps_hi - eps_lo, edge_hi - edge_lo
 
 
 def _region(first: int, last: int, end: int, start: int, start_moves: tuple[int, int] | None,
