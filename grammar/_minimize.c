@@ -1,11 +1,12 @@
-/* DFA minimisation in C: trim, Moore partition refinement, canonical numbering.
+/* DFA minimisation in C: trim, Hopcroft partition refinement, canonical numbering.
  *
  * Input: a table over byte classes (int32, n states x k classes; 0 need not be dead), accepting
  * flags and the start state.  States that cannot reach acceptance merge into one dead state;
- * the others are split by exact Moore refinement (signature: own block and the blocks of the k
- * successors) until the partition is stable.  Blocks are then numbered DEAD=0, START=1, then in
- * breadth-first order over classes from the start: since classes are contiguous byte intervals
- * in increasing order, equal languages get equal tables whatever their class partition.
+ * the others are split by Hopcroft's refinement (O(k n log n): a block's predecessors per class
+ * split the blocks they cut, and of a split only the smaller part waits to split others) until
+ * stable.  Blocks are then numbered DEAD=0, START=1, then in breadth-first order over classes
+ * from the start: since classes are contiguous byte intervals in increasing order, equal
+ * languages get equal tables whatever their class partition.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -13,43 +14,62 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t mix(uint64_t x) {
-    x ^= x >> 30;
-    x *= 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 27;
-    x *= 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
+/* A refinable partition of states 0..m-1 (Valmari and Lehtinen's layout): the states of block b
+ * are elems[first[b]..end[b]), its marked ones first, up to mid[b]; loc[s] is s's index in elems. */
+typedef struct {
+    int32_t *elems, *loc, *block_of, *first, *end, *mid, *touched, *work;
+    uint8_t *in_work;
+    int64_t blocks, num_touched, num_work;
+} Partition;
+
+static void mark(Partition *p, int32_t s) {
+    const int32_t b = p->block_of[s], i = p->loc[s], j = p->mid[b];
+    if (i < j) return; /* marked already */
+    if (j == p->first[b]) p->touched[p->num_touched++] = b;
+    const int32_t other = p->elems[j];
+    p->elems[j] = s, p->loc[s] = j;
+    p->elems[i] = other, p->loc[other] = i;
+    p->mid[b] = j + 1;
 }
 
-/* One refinement round: block ids from (block, successor blocks); returns the block count. */
-static int64_t refine(const int32_t *table, int64_t n, int64_t k, const int64_t *block, int64_t *out,
-                      int64_t *slots, int64_t cap, uint64_t *hash) {
-    for (int64_t s = 0; s < n; s++) {
-        uint64_t h = mix((uint64_t)block[s] + 1);
-        for (int64_t c = 0; c < k; c++) h = mix(h ^ ((uint64_t)block[table[s * k + c]] + 0x9E3779B97F4A7C15ull * (c + 1)));
-        hash[s] = h;
+/* Splits every touched block into its marked and unmarked states; the smaller part becomes the new
+ * block and joins the worklist (Hopcroft: if the old block is waiting both parts will be, and if it
+ * was used already, the smaller part is enough). */
+static void split_touched(Partition *p) {
+    for (int64_t t = 0; t < p->num_touched; t++) {
+        const int32_t b = p->touched[t], lo = p->first[b], mid = p->mid[b], hi = p->end[b];
+        p->mid[b] = lo;
+        if (mid == hi) continue; /* every state marked: no split */
+        const int32_t nb = (int32_t)p->blocks++;
+        if (mid - lo <= hi - mid) { /* the marked part is the new block */
+            p->first[nb] = lo, p->end[nb] = mid, p->first[b] = mid;
+        } else {
+            p->first[nb] = mid, p->end[nb] = hi, p->end[b] = mid;
+        }
+        p->mid[b] = p->first[b], p->mid[nb] = p->first[nb];
+        for (int32_t i = p->first[nb]; i < p->end[nb]; i++) p->block_of[p->elems[i]] = nb;
+        p->in_work[nb] = 1, p->work[p->num_work++] = nb;
     }
-    memset(slots, 0xff, (size_t)cap * sizeof(int64_t));
-    int64_t count = 0;
-    for (int64_t s = 0; s < n; s++) {
-        int64_t i = (int64_t)(hash[s] & (uint64_t)(cap - 1));
-        for (;;) {
-            int64_t r = slots[i];
-            if (r < 0) { /* a new block, represented by s */
-                slots[i] = s;
-                out[s] = count++;
-                break;
+    p->num_touched = 0;
+}
+
+/* Hopcroft's refinement of `p` (the initial blocks, all but the largest waiting) over the
+ * transitions `table` (m states x k classes), reading predecessors per (target, class) from the
+ * CSR inv_at / inv; `scratch` holds m states. */
+static void refine(Partition *p, const int32_t *inv_at, const int32_t *inv, int64_t k, int32_t *scratch) {
+    while (p->num_work) {
+        const int32_t a = p->work[--p->num_work];
+        p->in_work[a] = 0;
+        const int32_t n = p->end[a] - p->first[a];
+        memcpy(scratch, p->elems + p->first[a], (size_t)n * sizeof(int32_t)); /* `a` may split meanwhile */
+        for (int64_t c = 0; c < k; c++) {
+            for (int32_t i = 0; i < n; i++) {
+                const int64_t at = (int64_t)scratch[i] * k + c;
+                for (int32_t j = inv_at[at]; j < inv_at[at + 1]; j++) mark(p, inv[j]);
             }
-            int same = hash[r] == hash[s] && block[r] == block[s];
-            for (int64_t c = 0; same && c < k; c++) same = block[table[r * k + c]] == block[table[s * k + c]];
-            if (same) {
-                out[s] = out[r];
-                break;
-            }
-            i = (i + 1) & (cap - 1);
+            split_touched(p);
         }
     }
-    return count;
 }
 
 PyDoc_STRVAR(minimize_doc,
@@ -67,12 +87,11 @@ static PyObject *minimize(PyObject *Py_UNUSED(module), PyObject *args) {
     const uint8_t *accepting = ab.buf;
     const int64_t n = ab.len, k = n ? tb.len / 4 / n : 0;
     /* states 0..n-1, plus a sink n standing for every state that cannot reach acceptance */
-    int32_t *table = NULL, *out_table = NULL;
-    int64_t *block = NULL, *next = NULL, *slots = NULL, *pred_at = NULL, *preds = NULL, *queue = NULL;
+    int32_t *table = NULL, *out_table = NULL, *inv_at = NULL, *inv = NULL, *arrays = NULL;
+    int64_t *block = NULL, *next = NULL, *pred_at = NULL, *preds = NULL, *queue = NULL;
     int64_t *number = NULL;
-    uint64_t *hash = NULL;
-    uint8_t *live = NULL;
-    if (n < 1 || k < 1 || tb.len != 4 * n * k || start < 0 || start >= n) {
+    uint8_t *live = NULL, *in_work = NULL;
+    if (n < 1 || k < 1 || tb.len != 4 * n * k || start < 0 || start >= n || (n + 1) * k >= INT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "minimize: inconsistent arguments");
         goto done;
     }
@@ -83,19 +102,20 @@ static PyObject *minimize(PyObject *Py_UNUSED(module), PyObject *args) {
         }
     }
     const int64_t m = n + 1;
-    int64_t cap = 16;
-    while (cap < 2 * m) cap *= 2;
     table = malloc((size_t)(m * k) * sizeof(int32_t));
     block = malloc((size_t)m * sizeof(int64_t));
     next = malloc((size_t)m * sizeof(int64_t));
-    slots = malloc((size_t)cap * sizeof(int64_t));
-    hash = malloc((size_t)m * sizeof(uint64_t));
     live = calloc((size_t)m, 1);
+    in_work = calloc((size_t)m, 1);
+    inv_at = calloc((size_t)(m * k + 1), sizeof(int32_t));
+    inv = malloc((size_t)(m * k) * sizeof(int32_t));
+    arrays = malloc((size_t)(9 * m) * sizeof(int32_t)); /* the partition's eight arrays and a scratch */
     pred_at = calloc((size_t)(m + 1), sizeof(int64_t));
     preds = malloc((size_t)(n * k + 1) * sizeof(int64_t));
     queue = malloc((size_t)m * sizeof(int64_t));
     number = malloc((size_t)m * sizeof(int64_t));
-    if (!table || !block || !next || !slots || !hash || !live || !pred_at || !preds || !queue || !number) {
+    if (!table || !block || !next || !live || !in_work || !inv_at || !inv || !arrays || !pred_at || !preds || !queue ||
+        !number) {
         PyErr_NoMemory();
         goto done;
     }
@@ -124,17 +144,34 @@ static PyObject *minimize(PyObject *Py_UNUSED(module), PyObject *args) {
     for (int64_t s = 0; s < n; s++)
         for (int64_t c = 0; c < k; c++) table[s * k + c] = live[in[s * k + c]] ? in[s * k + c] : (int32_t)n;
     for (int64_t c = 0; c < k; c++) table[n * k + c] = (int32_t)n;
-    /* Moore refinement from {sink and non-live}, {live rejecting}, {accepting} */
-    for (int64_t s = 0; s < m; s++) block[s] = s < n && live[s] ? 1 + (accepting[s] != 0) : 0;
-    int64_t count = 0;
-    for (;;) {
-        int64_t got = refine(table, m, k, block, next, slots, cap, hash);
-        int64_t *swap = block;
-        block = next;
-        next = swap;
-        if (got == count) break;
-        count = got;
+    /* predecessors per (target, class), as a CSR: counts, starts, filled (each start moves to its
+       end, the next one's start), shifted back */
+    for (int64_t i = 0; i < m * k; i++) inv_at[(int64_t)table[i] * k + i % k + 1]++;
+    for (int64_t x = 0; x < m * k; x++) inv_at[x + 1] += inv_at[x];
+    for (int64_t i = 0; i < m * k; i++) inv[inv_at[(int64_t)table[i] * k + i % k]++] = (int32_t)(i / k);
+    for (int64_t x = m * k; x > 0; x--) inv_at[x] = inv_at[x - 1];
+    inv_at[0] = 0;
+    /* the first partition: {the sink and every state that cannot reach acceptance}, {live
+       rejecting states}, {accepting states}; the empty ones left out */
+    Partition part = {arrays, arrays + m, arrays + 2 * m, arrays + 3 * m, arrays + 4 * m, arrays + 5 * m,
+                      arrays + 6 * m, arrays + 7 * m, in_work, 0, 0, 0};
+    int32_t *scratch = arrays + 8 * m, largest = 0;
+    for (int kind = 0; kind < 3; kind++) {
+        const int32_t lo = (int32_t)(part.blocks ? part.end[part.blocks - 1] : 0);
+        int32_t hi = lo;
+        for (int64_t s = 0; s < m; s++) {
+            if ((s < n && live[s] ? 1 + (accepting[s] != 0) : 0) != kind) continue;
+            part.elems[hi] = (int32_t)s, part.loc[s] = hi++, part.block_of[s] = (int32_t)part.blocks;
+        }
+        if (hi == lo) continue;
+        const int32_t b = (int32_t)part.blocks++;
+        part.first[b] = part.mid[b] = lo, part.end[b] = hi;
+        if (hi - lo > part.end[largest] - part.first[largest]) largest = b;
     }
+    for (int32_t b = 0; b < part.blocks; b++)
+        if (b != largest) part.in_work[b] = 1, part.work[part.num_work++] = b;
+    refine(&part, inv_at, inv, k, scratch);
+    for (int64_t s = 0; s < m; s++) block[s] = part.block_of[s];
     /* number blocks: the dead block 0, then breadth-first from the start */
     for (int64_t b = 0; b < m; b++) number[b] = -1;
     int64_t dead = block[n], numbered = 1;
@@ -171,9 +208,11 @@ done:
     free(table);
     free(block);
     free(next);
-    free(slots);
-    free(hash);
     free(live);
+    free(in_work);
+    free(inv_at);
+    free(inv);
+    free(arrays);
     free(pred_at);
     free(preds);
     free(queue);

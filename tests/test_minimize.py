@@ -82,3 +82,69 @@ def test_malformed_input_is_a_value_error():
         raw_minimize(np.array([[0], [5]], dtype=np.int32), np.zeros(2, dtype=np.uint8), 1)
     with pytest.raises(ValueError, match="inconsistent"):
         raw_minimize(np.array([[0], [1]], dtype=np.int32), np.zeros(2, dtype=np.uint8), 7)
+
+
+def _moore_classes(table: np.ndarray, accepting: np.ndarray) -> int:
+    """Reference: the number of states of the minimal DFA (dead included) by plain Moore refinement
+    over the states reachable from START."""
+    reached = sorted(_reached(table))
+    live = set(s for s in reached if accepting[s])
+    changed = True
+    while changed:  # states that reach acceptance
+        changed = False
+        for s in reached:
+            if s not in live and any(int(t) in live for t in table[s]):
+                live.add(s)
+                changed = True
+    if START not in live:
+        return 2
+    block = {s: (1 + bool(accepting[s])) if s in live else 0 for s in reached}
+    while True:
+        sig = {s: (block[s], *(block[int(t)] for t in table[s])) for s in reached}
+        ids = {v: i for i, v in enumerate(sorted(set(sig.values())))}
+        new = {s: ids[sig[s]] for s in reached}
+        if len(set(new.values())) == len(set(block.values())):
+            return len(set(new.values())) + (0 if any(s not in live for s in reached) else 1)
+        block = new
+
+
+@st.composite
+def larger_dfas(draw):
+    n = draw(st.integers(8, 80))
+    k = draw(st.integers(1, 4))
+    seed = draw(st.integers(0, 2 ** 32 - 1))
+    rng = np.random.default_rng(seed)
+    # long chains (what bounded repetitions make) with some back edges: many refinement rounds
+    table = np.minimum(np.arange(n)[:, None] + rng.integers(0, 3, size=(n, k)), n - 1).astype(np.int32)
+    back = rng.random((n, k)) < 0.1
+    table[back] = rng.integers(1, n, size=int(back.sum()))
+    table[0] = 0
+    accepting = rng.random(n) < 0.3
+    accepting[0] = False
+    return table, accepting, rng
+
+
+@settings(deadline=None, max_examples=60)
+@given(larger_dfas())
+def test_larger_automata_minimize_like_the_reference(dfa):
+    table, accepting, rng = dfa
+    n, k = table.shape
+    out = minimize(table, accepting, START, np.zeros(256, dtype=np.int64))
+    final, flags = out._cache["classes"][1], out.accepting
+    assert len(final) == _moore_classes(table, accepting)
+    for _ in range(200):  # the same language on random words
+        word = tuple(rng.integers(0, k, size=int(rng.integers(0, 2 * n))).tolist())
+        assert _accepts(table, accepting, START, word) == _accepts(final, flags, START, word)
+
+
+def test_a_long_chain_minimizes_in_one_pass():
+    """A chain of 20,000 states (a bounded repetition's shape), which Moore refinement needed a
+    round per state for: chain state s accepts a^j for j >= n - 1 - s, so all n - 1 of them
+    differ, and 'b' leads to the dead state."""
+    n = 20_000
+    table = np.zeros((n, 2), dtype=np.int32)
+    table[1:, 0] = np.minimum(np.arange(2, n + 1), n - 1)
+    accepting = np.zeros(n, dtype=bool)
+    accepting[n - 1] = True
+    out = minimize(table, accepting, START, np.zeros(256, dtype=np.int64))
+    assert out.num_states == n  # a^k for k = n - 2: every chain state is distinct, plus dead
