@@ -20,6 +20,10 @@ class CompileBudget:
         self._deadline = time.perf_counter() + self.max_seconds
         return self
 
+    def seconds_left(self) -> float | None:
+        """Seconds until the deadline (0 once past it); None before `start` (no deadline)."""
+        return max(0.0, self._deadline - time.perf_counter()) if self._deadline else None
+
     def check_time(self, what: str) -> None:
         if self._deadline and time.perf_counter() > self._deadline:
             raise GrammarBudgetError(

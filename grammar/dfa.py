@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from formwork.grammar._minimize import minimize as _minimize
+from formwork.grammar._product import product as _product
 from formwork.grammar.budget import CompileBudget
 
 DEAD = 0
@@ -121,32 +122,18 @@ def product(a: DFA, b: DFA, op: str, budget: CompileBudget) -> DFA:
     class_a, table_a = a.byte_classes()
     class_b, table_b = b.byte_classes()
     class_of_byte, representatives = classes_of(np.stack([class_a, class_b], axis=1))
-    rows_a = table_a[:, class_a[representatives]].tolist()
-    rows_b = table_b[:, class_b[representatives]].tolist()
-    index: dict[int, int] = {START * nb + START: 0}
-    pairs: list[int] = [START * nb + START]
-    rows: list[list[int]] = []
-    i = 0
-    while i < len(pairs):
-        if i % 256 == 0:
-            budget.check_time("automaton product")
-            budget.check_dfa(len(pairs), "an intersection/complement")
-        sa, sb = divmod(pairs[i], nb)
-        row = []
-        for x, y in zip(rows_a[sa], rows_b[sb]):
-            code = x * nb + y
-            got = index.get(code)
-            if got is None:
-                got = index[code] = len(pairs)
-                pairs.append(code)
-            row.append(got)
-        rows.append(row)
-        i += 1
-    codes = np.array(pairs, dtype=np.int64)
+    rows_a = np.ascontiguousarray(table_a[:, class_a[representatives]], dtype=np.int32)
+    rows_b = np.ascontiguousarray(table_b[:, class_b[representatives]], dtype=np.int32)
+    seconds = budget.seconds_left()
+    rows, pairs, why = _product(rows_a, rows_b, nb, budget.max_dfa_states, -1.0 if seconds is None else seconds)
+    if why:  # out of time or past the state budget: the budget says which, as it always does
+        budget.check_time("automaton product")
+        budget.check_dfa(budget.max_dfa_states + 1, "an intersection/complement")
+    codes = np.frombuffer(pairs, dtype=np.int64)
     acc_a = a.accepting[codes // nb]
     acc_b = b.accepting[codes % nb]
     accepting = (acc_a & acc_b) if op == "and" else (acc_a | acc_b)
-    return minimize(np.array(rows, dtype=np.int32), accepting, 0, class_of_byte)
+    return minimize(np.frombuffer(rows, dtype=np.int32).reshape(len(codes), -1), accepting, 0, class_of_byte)
 
 
 def complement(a: DFA, universe: DFA, budget: CompileBudget) -> DFA:

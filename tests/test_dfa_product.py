@@ -6,10 +6,13 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
+from formwork.grammar._product import product as raw_product
 from formwork.grammar.budget import CompileBudget
 from formwork.grammar.dfa import DEAD, DFA, START, complement, minimize, product
+from formwork.grammar.errors import GrammarBudgetError
 
 ALPHABET = b"ab\x00\xff"  # bytes of different classes at both ends of the byte range
 
@@ -69,3 +72,32 @@ def test_complement_within_a_universe(a, universe):
     out = complement(a, universe, CompileBudget().start())
     for word in _words(4):
         assert out.accepts(word) == (universe.accepts(word) and not a.accepts(word)), word
+
+
+def _chain(n: int) -> DFA:
+    """Strings of 'a' of length at most n: a chain of n + 2 states."""
+    table = np.zeros((n + 2, 256), dtype=np.int32)
+    table[1:n + 1, ord("a")] = np.arange(2, n + 2)
+    return DFA(table, np.array([False] + [True] * (n + 1)))
+
+
+def test_a_product_past_the_state_budget_is_a_budget_error():
+    with pytest.raises(GrammarBudgetError, match="an intersection/complement needs more than 50 DFA states"):
+        product(_chain(200), _chain(300), "and", CompileBudget(max_dfa_states=50).start())
+    assert product(_chain(200), _chain(300), "and", CompileBudget(max_dfa_states=500).start()).num_states == 202
+
+
+def test_a_product_out_of_time_is_a_budget_error():
+    with pytest.raises(GrammarBudgetError, match="time budget of 0 s during automaton product"):
+        product(_chain(200), _chain(300), "and", CompileBudget(max_seconds=0).start())
+    assert product(_chain(20), _chain(30), "or", CompileBudget()).num_states == 32  # not started: no deadline
+
+
+@pytest.mark.parametrize("rows_a, rows_b, nb", [
+    (np.zeros((2, 1), dtype=np.int32), np.zeros((2, 2), dtype=np.int32), 2),  # class counts differ
+    (np.array([[0], [5]], dtype=np.int32), np.zeros((2, 1), dtype=np.int32), 2),  # a target past a's states
+    (np.zeros((2, 1), dtype=np.int32), np.zeros((2, 1), dtype=np.int32), 1),  # fewer than two states
+])
+def test_malformed_product_input_is_a_value_error(rows_a, rows_b, nb):
+    with pytest.raises(ValueError, match="product"):
+        raw_product(rows_a, rows_b, nb, 100, -1.0)
