@@ -49,6 +49,7 @@ def test_start_up_heap_is_frozen_out_of_the_cycle_collector():
     alive = [[i] for i in range(1000)]  # tracked objects that outlive start-up
     try:
         frozen = freeze_startup_heap()
-        assert frozen >= len(alive) and gc.get_freeze_count() == frozen
+        # (not == frozen: another thread may free frozen objects meanwhile; these stay frozen)
+        assert frozen >= len(alive) and gc.get_freeze_count() >= len(alive)
     finally:
         gc.unfreeze()
