@@ -88,7 +88,7 @@ static PyObject *minimize(PyObject *Py_UNUSED(module), PyObject *args) {
     const int64_t n = ab.len, k = n ? tb.len / 4 / n : 0;
     /* states 0..n-1, plus a sink n standing for every state that cannot reach acceptance */
     int32_t *table = NULL, *out_table = NULL, *inv_at = NULL, *inv = NULL, *arrays = NULL;
-    int64_t *block = NULL, *next = NULL, *pred_at = NULL, *preds = NULL, *queue = NULL;
+    int64_t *next = NULL, *pred_at = NULL, *preds = NULL, *queue = NULL;
     int64_t *number = NULL;
     uint8_t *live = NULL, *in_work = NULL;
     if (n < 1 || k < 1 || tb.len != 4 * n * k || start < 0 || start >= n || (n + 1) * k >= INT32_MAX) {
@@ -103,7 +103,6 @@ static PyObject *minimize(PyObject *Py_UNUSED(module), PyObject *args) {
     }
     const int64_t m = n + 1;
     table = malloc((size_t)(m * k) * sizeof(int32_t));
-    block = malloc((size_t)m * sizeof(int64_t));
     next = malloc((size_t)m * sizeof(int64_t));
     live = calloc((size_t)m, 1);
     in_work = calloc((size_t)m, 1);
@@ -114,7 +113,7 @@ static PyObject *minimize(PyObject *Py_UNUSED(module), PyObject *args) {
     preds = malloc((size_t)(n * k + 1) * sizeof(int64_t));
     queue = malloc((size_t)m * sizeof(int64_t));
     number = malloc((size_t)m * sizeof(int64_t));
-    if (!table || !block || !next || !live || !in_work || !inv_at || !inv || !arrays || !pred_at || !preds || !queue ||
+    if (!table || !next || !live || !in_work || !inv_at || !inv || !arrays || !pred_at || !preds || !queue ||
         !number) {
         PyErr_NoMemory();
         goto done;
@@ -171,7 +170,7 @@ static PyObject *minimize(PyObject *Py_UNUSED(module), PyObject *args) {
     for (int32_t b = 0; b < part.blocks; b++)
         if (b != largest) part.in_work[b] = 1, part.work[part.num_work++] = b;
     refine(&part, inv_at, inv, k, scratch);
-    for (int64_t s = 0; s < m; s++) block[s] = part.block_of[s];
+    const int32_t *block = part.block_of;
     /* number blocks: the dead block 0, then breadth-first from the start */
     for (int64_t b = 0; b < m; b++) number[b] = -1;
     int64_t dead = block[n], numbered = 1;
@@ -206,7 +205,6 @@ static PyObject *minimize(PyObject *Py_UNUSED(module), PyObject *args) {
     }
 done:
     free(table);
-    free(block);
     free(next);
     free(live);
     free(in_work);

@@ -7,7 +7,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "_clock.h"
 
 enum { OK = 0, OUT_OF_TIME = 1, TOO_MANY_STATES = 2, CHECK_EVERY = 256 };
 
@@ -16,12 +17,6 @@ typedef struct {
     int32_t *ids;
     int64_t cap;
 } Index;
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static uint64_t mix(uint64_t x) {
     x ^= x >> 31;

@@ -3,7 +3,7 @@
  *   _trie_walk_loops.c  the hot loops: from seed (node, state) pairs over the trie in preorder
  *   _trie_walk_exits.c  exits: child ranges ordered by depth, and the nodes they hold
  * (`layout` and `exit_bytes`, which build and read the trie's layout, are in _trie_layout.c.)
- * It holds the walk's struct, the small helper both sides call (static inline), and the
+ * It holds the walk's struct (with `now()` from _clock.h for its deadline) and the
  * prototypes of the shared functions.
  */
 #ifndef FORMWORK_TRIE_WALK_H
@@ -14,8 +14,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "_clock.h"
 #include "_subset_api.h"
 #include "_trie_layout.h"
 #include "_vec.h"
@@ -41,13 +41,6 @@ typedef struct {
 
 /* The subset core's C API (set by the module's init, in _trie_walk.c). */
 extern const SubsetApi *trie_subset_api;
-
-/* Monotonic seconds, for a walk's `seconds`. */
-static inline double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* ------------------------------------------------------------------ _trie_walk_loops.c */
 
