@@ -82,7 +82,7 @@ static PyObject *product(PyObject *Py_UNUSED(module), PyObject *args) {
         if (ra[i] < 0 || ra[i] >= na) goto out_of_range;
     for (int64_t i = 0; i < nb * r; i++)
         if (rb[i] < 0 || rb[i] >= nb) goto out_of_range;
-    const double deadline = seconds >= 0 ? now() + seconds : 0;
+    const double deadline = seconds >= 0 ? cpu_now() + seconds : 0;
     int64_t cap = 64, count = 1, why = OK;
     rows = malloc((size_t)(cap * r) * sizeof(int32_t));
     codes = malloc((size_t)cap * sizeof(int64_t));
@@ -91,7 +91,7 @@ static PyObject *product(PyObject *Py_UNUSED(module), PyObject *args) {
     int64_t first = slot_of(&ix, codes[0]);
     ix.keys[first] = codes[0] + 1, ix.ids[first] = 0;
     for (int64_t i = 0; i < count && why == OK; i++) {
-        if (i % CHECK_EVERY == 0 && seconds >= 0 && now() >= deadline) {
+        if (i % CHECK_EVERY == 0 && seconds >= 0 && cpu_now() >= deadline) {
             why = OUT_OF_TIME;
             break;
         }

@@ -62,11 +62,33 @@ class AutomatonBuilder:
         self._memo: dict[Node, DFA | LazyDFA] = {}
         self._eager: dict[Node, DFA] = {}
         self._lexemes: dict[Node, LazyDFA] = {}
+        self._parent: AutomatonBuilder | None = None
+
+    def fork(self, budget: CompileBudget) -> "AutomatonBuilder":
+        """A builder for one compilation under `budget` that reuses this builder's automata and
+        keeps the ones it builds to itself until `adopt`: concurrent compilations each fork, so
+        none waits for another and none sees another's half-built automata."""
+        child = AutomatonBuilder(budget)
+        child._parent = self
+        return child
+
+    def adopt(self, child: "AutomatonBuilder") -> None:
+        """Keep the automata a finished fork built (where another fork was first, its stay)."""
+        for mine, theirs in ((self._memo, child._memo), (self._eager, child._eager),
+                             (self._lexemes, child._lexemes)):
+            for node, got in theirs.items():
+                mine.setdefault(node, got)
+
+    def _find(self, table: str, node: Node) -> DFA | LazyDFA | None:
+        got = getattr(self, table).get(node)
+        if got is None and self._parent is not None:
+            got = getattr(self._parent, table).get(node)
+        return got
 
     def dfa(self, node: Node, keep: bool = True) -> DFA | LazyDFA:
         """The automaton of `node`, memoised unless `keep` is False (a whole document: only its
         pieces are worth keeping for later compilations)."""
-        got = self._memo.get(node)
+        got = self._find("_memo", node)
         if got is not None:
             return got
         with paused_gc():
@@ -91,7 +113,7 @@ class AutomatonBuilder:
     def lexeme_automaton(self, node: Node) -> LazyDFA:
         """The automaton of a lexeme on its own, numbered like its region in any document NFA
         (start 0, end 1, then the lexeme's states in the order the document built them)."""
-        got = self._lexemes.get(node)
+        got = self._find("_lexemes", node)
         if got is None:
             budget = CompileBudget().start()  # shared by later compilations: not this one's budget
             nfa = NFA(node, budget, self.eager, positions=isinstance(node, Repeat))
@@ -108,7 +130,7 @@ class AutomatonBuilder:
 
     def eager(self, node: Node) -> DFA:
         """The complete, minimal DFA of `node`."""
-        got = self._eager.get(node)
+        got = self._find("_eager", node)
         if got is None:
             out = self.dfa(node)
             got = self._eager[node] = out.materialize(self.budget) if isinstance(out, LazyDFA) else out

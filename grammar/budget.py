@@ -1,33 +1,127 @@
-"""Compile-time budgets: automaton sizes and wall-clock time."""
+"""Compile-time budgets: automaton sizes, and time measured as the compile's own work.
+
+Time is the compiling thread's CPU time (`time.thread_time`; the C loops read
+`CLOCK_THREAD_CPUTIME_ID`, see `_clock.h`), so a compile whose thread is starved of the GIL (a
+Triton JIT on the main thread, other compiles) is not failed for time it never ran.  Every loop of
+the compiler checks the budget, the cheap ones through `tick` (the clock is read every
+`CHECK_EVERY` ticks), so a compile stops within a few milliseconds of CPU past `max_seconds`: on
+an idle machine, where CPU time is wall time, it returns within 1.1x its budget.
+
+A wall-clock backstop, `backstop_seconds` = max(`WALL_FACTOR` x max_seconds, max_seconds +
+`WALL_SLACK_S`), still bounds a compile that makes no progress at all; it is far enough out that a
+starved but progressing compile is not failed, and it is not what the 1.1x target measures.
+"""
 from __future__ import annotations
 
+import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 
 from formwork.grammar.errors import GrammarBudgetError
+
+CHECK_EVERY = 64     # `tick`s between clock reads (a thread-CPU read costs ~1 us)
+WALL_FACTOR = 6.0    # the wall-clock backstop: this many budgets ...
+WALL_SLACK_S = 30.0  # ... or the budget plus this, whichever is later
+
+_ACTIVE = threading.local()  # .budget: the budget of the compile running on this thread
+
+
+class CompileCancelledError(GrammarBudgetError):
+    """The compile was cancelled (its request was aborted or its client went away)."""
 
 
 @dataclass
 class CompileBudget:
-    """Limits for one grammar compilation; exceeding one raises GrammarBudgetError."""
+    """Limits for one grammar compilation; exceeding one raises GrammarBudgetError.
+
+    `cpu_clock` and `wall_clock` are injectable (tests use fake clocks).  A budget times one
+    compile: `start` (idempotent) starts its clocks; `fresh` makes an unstarted copy."""
 
     max_nfa_states: int = 500_000
     max_dfa_states: int = 100_000
     max_seconds: float = 10.0
-    _deadline: float = field(default=0.0, init=False, repr=False)
+    cpu_clock: Callable[[], float] = field(default=time.thread_time, repr=False)
+    wall_clock: Callable[[], float] = field(default=time.perf_counter, repr=False)
+    _started: bool = field(default=False, init=False, repr=False)
+    _thread: int = field(default=0, init=False, repr=False)
+    _cpu_start: float = field(default=0.0, init=False, repr=False)
+    _wall_start: float = field(default=0.0, init=False, repr=False)
+    _ticks: int = field(default=CHECK_EVERY, init=False, repr=False)
+    _cancelled: bool = field(default=False, init=False, repr=False)
+
+    def fresh(self) -> "CompileBudget":
+        """An unstarted copy with the same limits and clocks (one per compilation)."""
+        return replace(self)
 
     def start(self) -> "CompileBudget":
-        self._deadline = time.perf_counter() + self.max_seconds
+        """Start the clocks (on the compiling thread) unless already started."""
+        if not self._started:
+            self._thread = threading.get_ident()
+            self._cpu_start, self._wall_start = self.cpu_clock(), self.wall_clock()
+            self._started = True
         return self
 
+    @property
+    def backstop_seconds(self) -> float:
+        """Wall seconds after which a compile fails however little CPU it had."""
+        return max(WALL_FACTOR * self.max_seconds, self.max_seconds + WALL_SLACK_S)
+
+    def cancel(self) -> None:
+        """Make the compile stop at its next check (`CompileCancelledError`); thread-safe."""
+        self._cancelled = True
+
+    def elapsed(self) -> float:
+        """Seconds of the compile's own work: its thread's CPU time (wall time when read from
+        another thread, whose CPU clock says nothing about this compile); 0 before `start`."""
+        if not self._started:
+            return 0.0
+        if self.cpu_clock is time.thread_time and threading.get_ident() != self._thread:
+            return self.wall_clock() - self._wall_start
+        return self.cpu_clock() - self._cpu_start
+
     def seconds_left(self) -> float | None:
-        """Seconds until the deadline (0 once past it); None before `start` (no deadline)."""
-        return max(0.0, self._deadline - time.perf_counter()) if self._deadline else None
+        """CPU seconds the native loops may still run (0 once past the budget, the backstop or a
+        cancel); None before `start` (no deadline)."""
+        if not self._started:
+            return None
+        if self._cancelled:
+            return 0.0
+        wall_left = self.backstop_seconds - (self.wall_clock() - self._wall_start)
+        return max(0.0, min(self.max_seconds - self.elapsed(), wall_left))
 
     def check_time(self, what: str) -> None:
-        if self._deadline and time.perf_counter() > self._deadline:
+        """Raise if the compile is cancelled or past its time budget or the wall backstop."""
+        if not self._started:
+            return
+        if self._cancelled:
+            raise CompileCancelledError(f"grammar compilation was cancelled during {what}")
+        if self.elapsed() > self.max_seconds:
             raise GrammarBudgetError(
                 f"grammar compilation exceeded its time budget of {self.max_seconds:g} s during {what}")
+        wall = self.wall_clock() - self._wall_start
+        if wall > self.backstop_seconds:
+            raise GrammarBudgetError(
+                f"grammar compilation made too little progress: {wall:.0f} s of wall time (budget "
+                f"{self.max_seconds:g} s of its own CPU time) during {what}")
+
+    def tick(self, what: str) -> None:
+        """`check_time` every `CHECK_EVERY` calls: for loops whose steps are small."""
+        self._ticks -= 1
+        if self._ticks <= 0:
+            self._ticks = CHECK_EVERY
+            self.check_time(what)
+
+    @contextmanager
+    def active(self) -> Iterator["CompileBudget"]:
+        """Make this the budget that `check_budget` checks on this thread, meanwhile."""
+        previous = getattr(_ACTIVE, "budget", None)
+        _ACTIVE.budget = self.start()
+        try:
+            yield self
+        finally:
+            _ACTIVE.budget = previous
 
     def check_nfa(self, num_states: int) -> None:
         if num_states > self.max_nfa_states:
@@ -39,3 +133,16 @@ class CompileBudget:
         if num_states > self.max_dfa_states:
             raise GrammarBudgetError(
                 f"{what} needs more than {self.max_dfa_states} DFA states (budget max_dfa_states)")
+
+
+def active_budget() -> CompileBudget | None:
+    """The budget of the compile running on this thread (see `CompileBudget.active`), if any."""
+    return getattr(_ACTIVE, "budget", None)
+
+
+def check_budget(what: str) -> None:
+    """`tick` the budget of the compile running on this thread; for loops (schema lowering,
+    `$ref` expansion) that are not handed a budget.  A no-op outside a compile."""
+    budget = getattr(_ACTIVE, "budget", None)
+    if budget is not None:
+        budget.tick(what)

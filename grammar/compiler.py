@@ -1,6 +1,7 @@
 """Compiling constraints to CompiledGrammar objects, with a cache by canonical spec."""
 from __future__ import annotations
 
+import threading
 import time
 import weakref
 from collections import OrderedDict
@@ -9,7 +10,7 @@ from collections.abc import Callable, Hashable, Sequence
 import torch
 
 from formwork.grammar.cfg.automaton import compile_automaton
-from formwork.grammar.budget import CompileBudget
+from formwork.grammar.budget import CompileBudget, active_budget
 from formwork.grammar.dfa import DFA
 from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.errors import GrammarError
@@ -69,6 +70,7 @@ class GrammarCompiler:
         self.budget = budget or CompileBudget()
         self.mask_cache = TokenMaskCache(vocab, mask_cache_size)
         self._grammars: OrderedDict[Hashable, CompiledGrammar] = OrderedDict()
+        self._lock = threading.Lock()  # compilations may run on several threads at once
 
     def prepare(self) -> None:
         """Build the per-vocabulary tables now rather than on first use: the token trie, the
@@ -82,8 +84,9 @@ class GrammarCompiler:
         SHARED.warm_formats()
 
     def _budget(self) -> CompileBudget:
-        b = self.budget
-        return CompileBudget(b.max_nfa_states, b.max_dfa_states, b.max_seconds)
+        """The budget of the compile running on this thread (`CompileBudget.active`, e.g. a
+        server request's), else a fresh copy of this compiler's."""
+        return active_budget() or self.budget.fresh()
 
     def compile_grammar(self, grammar: Node | Grammar, spec: Hashable | None = None) -> CompiledGrammar:
         """Compile an IR node or Grammar; `spec` (default: the IR itself) is the cache key."""
@@ -112,17 +115,21 @@ class GrammarCompiler:
 
     def _cached(self, key: Hashable, build: Callable[[], Node | Grammar]) -> CompiledGrammar:
         if self.cache_enabled:
-            got = self._grammars.get(key)
-            if got is not None:
-                self._grammars.move_to_end(key)
-                return got
+            with self._lock:
+                got = self._grammars.get(key)
+                if got is not None:
+                    self._grammars.move_to_end(key)
+                    return got
         start = time.perf_counter()
-        dfa = compile_automaton(build(), self._budget())
+        budget = self._budget()
+        with budget.active():  # parsing an EBNF grammar checks it too
+            dfa = compile_automaton(build(), budget)
         compiled = CompiledGrammar(dfa, self.vocab, self.mask_cache, time.perf_counter() - start, key)
         if self.cache_enabled:
-            self._grammars[key] = compiled
-            if len(self._grammars) > self.cache_size:
-                self._grammars.popitem(last=False)
+            with self._lock:
+                self._grammars[key] = compiled
+                if len(self._grammars) > self.cache_size:
+                    self._grammars.popitem(last=False)
         return compiled
 
     def clear_cache(self) -> None:

@@ -12,8 +12,8 @@ from formwork.grammar.ir import Grammar, Node
 from formwork.grammar.lazy_dfa import LazyDFA
 
 
-def is_recursive(grammar: Node | Grammar) -> bool:
-    return isinstance(grammar, Grammar) and grammar.start in recursive_rules(grammar)
+def is_recursive(grammar: Node | Grammar, budget: CompileBudget | None = None) -> bool:
+    return isinstance(grammar, Grammar) and grammar.start in recursive_rules(grammar, budget)
 
 
 def compile_cfg(grammar: Grammar, budget: CompileBudget | None = None,
@@ -23,21 +23,22 @@ def compile_cfg(grammar: Grammar, budget: CompileBudget | None = None,
     `builder` (default: a fresh one) compiles the terminals; a long-lived builder shares their
     DFAs, and so their cached token masks, with earlier compilations."""
     budget = (budget or CompileBudget()).start()
-    cfg = lower_grammar(grammar)
+    cfg = lower_grammar(grammar, budget)
     if builder is None:
         builder = AutomatonBuilder(budget)
     builder.budget = budget
     terminals = [builder.dfa(node) for node in cfg.terminals]
     empty = {i for i, dfa in enumerate(terminals) if dfa.is_empty()}
-    cfg = prune_unproductive(cfg, empty)
+    cfg = prune_unproductive(cfg, empty, budget)
     nullable = {i for i, dfa in enumerate(terminals) if i not in empty and dfa.accepting[START]}
-    parser = EarleyParser(cfg, nullable)
+    parser = EarleyParser(cfg, nullable, budget=budget)
     budget.check_time("building the Earley parser")
     return config_automaton(parser, terminals)
 
 
 def compile_automaton(grammar: Node | Grammar, budget: CompileBudget | None = None) -> DFA | LazyDFA:
     """Byte automaton of any IR: a DFA when the language is regular, else the CFG automaton."""
-    if is_recursive(grammar):
+    budget = (budget or CompileBudget()).start()
+    if is_recursive(grammar, budget):
         return compile_cfg(grammar, budget)
     return compile_dfa(grammar, budget)

@@ -10,8 +10,10 @@ automaton over set ids.  Nullable symbols use the Aycock-Horspool prediction rul
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
-from formwork.grammar.cfg.productions import ContextFreeGrammar
+from formwork.grammar.budget import CompileBudget
+from formwork.grammar.cfg.productions import ContextFreeGrammar, no_tick
 from formwork.grammar.errors import GrammarBudgetError
 
 Item = tuple[int, int, int]
@@ -33,7 +35,10 @@ class EarleySet:
 class EarleyParser:
     """The Earley automaton of one context-free grammar (shared by all its matchers)."""
 
-    def __init__(self, cfg: ContextFreeGrammar, nullable_terminals: set[int], max_items: int = 20_000):
+    def __init__(self, cfg: ContextFreeGrammar, nullable_terminals: set[int], max_items: int = 20_000,
+                 budget: CompileBudget | None = None):
+        """`budget` bounds building the tables here; later sets are bounded by `max_items`."""
+        tick = budget.tick if budget is not None else no_tick
         self.max_items = max_items
         self.lhs = [p.lhs for p in cfg.productions]
         self.rhs = [p.rhs for p in cfg.productions]
@@ -43,9 +48,10 @@ class EarleyParser:
         self.rhs_len = [len(rhs) for rhs in self.rhs]
         self.by_lhs: list[list[int]] = [[] for _ in range(len(cfg.names) + 1)]
         for i, lhs in enumerate(self.lhs):
+            tick("building the Earley tables")
             self.by_lhs[lhs].append(i)
         self.nullable_terminals = frozenset(nullable_terminals)
-        self.nullable = self._nullable(len(cfg.names) + 1)
+        self.nullable = self._nullable(len(cfg.names) + 1, tick)
         self.sets: list[EarleySet] = []
         self._index: dict[tuple[frozenset[Item], bool], int] = {}
         self._scan_memo: dict[tuple[int, int], int] = {}
@@ -53,12 +59,13 @@ class EarleyParser:
         self._lock = threading.RLock()
         self.start = self._intern(self._close([(self.augmented, 0, -1)]))
 
-    def _nullable(self, count: int) -> list[bool]:
+    def _nullable(self, count: int, tick: Callable[[str], None]) -> list[bool]:
         out = [False] * count
         changed = True
         while changed:
             changed = False
             for lhs, rhs in zip(self.lhs, self.rhs):
+                tick("building the Earley tables")
                 if not out[lhs] and all((s >= 0 and out[s]) or (s < 0 and ~s in self.nullable_terminals)
                                         for s in rhs):
                     out[lhs] = changed = True

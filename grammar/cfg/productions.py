@@ -7,11 +7,13 @@ left-recursive helper rules.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
+from formwork.grammar.budget import CompileBudget
 from formwork.grammar.errors import GrammarBudgetError, GrammarError, UndefinedRuleError
 from formwork.grammar.ir import (
-    Alt, And, Empty, Grammar, Node, Not, Nothing, Repeat, RuleRef, Seq, alt, children, repeat, seq,
+    Alt, Empty, Grammar, Node, Nothing, Repeat, RuleRef, Seq, children, map_children, seq,
 )
 
 MAX_EXPANSION = 10_000  # symbols produced by unrolling bounded repetitions of recursive parts
@@ -39,43 +41,95 @@ def terminal_symbol(index: int) -> int:
     return ~index
 
 
-def _references(node: Node, out: set[str]) -> set[str]:
-    if isinstance(node, RuleRef):
-        out.add(node.name)
-    for child in children(node):
-        _references(child, out)
-    return out
+class References:
+    """The rule names each IR node refers to, memoised by node identity (each shared subtree is
+    walked once), iteratively (no recursion limit on deep trees), ticking `budget` as it goes."""
+
+    def __init__(self, budget: CompileBudget | None = None):
+        self._memo: dict[int, tuple[Node, frozenset[str]]] = {}  # id -> (node kept alive, names)
+        self._tick = budget.tick if budget is not None else no_tick
+
+    def __call__(self, node: Node) -> frozenset[str]:
+        memo = self._memo
+        got = memo.get(id(node))
+        if got is not None:
+            return got[1]
+        stack: list[tuple[Node, bool]] = [(node, False)]
+        while stack:
+            n, expanded = stack.pop()
+            if id(n) in memo:
+                continue
+            if isinstance(n, RuleRef):
+                memo[id(n)] = (n, frozenset((n.name,)))
+                continue
+            if not expanded:
+                self._tick("finding rule references")
+                stack.append((n, True))
+                stack.extend((k, False) for k in children(n) if id(k) not in memo)
+                continue
+            memo[id(n)] = (n, _union(memo[id(k)][1] for k in children(n)))
+        return memo[id(node)][1]
 
 
-def recursive_rules(grammar: Grammar) -> set[str]:
+def _union(parts: Iterable[frozenset[str]]) -> frozenset[str]:
+    """The union of `parts`, reusing a part when it is the only non-empty one."""
+    first: frozenset[str] = _NO_NAMES
+    acc: set[str] | None = None
+    for part in parts:
+        if not part or part is first:
+            continue
+        if not first:
+            first = part
+        else:
+            acc = set(first) if acc is None else acc
+            acc |= part
+    return first if acc is None else frozenset(acc)
+
+
+_NO_NAMES: frozenset[str] = frozenset()
+
+
+def no_tick(what: str) -> None:
+    """`CompileBudget.tick` where there is no budget."""
+
+
+def recursive_rules(grammar: Grammar, budget: CompileBudget | None = None,
+                    references: References | None = None) -> set[str]:
     """Rules from which a reference cycle is reachable (the ones that are not regular)."""
-    refs: dict[str, set[str]] = {}
+    references = references or References(budget)
+    refs: dict[str, frozenset[str]] = {}
     for name, body in grammar.rules.items():
-        refs[name] = _references(body, set())
+        refs[name] = references(body)
         for target in refs[name]:
             if target not in grammar.rules:
                 raise UndefinedRuleError(f"rule {target!r} is referenced by {name!r} but not defined")
-    on_cycle = {n for n in refs if _reaches(refs, n, n)}
-    return {n for n in refs if n in on_cycle or any(_reaches(refs, n, c) for c in on_cycle)}
-
-
-def _reaches(refs: dict[str, set[str]], source: str, target: str) -> bool:
-    seen: set[str] = set()
-    stack = list(refs[source])
-    while stack:
-        n = stack.pop()
-        if n == target:
-            return True
-        if n not in seen:
-            seen.add(n)
-            stack.extend(refs[n])
-    return False
+    # peel off the rules whose references are all regular; what remains reaches a cycle
+    tick = budget.tick if budget is not None else no_tick
+    users: dict[str, list[str]] = {name: [] for name in refs}
+    pending = {name: len(targets) for name, targets in refs.items()}
+    for name, targets in refs.items():
+        for target in targets:
+            users[target].append(name)
+    ready = [name for name, count in pending.items() if count == 0]
+    regular: set[str] = set()
+    while ready:
+        tick("finding recursive rules")
+        name = ready.pop()
+        regular.add(name)
+        for user in users[name]:
+            pending[user] -= 1
+            if pending[user] == 0:
+                ready.append(user)
+    return set(refs) - regular
 
 
 class _Lowerer:
-    def __init__(self, grammar: Grammar, recursive: set[str]):
+    def __init__(self, grammar: Grammar, recursive: set[str], references: References,
+                 budget: CompileBudget | None):
         self.grammar = grammar
         self.recursive = recursive
+        self.references = references
+        self.tick = budget.tick if budget is not None else no_tick
         self.names: list[str] = []
         self.index: dict[str, int] = {}
         self.productions: list[Production] = []
@@ -83,36 +137,30 @@ class _Lowerer:
         self.terminal_index: dict[Node, int] = {}
         self.helpers: dict[Node, int] = {}
         self.inlined: dict[str, Node] = {}
-        self.regular: dict[Node, bool] = {}
+        self.inline_memo: dict[int, tuple[Node, Node]] = {}  # id -> (node kept alive, inlined)
         self.size = 0
 
     # -- regular parts
     def inline(self, node: Node) -> Node:
-        """`node` with references to regular rules replaced by their bodies."""
+        """`node` with references to regular rules replaced by their bodies (each shared
+        subtree rebuilt once; subtrees that refer to no regular rule are kept as they are)."""
+        if self.references(node) <= self.recursive:
+            return node
         if isinstance(node, RuleRef):
-            if node.name in self.recursive:
-                return node
             got = self.inlined.get(node.name)
             if got is None:
                 got = self.inlined[node.name] = self.inline(self.grammar.rules[node.name])
             return got
-        if isinstance(node, Seq):
-            return seq(*(self.inline(x) for x in node.items))
-        if isinstance(node, Alt):
-            return alt(*(self.inline(x) for x in node.items))
-        if isinstance(node, Repeat):
-            return repeat(self.inline(node.item), node.min, node.max)
-        if isinstance(node, And):
-            return And(self.inline(node.a), self.inline(node.b))
-        if isinstance(node, Not):
-            return Not(self.inline(node.a))
-        return node
+        memo = self.inline_memo.get(id(node))
+        if memo is not None:
+            return memo[1]
+        self.tick("inlining regular rules")
+        out = map_children(node, self.inline)
+        self.inline_memo[id(node)] = (node, out)
+        return out
 
     def is_regular(self, node: Node) -> bool:
-        got = self.regular.get(node)
-        if got is None:
-            got = self.regular[node] = not _references(node, set())
-        return got
+        return not self.references(node)
 
     def terminal(self, node: Node) -> int:
         got = self.terminal_index.get(node)
@@ -132,6 +180,7 @@ class _Lowerer:
         return got
 
     def add(self, lhs: int, rhs: list[int]) -> None:
+        self.tick("building the context-free grammar")
         self.size += len(rhs) + 1
         if self.size > MAX_EXPANSION * 10:
             raise GrammarBudgetError("the context-free grammar grew past its size budget")
@@ -166,6 +215,7 @@ class _Lowerer:
 
     def symbols(self, node: Node) -> list[int]:
         """One right-hand side for `node` (a helper nonterminal where it needs alternatives)."""
+        self.tick("building the context-free grammar")
         if isinstance(node, Empty):
             return []
         if self.is_regular(node):
@@ -199,10 +249,11 @@ class _Lowerer:
         return [self.symbols(node)]
 
 
-def lower_grammar(grammar: Grammar) -> ContextFreeGrammar:
+def lower_grammar(grammar: Grammar, budget: CompileBudget | None = None) -> ContextFreeGrammar:
     """The context-free grammar of `grammar` (its rules may refer to each other in cycles)."""
-    recursive = recursive_rules(grammar)
-    low = _Lowerer(grammar, recursive)
+    references = References(budget)
+    recursive = recursive_rules(grammar, budget, references)
+    low = _Lowerer(grammar, recursive, references, budget)
     start = low.nonterminal(grammar.start)  # adds the productions of every rule it reaches
     return ContextFreeGrammar(low.names, low.productions, low.terminals, start)
 
@@ -211,16 +262,19 @@ class EmptyLanguageError(GrammarError):
     """The grammar derives no string (e.g. a required cycle with no base case)."""
 
 
-def prune_unproductive(cfg: ContextFreeGrammar, empty_terminals: set[int]) -> ContextFreeGrammar:
+def prune_unproductive(cfg: ContextFreeGrammar, empty_terminals: set[int],
+                       budget: CompileBudget | None = None) -> ContextFreeGrammar:
     """Drop productions that can never derive a finished string; an empty start is an error.
 
     `empty_terminals` are terminal indices whose language is empty.
     """
+    tick = budget.tick if budget is not None else no_tick
     productive = [False] * len(cfg.names)
     changed = True
     while changed:
         changed = False
         for p in cfg.productions:
+            tick("finding productive rules")
             if not productive[p.lhs] and all(
                     (s >= 0 and productive[s]) or (s < 0 and ~s not in empty_terminals) for s in p.rhs):
                 productive[p.lhs] = changed = True

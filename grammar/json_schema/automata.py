@@ -45,17 +45,26 @@ class SharedAutomata:
         return self._builder
 
     def compile(self, node: Node, budget: CompileBudget | None = None, keep: bool = True) -> DFA:
-        """The automaton of `node` under a fresh `budget` (time limit restarts per call); `keep`
-        False leaves `node` itself out of the memo (a whole schema, unlike its pieces)."""
+        """The automaton of `node` under `budget` (started here unless it is already); `keep`
+        False leaves `node` itself out of the memo (a whole schema, unlike its pieces).  Each
+        compilation builds on a fork of the shared builder, so compilations run side by side."""
         with self._lock:
-            builder = self._renewed_builder()
-            builder.budget = (budget or CompileBudget()).start()
-            return builder.dfa(node, keep)
+            shared = self._renewed_builder()
+        builder = shared.fork((budget or CompileBudget()).start())  # compiles run side by side
+        out = builder.dfa(node, keep)
+        with self._lock:
+            shared.adopt(builder)
+        return out
 
     def compile_cfg(self, grammar: Grammar, budget: CompileBudget | None = None) -> LazyDFA:
         """The Earley automaton of a recursive `grammar`, its terminal DFAs from the shared memo."""
         with self._lock:
-            return compile_cfg(grammar, budget, self._renewed_builder())
+            shared = self._renewed_builder()
+        builder = shared.fork((budget or CompileBudget()).start())
+        out = compile_cfg(grammar, builder.budget, builder)
+        with self._lock:
+            shared.adopt(builder)
+        return out
 
 
     def warm_string_masks(self, cache: "TokenMaskCache") -> None:

@@ -8,7 +8,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
-from formwork.grammar.budget import CompileBudget
+from formwork.grammar.budget import active_budget
 from formwork.grammar.compiler import CompiledGrammar, GrammarCompiler
 from formwork.grammar.gc_pause import paused_gc
 from formwork.grammar.ir import Grammar
@@ -22,7 +22,8 @@ def compile_cached(compiler: GrammarCompiler, key: Callable[[], Hashable], lower
                    ) -> CompiledGrammar:
     """The grammar for `key()` (made only when `compiler.cache_enabled`): from the cache, else
     lowered (`lower()` returns an object with `.node` and `.warnings`) and compiled with the
-    shared sub-automata under the compiler's budget and token-mask cache.  The collector stays
+    shared sub-automata under the budget of the compile running on this thread (see
+    `CompileBudget.active`; else a fresh copy of the compiler's) and its token-mask cache.  The collector stays
     paused from lowering to the automaton, so it resumes (and scans what was made) once."""
     spec = key() if compiler.cache_enabled else None
     with _LOCK:
@@ -31,10 +32,9 @@ def compile_cached(compiler: GrammarCompiler, key: Callable[[], Hashable], lower
             cache.move_to_end(spec)
             return cache[spec]
     start = time.perf_counter()
-    with paused_gc():
+    budget = active_budget() or compiler.budget.fresh()  # the caller's (a server request's), if any
+    with paused_gc(), budget.active():  # lowering and $ref expansion check it too
         lowered = lower()
-        b = compiler.budget
-        budget = CompileBudget(b.max_nfa_states, b.max_dfa_states, b.max_seconds)
         if isinstance(lowered.node, Grammar):  # recursive schema: the Earley automaton
             dfa = SHARED.compile_cfg(lowered.node, budget)
         else:
