@@ -30,6 +30,7 @@ SUPPORTED_KEYWORDS = frozenset({
     "minProperties", "maxProperties",
     # arrays
     "items", "prefixItems", "additionalItems", "minItems", "maxItems",
+    "contains", "minContains", "maxContains",
     # strings
     "minLength", "maxLength", "pattern", "format",
     # numbers
@@ -66,10 +67,6 @@ UNSUPPORTED_KEYWORDS: dict[str, str] = {
                              "every applicator at run time; not supported",
     "unevaluatedItems": "unevaluatedItems: depends on annotations collected from every "
                         "applicator at run time; not supported",
-    "contains": "contains: 'at least one element matches' combined with arbitrary other elements "
-                "is not supported by the JSON lowering",
-    "minContains": "minContains: counting elements that match `contains` is not supported",
-    "maxContains": "maxContains: counting elements that match `contains` is not supported",
     "propertyNames": "propertyNames: constraining keys by a subschema is not supported "
                      "(use patternProperties with additionalProperties: false)",
     "$dynamicRef": "$dynamicRef: resolution depends on the dynamic scope at validation time",

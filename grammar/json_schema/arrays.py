@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from formwork.grammar.ir import EMPTY, NOTHING, Node, Nothing, alt, lit, repeat, seq
+from formwork.grammar.json_schema.contains import contains_specs, counted_items, element_classes
 from formwork.grammar.json_schema.expand import Sub, plain_unevaluated
 from formwork.grammar.json_schema.values import container
 
@@ -49,19 +50,19 @@ def lower_array(lw: "Lowerer", subs: list[Sub], depth: int) -> Node:
         return NOTHING
     longest = max((len(p) for p in prefixes), default=0)
 
-    def element(i: Optional[int]) -> Node:
-        """Element language at position i (None: positions past every prefix)."""
+    def element_subs(i: Optional[int]) -> list[Sub]:
+        """The subschemas of the element at position i (None: positions past every prefix)."""
         conj = []
         for prefix, rest in zip(prefixes, rests):
             if i is not None and i < len(prefix):
                 conj.append(prefix[i])
             elif rest is not None:
                 conj.append(rest)
-        return lw.lower_subs(conj, depth + 1)
+        return conj
 
     comma = lw.ws.comma(depth)
-    positions = [element(i) for i in range(longest)]
-    tail_elem = element(None)
+    positions = [lw.lower_subs(element_subs(i), depth + 1) for i in range(longest)]
+    tail_elem = lw.lower_subs(element_subs(None), depth + 1)
     # the first impossible position caps the length
     for i, node in enumerate(positions + [tail_elem]):
         if isinstance(node, Nothing):
@@ -70,10 +71,20 @@ def lower_array(lw: "Lowerer", subs: list[Sub], depth: int) -> Node:
     if max_items is not None and max_items < min_items:
         return NOTHING
 
-    if max_items == 0:
-        return lit("[]")
-    items = _array_items(positions, tail_elem, comma, min_items, max_items)
-    return container(lw.ws, depth, "[", "]", items, min_items == 0)
+    specs = contains_specs(lw, subs, depth + 1)
+    may_be_empty = min_items == 0
+    if specs:
+        classes = [element_classes(lw, element_subs(i), specs, depth + 1) for i in range(longest)]
+        tail = element_classes(lw, element_subs(None), specs, depth + 1)
+        items, may_be_empty = counted_items(classes, tail, comma, specs, min_items, max_items,
+                                            subs[0].pointer)
+    elif max_items == 0:
+        items = NOTHING
+    else:
+        items = _array_items(positions, tail_elem, comma, min_items, max_items)
+    if isinstance(items, Nothing):
+        return lit("[]") if may_be_empty else NOTHING
+    return container(lw.ws, depth, "[", "]", items, may_be_empty)
 
 
 def _array_items(positions: list[Node], tail: Node, comma: Node, min_items: int,

@@ -40,7 +40,7 @@ _LOCAL_FREE = _NEUTRAL | set(APPLICATORS)
 #: a conjunction without any is a leaf, which no `$ref` cycle can pass through.
 _NESTING = frozenset({"properties", "patternProperties", "additionalProperties",
                       "unevaluatedProperties", "items", "prefixItems", "additionalItems",
-                      "unevaluatedItems"})
+                      "unevaluatedItems", "contains", "propertyNames"})
 #: Keywords whose values (with the draft and options) are all a leaf's lowering reads; a leaf
 #: made only of them (and `_LOCAL_FREE` ones) is lowered once per process (`_SHARED_LEAVES`).
 _LEAF_KEYWORDS = frozenset({
