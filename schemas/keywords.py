@@ -24,7 +24,7 @@ SUPPORTED_KEYWORDS = frozenset({
     # structure and references
     "$schema", "$id", "$anchor", "$ref", "$defs", "definitions",
     # any type
-    "type", "enum", "const", "anyOf", "oneOf", "allOf",
+    "type", "enum", "const", "anyOf", "oneOf", "allOf", "not", "if", "then", "else",
     # objects
     "properties", "required", "additionalProperties", "patternProperties",
     "minProperties", "maxProperties",
@@ -53,10 +53,6 @@ ANNOTATION_KEYWORDS = frozenset({
 UNSUPPORTED_KEYWORDS: dict[str, str] = {
     "uniqueItems": "uniqueItems: true needs every array element compared with every other one; "
                    "that is not expressible as a regular or context-free constraint",
-    "not": "not: complementing an arbitrary subschema (including its objects and arrays) is not "
-           "expressible as a context-free constraint",
-    "if": "if/then/else: a conditional needs the complement of the `if` schema on the `else` "
-          "branch, which is not expressible as a context-free constraint",
     "dependentRequired": "dependentRequired: which keys are required depends on which other keys "
                          "appear in any order; the grammar would grow exponentially with the keys",
     "dependentSchemas": "dependentSchemas: a subschema that applies only when a key is present, "
@@ -237,9 +233,6 @@ def _classify(keyword: str, value: Any, draft: str, siblings: dict[str, Any]) ->
         return Verdict(KeywordKind.IGNORED, f"{keyword!r} without 'if' has no effect")
     if keyword == "if" and "then" not in siblings and "else" not in siblings:
         return Verdict(KeywordKind.IGNORED, "'if' without 'then' or 'else' has no effect")
-    if keyword in ("then", "else"):
-        return Verdict(KeywordKind.UNSUPPORTED, f"{keyword!r} is part of an if/then/else "
-                                                "conditional: " + UNSUPPORTED_KEYWORDS["if"])
     if keyword in ("minContains", "maxContains") and "contains" not in siblings:
         return Verdict(KeywordKind.IGNORED, f"{keyword!r} without 'contains' has no effect")
     if keyword in UNSUPPORTED_KEYWORDS:

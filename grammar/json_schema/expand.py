@@ -2,8 +2,13 @@
 
 A schema is expanded into a disjunction of conjunctions (`list[list[Sub]]`): ``$ref`` adds its
 target to the conjunction, ``allOf`` adds every branch, ``anyOf``/``oneOf`` multiply the
-alternatives.  The keywords left inside each `Sub` ("local" keywords: type, properties, ...) are
-merged per alternative by the lowering.
+alternatives, and ``if``/``then``/``else`` becomes (if and then) or (not if, and else).  The
+keywords left inside each `Sub` ("local" keywords: type, properties, ``not``, ...) are merged per
+alternative by the lowering.
+
+The lowering of ``not`` (`negation.py`) and of ``if`` make subschemas of their own: `Synthetic`
+schema objects, which may hold `Sub`s where a schema holds subschemas (``child`` and ``members``
+hand those back as they are, so their pointers stay those of the user's schema).
 """
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from dataclasses import dataclass
 from itertools import product
 from typing import Any, Callable
 
+from formwork.grammar.budget import check_budget
 from formwork.grammar.errors import GrammarBudgetError, RecursionNotSupportedError
 from formwork.grammar.json_schema.errors import InvalidSchemaError
 from formwork.schemas.errors import SchemaError
@@ -19,7 +25,7 @@ from formwork.schemas.pointer import child
 MAX_ALTERNATIVES = 256
 
 #: Keywords consumed by the expansion; everything else is "local".
-APPLICATORS = ("$ref", "allOf", "anyOf", "oneOf")
+APPLICATORS = ("$ref", "allOf", "anyOf", "oneOf", "if", "then", "else")
 _APPLICATOR_SET = frozenset(APPLICATORS)
 
 
@@ -39,11 +45,44 @@ class Sub:
         """The same subschema without its applicator keywords."""
         if not isinstance(self.schema, dict):
             return self
-        return Sub({k: v for k, v in self.schema.items() if k not in APPLICATORS},
-                   self.resolver, self.pointer)
+        kept = {k: v for k, v in self.schema.items() if k not in APPLICATORS}
+        if isinstance(self.schema, Synthetic):
+            kept = Synthetic(kept, self.schema.label)
+        return Sub(kept, self.resolver, self.pointer)
 
 
 Alternative = list[Sub]
+
+
+class Synthetic(dict):
+    """A schema object made by the lowering (never by the user): its subschemas may be `Sub`s.
+    `label` is (keyword, pointer) of the user's keyword it stands for (its refusals name them)."""
+
+    __slots__ = ("label",)
+
+    def __init__(self, items: dict, label: tuple[str, str] | None = None):
+        super().__init__(items)
+        self.label = label
+
+
+def plain_schema(schema: Any) -> Any:
+    """`schema` as plain JSON for `jsonschema`: each `Sub` inside a `Synthetic` replaced by its
+    schema (a synthetic subschema always sits in the scope of the schema that made it)."""
+    if isinstance(schema, Sub):
+        return schema.schema
+    if isinstance(schema, Synthetic):
+        return {k: _plain_value(v) for k, v in schema.items()}
+    return schema
+
+
+def _plain_value(value: Any) -> Any:
+    if isinstance(value, (Sub, Synthetic)):
+        return plain_schema(value)
+    if isinstance(value, dict):
+        return {k: _plain_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain_value(v) for v in value]
+    return value
 
 # In-place applicators whose annotations `unevaluated*` would have to collect.
 _ANNOTATING = ("allOf", "anyOf", "oneOf", "$ref", "$dynamicRef", "if", "then", "else",
@@ -69,6 +108,25 @@ class Expander:
     def __init__(self, doc: Any, ref_overrides_siblings: bool):
         self.doc = doc
         self.ref_overrides_siblings = ref_overrides_siblings
+        # synthetic subschemas by what they stand for: the lowering's memos key conjunctions by
+        # the identity of their schemas, so each is made once and lives as long as the lowering
+        self._synthetic: dict[tuple, Sub] = {}
+        self._owners: list[Any] = []  # the schemas keys name by id, kept alive with them
+
+    def synthetic(self, key: tuple, owner: Sub, make: Callable[[], dict],
+                  label: tuple[str, str] | None = None) -> Sub:
+        """The synthetic subschema `make()` in the scope of `owner` (made once per `key`)."""
+        got = self._synthetic.get(key)
+        if got is None:
+            got = self._synthetic[key] = Sub(Synthetic(make(), label), owner.resolver, owner.pointer)
+            self._owners.append(owner.schema)
+        return got
+
+    def negation(self, owner: Sub, target: Sub, keyword: str) -> Sub:
+        """A subschema that holds where `target` (a subschema of `owner`) does not: ``not`` made
+        for `keyword` (``if``, ``oneOf``), which its refusals name with `target`'s pointer."""
+        return self.synthetic(("not", id(target.schema), keyword, target.pointer), owner,
+                              lambda: {"not": target}, (keyword, target.pointer))
 
     def root(self) -> Sub:
         return Sub(self.doc.schema, self.doc.enter(self.doc.schema, None), "")  # None: the root's resolver
@@ -78,6 +136,8 @@ class Expander:
         schema = parent.schema
         for token in tokens:
             schema = schema[token]
+        if isinstance(schema, Sub):  # held by a synthetic schema
+            return schema
         return Sub(schema, self.doc.enter(schema, parent.resolver), child(parent.pointer, *tokens))
 
     def members(self, parent: Sub, keyword: str) -> list[tuple[str, Sub]]:
@@ -88,7 +148,8 @@ class Expander:
             return []
         enter, resolver = self.doc.enter, parent.resolver
         prefix = child(parent.pointer, keyword)
-        return [(name, Sub(schema, enter(schema, resolver), child(prefix, name)))
+        return [(name, schema if isinstance(schema, Sub) else
+                 Sub(schema, enter(schema, resolver), child(prefix, name)))
                 for name, schema in members.items()]
 
     def resolve(self, sub: Sub) -> Sub:
@@ -107,6 +168,7 @@ class Expander:
             return [[]]
         if schema is False:
             return []
+        check_budget("expanding $ref/allOf/anyOf/oneOf")
         alts: list[Alternative] = [[sub]]
         if _APPLICATOR_SET.isdisjoint(schema):  # the usual subschema: nothing to expand
             return alts
@@ -132,7 +194,21 @@ class Expander:
             branches = [self.expand(self.child(sub, "oneOf", i), one_of, refs)
                         for i, _ in enumerate(schema["oneOf"])]
             alts = self._product(alts, one_of(sub, branches), sub)
+        if "if" in schema and ("then" in schema or "else" in schema):
+            alts = self._product(alts, self._conditional(sub, one_of, refs), sub)
         return alts
+
+    def _conditional(self, sub: Sub, one_of: OneOfResolver, refs: tuple[int, ...]
+                     ) -> list[Alternative]:
+        """``if``/``then``/``else`` as (if and then) or (not if, and else): disjoint."""
+        cond = self.child(sub, "if")
+        yes = self.expand(cond, one_of, refs)
+        no: list[Alternative] = [[self.negation(sub, cond, "if")]]
+        if "then" in sub.schema:
+            yes = self._product(yes, self.expand(self.child(sub, "then"), one_of, refs), sub)
+        if "else" in sub.schema:
+            no = self._product(no, self.expand(self.child(sub, "else"), one_of, refs), sub)
+        return yes + no
 
     @staticmethod
     def _product(left: list[Alternative], right: list[Alternative], sub: Sub) -> list[Alternative]:

@@ -16,7 +16,10 @@ from formwork.grammar.ir import NOTHING, And, Node, Not, Nothing, RuleRef, alt, 
 from formwork.grammar.json_schema.arrays import lower_array
 from formwork.grammar.json_schema.automata import SHARED, accepts
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
-from formwork.grammar.json_schema.expand import APPLICATORS, Alternative, Expander, Sub
+from formwork.grammar.json_schema.expand import APPLICATORS, Alternative, Expander, Sub, plain_schema
+from formwork.grammar.json_schema.negation import (
+    CONTAINER_TYPES, SCALAR_TYPES, container_alternatives, negations, scalar_complement,
+)
 from formwork.grammar.json_schema.objects import ObjectLowering
 from formwork.grammar.json_schema.one_of import CANONICAL_SCALARS, resolve_one_of
 from formwork.grammar.json_schema.options import IndentSpec, JsonSchemaOptions, Whitespace
@@ -40,7 +43,7 @@ _LOCAL_FREE = _NEUTRAL | set(APPLICATORS)
 #: a conjunction without any is a leaf, which no `$ref` cycle can pass through.
 _NESTING = frozenset({"properties", "patternProperties", "additionalProperties",
                       "unevaluatedProperties", "items", "prefixItems", "additionalItems",
-                      "unevaluatedItems", "contains", "propertyNames"})
+                      "unevaluatedItems", "contains", "propertyNames", "not"})
 #: Keywords whose values (with the draft and options) are all a leaf's lowering reads; a leaf
 #: made only of them (and `_LOCAL_FREE` ones) is lowered once per process (`_SHARED_LEAVES`).
 _LEAF_KEYWORDS = frozenset({
@@ -166,7 +169,8 @@ class Lowerer:
     def _is_valid(self, value: Any, sub: Sub) -> bool:
         """jsonschema's verdict for `value` against one (local) subschema, formats asserted."""
         cls = self.doc.draft.validator
-        validator = cls(sub.schema, format_checker=cls.FORMAT_CHECKER, _resolver=sub.resolver or self.doc.resolver)
+        validator = cls(plain_schema(sub.schema), format_checker=cls.FORMAT_CHECKER,
+                        _resolver=sub.resolver or self.doc.resolver)
         return validator.is_valid(value)
 
     def _values_allowed(self, values: list[Any], owner: Sub, keyword: str, subs: list[Sub]
@@ -347,8 +351,34 @@ class Lowerer:
             parts.append(lower_number(self, subs, integer_only="number" not in types))
         if "string" in types:
             parts.append(lower_string(self, subs))
-        if "array" in types:
-            parts.append(lower_array(self, subs, depth))
-        if "object" in types:
-            parts.append(ObjectLowering(self, subs, depth).lower())
+        negs = negations(self, subs)
+        if negs and parts:
+            scalar_types = tuple(t for t in SCALAR_TYPES if t in types)
+            if "integer" in types and "number" not in types:
+                scalar_types += ("integer",)
+            parts = [scalar_complement(self, alt(*parts), negs, scalar_types, depth)]
+        for kind in ("array", "object"):
+            if kind not in types:
+                continue
+            if negs:
+                parts.append(self._negated_container(subs, negs, kind, depth))
+            elif kind == "array":
+                parts.append(lower_array(self, subs, depth))
+            else:
+                parts.append(ObjectLowering(self, subs, depth).lower())
         return alt(*parts)
+
+    def _negated_container(self, subs: list[Sub], negs: list, kind: str, depth: int) -> Node:
+        """The containers of `kind` that satisfy the conjunction `subs` and none of its ``not``
+        targets: the positive keywords merged with each way of violating every target."""
+        base = [self._without_not(s) for s in subs]
+        only = Sub(CONTAINER_TYPES[kind], None, subs[0].pointer)
+        return alt(*(self.lower_alternative([*base, *violation, only], depth)
+                     for violation in container_alternatives(self, negs, kind)))
+
+    def _without_not(self, s: Sub) -> Sub:
+        """`s` without its ``not`` (and exclusions, which apply to scalars only), made once."""
+        if not isinstance(s.schema, dict) or "not" not in s.schema:
+            return s if not s.exclude else Sub(s.schema, s.resolver, s.pointer)
+        return self.expander.synthetic(("without not", id(s.schema), s.pointer), s, lambda: {
+            k: v for k, v in s.schema.items() if k != "not"})

@@ -7,7 +7,9 @@ match both), a branch keeps only its values outside the other branch: its string
 with the complement of the overlap.  That is exact because both sides are restricted to canonical
 scalar spellings (the overlap's lowering accepts the canonical spelling of each value it accepts),
 unless a format whose language we over-constrain (hostname, email, time, date-time) is involved.
-Anything else overlapping is an error (lenient: a warning, and the union).
+Where objects or arrays (or such a format) overlap, the branch is conjoined with ``not`` of the
+other branch (`negation.py`: by type, and containers by their shape); where that complement cannot
+be built exactly it is an error (lenient: a warning, and the union).
 """
 from __future__ import annotations
 
@@ -15,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from formwork.grammar.ir import ByteSet, Node, Nothing, alt, any_text, lit, regex, seq
 from formwork.grammar.json_schema.automata import SHARED
-from formwork.grammar.json_schema.errors import OneOfOverlapError
 from formwork.grammar.json_schema.expand import Alternative, Sub
 from formwork.grammar.json_schema.strings import quoted, string_content
 from formwork.schemas.pointer import child
@@ -83,7 +84,8 @@ def resolve_one_of(lw: "Lowerer", sub: Sub, branches: list[list[Alternative]]) -
     out: list[Alternative] = []
     for i, branch in enumerate(branches):
         for a in branch:
-            excluded: list[Node] = []
+            excluded: dict[int, list[Node]] = {}
+            negated: list[int] = []
             for j, other in enumerate(branches):
                 if j == i:
                     continue
@@ -92,18 +94,15 @@ def resolve_one_of(lw: "Lowerer", sub: Sub, branches: list[list[Alternative]]) -
                     overlap = lw.lower_alternative(both, 0)
                     if isinstance(overlap, Nothing) or SHARED.compile(overlap).is_empty():
                         continue
-                    types = possible_types(both)
-                    if types & {"object", "array"} or _inexact(both):
-                        lw.report("oneOf", child(sub.pointer, "oneOf"),
-                                  f"branches {min(i, j)} and {max(i, j)} can match the same "
-                                  "instance, so 'exactly one' cannot be enforced (lenient: "
-                                  "treated as anyOf)", OneOfOverlapError)
-                        return [a for br in branches for a in br]
-                    excluded.append(overlap)
-            if excluded:
-                marker = Sub(True, sub.resolver, child(sub.pointer, "oneOf", i),
-                             exclude=(alt(*excluded),))
-                out.append([*a, marker])
-            else:
-                out.append(a)
+                    if possible_types(both) & {"object", "array"} or _inexact(both):
+                        negated.append(j)
+                        break
+                    excluded.setdefault(j, []).append(overlap)
+            extra = [lw.expander.negation(sub, lw.expander.child(sub, "oneOf", j), "oneOf")
+                     for j in negated]
+            scalar = [n for j, nodes in excluded.items() if j not in negated for n in nodes]
+            if scalar:
+                extra.append(Sub(True, sub.resolver, child(sub.pointer, "oneOf", i),
+                                 exclude=(alt(*scalar),)))
+            out.append([*a, *extra])
     return out

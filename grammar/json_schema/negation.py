@@ -1,0 +1,339 @@
+"""``not``: the complement of a subschema, split by JSON type.
+
+A value fails ``not: N`` exactly when it is outside N.  Over text a complement is not a complement
+over values (one value has many spellings), so the lowering takes it per JSON type:
+
+* scalars: the canonical spellings of the scalar values the conjunction allows, minus the
+  spellings of N's scalars (`scalar_complement`).  Exact because every scalar lowering accepts
+  the canonical spelling of each value it accepts (see `one_of`), except a few over-strict formats,
+  which are refused here;
+* arrays and objects: by their shape (`container_violations`).  N is a union of conjunctions of
+  keywords; a container is outside a conjunction when it violates one of its keywords, and each
+  violation is again a (synthetic) schema the usual lowering merges with the rest of the
+  conjunction: ``required: [x]`` is violated by ``properties: {x: false}``, ``properties: {p: T}``
+  by ``required: [p], properties: {p: {not: T}}``, ``minItems: n`` by ``maxItems: n - 1``, a
+  ``type`` without the container's type or a ``const`` of another value by every container, and so
+  on.  A keyword with no such violation (``additionalProperties``, ``items`` past a prefix, ...) is
+  refused with its reason and pointer.
+
+The complement of a recursive language (a ``$ref`` cycle) is never taken: only scalars are
+complemented over text, and they never recurse.
+"""
+from __future__ import annotations
+
+from itertools import product
+from typing import TYPE_CHECKING, Any, NamedTuple, Optional
+
+from formwork.grammar.errors import GrammarBudgetError
+from formwork.grammar.ir import And, Node, Not, Nothing, RuleRef, alt, children
+from formwork.grammar.json_schema.errors import OneOfOverlapError, UnsupportedSchemaError
+from formwork.grammar.json_schema.expand import MAX_ALTERNATIVES, Alternative, Sub, Synthetic
+from formwork.grammar.json_schema.one_of import CANONICAL_SCALARS
+from formwork.schemas.pointer import child
+
+if TYPE_CHECKING:
+    from formwork.grammar.json_schema.lowering import Lowerer
+
+SCALAR_TYPES = ("null", "boolean", "number", "string")
+#: Formats whose languages are stricter than the format (see `one_of`): no exact complement.
+INEXACT_FORMATS = frozenset({"hostname", "email", "time", "date-time"})
+#: {"type": ...} restrictions, kept for the process: memos key conjunctions by schema identity.
+_RESTRICTIONS: dict[tuple[str, ...], dict] = {}
+CONTAINER_TYPES = {"array": {"type": "array"}, "object": {"type": "object"}}
+
+_OBJECT = frozenset({"properties", "patternProperties", "additionalProperties", "required",
+                     "minProperties", "maxProperties", "propertyNames", "dependentRequired",
+                     "dependentSchemas", "dependencies", "unevaluatedProperties"})
+_ARRAY = frozenset({"items", "prefixItems", "additionalItems", "contains", "minContains",
+                    "maxContains", "minItems", "maxItems", "uniqueItems", "unevaluatedItems"})
+#: Container keywords (and dynamic references) whose violation is not a schema of its own.
+_REFUSED = {
+    "object": (_OBJECT - {"properties", "required", "minProperties", "maxProperties"})
+    | {"$dynamicRef", "$recursiveRef"},
+    "array": (_ARRAY - {"items", "prefixItems", "minItems", "maxItems", "additionalItems",
+                        "uniqueItems", "minContains", "maxContains"})
+    | {"$dynamicRef", "$recursiveRef"},
+}
+#: Drafts whose `items` may be a list of positional schemas.
+_ITEMS_LIST_DRAFTS = frozenset({"draft-07", "draft-06", "draft-04", "2019-09"})
+
+
+class Negation(NamedTuple):
+    """``not: target``, and the keyword and pointer its refusals name."""
+
+    target: Sub
+    keyword: str
+    pointer: str
+
+
+class CannotNegate(Exception):
+    """Why a complement cannot be built exactly (turned into a schema error by `refuse`)."""
+
+
+def negations(lw: "Lowerer", subs: list[Sub]) -> list[Negation]:
+    """The ``not`` keywords of a conjunction."""
+    out = []
+    for s in subs:
+        schema = s.schema
+        if isinstance(schema, dict) and "not" in schema:
+            target = lw.expander.child(s, "not")
+            if not isinstance(schema, Synthetic):
+                out.append(Negation(target, "not", child(s.pointer, "not")))
+            else:  # made for `if`/`oneOf` (labelled), or inside another complement
+                out.append(Negation(target, *(schema.label or ("not", target.pointer))))
+    return out
+
+
+def refuse(lw: "Lowerer", neg: Negation, why: str) -> None:
+    """Report that the complement of `neg` cannot be built (lenient: a warning; the caller
+    then drops the negation for the values concerned)."""
+    if neg.keyword == "oneOf":
+        lw.report("oneOf", neg.pointer, "this branch overlaps another one, and 'exactly one' "
+                  f"needs its complement, which cannot be built exactly: {why}", OneOfOverlapError)
+    else:
+        lw.report(neg.keyword, neg.pointer, f"the complement cannot be built exactly: {why}",
+                  UnsupportedSchemaError)
+
+
+def restriction(types: tuple[str, ...]) -> dict:
+    """The schema {"type": types}, one object per type list for the whole process."""
+    got = _RESTRICTIONS.get(types)
+    if got is None:
+        got = _RESTRICTIONS[types] = {"type": list(types)}
+    return got
+
+
+# ---------------------------------------------------------------------- scalars
+def scalar_complement(lw: "Lowerer", positive: Node, negs: list[Negation],
+                      types: tuple[str, ...], depth: int) -> Node:
+    """The canonical spellings in `positive` (a scalar language of `types`) of values that no
+    negation's target accepts."""
+    if isinstance(positive, Nothing):
+        return positive
+    matched = []
+    for neg in negs:
+        why = _inexact(lw, neg.target)
+        if why is None:
+            node = lw.lower_subs([neg.target, Sub(restriction(types), None, neg.pointer)], depth)
+            if _has_rule(node):
+                why = "its scalar values are defined recursively"
+        if why is not None:
+            refuse(lw, neg, why)
+            continue
+        matched.append(node)
+    node = And(positive, CANONICAL_SCALARS)
+    return And(node, Not(alt(*matched))) if matched else node
+
+
+def _inexact(lw: "Lowerer", target: Sub) -> Optional[str]:
+    """Why the scalar lowering of `target` may miss values it accepts, or None."""
+    for a in lw.expand(target):
+        for s in a:
+            if isinstance(s.schema, dict) and s.schema.get("format") in INEXACT_FORMATS:
+                return (f"format {s.schema['format']!r} at {s.pointer or '#'} is enforced more "
+                        "strictly than specified, so its complement would admit matching strings")
+    return None
+
+
+def _has_rule(node: Node) -> bool:
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if isinstance(n, RuleRef):
+            return True
+        stack.extend(children(n))
+    return False
+
+
+# ---------------------------------------------------------------------- containers
+def container_alternatives(lw: "Lowerer", negs: list[Negation], kind: str) -> list[Alternative]:
+    """The containers of `kind` ("array", "object") outside every negation's target, as
+    alternatives (conjunctions of synthetic or user subschemas) to merge with the positive
+    keywords; a negation refused in lenient mode leaves its containers unconstrained."""
+    out: list[Alternative] = [[]]
+    for neg in negs:
+        try:
+            out = _product(out, container_violations(lw, neg.target, kind), neg)
+        except CannotNegate as exc:
+            refuse(lw, neg, str(exc))
+        if not out:
+            break
+    return out
+
+
+def container_violations(lw: "Lowerer", target: Sub, kind: str) -> list[Alternative]:
+    """The containers of `kind` that `target` rejects: those outside each of its alternatives."""
+    out: list[Alternative] = [[]]
+    for a in lw.expand(target):
+        ors = _alternative_violations(lw, a, kind)
+        if ors is None:  # the alternative accepts no container of this kind
+            continue
+        out = _product(out, ors, None)
+        if not out:
+            break
+    return out
+
+
+def _product(left: list[Alternative], right: list[Alternative], neg: Optional[Negation]
+             ) -> list[Alternative]:
+    if len(left) * len(right) > MAX_ALTERNATIVES:
+        where = f" at {neg.pointer or '#'}" if neg else ""
+        raise GrammarBudgetError(f"the complement{where} splits into more than "
+                                 f"{MAX_ALTERNATIVES} alternatives")
+    return [a + b for a, b in product(left, right)]
+
+
+def _alternative_violations(lw: "Lowerer", subs: Alternative, kind: str
+                            ) -> Optional[list[Alternative]]:
+    """The ways a container of `kind` can violate the conjunction `subs` (a union), or None when
+    every container of `kind` does."""
+    ors: list[Alternative] = []
+    for s in subs:
+        schema = s.schema
+        if schema is False:
+            return None
+        if not isinstance(schema, dict):
+            continue
+        t = schema.get("type")
+        if t is not None and kind not in ([t] if isinstance(t, str) else t):
+            return None
+        for keyword in ("const", "enum"):
+            if keyword in schema:
+                values = [schema["const"]] if keyword == "const" else schema["enum"]
+                values = [v for v in values if isinstance(v, dict if kind == "object" else list)]
+                if not values:
+                    return None
+                ors.extend(_unequal(lw, s, keyword, values, kind))
+        if "not" in schema:  # violating `not: T` is satisfying T
+            ors.extend(lw.expand(lw.expander.child(s, "not")))
+        refused = _REFUSED[kind].intersection(schema)
+        for keyword in sorted(refused):
+            if not _trivial(keyword, schema):
+                raise CannotNegate(f"{keyword!r} at {child(s.pointer, keyword)}: an {kind} "
+                                   f"violates it through some {_WHAT[keyword]}, which is not a "
+                                   "constraint of its own")
+        ors.extend(_object_violations(lw, s) if kind == "object" else _array_violations(lw, s))
+    return ors
+
+
+_WHAT = {"patternProperties": "member matching the pattern", "additionalProperties":
+         "undeclared member", "propertyNames": "member name",
+         "dependentRequired": "member present without its dependencies",
+         "dependentSchemas": "member present", "dependencies": "member present",
+         "unevaluatedProperties": "unevaluated member", "$dynamicRef": "dynamic reference",
+         "$recursiveRef": "dynamic reference", "contains": "count of matching elements",
+         "unevaluatedItems": "unevaluated element"}
+
+
+def _trivial(keyword: str, schema: dict) -> bool:
+    """Whether `keyword` of `schema` constrains nothing (true or empty subschemas)."""
+    value = schema[keyword]
+    if keyword in ("additionalProperties", "unevaluatedProperties", "unevaluatedItems"):
+        return value is True or value == {}
+    if keyword in ("patternProperties", "dependentSchemas"):
+        return all(v is True or v == {} for v in value.values())
+    if keyword == "propertyNames":
+        return value is True or value == {}
+    return False
+
+
+def _synthetic(lw: "Lowerer", s: Sub, key: tuple, make) -> list[Sub]:
+    return [lw.expander.synthetic((id(s.schema), s.pointer) + key, s, make)]
+
+
+def _negated(target: Any) -> Synthetic:
+    """``{"not": target}`` (a `Sub`, or a plain schema)."""
+    return Synthetic({"not": target})
+
+
+def _object_violations(lw: "Lowerer", s: Sub) -> list[Alternative]:
+    schema = s.schema
+    out: list[Alternative] = []
+    for name in schema.get("required", ()):
+        out.append(_synthetic(lw, s, ("object", "absent", name),
+                              lambda name=name: {"properties": {name: False}}))
+    for name, value in lw.expander.members(s, "properties"):
+        if value.schema is True or value.schema == {}:
+            continue
+        out.append(_synthetic(lw, s, ("object", "bad", name), lambda name=name, value=value: {
+            "required": [name], "properties": {name: _negated(value)}}))
+    if schema.get("minProperties", 0) > 0:
+        n = int(schema["minProperties"])
+        out.append(_synthetic(lw, s, ("object", "fewer",), lambda: {"maxProperties": n - 1}))
+    if "maxProperties" in schema:
+        n = int(schema["maxProperties"])
+        out.append(_synthetic(lw, s, ("object", "more",), lambda: {"minProperties": n + 1}))
+    return out
+
+
+def _prefix_keyword(lw: "Lowerer") -> str:
+    return "items" if lw.doc.draft.name in _ITEMS_LIST_DRAFTS else "prefixItems"
+
+
+def _array_violations(lw: "Lowerer", s: Sub) -> list[Alternative]:
+    schema = s.schema
+    out: list[Alternative] = []
+    prefix_kw = _prefix_keyword(lw)
+    prefix = schema.get(prefix_kw)
+    if prefix_kw == "items" and not isinstance(prefix, list):
+        prefix = None
+    for i, _ in enumerate(prefix or ()):
+        item = lw.expander.child(s, prefix_kw, i)
+        if item.schema is True or item.schema == {}:
+            continue
+        out.append(_synthetic(lw, s, ("array", "bad item", i), lambda i=i, item=item: {
+            "minItems": i + 1, prefix_kw: [True] * i + [_negated(item)]}))
+    rest_kw = "additionalItems" if prefix_kw == "items" and prefix is not None else "items"
+    rest = schema.get(rest_kw)
+    if rest_kw == "items" and isinstance(rest, list):
+        rest = None
+    if rest is not None and rest is not True and rest != {} and (
+            rest_kw == "items" or prefix is not None):
+        if rest is False:  # violated by one element past the prefix
+            n = len(prefix or ())
+            out.append(_synthetic(lw, s, ("array", "longer",), lambda: {"minItems": n + 1}))
+        else:
+            raise CannotNegate(f"{rest_kw!r} at {child(s.pointer, rest_kw)}: an array violates "
+                               "it through some element past the prefix, which is not a "
+                               "constraint of its own")
+    if schema.get("uniqueItems") is True:
+        raise CannotNegate(f"'uniqueItems' at {child(s.pointer, 'uniqueItems')}: an array "
+                           "violates it through a repeated element")
+    if schema.get("minItems", 0) > 0:
+        n = int(schema["minItems"])
+        out.append(_synthetic(lw, s, ("array", "fewer",), lambda: {"maxItems": n - 1}))
+    if "maxItems" in schema:
+        n = int(schema["maxItems"])
+        out.append(_synthetic(lw, s, ("array", "more",), lambda: {"minItems": n + 1}))
+    return out
+
+
+def _unequal(lw: "Lowerer", s: Sub, keyword: str, values: list, kind: str) -> list[Alternative]:
+    """The containers of `kind` equal to none of `values` (a union of conjunctions)."""
+    out: list[Alternative] = [[]]
+    for index, value in enumerate(values):
+        key = (kind, keyword, index)
+        if kind == "object":
+            ways = [_synthetic(lw, s, key + ("absent", k), lambda k=k: {"properties": {k: False}})
+                    for k in value]
+            ways += [_synthetic(lw, s, key + ("differs", k), lambda k=k, v=v: {
+                "required": [k], "properties": {k: _negated({"const": v})}})
+                for k, v in value.items()]
+            ways.append(_synthetic(lw, s, key + ("more",),
+                                   lambda n=len(value): {"minProperties": n + 1}))
+        else:
+            prefix_kw = _prefix_keyword(lw)
+            ways = [_synthetic(lw, s, key + ("differs", i), lambda i=i, v=v: {
+                "minItems": i + 1, prefix_kw: [True] * i + [_negated({"const": v})]})
+                for i, v in enumerate(value)]
+            ways.append(_synthetic(lw, s, key + ("more",),
+                                   lambda n=len(value): {"minItems": n + 1}))
+            if value:
+                ways.append(_synthetic(lw, s, key + ("fewer",),
+                                       lambda n=len(value): {"maxItems": n - 1}))
+        out = _product(out, ways, None)
+    return out
