@@ -65,6 +65,17 @@ class Analysis:
 _Frame = tuple[Any, Location, "Resolver[Any]", Draft, bool, bool]
 
 
+def _nested_draft(node: dict[str, Any], outer: Draft, pointer: str) -> Draft:
+    """The draft a subschema declares; one that must be translated first (draft-04, draft-06,
+    2019-09) inside a draft-07 or 2020-12 schema is refused."""
+    draft = draft_of(node, outer, pointer=pointer)
+    if draft.translated_to is not None:
+        raise UnknownDraftError(f"a subschema declaring {draft.name} inside a {outer.name} "
+                                "schema is not supported (declare it in a document of its own "
+                                "and $ref it, or use one draft)", pointer=child(pointer, "$schema"))
+    return draft
+
+
 class _Analyser:
     def __init__(self, index: RefIndex, root: Any, draft: Draft) -> None:
         self.index = index
@@ -106,7 +117,7 @@ class _Analyser:
             if not self.saw_definitions and not DEFINITION_CONTAINERS.isdisjoint(node):
                 self.saw_definitions = True
             if "$schema" in node:
-                node_draft = draft_of(node, node_draft, pointer=index.display(here))
+                node_draft = _nested_draft(node, node_draft, index.display(here))
             if not in_unsupported and here not in reported:
                 reported.add(here)
                 self._classify(node, here, node_draft)
@@ -184,7 +195,7 @@ class _Analyser:
             if not isinstance(schema, dict):
                 continue
             try:
-                draft = draft_of(schema, draft)
+                draft = _nested_draft(schema, draft, pointer)
             except UnknownDraftError:
                 continue
             unreached = in_definition and Location(uri, pointer) not in self.result.visited

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from formwork.schemas.analysis import Analysis, analyse
 from formwork.schemas.cycles import elementary_cycles, non_descending_cycle, ref_graph
 from formwork.schemas.deep import call_with_depth
+from formwork.schemas.dialects import declared_draft, translate
 from formwork.schemas.drafts import DRAFT_2020_12_SPEC, Draft, draft_named, draft_of
 from formwork.schemas.errors import UnsupportedKeywordError
 from formwork.schemas.metaschema import check_meta_schema
@@ -24,21 +25,27 @@ if TYPE_CHECKING:
 class SchemaDocument:
     """A JSON Schema that passed its meta-schema and whose reachable `$ref`s all resolve.
 
-    `schema` is the (copied) schema, `draft` its dialect, `resolver` a `referencing.Resolver`
-    over the document and the registry, `label` where it came from.
+    `schema` is the (copied) schema as `draft` (2020-12 or draft-07) says it, `declared` the
+    dialect it declared (draft-04, draft-06 and 2019-09 schemas are translated into `draft`, see
+    `formwork.schemas.dialects`; an unknown `$schema` URI is inferred from the keywords),
+    `resolver` a `referencing.Resolver` over the document and the registry, `label` where it came
+    from.
     """
 
     def __init__(self, schema: Any, draft: Draft, index: RefIndex, analysis: Analysis, label: str,
-                 depth: int = 0) -> None:
+                 depth: int = 0, *, declared: Draft | None = None,
+                 dialect_problems: list[Problem] | None = None) -> None:
         self.schema = schema
         self.draft = draft
+        self.declared = declared or draft
         self.label = label
         self._index = index
         self._analysis = analysis
         self._depth = depth  # nesting depth of `schema`, for recursive passes over it
+        self._dialect_problems = dialect_problems or []  # an inferred draft, dropped keywords
 
     def __repr__(self) -> str:
-        return f"SchemaDocument({self.label!r}, draft={self.draft.name!r})"
+        return f"SchemaDocument({self.label!r}, draft={self.declared.name!r})"
 
     @property
     def resolver(self) -> Resolver[Any]:
@@ -91,8 +98,9 @@ class SchemaDocument:
 
     def unsupported(self) -> list[Problem]:
         """Keywords reached from the root that formwork cannot enforce (errors), keywords the
-        draft does not define or that have no effect (warnings), each with its JSON pointer."""
-        return list(self._analysis.problems)
+        draft does not define or that have no effect and a `$schema` whose draft was inferred
+        (warnings), each with its JSON pointer."""
+        return self._dialect_problems + self._analysis.problems
 
     def problems(self, *, lenient: bool = False) -> list[Problem]:
         """Everything to tell a user: `unsupported()` (errors become warnings when `lenient`),
@@ -131,7 +139,8 @@ def load_schema(source: Source, *, registry: Mapping[str, Any] | SchemaRegistry 
     `source`: a dict or bool, JSON text, bytes, or a path (str or Path). `registry`: other
     documents by URI (dicts/bools) that `$ref`s may name, or a `SchemaRegistry` built once for
     many loads; nothing is fetched from the network.
-    `draft`: the dialect when the schema has no `$schema` ("2020-12" by default, or "draft-07").
+    `draft`: the dialect when the schema has no `$schema` ("2020-12" by default; "2019-09",
+    "draft-07", "draft-06" or "draft-04").
 
     Raises a `SchemaError` subclass: `SchemaFileError`, `InvalidJSONError`,
     `SchemaTooLargeError`/`SchemaTooDeepError`, `UnknownDraftError`, `MetaSchemaError`,
@@ -139,14 +148,18 @@ def load_schema(source: Source, *, registry: Mapping[str, Any] | SchemaRegistry 
     """
     schema, label, depth = load_source_with_depth(source, max_bytes=max_bytes, max_depth=max_depth)
     default = draft_named(draft) if draft is not None else DRAFT_2020_12_SPEC
-    dialect = draft_of(schema, default)
+    declared, problems = declared_draft(schema, default)
+    dialect = declared.target
     if registry is not None and not isinstance(registry, SchemaRegistry):
-        registry = SchemaRegistry(registry, default_draft=dialect, max_depth=max_depth)
+        registry = SchemaRegistry(registry, default_draft=declared, max_depth=max_depth)
 
-    def checked() -> tuple[RefIndex, Analysis]:
-        check_meta_schema(schema, dialect)
-        index = RefIndex(schema, dialect, registry)
-        return index, analyse(index, schema, dialect)
+    def checked() -> tuple[Any, RefIndex, Analysis]:
+        check_meta_schema(schema, declared)
+        translated, dropped = translate(schema, declared)
+        problems.extend(dropped)
+        index = RefIndex(translated, dialect, registry)
+        return translated, index, analyse(index, translated, dialect)
 
-    index, analysis = call_with_depth(checked, depth)
-    return SchemaDocument(schema, dialect, index, analysis, label, depth)
+    translated, index, analysis = call_with_depth(checked, depth)
+    return SchemaDocument(translated, dialect, index, analysis, label, depth, declared=declared,
+                          dialect_problems=problems)

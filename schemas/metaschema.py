@@ -8,6 +8,7 @@ from typing import Any
 from jsonschema import FormatChecker
 from jsonschema.exceptions import ValidationError
 
+from formwork.schemas.dialects import SOURCE_LAYOUTS
 from formwork.schemas.drafts import Draft
 from formwork.schemas.errors import MetaSchemaError
 from formwork.schemas.fast_metaschema import inlined_2020_12_metaschema
@@ -49,6 +50,8 @@ def _fast_validator(draft: Draft) -> Any:
 @lru_cache(maxsize=None)
 def _predicate(draft: Draft) -> Predicate | None:
     """The meta-schema compiled to a certainly-valid predicate (see `meta_predicate`), if it can be."""
+    if draft.name not in (DRAFT_2020_12, DRAFT_07):
+        return None  # the older drafts are checked by jsonschema alone
     meta = inlined_2020_12_metaschema() if draft.name == DRAFT_2020_12 else draft.validator.META_SCHEMA
     try:
         return compile_meta_schema(meta, draft.validator, _format_checker(draft),
@@ -91,7 +94,7 @@ def _message(error: ValidationError) -> str:
 
 def _keyword_at(path: list[Any], draft: Draft) -> str:
     """The schema keyword an error path ends in (skipping property names and indices)."""
-    layout = SUBSCHEMA_KEYWORDS[draft.name]
+    layout = SUBSCHEMA_KEYWORDS.get(draft.name) or SOURCE_LAYOUTS[draft.name]
     keyword, expect = "", "keyword"
     for token in path:
         if expect == "member" or (expect == "member-or-keyword" and isinstance(token, int)):

@@ -12,8 +12,9 @@ import referencing.jsonschema
 from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 from referencing import Registry, Resource, Specification
 
+from formwork.schemas.dialects import declared_draft, translate
 from formwork.schemas.drafts import DRAFT_2020_12_SPEC, Draft
-from formwork.schemas.errors import UnresolvableRefError
+from formwork.schemas.errors import UnknownDraftError, UnresolvableRefError
 from formwork.schemas.pointer import child, from_fragment
 from formwork.schemas.source import MAX_DEPTH, checked_copy
 
@@ -39,7 +40,9 @@ class ResolvedRef(NamedTuple):
     pointer: str
 
 
-_METASCHEMA_PREFIXES = ("https://json-schema.org/draft/2020-12/", "http://json-schema.org/draft-07/")
+_METASCHEMA_PREFIXES = ("https://json-schema.org/draft/2020-12/", "https://json-schema.org/draft/2019-09/",
+                        "http://json-schema.org/draft-07/", "http://json-schema.org/draft-06/",
+                        "http://json-schema.org/draft-04/")
 
 
 def _no_network(uri: str) -> Resource[Any]:
@@ -72,12 +75,14 @@ def _positions(uri: str, document: Any) -> dict[int, Location]:
 
 class SchemaRegistry:
     """Documents that `$ref`s may name, by URI (copied and indexed once; reuse it across
-    `load_schema` calls). The official 2020-12 and draft-07 meta-schemas are always included
-    (from the installed `jsonschema-specifications`, not the network)."""
+    `load_schema` calls). The official meta-schemas of every supported draft are always included
+    (from the installed `jsonschema-specifications`, not the network). Documents of draft-04,
+    draft-06 and 2019-09 are translated as `formwork.schemas.dialects` says."""
 
     def __init__(self, documents: Mapping[str, Any] | None = None, *,
                  default_draft: Draft | None = None, max_depth: int = MAX_DEPTH) -> None:
-        default = (default_draft or DRAFT_2020_12_SPEC).specification
+        declared = default_draft or DRAFT_2020_12_SPEC
+        default = declared.target.specification
         self.documents: dict[str, Any] = dict(_metaschemas())
         self.positions: dict[int, Location] = dict(_metaschema_positions())
         pairs = [(uri, Resource(contents=doc, specification=_specification(doc, default)))
@@ -86,7 +91,7 @@ class SchemaRegistry:
             if not isinstance(uri, str):
                 raise TypeError(f"registry keys are URIs (str), not {type(uri).__name__}")
             uri = uri.rstrip("#")
-            document = checked_copy(document, max_depth)
+            document = _translated(checked_copy(document, max_depth), declared, uri)
             self.documents[uri] = document
             self.positions.update(_positions(uri, document))
             pairs.append((uri, Resource(contents=document,
@@ -94,11 +99,22 @@ class SchemaRegistry:
         self.registry: Registry[Any] = Registry(retrieve=_no_network).with_resources(pairs).crawl()
 
 
+def _translated(document: Any, default: Draft, uri: str) -> Any:
+    """A registry document as its draft's target says it (see `formwork.schemas.dialects`); a
+    document whose `$schema` is unusable is kept as it is: the analysis reports it if reached."""
+    try:
+        draft, _ = declared_draft(document, default, pointer=uri + "#")
+        return translate(document, draft, entry=False)[0]
+    except UnknownDraftError:
+        return document
+
+
 @lru_cache(maxsize=1)
 def _metaschemas() -> dict[str, Any]:
-    """The 2020-12 and draft-07 meta-schema documents (vocabularies included)."""
-    return {uri: SPECIFICATIONS[uri].contents for uri in SPECIFICATIONS
-            if uri.startswith(_METASCHEMA_PREFIXES)}
+    """The meta-schema documents of every supported draft (vocabularies included), those of
+    draft-04, draft-06 and 2019-09 translated like any other schema of theirs."""
+    return {uri: _translated(SPECIFICATIONS[uri].contents, DRAFT_2020_12_SPEC, uri)
+            for uri in SPECIFICATIONS if uri.startswith(_METASCHEMA_PREFIXES)}
 
 
 @lru_cache(maxsize=1)

@@ -20,7 +20,8 @@ from formwork.schemas.drafts import draft_named
 
 SUITE_DIR = Path(__file__).parent / "data" / "json-schema-test-suite"
 REMOTES_BASE = "http://localhost:1234/"
-DRAFT_FOLDERS = {"2020-12": "draft2020-12", "draft-07": "draft7"}
+DRAFT_FOLDERS = {"2020-12": "draft2020-12", "2019-09": "draft2019-09", "draft-07": "draft7",
+                 "draft-06": "draft6", "draft-04": "draft4"}
 
 
 @functools.lru_cache(maxsize=None)

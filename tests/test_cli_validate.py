@@ -35,7 +35,7 @@ def files(tmp_path_factory):
         "remote.json": json.dumps({"$ref": "urn:example:name"}),
         "notjson.json": "type: string\n",
         "deep.json": deep,
-        "draft4.json": json.dumps({"$schema": "http://json-schema.org/draft-04/schema#"}),
+        "draft3.json": json.dumps({"$schema": "http://json-schema.org/draft-03/schema#"}),
         "binary.bin": bytes(range(256)) * 4,
         "empty.json": "",
         "huge.json": '{"enum": [' + ",".join(['"' + "x" * 1000 + '"'] * 4300) + "]}",
@@ -109,7 +109,7 @@ def test_draft_option_and_registry_option(capsys, files):
 @pytest.mark.parametrize("name, message", [
     ("notjson.json", "InvalidJSONError): invalid JSON at line 1 column 1"),
     ("deep.json", "nesting deeper than the limit of 256"),
-    ("draft4.json", "draft-04 is not supported"),
+    ("draft3.json", "draft-03 is not supported"),
     ("binary.bin", "binary data"),
     ("empty.json", "empty input"),
     ("huge.json", "SchemaTooLargeError)"),
@@ -171,7 +171,7 @@ def script(*args, stdin=b""):
 
 
 def test_console_script_exit_codes_for_garbage_and_good_files(files):
-    garbage = [files / n for n in ("notjson.json", "deep.json", "draft4.json", "binary.bin",
+    garbage = [files / n for n in ("notjson.json", "deep.json", "draft3.json", "binary.bin",
                                    "huge.json", "loop.json")]
     result = script(*garbage, "--json")
     report = json.loads(result.stdout)
