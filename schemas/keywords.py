@@ -27,7 +27,7 @@ SUPPORTED_KEYWORDS = frozenset({
     "type", "enum", "const", "anyOf", "oneOf", "allOf", "not", "if", "then", "else",
     # objects
     "properties", "required", "additionalProperties", "patternProperties",
-    "minProperties", "maxProperties",
+    "minProperties", "maxProperties", "propertyNames",
     # arrays
     "items", "prefixItems", "additionalItems", "minItems", "maxItems",
     "contains", "minContains", "maxContains",
@@ -63,8 +63,6 @@ UNSUPPORTED_KEYWORDS: dict[str, str] = {
                              "every applicator at run time; not supported",
     "unevaluatedItems": "unevaluatedItems: depends on annotations collected from every "
                         "applicator at run time; not supported",
-    "propertyNames": "propertyNames: constraining keys by a subschema is not supported "
-                     "(use patternProperties with additionalProperties: false)",
     "$dynamicRef": "$dynamicRef: resolution depends on the dynamic scope at validation time",
     "$recursiveRef": "$recursiveRef: draft 2019-09 dynamic reference, not supported",
     "$recursiveAnchor": "$recursiveAnchor: draft 2019-09 dynamic reference, not supported",

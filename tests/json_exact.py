@@ -25,7 +25,8 @@ def matcher_accepts(grammar: Any, instance: Any) -> bool:
 def assert_exact(schema: Any, instances: list[Any], draft: str = "2020-12") -> None:
     """Compile `schema` and check every instance against jsonschema's verdict."""
     grammar = compile_json_schema(schema, byte_vocab(), draft=draft)
-    validator = VALIDATORS[draft](schema)
+    cls = VALIDATORS[draft]
+    validator = cls(schema, format_checker=cls.FORMAT_CHECKER)  # formwork asserts formats
     for instance in instances:
         expected = validator.is_valid(instance)
         got = matcher_accepts(grammar, instance)

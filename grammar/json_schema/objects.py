@@ -4,7 +4,8 @@ Members are emitted in a fixed order: the declared properties (``properties`` in
 then ``required`` names not declared there), each optional unless required, then any number of
 extra members.  Extra keys never spell a declared name; their values obey every matching
 ``patternProperties`` schema, else ``additionalProperties``.  ``minProperties``/``maxProperties``
-count all members.  Keys are canonical JSON strings.
+count all members; ``propertyNames`` narrows every key (`property_names`).  Keys are canonical
+JSON strings.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Optional
 from formwork.grammar.errors import GrammarBudgetError
 from formwork.grammar.ir import EMPTY, NOTHING, And, Node, Not, Nothing, alt, lit, repeat, seq
 from formwork.grammar.json_schema.expand import Sub, plain_unevaluated
+from formwork.grammar.json_schema.property_names import PropertyNames
 from formwork.grammar.json_schema.strings import (
     QUOTE, canonical_content_except, literal_content, string_content,
 )
@@ -34,6 +36,7 @@ class ObjectPart:
     props: dict[str, Sub] = field(default_factory=dict)
     patterns: list[tuple[str, Sub]] = field(default_factory=list)
     additional: Optional[Sub] = None
+    names: Optional[Sub] = None  # propertyNames
     required: list[str] = field(default_factory=list)
     min_props: int = 0
     max_props: Optional[int] = None
@@ -49,6 +52,8 @@ def object_part(lw: "Lowerer", sub: Sub) -> ObjectPart:
         part.additional = lw.expander.child(sub, "unevaluatedProperties")
     elif lw.options.forbid_additional_properties and (part.props or part.patterns):
         part.additional = Sub(False, sub.resolver, sub.pointer)
+    if "propertyNames" in s:
+        part.names = lw.expander.child(sub, "propertyNames")
     part.required = list(s.get("required", []))
     part.min_props = int(s.get("minProperties", 0))
     if "maxProperties" in s:
@@ -81,6 +86,7 @@ class ObjectLowering:
             names.update(dict.fromkeys(p.required))
         self.names = list(names)
         self.required = {n for p in self.parts for n in p.required}
+        self.property_names = PropertyNames(lw, [p.names for p in self.parts if p.names], depth + 1)
 
     # ------------------------------------------------------------------ member languages
     def _matching(self, part: ObjectPart, name: str) -> list[Sub]:
@@ -99,15 +105,19 @@ class ObjectLowering:
         return out
 
     def _member(self, key: Node, value: Node) -> Node:
-        return seq(QUOTE, key, QUOTE, self.ws.colon(), value)
+        return seq(self.property_names.restrict(seq(QUOTE, key, QUOTE)), self.ws.colon(), value)
 
     def declared_members(self) -> Optional[list[tuple[Node, bool]]]:
         """(member, required) per declared name; None when a required member is impossible."""
         members = []
         lower_subs, depth, colon = self.lw.lower_subs, self.depth + 1, self.ws.colon()
         for name in self.names:
-            value = lower_subs(self.value_subs(name), depth)
             required = name in self.required
+            if not self.property_names.allows(name):
+                if required:
+                    return None
+                continue
+            value = lower_subs(self.value_subs(name), depth)
             if isinstance(value, Nothing):
                 if required:
                     return None
@@ -117,6 +127,8 @@ class ObjectLowering:
 
     def extra_member(self) -> Optional[Node]:
         """Any member whose key is not declared, or None when there can be none."""
+        if isinstance(self.property_names.keys, Nothing):
+            return None
         patterns = [(i, pattern, s) for i, part in enumerate(self.parts)
                     for pattern, s in part.patterns]
         if len(patterns) > MAX_PATTERNS:
