@@ -2,7 +2,8 @@
 
     .venv/bin/python benchmarks/conformance.py          # writes benchmarks/results/conformance.md
 
-For each suite file (draft2020-12 and draft7, optional and optional/format included): groups,
+For each suite file (draft2020-12, 2019-09, draft7, draft6 and draft4, optional and
+optional/format included): groups,
 groups that compile, valid instances accepted, invalid instances rejected, groups fully right.
 The checking rules (instance spellings) are those of `tests/conftest_grammar_json.py`.
 """
@@ -16,7 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from conftest_grammar_json import iter_files, run_suite  # noqa: E402
+from conftest_grammar_json import DRAFTS, iter_files, run_suite  # noqa: E402
 
 
 def table(draft: str, results) -> tuple[list[str], dict]:
@@ -58,7 +59,7 @@ def main() -> None:
            "A group is *fully right* when its schema compiles, every valid instance is accepted and "
            "every invalid one rejected (`Matcher.accept_string` on compact JSON; equivalent "
            "spellings: member order, `1.0` as `1`, `\\uXXXX` or raw characters).", ""]
-    for draft in ("draft2020-12", "draft7"):
+    for draft in DRAFTS:
         start = time.perf_counter()
         results = run_suite(draft)
         lines, main_counts = table(draft, results)

@@ -17,7 +17,7 @@ from formwork.grammar.compiler import (
     compile_grammar, compile_regex,
 )
 from formwork.grammar.errors import (
-    GrammarBudgetError, GrammarError, RecursionNotSupportedError, RegexSyntaxError, RollbackError,
+    EmptyLanguageError, GrammarBudgetError, GrammarError, RecursionNotSupportedError, RegexSyntaxError, RollbackError,
     UndefinedRuleError, UnsupportedRegexError, VocabularyError,
 )
 from formwork.grammar.ir import Grammar
@@ -25,7 +25,7 @@ from formwork.grammar.matcher import Matcher
 from formwork.grammar.vocabulary import Vocabulary
 
 __all__ = [
-    "CompileBudget", "CompiledGrammar", "Grammar", "GrammarBudgetError", "GrammarCompiler",
+    "CompileBudget", "CompiledGrammar", "EmptyLanguageError", "Grammar", "GrammarBudgetError", "GrammarCompiler",
     "GrammarError", "Matcher", "RecursionNotSupportedError", "RegexSyntaxError", "RollbackError",
     "UndefinedRuleError", "UnsupportedRegexError", "Vocabulary", "VocabularyError",
     "allocate_token_bitmask", "compile_choice", "compile_ebnf", "compile_grammar",

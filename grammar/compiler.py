@@ -13,7 +13,7 @@ from formwork.grammar.cfg.automaton import compile_automaton
 from formwork.grammar.budget import CompileBudget, active_budget
 from formwork.grammar.dfa import DFA
 from formwork.grammar.lazy_dfa import LazyDFA
-from formwork.grammar.errors import GrammarError
+from formwork.grammar.errors import EmptyLanguageError, GrammarError
 from formwork.grammar.ir import Grammar, Node, alt, lit, regex
 from formwork.grammar.matcher import Matcher
 from formwork.grammar.stored_mask import StoredMask
@@ -41,7 +41,7 @@ class CompiledGrammar:
         self.warnings: list[str] = []
         self.state_masks: dict[int, StoredMask] = {}  # filled by matchers: state id -> mask
         if dfa.is_empty():
-            raise GrammarError("the constraint matches no string at all")
+            raise EmptyLanguageError("the constraint matches no string at all")
 
     @property
     def num_states(self) -> int:

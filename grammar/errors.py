@@ -33,6 +33,11 @@ class GrammarBudgetError(GrammarError):
     """Compiling or a matcher step exceeded its state, time or work budget."""
 
 
+class EmptyLanguageError(GrammarError):
+    """The constraint matches no string at all (e.g. a `false` schema, or a recursive rule with
+    no base case): nothing could ever be generated."""
+
+
 class RecursionNotSupportedError(GrammarError):
     """Rules refer to each other in a cycle; that needs the context-free compiler."""
 

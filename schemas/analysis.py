@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from formwork.schemas.dialects import foreign_keyword
 from formwork.schemas.drafts import Draft, draft_of
-from formwork.schemas.errors import SchemaTooLargeError, UnknownDraftError
+from formwork.schemas.errors import DynamicRefError, SchemaTooLargeError, UnknownDraftError
 from formwork.schemas.keywords import (ANNOTATION_KEYWORDS, DEFINITION_CONTAINERS, PLAIN_KEYWORDS,
                                        SUBSCHEMA_KEYWORDS, KeywordKind, classify)
 from formwork.schemas.metaschema import check_meta_schema
@@ -121,10 +122,10 @@ class _Analyser:
             if not in_unsupported and here not in reported:
                 reported.add(here)
                 self._classify(node, here, node_draft)
-            ref = node.get("$ref")
-            if ref is not None:
+            keyword = "$ref" if "$ref" in node else "$dynamicRef" if "$dynamicRef" in node else None
+            if keyword is not None and self._follow(node[keyword], here, node_resolver, node_draft,
+                                                    keyword):
                 found.append((here, descended))
-                self._follow(ref, here, node_resolver, node_draft)
             if SUBSCHEMA_KEYWORDS[node_draft.name].keys().isdisjoint(node):
                 continue  # a leaf (the usual node)
             children: list[_Frame] = []
@@ -153,20 +154,37 @@ class _Analyser:
             skipped = memo[keyword] = verdict.kind is KeywordKind.UNSUPPORTED
         return skipped
 
-    def _follow(self, ref: Any, location: Location, resolver: Resolver[Any], draft: Draft) -> None:
-        site = child(self.index.display(location), "$ref")
-        target, target_resolver, target_location = self.index.resolve(ref, resolver, site=site)
+    def _follow(self, ref: Any, location: Location, resolver: Resolver[Any], draft: Draft,
+                keyword: str = "$ref") -> bool:
+        """Record the reference at `location` and queue its target; False (and an error
+        problem) for a `$dynamicRef` whose target depends on the dynamic scope."""
+        site = child(self.index.display(location), keyword)
+        try:
+            resolve = self.index.resolve if keyword == "$ref" else self.index.resolve_dynamic
+            target, target_resolver, target_location = resolve(ref, resolver, site=site)
+        except DynamicRefError as error:
+            self.result.problems.append(Problem(site, keyword, error.reason, Severity.ERROR))
+            return False
         self.result.sites[location] = RefSite(location, ref, target_location)
         if target_location in self.result.targets:
-            return
+            return True
         target_draft = draft
         if target_location.uri != location.uri:
             document = self.index.documents.get(target_location.uri)
             target_draft = draft_of(document, self.root_draft, pointer=target_location.uri + "#")
+            foreign = None if target_draft is self.root_draft or document is None else \
+                foreign_keyword(document, target_draft)
+            if foreign is not None:
+                self.result.problems.append(Problem(
+                    site, keyword, f"the target is a {target_draft.name} document using {foreign!r} "
+                    f"inside a {self.root_draft.name} schema, which reads it differently; mixing the "
+                    "two is not supported", Severity.ERROR))
+                return False
             if target_location.uri not in self.checked_documents and document is not None:
                 self.checked_documents.add(target_location.uri)
                 check_meta_schema(document, target_draft, base=target_location.uri + "#")
         self.pending.append((target, target_location, target_resolver, target_draft))
+        return True
 
     def _classify(self, schema: dict[str, Any], location: Location, draft: Draft) -> None:
         only_ref = ref_overrides_siblings(schema, draft.name)

@@ -260,3 +260,29 @@ def translate(schema: Any, draft: Draft, *, entry: bool = True,
         return schema, []
     translator = _Translator(schema, entry)
     return translator.schema(schema, draft, pointer, schema), translator.problems
+
+
+#: Per compiled draft, the keywords a document of it may not use inside a schema of the other one
+#: (they mean something else there, or nothing): draft-07 tuple `items`, `additionalItems`,
+#: `dependencies` and `$ref` siblings; 2020-12's keywords draft-07 lacks.
+_FOREIGN = {
+    "draft-07": frozenset({"additionalItems", "dependencies"}),
+    "2020-12": frozenset({"prefixItems", "dependentRequired", "dependentSchemas", "unevaluatedProperties",
+                          "unevaluatedItems", "minContains", "maxContains", "$dynamicRef", "$anchor"}),
+}
+
+
+def foreign_keyword(document: Any, draft: Draft) -> str | None:
+    """A keyword of `document` (a schema of `draft`, draft-07 or 2020-12) that the other compiled
+    draft reads differently, or None when the document means the same under both."""
+    for node in _schema_objects(document, SUBSCHEMA_KEYWORDS[draft.name]):
+        found = _FOREIGN[draft.name].intersection(node)
+        if found:
+            return min(found)
+        if draft.name == "draft-07" and isinstance(node.get("items"), list):
+            return "items"
+        if "$ref" in node and len(node.keys() - {"$ref", "$comment", "title", "description",
+                                                  "definitions", "$defs", "$id", "$schema"}) > 0:
+            return "$ref"
+    return None
+

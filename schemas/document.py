@@ -58,11 +58,13 @@ class SchemaDocument:
         bundled 2020-12 / draft-07 meta-schemas."""
         return sorted(uri for uri in self._index.documents if uri != self._index.root_uri)
 
-    def lookup(self, ref: str, resolver: Resolver[Any] | None = None) -> ResolvedRef:
+    def lookup(self, ref: str, resolver: Resolver[Any] | None = None, *,
+               dynamic: bool = False) -> ResolvedRef:
         """Resolve `ref` (local pointer, `$defs`/`definitions`, `$anchor`, `$id`-relative or
         registry URI) against `resolver` (the root's by default): `(subschema, resolver,
-        pointer)`; `UnresolvableRefError` when it points nowhere."""
-        return self._index.lookup(ref, resolver)
+        pointer)`; `UnresolvableRefError` when it points nowhere. `dynamic`: `ref` is a
+        `$dynamicRef` (see `RefIndex.resolve_dynamic`)."""
+        return self._index.lookup(ref, resolver, dynamic=dynamic)
 
     def enter(self, subschema: Any, resolver: Resolver[Any] | None) -> Resolver[Any] | None:
         """The resolver to use inside `subschema` (it may set a new base URI with `$id`); None

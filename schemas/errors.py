@@ -57,6 +57,10 @@ class UnresolvableRefError(SchemaError):
     """A `$ref` points nowhere: unknown document (never fetched), anchor or pointer."""
 
 
+class DynamicRefError(SchemaError):
+    """A `$dynamicRef` whose target depends on the path validation takes to reach it."""
+
+
 class UnsupportedKeywordError(SchemaError):
     """The schema uses keywords formwork cannot enforce; `problems` lists each with its reason."""
 

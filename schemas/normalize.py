@@ -21,7 +21,8 @@
   `$dynamicAnchor`, `$schema`, `$vocabulary`, the original `$defs`/`definitions` and keywords the
   draft does not define are removed;
 - boolean schemas stay booleans; unsupported keywords are kept (normalised) so the result stays
-  equivalent — `doc.unsupported()` reports them; `$dynamicRef` is kept as written.
+  equivalent — `doc.unsupported()` reports them; a `$dynamicRef` whose target is static (see
+  `RefIndex.resolve_dynamic`) is a `$ref` like the others.
 """
 from __future__ import annotations
 
@@ -138,8 +139,9 @@ class _Normalizer:
         known = DRAFT_KEYWORDS[draft.name]
         layout = SUBSCHEMA_KEYWORDS[draft.name]
         out: dict[str, Any] = {}
+        ref = "$ref" if "$ref" in schema else "$dynamicRef" if "$dynamicRef" in schema else None
         for keyword, value in schema.items():
-            if keyword in _DROPPED or keyword not in known or keyword == "$ref":
+            if keyword in _DROPPED or keyword not in known or keyword == ref:
                 continue
             shape = layout.get(keyword)
             if shape is not None:
@@ -148,7 +150,7 @@ class _Normalizer:
                 out["type"] = _normalize_type(value)
             else:
                 out[keyword] = copy.deepcopy(value)
-        if "$ref" in schema:
+        if ref is not None:
             ref = self.reference(schema)
             if not out:
                 return ref

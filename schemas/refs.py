@@ -14,7 +14,7 @@ from referencing import Registry, Resource, Specification
 
 from formwork.schemas.dialects import declared_draft, translate
 from formwork.schemas.drafts import DRAFT_2020_12_SPEC, Draft
-from formwork.schemas.errors import UnknownDraftError, UnresolvableRefError
+from formwork.schemas.errors import DynamicRefError, UnknownDraftError, UnresolvableRefError
 from formwork.schemas.pointer import child, from_fragment
 from formwork.schemas.source import MAX_DEPTH, checked_copy
 
@@ -228,7 +228,47 @@ class RefIndex:
         return Location(base_location.uri, base_location.pointer + from_fragment(fragment))
 
     def lookup(self, ref: str, resolver: Resolver[Any] | None = None, *,
-               site: str | None = None) -> ResolvedRef:
-        """Like `resolve`, with the location displayed as in problem reports."""
-        schema, inner, location = self.resolve(ref, resolver, site=site)
+               site: str | None = None, dynamic: bool = False) -> ResolvedRef:
+        """Like `resolve` (`resolve_dynamic` with `dynamic`), with the location displayed as in
+        problem reports."""
+        resolve = self.resolve_dynamic if dynamic else self.resolve
+        schema, inner, location = resolve(ref, resolver, site=site)
         return ResolvedRef(schema, inner, self.display(location))
+
+    def resolve_dynamic(self, ref: str, resolver: Resolver[Any] | None = None, *,
+                        site: str | None = None) -> tuple[Any, Resolver[Any], Location]:
+        """A 2020-12 `$dynamicRef`, where its target does not depend on the dynamic scope.
+
+        It resolves like `$ref` unless it lands on a `$dynamicAnchor` of the fragment's name;
+        then the outermost resource of the dynamic scope that defines that anchor wins. That is
+        the root's when the root resource defines it (validation always starts there), and the
+        one found when no other resource defines it; otherwise `DynamicRefError`.
+        """
+        target = self.resolve(ref, resolver, site=site)
+        name = urldefrag(ref).fragment if isinstance(ref, str) else ""
+        if not name or name.startswith("/") or not isinstance(target[0], dict) \
+                or target[0].get("$dynamicAnchor") != name:
+            return target
+        try:
+            at_root = self.resolver.lookup("#" + name).contents
+        except referencing.exceptions.Unresolvable:
+            at_root = None
+        if isinstance(at_root, dict) and at_root.get("$dynamicAnchor") == name:
+            return self.resolve("#" + name, None, site=site)
+        if self._dynamic_anchor_count(name) <= 1:
+            return target
+        raise DynamicRefError(f"$dynamicRef {ref!r}: several resources define $dynamicAnchor "
+                              f"{name!r} and the root does not, so the target depends on the path "
+                              "validation takes to reach it", pointer=site)
+
+    def _dynamic_anchor_count(self, name: str) -> int:
+        """How many subschemas of the root and registry documents are `$dynamicAnchor: name`."""
+        count, stack = 0, list(self.documents.values())
+        while stack:
+            node = stack.pop()
+            if isinstance(node, dict):
+                count += node.get("$dynamicAnchor") == name
+                stack.extend(node.values())
+            elif isinstance(node, list):
+                stack.extend(node)
+        return count

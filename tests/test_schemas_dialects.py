@@ -159,9 +159,16 @@ def test_draft_option_names_older_drafts():
 
 def test_registry_documents_are_translated_by_their_own_draft():
     remote = {"$schema": DRAFT4, "type": "integer", "maximum": 5, "exclusiveMaximum": True}
-    grammar = compile_json_schema({"$ref": "http://example.com/five.json"}, byte_vocab(),
-                                  registry={"http://example.com/five.json": remote})
+    schema = {"$schema": "http://json-schema.org/draft-07/schema#", "$ref": "http://example.com/five.json"}
+    grammar = compile_json_schema(schema, byte_vocab(), registry={"http://example.com/five.json": remote})
     assert accepts(grammar, 4) and not accepts(grammar, 5)
+
+
+def test_a_ref_into_a_document_of_the_other_draft_family_is_refused():
+    remote = {"$schema": DRAFT4, "items": [{"type": "integer"}]}
+    with pytest.raises(GrammarError, match="the target is a draft-07 document using 'items' inside a 2020-12 schema"):
+        compile_json_schema({"$ref": "http://example.com/tuple.json"}, byte_vocab(),
+                            registry={"http://example.com/tuple.json": remote})
 
 
 def test_ref_into_the_draft4_meta_schema_resolves():
@@ -201,3 +208,46 @@ def test_2019_09_pointer_refs_follow_the_renamed_keywords():
     assert doc.schema["items"]["$ref"] == "#/items/$defs/s"
     grammar = compile_json_schema(schema, byte_vocab())
     assert accepts(grammar, [1, 2, "x"]) and not accepts(grammar, [1, "2"]) and not accepts(grammar, [1, 2, 3])
+
+
+# ---- 2020-12 $dynamicRef where its target is static ---------------------------------------------
+
+TREE = {"$id": "https://example.com/tree", "$dynamicAnchor": "node", "type": "object",
+        "properties": {"data": True, "children": {"type": "array", "items": {"$dynamicRef": "#node"}}}}
+
+
+def test_dynamic_ref_to_the_roots_dynamic_anchor_extends_a_recursive_schema():
+    strict = {"$id": "https://example.com/strict-tree", "$dynamicAnchor": "node",
+              "$ref": "tree", "properties": {"data": {"type": "integer"}}}
+    grammar = compile_json_schema(strict, byte_vocab(), registry={"https://example.com/tree": TREE})
+    assert accepts(grammar, {"data": 1, "children": [{"data": 2, "children": []}]})
+    # the children are strict trees too: the root's anchor wins over tree's own
+    assert not accepts(grammar, {"data": 1, "children": [{"data": "x"}]})
+    validator = jsonschema.Draft202012Validator(
+        strict, registry=__import__("referencing").Registry().with_resource(
+            "https://example.com/tree", __import__("referencing").jsonschema.DRAFT202012.create_resource(TREE)))
+    assert not validator.is_valid({"data": 1, "children": [{"data": "x"}]})
+
+
+def test_dynamic_ref_with_one_dynamic_anchor_is_a_ref():
+    grammar = compile_json_schema({"$ref": "https://example.com/tree"}, byte_vocab(),
+                                  registry={"https://example.com/tree": TREE})
+    assert accepts(grammar, {"children": [{"data": "x", "children": []}]})
+    assert not accepts(grammar, {"children": [3]})
+
+
+def test_dynamic_ref_to_a_plain_anchor_or_pointer_is_a_ref():
+    schema = {"$defs": {"s": {"$anchor": "s", "type": "string"}},
+              "properties": {"a": {"$dynamicRef": "#s"}, "b": {"$dynamicRef": "#/$defs/s"}}}
+    grammar = compile_json_schema(schema, byte_vocab())
+    assert accepts(grammar, {"a": "x", "b": "y"}) and not accepts(grammar, {"a": 1})
+    assert not accepts(grammar, {"b": 1})
+
+
+def test_dynamic_ref_whose_target_depends_on_the_path_is_refused():
+    other = {"$id": "https://example.com/other", "$dynamicAnchor": "node", "type": "string"}
+    schema = {"properties": {"t": {"$ref": "https://example.com/tree"},
+                             "o": {"$ref": "https://example.com/other"}}}
+    with pytest.raises(GrammarError, match="several resources define \\$dynamicAnchor 'node'"):
+        compile_json_schema(schema, byte_vocab(), registry={"https://example.com/tree": TREE,
+                                                            "https://example.com/other": other})

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from formwork.grammar.budget import CompileBudget
-from formwork.grammar.errors import GrammarBudgetError, GrammarError, UndefinedRuleError
+from formwork.grammar.errors import EmptyLanguageError, GrammarBudgetError, GrammarError, UndefinedRuleError
 from formwork.grammar.ir import (
     Alt, Empty, Grammar, Node, Nothing, Repeat, RuleRef, Seq, children, map_children, seq,
 )
@@ -256,10 +256,6 @@ def lower_grammar(grammar: Grammar, budget: CompileBudget | None = None) -> Cont
     low = _Lowerer(grammar, recursive, references, budget)
     start = low.nonterminal(grammar.start)  # adds the productions of every rule it reaches
     return ContextFreeGrammar(low.names, low.productions, low.terminals, start)
-
-
-class EmptyLanguageError(GrammarError):
-    """The grammar derives no string (e.g. a required cycle with no base case)."""
 
 
 def prune_unproductive(cfg: ContextFreeGrammar, empty_terminals: set[int],
