@@ -27,7 +27,7 @@ SUPPORTED_KEYWORDS = frozenset({
     "type", "enum", "const", "anyOf", "oneOf", "allOf", "not", "if", "then", "else",
     # objects
     "properties", "required", "additionalProperties", "patternProperties",
-    "minProperties", "maxProperties", "propertyNames",
+    "minProperties", "maxProperties", "propertyNames", "dependentRequired", "dependentSchemas",
     # arrays
     "items", "prefixItems", "additionalItems", "minItems", "maxItems",
     "contains", "minContains", "maxContains",
@@ -53,12 +53,9 @@ ANNOTATION_KEYWORDS = frozenset({
 UNSUPPORTED_KEYWORDS: dict[str, str] = {
     "uniqueItems": "uniqueItems: true needs every array element compared with every other one; "
                    "that is not expressible as a regular or context-free constraint",
-    "dependentRequired": "dependentRequired: which keys are required depends on which other keys "
-                         "appear in any order; the grammar would grow exponentially with the keys",
-    "dependentSchemas": "dependentSchemas: a subschema that applies only when a key is present, "
-                        "anywhere in the object, cannot be fixed while generating left to right",
-    "dependencies": "dependencies: (draft-07 form of dependentRequired/dependentSchemas) depends "
-                    "on which other keys appear, in any order",
+    "dependencies": "dependencies: not a keyword of this draft (dependentRequired and "
+                    "dependentSchemas replace it), yet validators commonly honour it: refused "
+                    "rather than silently ignored",
     "unevaluatedProperties": "unevaluatedProperties: depends on annotations collected from "
                              "every applicator at run time; not supported",
     "unevaluatedItems": "unevaluatedItems: depends on annotations collected from every "
@@ -233,6 +230,8 @@ def _classify(keyword: str, value: Any, draft: str, siblings: dict[str, Any]) ->
         return Verdict(KeywordKind.IGNORED, "'if' without 'then' or 'else' has no effect")
     if keyword in ("minContains", "maxContains") and "contains" not in siblings:
         return Verdict(KeywordKind.IGNORED, f"{keyword!r} without 'contains' has no effect")
+    if keyword == "dependencies":  # a keyword of this draft (see the first test)
+        return Verdict(KeywordKind.SUPPORTED)
     if keyword in UNSUPPORTED_KEYWORDS:
         return Verdict(KeywordKind.UNSUPPORTED, UNSUPPORTED_KEYWORDS[keyword])
     if keyword in SUPPORTED_KEYWORDS:

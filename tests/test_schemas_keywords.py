@@ -31,7 +31,8 @@ ISSUE_3_SUPPORTED = {
 
 
 #: Keywords issue 21 adds for arrays and objects.
-ISSUE_21_ITEMS = {"contains", "minContains", "maxContains", "propertyNames"}
+ISSUE_21_ITEMS = {"contains", "minContains", "maxContains", "propertyNames", "dependentRequired",
+                  "dependentSchemas"}
 
 
 # ---- the table ---------------------------------------------------------------------------------
@@ -88,7 +89,8 @@ def test_every_validating_keyword_of_jsonschema_is_supported_or_unsupported(draf
     ("prefixItems", [], {}, DRAFT_07, KeywordKind.UNKNOWN),
     ("$defs", {}, {}, DRAFT_07, KeywordKind.UNKNOWN),
     ("additionalItems", {}, {}, DRAFT_2020_12, KeywordKind.UNKNOWN),
-    ("dependencies", {}, {}, DRAFT_07, KeywordKind.UNSUPPORTED),
+    ("dependencies", {}, {}, DRAFT_07, KeywordKind.SUPPORTED),
+    ("dependencies", {}, {}, DRAFT_2020_12, KeywordKind.UNKNOWN),
     ("minLenght", 1, {}, DRAFT_2020_12, KeywordKind.UNKNOWN),
 ])
 def test_classify(keyword, value, siblings, draft, kind):
@@ -180,12 +182,11 @@ UNSUPPORTED_FILES: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("draft, extra_clean, extra_unsupported", [
-    (DRAFT_2020_12, ["prefixItems.json", "anchor.json"],
-     {"dependentRequired.json": "dependentRequired", "dependentSchemas.json": "dependentSchemas",
-      "unevaluatedItems.json": "unevaluatedItems",
+    (DRAFT_2020_12, ["prefixItems.json", "anchor.json", "dependentRequired.json",
+                     "dependentSchemas.json"],
+     {"unevaluatedItems.json": "unevaluatedItems",
       "unevaluatedProperties.json": "unevaluatedProperties"}),
-    (DRAFT_07, ["additionalItems.json", "patternProperties.json"],
-     {"dependencies.json": "dependencies"}),
+    (DRAFT_07, ["additionalItems.json", "patternProperties.json", "dependencies.json"], {}),
 ])
 def test_suite_files_of_supported_keywords_are_clean_and_unsupported_ones_reported(
         draft, extra_clean, extra_unsupported):

@@ -20,9 +20,9 @@ IF_THEN = {"if": {"type": "string"}, "then": {"maxLength": 2}}
 
 CASES: list[Any] = [
     {"$defs": {"unused": {"type": "object", **IF_THEN}}, "type": "integer"},
-    {"type": "object", "properties": {"a": {"$defs": {"u": {"contains": {"type": "string"}}}, "type": "string"}}},
+    {"type": "object", "properties": {"a": {"$defs": {"u": {"pattern": "(a)\\1"}}, "type": "string"}}},
     {"$schema": "http://json-schema.org/draft-07/schema#",
-     "properties": {"a": {"$ref": "#/definitions/s", "definitions": {"x": {"dependencies": {"a": ["b"]}}}}},
+     "properties": {"a": {"$ref": "#/definitions/s", "definitions": {"x": {"pattern": "(b)\\1"}}}},
      "definitions": {"s": {"type": "string"}}},
     {"$defs": {"outer": {"$defs": {"inner": IF_THEN}}}},
     {"type": "object", "const": {"$defs": {"not": IF_THEN}}},

@@ -49,16 +49,18 @@ class ContainsSpec:
 def contains_specs(lw: "Lowerer", subs: list[Sub], depth: int) -> list[ContainsSpec]:
     """The `contains` constraints of an array conjunction (elements at `depth`); one whose
     non-matching elements cannot be told apart exactly is reported."""
+    # the document's draft; a subschema of another draft's resource (through `$ref`) is held
+    # to the stricter reading of minContains/maxContains
     counted = "minContains" in DRAFT_KEYWORDS.get(lw.doc.draft.name, ())
     specs = []
     for s in subs:
         sch = s.schema
         if "contains" not in sch:
             continue
-        lo, hi = 1, None
-        if counted:
-            lo = int(sch.get("minContains", 1))
-            hi = int(sch["maxContains"]) if "maxContains" in sch else None
+        lo = int(sch.get("minContains", 1))
+        hi = int(sch["maxContains"]) if "maxContains" in sch else None
+        if not counted:
+            lo = max(lo, 1)
         if lo == 0 and hi is None:
             continue  # always satisfied
         split = split_values(lw, lw.expander.child(s, "contains"), depth)

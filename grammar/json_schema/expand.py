@@ -2,7 +2,8 @@
 
 A schema is expanded into a disjunction of conjunctions (`list[list[Sub]]`): ``$ref`` adds its
 target to the conjunction, ``allOf`` adds every branch, ``anyOf``/``oneOf`` multiply the
-alternatives, and ``if``/``then``/``else`` becomes (if and then) or (not if, and else).  The
+alternatives, ``if``/``then``/``else`` becomes (if and then) or (not if, and else), and each
+dependency (``dependentRequired``, ...) its trigger key absent or present (`dependencies`).  The
 keywords left inside each `Sub` ("local" keywords: type, properties, ``not``, ...) are merged per
 alternative by the lowering.
 
@@ -18,6 +19,7 @@ from typing import Any, Callable
 
 from formwork.grammar.budget import check_budget
 from formwork.grammar.errors import GrammarBudgetError, RecursionNotSupportedError
+from formwork.grammar.json_schema.dependencies import DEPENDENCY_KEYWORDS, dependency_alternatives
 from formwork.grammar.json_schema.errors import InvalidSchemaError
 from formwork.schemas.errors import SchemaError
 from formwork.schemas.pointer import child
@@ -25,8 +27,9 @@ from formwork.schemas.pointer import child
 MAX_ALTERNATIVES = 256
 
 #: Keywords consumed by the expansion; everything else is "local".
-APPLICATORS = ("$ref", "allOf", "anyOf", "oneOf", "if", "then", "else")
+APPLICATORS = ("$ref", "allOf", "anyOf", "oneOf", "if", "then", "else", *DEPENDENCY_KEYWORDS)
 _APPLICATOR_SET = frozenset(APPLICATORS)
+_DEPENDENCY_SET = frozenset(DEPENDENCY_KEYWORDS)
 
 
 @dataclass(eq=False, slots=True)
@@ -196,6 +199,8 @@ class Expander:
             alts = self._product(alts, one_of(sub, branches), sub)
         if "if" in schema and ("then" in schema or "else" in schema):
             alts = self._product(alts, self._conditional(sub, one_of, refs), sub)
+        if not _DEPENDENCY_SET.isdisjoint(schema):
+            alts = self._product(alts, dependency_alternatives(self, sub, one_of, refs), sub)
         return alts
 
     def _conditional(self, sub: Sub, one_of: OneOfResolver, refs: tuple[int, ...]

@@ -37,8 +37,9 @@ _OBJECT = frozenset({"properties", "patternProperties", "additionalProperties", 
                      "dependentSchemas", "dependencies", "unevaluatedProperties"})
 #: Keywords that leave a container type wholly matched (those of the other types).
 _WHOLE = {"array": _STRUCTURE | _SCALAR | _OBJECT, "object": _STRUCTURE | _SCALAR | _ARRAY}
-#: Keywords whose scalar lowering is known to accept every canonical spelling it should.
-_KNOWN = _STRUCTURE | _SCALAR | _ARRAY | _OBJECT | {"const", "enum"}
+#: Keywords whose scalar lowering is known to accept every canonical spelling it should (``not``
+#: too: `negation` complements scalars over canonical spellings, refusing inexact formats).
+_KNOWN = _STRUCTURE | _SCALAR | _ARRAY | _OBJECT | {"const", "enum", "not"}
 #: Formats whose languages are stricter than the format (see `one_of`).
 _INEXACT_FORMATS = frozenset({"hostname", "email", "time", "date-time"})
 
@@ -83,7 +84,7 @@ def split_values(lw: "Lowerer", sub: Sub, depth: int) -> Union[ValueSplit, str]:
     partial -= whole
     if partial:
         t = sorted(partial)[0]
-        return (f"it constrains some {t}s but not all, and the complement of a container "
+        return (f"it may match some {t}s and not others, and the complement of a container "
                 "language over text is not a complement over values")
     scalars = lw.lower_subs([sub, Sub(SCALARS, None, sub.pointer)], depth)
     return ValueSplit(sub, frozenset(whole), frozenset(never), scalars)
