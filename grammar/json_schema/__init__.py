@@ -14,7 +14,13 @@ lengths in code points), `numbers` (integer and decimal ranges, multipleOf), `fo
 * integers are canonical (no ``-0``, ``1.0`` or exponent); bounded numbers have no exponent;
 * ``allOf`` and sibling keywords merge (objects and arrays keyword by keyword, scalars by
   intersecting their languages); ``anyOf`` is a union; ``oneOf`` is exact for disjoint branches
-  and for branches that share only scalar values, an error otherwise (lenient: a union);
+  and for branches that share only scalar values, and otherwise takes each branch minus the
+  branches it overlaps;
+* ``not`` is a complement by JSON type (`negation`): scalars by canonical spelling, objects and
+  arrays by their shape (``not: {required: [x]}`` is an object without x); ``if``/``then``/``else``
+  is (if and then) or (not if, and else).  What has no exact complement (``additionalProperties``,
+  ``patternProperties``, ``items`` past a prefix, ``contains``, over-strict formats) is an error
+  naming the keyword and pointer (lenient: a warning, and those values are not excluded);
 * ``unevaluatedProperties``/``unevaluatedItems`` are enforced where no in-place applicator sits
   beside them (they then act as ``additionalProperties``/``items``);
 * ``format`` is asserted (see `formats` for the few over-strict corners).

@@ -25,7 +25,7 @@ from itertools import product
 from typing import TYPE_CHECKING, Any, NamedTuple, Optional
 
 from formwork.grammar.errors import GrammarBudgetError
-from formwork.grammar.ir import And, Node, Not, Nothing, RuleRef, alt, children
+from formwork.grammar.ir import NOTHING, And, Node, Not, Nothing, alt
 from formwork.grammar.json_schema.errors import OneOfOverlapError, UnsupportedSchemaError
 from formwork.grammar.json_schema.expand import MAX_ALTERNATIVES, Alternative, Sub, Synthetic
 from formwork.grammar.json_schema.one_of import CANONICAL_SCALARS
@@ -41,6 +41,10 @@ INEXACT_FORMATS = frozenset({"hostname", "email", "time", "date-time"})
 _RESTRICTIONS: dict[tuple[str, ...], dict] = {}
 CONTAINER_TYPES = {"array": {"type": "array"}, "object": {"type": "object"}}
 
+#: Keywords that may reject a scalar (any other keyword accepts every scalar).
+_SCALAR_KEYWORDS = frozenset({
+    "type", "const", "enum", "not", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+    "multipleOf", "minLength", "maxLength", "pattern", "format"})
 _OBJECT = frozenset({"properties", "patternProperties", "additionalProperties", "required",
                      "minProperties", "maxProperties", "propertyNames", "dependentRequired",
                      "dependentSchemas", "dependencies", "unevaluatedProperties"})
@@ -112,17 +116,24 @@ def scalar_complement(lw: "Lowerer", positive: Node, negs: list[Negation],
         return positive
     matched = []
     for neg in negs:
+        if _all_scalars(lw, neg.target):  # e.g. an `if` on object members: no scalar is outside
+            return NOTHING
         why = _inexact(lw, neg.target)
-        if why is None:
-            node = lw.lower_subs([neg.target, Sub(restriction(types), None, neg.pointer)], depth)
-            if _has_rule(node):
-                why = "its scalar values are defined recursively"
         if why is not None:
             refuse(lw, neg, why)
             continue
-        matched.append(node)
+        # scalars never recurse: this is regular even where the target's containers are not
+        matched.append(lw.lower_subs([neg.target, Sub(restriction(types), None, neg.pointer)],
+                                     depth))
     node = And(positive, CANONICAL_SCALARS)
     return And(node, Not(alt(*matched))) if matched else node
+
+
+def _all_scalars(lw: "Lowerer", target: Sub) -> bool:
+    """Whether some alternative of `target` has no keyword that constrains scalars."""
+    return any(all(not s.exclude and (s.schema is True or isinstance(s.schema, dict)
+                                      and _SCALAR_KEYWORDS.isdisjoint(s.schema)) for s in a)
+               for a in lw.expand(target))
 
 
 def _inexact(lw: "Lowerer", target: Sub) -> Optional[str]:
@@ -135,20 +146,6 @@ def _inexact(lw: "Lowerer", target: Sub) -> Optional[str]:
     return None
 
 
-def _has_rule(node: Node) -> bool:
-    seen: set[int] = set()
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        if isinstance(n, RuleRef):
-            return True
-        stack.extend(children(n))
-    return False
-
-
 # ---------------------------------------------------------------------- containers
 def container_alternatives(lw: "Lowerer", negs: list[Negation], kind: str) -> list[Alternative]:
     """The containers of `kind` ("array", "object") outside every negation's target, as
@@ -157,7 +154,7 @@ def container_alternatives(lw: "Lowerer", negs: list[Negation], kind: str) -> li
     out: list[Alternative] = [[]]
     for neg in negs:
         try:
-            out = _product(out, container_violations(lw, neg.target, kind), neg)
+            out = _product(out, container_violations(lw, neg.target, kind), neg.pointer)
         except CannotNegate as exc:
             refuse(lw, neg, str(exc))
         if not out:
@@ -172,18 +169,17 @@ def container_violations(lw: "Lowerer", target: Sub, kind: str) -> list[Alternat
         ors = _alternative_violations(lw, a, kind)
         if ors is None:  # the alternative accepts no container of this kind
             continue
-        out = _product(out, ors, None)
+        out = _product(out, ors, target.pointer)
         if not out:
             break
     return out
 
 
-def _product(left: list[Alternative], right: list[Alternative], neg: Optional[Negation]
+def _product(left: list[Alternative], right: list[Alternative], pointer: str
              ) -> list[Alternative]:
     if len(left) * len(right) > MAX_ALTERNATIVES:
-        where = f" at {neg.pointer or '#'}" if neg else ""
-        raise GrammarBudgetError(f"the complement{where} splits into more than "
-                                 f"{MAX_ALTERNATIVES} alternatives")
+        raise GrammarBudgetError(f"the complement of the schema at {pointer or '#'} splits into "
+                                 f"more than {MAX_ALTERNATIVES} alternatives (ways to violate it)")
     return [a + b for a, b in product(left, right)]
 
 
@@ -213,20 +209,23 @@ def _alternative_violations(lw: "Lowerer", subs: Alternative, kind: str
         refused = _REFUSED[kind].intersection(schema)
         for keyword in sorted(refused):
             if not _trivial(keyword, schema):
-                raise CannotNegate(f"{keyword!r} at {child(s.pointer, keyword)}: an {kind} "
-                                   f"violates it through some {_WHAT[keyword]}, which is not a "
-                                   "constraint of its own")
+                raise CannotNegate(f"{keyword!r} at {child(s.pointer, keyword)}: the {kind}s "
+                                   f"violating it (through {_WHAT[keyword]}) are not described "
+                                   "by a schema of their own")
         ors.extend(_object_violations(lw, s) if kind == "object" else _array_violations(lw, s))
     return ors
 
 
-_WHAT = {"patternProperties": "member matching the pattern", "additionalProperties":
-         "undeclared member", "propertyNames": "member name",
-         "dependentRequired": "member present without its dependencies",
-         "dependentSchemas": "member present", "dependencies": "member present",
-         "unevaluatedProperties": "unevaluated member", "$dynamicRef": "dynamic reference",
-         "$recursiveRef": "dynamic reference", "contains": "count of matching elements",
-         "unevaluatedItems": "unevaluated element"}
+_WHAT = {"patternProperties": "a member matching a pattern, with a value it rejects",
+         "additionalProperties": "an undeclared member, with a value it rejects",
+         "propertyNames": "a member name it rejects",
+         "dependentRequired": "a member present without its dependencies",
+         "dependentSchemas": "a member whose dependent schema rejects the object",
+         "dependencies": "a member whose dependencies the object misses",
+         "unevaluatedProperties": "an unevaluated member",
+         "contains": "the count of elements it matches",
+         "unevaluatedItems": "an unevaluated element",
+         "$dynamicRef": "a dynamic reference", "$recursiveRef": "a dynamic reference"}
 
 
 def _trivial(keyword: str, schema: dict) -> bool:
@@ -297,12 +296,13 @@ def _array_violations(lw: "Lowerer", s: Sub) -> list[Alternative]:
             n = len(prefix or ())
             out.append(_synthetic(lw, s, ("array", "longer",), lambda: {"minItems": n + 1}))
         else:
-            raise CannotNegate(f"{rest_kw!r} at {child(s.pointer, rest_kw)}: an array violates "
-                               "it through some element past the prefix, which is not a "
-                               "constraint of its own")
+            raise CannotNegate(f"{rest_kw!r} at {child(s.pointer, rest_kw)}: the arrays "
+                               "violating it (through an element past the prefix, with a value it "
+                               "rejects) are not described by a schema of their own")
     if schema.get("uniqueItems") is True:
-        raise CannotNegate(f"'uniqueItems' at {child(s.pointer, 'uniqueItems')}: an array "
-                           "violates it through a repeated element")
+        raise CannotNegate(f"'uniqueItems' at {child(s.pointer, 'uniqueItems')}: the arrays "
+                           "violating it (through a repeated element) are not described by a "
+                           "schema of their own")
     if schema.get("minItems", 0) > 0:
         n = int(schema["minItems"])
         out.append(_synthetic(lw, s, ("array", "fewer",), lambda: {"maxItems": n - 1}))
@@ -335,5 +335,5 @@ def _unequal(lw: "Lowerer", s: Sub, keyword: str, values: list, kind: str) -> li
             if value:
                 ways.append(_synthetic(lw, s, key + ("fewer",),
                                        lambda n=len(value): {"maxItems": n - 1}))
-        out = _product(out, ways, None)
+        out = _product(out, ways, s.pointer)
     return out

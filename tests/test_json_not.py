@@ -1,0 +1,114 @@
+"""`not`: the matcher agrees with jsonschema on random negatable subschemas (scalars by canonical
+spelling, objects and arrays by their shape) over a small value domain; each refusal's message."""
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).parent))
+from json_logic import LEAVES, NEGATABLE, assert_agrees  # noqa: E402
+
+from formwork.grammar import Grammar, GrammarBudgetError  # noqa: E402
+from formwork.grammar.json_schema import UnsupportedSchemaError, lower_json_schema  # noqa: E402
+
+SETTINGS = settings(max_examples=80, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@SETTINGS
+@given(NEGATABLE)
+def test_not_is_exact(sub):
+    assert_agrees({"not": sub})
+
+
+@SETTINGS
+@given(LEAVES, NEGATABLE)
+def test_not_beside_other_keywords_is_exact(positive, sub):
+    assert_agrees({**positive, "not": sub} if isinstance(positive, dict) else
+                  {"allOf": [positive, {"not": sub}]})
+
+
+@SETTINGS
+@given(NEGATABLE, st.sampled_from(["a", "b"]))
+def test_not_inside_a_property_is_exact(sub, name):
+    assert_agrees({"type": "object", "properties": {name: {"not": sub}}})
+
+
+def _draft07(s):
+    """`s` with draft-07's positional `items` for `prefixItems`."""
+    if isinstance(s, dict):
+        return {("items" if k == "prefixItems" else k): _draft07(v) for k, v in s.items()}
+    return [_draft07(v) for v in s] if isinstance(s, list) else s
+
+
+@SETTINGS
+@given(NEGATABLE)
+def test_draft07_not_is_exact(sub):
+    assert_agrees({"not": _draft07(sub)}, draft="draft-07")
+
+
+def test_examples():
+    assert_agrees({"not": {"type": "integer"}})  # 1.0 is an integer: no spelling of it passes
+    assert_agrees({"type": "number", "not": {"multipleOf": 2}}, [1, 2, 2.0, 3, 1.5, -4, 0])
+    assert_agrees({"type": "string", "not": {"pattern": "^a", "maxLength": 2}},
+                  ["", "a", "ab", "abc", "b", "ba"])
+    assert_agrees({"not": {"required": ["a"]}})
+    assert_agrees({"not": {"type": "object", "properties": {"a": {"type": "string"}}}})
+    assert_agrees({"not": {"enum": [{"a": 1}, [1], "a"]}})
+    assert_agrees({"type": "array", "not": {"prefixItems": [{"type": "integer"}], "maxItems": 2}},
+                  [[], [1], ["a"], [1, 2], [1, 2, 3], ["a", 2, 3]])
+
+
+def test_recursion_through_a_complement_stays_exact():
+    # a member "a" must not hold an object of the same kind: the complement is taken by shape,
+    # so the recursion is a positive grammar rule
+    schema = {"$defs": {"t": {"type": "object", "properties": {"a": {"not": {"$ref": "#/$defs/t"}}}}},
+              "$ref": "#/$defs/t"}
+    assert isinstance(lower_json_schema(schema, max_nesting_depth=None).node, Grammar)
+    assert_agrees(schema, [{}, {"a": 1}, {"a": {}}, {"a": {"a": 1}}, {"a": {"a": {}}},
+                           {"a": {"a": {"a": 2}}}, {"a": {"a": {"a": {}}}}, 3])
+
+
+def _refusal(schema):
+    """The error's text; lenient, the same text as a warning."""
+    with pytest.raises(UnsupportedSchemaError) as err:
+        lower_json_schema(schema)
+    lowered = lower_json_schema(schema, lenient=True)
+    assert lowered.warnings and str(err.value) in lowered.warnings
+    return str(err.value)
+
+
+@pytest.mark.parametrize("schema, message", [
+    ({"not": {"additionalProperties": {"type": "string"}}},
+     "not at /not: the complement cannot be built exactly: 'additionalProperties' at "
+     "/not/additionalProperties: the objects violating it (through an undeclared member, with a "
+     "value it rejects) are not described by a schema of their own"),
+    ({"properties": {"p": {"not": {"patternProperties": {"^x": {"type": "integer"}}}}}},
+     "not at /properties/p/not: the complement cannot be built exactly: 'patternProperties' at "
+     "/properties/p/not/patternProperties: the objects violating it (through a member matching "
+     "a pattern, with a value it rejects) are not described by a schema of their own"),
+    ({"not": {"items": {"type": "integer"}}},
+     "not at /not: the complement cannot be built exactly: 'items' at /not/items: the arrays "
+     "violating it (through an element past the prefix, with a value it rejects) are not "
+     "described by a schema of their own"),
+    ({"not": {"contains": {"const": 1}}},
+     "not at /not: the complement cannot be built exactly: 'contains' at /not/contains: the "
+     "arrays violating it (through the count of elements it matches) are not described by a "
+     "schema of their own"),
+    ({"not": {"type": "string", "format": "email"}},
+     "not at /not: the complement cannot be built exactly: format 'email' at /not is enforced "
+     "more strictly than specified, so its complement would admit matching strings"),
+])
+def test_refusals_name_keyword_and_pointer(schema, message):
+    assert _refusal(schema) == message
+
+
+
+def test_too_many_ways_to_violate_is_a_budget_error_with_the_pointer():
+    values = [{"a": i, "b": i} for i in range(4)]  # 5 ways to differ from each: 5 ** 4 > 256
+    with pytest.raises(GrammarBudgetError) as err:
+        lower_json_schema({"not": {"enum": values}})
+    assert str(err.value) == ("the complement of the schema at /not splits into more than 256 "
+                              "alternatives (ways to violate it)")

@@ -1,0 +1,61 @@
+"""Overlapping `oneOf`: exactly one branch, through each branch minus the branches it overlaps
+(scalars by canonical spelling, containers by their shape); the matcher agrees with jsonschema on
+random branches over a small value domain; each refusal's message."""
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).parent))
+from json_logic import LEAVES, NEGATABLE, assert_agrees  # noqa: E402
+
+from formwork.grammar.json_schema import OneOfOverlapError, lower_json_schema  # noqa: E402
+
+SETTINGS = settings(max_examples=80, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@SETTINGS
+@given(st.lists(NEGATABLE, min_size=2, max_size=3))
+def test_overlapping_one_of_is_exact(branches):
+    assert_agrees({"oneOf": branches})
+
+
+@SETTINGS
+@given(st.lists(NEGATABLE, min_size=2, max_size=2), LEAVES)
+def test_one_of_with_siblings_is_exact(branches, sibling):
+    assert_agrees({"allOf": [sibling, {"oneOf": branches}]})
+
+
+def test_examples():
+    assert_agrees({"oneOf": [{"required": ["a"]}, {"required": ["b"]}]})
+    assert_agrees({"type": "object", "oneOf": [{"required": ["a", "b"]}, {"required": ["a", "kind"]}]})
+    assert_agrees({"oneOf": [{"properties": {"bar": {"type": "integer"}}, "required": ["bar"]},
+                             {"properties": {"foo": {"type": "string"}}, "required": ["foo"]}]},
+                  [{"bar": 2}, {"foo": "baz"}, {"foo": "baz", "bar": 2}, {"foo": 2, "bar": "q"}, {}])
+    assert_agrees({"oneOf": [{"type": "array", "maxItems": 2}, {"prefixItems": [{"const": 1}]}]})
+
+
+def test_refusal_names_the_branch_without_a_complement():
+    schema = {"oneOf": [{"type": "object"}, {"properties": {"p": {"type": "integer"}},
+                                             "additionalProperties": {"type": "string"}}]}
+    with pytest.raises(OneOfOverlapError) as err:
+        lower_json_schema(schema)
+    assert str(err.value) == (
+        "oneOf at /oneOf/1: this branch overlaps another one, and 'exactly one' needs its "
+        "complement, which cannot be built exactly: 'additionalProperties' at "
+        "/oneOf/1/additionalProperties: the objects violating it (through an undeclared member, "
+        "with a value it rejects) are not described by a schema of their own")
+    assert str(err.value) in lower_json_schema(schema, lenient=True).warnings
+
+
+def test_overlap_with_an_over_strict_format_is_refused():
+    schema = {"oneOf": [{"maxLength": 3}, {"type": "string", "format": "email"}]}
+    with pytest.raises(OneOfOverlapError) as err:
+        lower_json_schema(schema)
+    assert str(err.value) == (
+        "oneOf at /oneOf/1: this branch overlaps another one, and 'exactly one' needs its "
+        "complement, which cannot be built exactly: format 'email' at /oneOf/1 is enforced more "
+        "strictly than specified, so its complement would admit matching strings")
