@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from typing import Any
 
 from formwork import grammar
@@ -15,22 +16,38 @@ from formwork.grammar import CompileBudget, CompiledGrammar, GrammarCompiler, Vo
 
 
 class GrammarBackend:
-    """Vocabulary + compiler for one tokenizer. `compile_lock` serialises compilations (the compiler's
-    caches are not thread-safe); `mask_lock` guards the token-mask cache the matchers share."""
+    """Vocabulary + compiler for one tokenizer. Compilations run side by side (each under its own
+    budget; `running` lists them); `mask_lock` guards the token-mask cache the matchers share."""
 
     def __init__(self, tokenizer: Any, vocab_size: int, stop_token_ids: list[int]):
         self.vocab = Vocabulary.from_pretrained(tokenizer, vocab_size=vocab_size, stop_token_ids=stop_token_ids)
         self.compiler = GrammarCompiler(self.vocab)
         self.compiler.prepare()  # the per-vocabulary tables, built here, off the engine thread
-        self.compile_lock = threading.Lock()
         self.mask_lock = threading.Lock()
+        self._running: dict[int, tuple[CompileBudget, float]] = {}  # id(budget) -> (budget, start)
+        self._running_lock = threading.Lock()
         self.forced = ForcedTokenizer(self.vocab, _encoder(tokenizer))
 
-    def compile(self, spec: dict[str, Any], max_seconds: float) -> CompiledGrammar:
-        """Compile one `structured_outputs` spec (cached by its canonical form). Raises `GrammarError`."""
-        with self.compile_lock:
-            self.compiler.budget = CompileBudget(max_seconds=max_seconds)
-            return _compile(spec, self.vocab, self.compiler)
+    def compile(self, spec: dict[str, Any], max_seconds: float | None = None, *,
+                budget: CompileBudget | None = None) -> CompiledGrammar:
+        """Compile one `structured_outputs` spec (cached by its canonical form) under `budget`
+        (default: `max_seconds` of the compile's own CPU time; cancel the budget to stop it).
+        Raises `GrammarError`."""
+        if budget is None:
+            budget = CompileBudget() if max_seconds is None else CompileBudget(max_seconds=max_seconds)
+        with self._running_lock:
+            self._running[id(budget)] = (budget, time.monotonic())
+        try:
+            with budget.active():  # the compiler and the schema lowering run under it
+                return _compile(spec, self.vocab, self.compiler)
+        finally:
+            with self._running_lock:
+                del self._running[id(budget)]
+
+    def running(self) -> list[tuple[CompileBudget, float]]:
+        """(budget, monotonic start) of each compile in progress, from any thread."""
+        with self._running_lock:
+            return list(self._running.values())
 
 
 def _compile(spec: dict[str, Any], vocab: Vocabulary, compiler: GrammarCompiler) -> CompiledGrammar:

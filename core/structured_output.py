@@ -1,9 +1,10 @@
 """StructuredOutputManager: the engine side of constrained decoding.
 
-- Compiling: a request with `SamplingParams.structured_outputs` is compiled on a worker thread (the
-  grammar backend caches compiled grammars by canonical spec and tokenizer); its sequences wait in
-  WAITING_FOR_GRAMMAR, which the scheduler skips, so other requests keep running. A compile error or a
-  budget overrun fails that request alone (`update_ready` reports it).
+- Compiling: a request with `SamplingParams.structured_outputs` is compiled by a small pool of
+  workers (`compile_queue.py`: no compile waits behind another's; the grammar backend caches compiled
+  grammars by canonical spec and tokenizer); its sequences wait in WAITING_FOR_GRAMMAR, which the
+  scheduler skips, so other requests keep running. A compile error or a budget overrun fails that
+  request alone (`update_ready` reports it); removing a request cancels its compile.
 - Masks: each step fills one bitmask row per sampled sequence (`start_fill` before the forward, the
   result taken before sampling; with `overlap` the fill runs on a thread while the forward runs).
   Unconstrained rows are all ones and are not listed in `MaskBatch.rows`.
@@ -30,17 +31,18 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import torch
 
+from formwork.core.compile_queue import DEFAULT_WORKERS, CompileJob, CompileQueue
 from formwork.core.grammar_backend import GrammarBackend, get_backend
 from formwork.core.metrics import LATENCY_BUCKETS, Histogram
 from formwork.core.sequence import Request, Sequence, SequenceStatus
-from formwork.grammar import CompiledGrammar, GrammarError, Matcher, allocate_token_bitmask
+from formwork.grammar import CompileBudget, CompiledGrammar, GrammarError, Matcher, allocate_token_bitmask
 
 
 class GrammarViolationError(RuntimeError):
@@ -71,11 +73,12 @@ class MaskBatch:
 
 
 class StructuredOutputRequest:
-    """The constraint state of one request: its compile future, grammar and one matcher per sequence."""
+    """The constraint state of one request: its compile job, grammar and one matcher per sequence."""
 
-    def __init__(self, spec: dict[str, Any], future: Future, enable_jump_forward: bool):
+    def __init__(self, spec: dict[str, Any], job: CompileJob, enable_jump_forward: bool):
         self.spec = spec
-        self.future = future
+        self.job = job
+        self.future = job.future
         self.grammar: CompiledGrammar | None = None
         self.matchers: dict[int, Matcher] = {}
         self.extra_stop_ids: frozenset[int] = frozenset()
@@ -87,7 +90,8 @@ class StructuredOutputManager:
 
     def __init__(self, tokenizer: Any, vocab_size: int, eos_token_ids: list[int], *, max_num_seqs: int,
                  enable_jump_forward: bool = True, overlap: bool = False,
-                 compile_max_seconds: float = 10.0, step_max_seconds: float = 5.0):
+                 compile_max_seconds: float = 10.0, step_max_seconds: float = 5.0,
+                 compile_workers: int = DEFAULT_WORKERS):
         self.tokenizer = tokenizer
         self.vocab_size = vocab_size
         self.eos_token_ids = list(eos_token_ids)
@@ -96,7 +100,7 @@ class StructuredOutputManager:
         self.compile_max_seconds = compile_max_seconds
         self.step_max_seconds = step_max_seconds
         self.stats = StructuredOutputStats()
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="formwork-grammar")
+        self._compiles = CompileQueue(self._compile, compile_max_seconds, compile_workers)
         self._fill_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="formwork-mask") if overlap else None
         self._backend: GrammarBackend | None = None
         self._backend_lock = threading.Lock()
@@ -121,18 +125,25 @@ class StructuredOutputManager:
         spec = request.params.structured_outputs
         if spec is None:
             return
-        future = self._executor.submit(self._compile, spec)
+        job = self._compiles.submit(spec)
         jump = self.enable_jump_forward and request.params.logprobs is None
-        request.structured_output = StructuredOutputRequest(spec, future, jump)
+        request.structured_output = StructuredOutputRequest(spec, job, jump)
         for seq in request.seqs:
             seq.status = SequenceStatus.WAITING_FOR_GRAMMAR
         self._pending[request.request_id] = request
 
-    def _compile(self, spec: dict[str, Any]) -> CompiledGrammar:
+    def _compile(self, spec: dict[str, Any], budget: CompileBudget) -> CompiledGrammar:
         start = time.perf_counter()
-        grammar = self.backend.compile(spec, self.compile_max_seconds)
+        grammar = self.backend.compile(spec, budget=budget)
         self.stats.compile_seconds.observe(time.perf_counter() - start)
         return grammar
+
+    def compile_status(self) -> dict[str, Any]:
+        """The compile queue for `/health` (see `CompileQueue.status`): queued and running compiles,
+        the check compiles of the server included, and whether any compile can still progress."""
+        with self._backend_lock:
+            backend = self._backend
+        return self._compiles.status(backend.running() if backend is not None else ())
 
     @property
     def has_pending(self) -> bool:
@@ -175,9 +186,10 @@ class StructuredOutputManager:
         return failed
 
     def remove(self, request: Request) -> None:
-        """Forget a finished request (a pending compilation is cancelled if it has not started)."""
+        """Forget a finished request; its pending compile is cancelled (dropped if it has not
+        started, else stopped at its next budget check)."""
         if self._pending.pop(request.request_id, None) is not None:
-            request.structured_output.future.cancel()
+            request.structured_output.job.cancel()
 
     # ---- masks ----------------------------------------------------------------------------------
 

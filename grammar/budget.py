@@ -21,7 +21,8 @@ from dataclasses import dataclass, field, replace
 
 from formwork.grammar.errors import GrammarBudgetError
 
-CHECK_EVERY = 64     # `tick`s between clock reads (a thread-CPU read costs ~1 us)
+CHECK_EVERY = 64     # `tick`s between clock reads (a thread-CPU read costs ~1 us) in small-step loops
+COARSE_EVERY = 7     # ... in the lowering's, whose steps are larger (`check_budget`; odd: callers that alternate all get checked)
 WALL_FACTOR = 6.0    # the wall-clock backstop: this many budgets ...
 WALL_SLACK_S = 30.0  # ... or the budget plus this, whichever is later
 
@@ -106,11 +107,11 @@ class CompileBudget:
                 f"grammar compilation made too little progress: {wall:.0f} s of wall time (budget "
                 f"{self.max_seconds:g} s of its own CPU time) during {what}")
 
-    def tick(self, what: str) -> None:
-        """`check_time` every `CHECK_EVERY` calls: for loops whose steps are small."""
+    def tick(self, what: str, every: int = CHECK_EVERY) -> None:
+        """`check_time` every `every` calls: for loops whose steps are small."""
         self._ticks -= 1
         if self._ticks <= 0:
-            self._ticks = CHECK_EVERY
+            self._ticks = every
             self.check_time(what)
 
     @contextmanager
@@ -145,4 +146,4 @@ def check_budget(what: str) -> None:
     `$ref` expansion) that are not handed a budget.  A no-op outside a compile."""
     budget = getattr(_ACTIVE, "budget", None)
     if budget is not None:
-        budget.tick(what)
+        budget.tick(what, COARSE_EVERY)

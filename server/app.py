@@ -182,8 +182,14 @@ class OpenAIServer:
         return JSONResponse(self._model_card())
 
     async def health(self, http: Request) -> Response:
+        """200 with the compile queue (queued, running, oldest running age); 503 once the engine
+        has stopped or no compile can make progress."""
         self._check_healthy()
-        return Response(status_code=200)
+        compiles = self.engine.structured_output.compile_status()
+        if not compiles["healthy"]:
+            raise EngineUnavailableError(f"{compiles['stuck']} grammar compiles are stuck past their "
+                                         "budgets; no constraint can be compiled", code="compiles_stuck")
+        return JSONResponse({"status": "ok", "compile_queue": compiles})
 
     async def metrics(self, http: Request) -> Response:
         text = render_metrics(self.engine.metrics_snapshot(), self.config.served_model_name)

@@ -92,7 +92,9 @@ def test_mask_step_budget_overrun_fails_the_request_alone():
 
 def test_waiting_for_grammar_does_not_block_other_requests(engine):
     gate = threading.Event()
-    engine.structured_output._executor.submit(gate.wait)  # occupy the compile worker
+    compiles = engine.structured_output._compiles
+    compile = compiles.compile
+    compiles.compile = lambda spec, budget: (gate.wait(), compile(spec, budget))[1]  # hold the compile
     engine.add_request("held", "Answer:", _params({"regex": "[0-9]{2}"}))
     engine.add_request("free", "Answer:", _params(None, max_tokens=4))
     held = engine.requests["held"].seqs[0]
@@ -101,6 +103,7 @@ def test_waiting_for_grammar_does_not_block_other_requests(engine):
     assert held.status is SequenceStatus.WAITING_FOR_GRAMMAR and held.num_output_tokens == 0
     assert "free" not in engine.requests  # finished while the other one waited
     gate.set()
+    compiles.compile = compile
     done = _run(engine, {})
     assert done["_steps"] >= 1
     assert held.status is SequenceStatus.FINISHED_STOPPED

@@ -88,6 +88,7 @@ class SharedAutomata:
         some, such as email's intersections, costs tens of milliseconds), kept when the builder
         is renewed."""
         with self._lock:
+            self._builder.budget = CompileBudget().start()  # the warm-up's own (compiles fork theirs)
             for node in _format_nodes():
                 self._builder.eager(node)
 

@@ -1,0 +1,103 @@
+"""No head-of-line blocking on loopback: while one schema's compile runs to its (small) budget and six
+more requests compile beside it, a trivial schema's request gets its first token within 1 s, the
+budget-bound one is refused with its budget error, and `/health` reports the compile queue."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest_server import free_port  # noqa: E402
+from tiny_models import tiny_model_dir  # noqa: E402
+
+from formwork.core.async_engine import AsyncLLMEngine  # noqa: E402
+from formwork.core.config import EngineConfig  # noqa: E402
+from formwork.server.app import ServerConfig, build_app  # noqa: E402
+from formwork.server.engine_client import EngineClient  # noqa: E402
+
+MODEL = "tiny-isolation"
+BUDGET_S = 2.0
+TRIVIAL = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+
+
+def budget_bound_schema() -> dict:
+    """Many long bounded patterns, each its own automaton product: far more than BUDGET_S of work."""
+    return {"type": "object", "properties": {
+        f"p{i}": {"type": "string", "pattern": f"^[a-{chr(ord('h') + i % 15)}]+x?{i}$", "maxLength": 1500 + i}
+        for i in range(40)}}
+
+
+def moderate_schema(i: int) -> dict:
+    return {"type": "object", "properties": {f"name{i}": {"type": "string", "maxLength": 8},
+                                             f"count{i}": {"type": "integer", "minimum": 0}},
+            "required": [f"name{i}"]}
+
+
+@pytest.fixture(scope="module")
+def served():
+    engine = EngineClient(AsyncLLMEngine(tiny_model_dir("llama"), EngineConfig(
+        max_num_seqs=16, grammar_compile_budget_s=BUDGET_S)))
+    engine.start()
+    server = uvicorn.Server(uvicorn.Config(build_app(engine, ServerConfig(served_model_name=MODEL)),
+                                           host="127.0.0.1", port=free_port(), log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    yield f"http://127.0.0.1:{server.config.port}"
+    server.should_exit = True
+    thread.join(10)
+    engine.shutdown()
+
+
+def _body(schema: dict, stream: bool) -> dict:
+    return {"model": MODEL, "prompt": "Answer:", "max_tokens": 8, "temperature": 0, "stream": stream,
+            "response_format": {"type": "json_schema", "json_schema": {"name": "r", "schema": schema}}}
+
+
+async def _first_token_seconds(client: httpx.AsyncClient, url: str) -> float:
+    start = time.perf_counter()
+    async with client.stream("POST", url, json=_body(TRIVIAL, True)) as response:
+        assert response.status_code == 200
+        async for line in response.aiter_lines():
+            if '"text":' in line and '"text":""' not in line:
+                return time.perf_counter() - start
+    raise AssertionError("the trivial request streamed no token")
+
+
+def test_trivial_schema_is_not_held_behind_a_budget_bound_compile(served):
+    url = f"{served}/v1/completions"
+
+    async def run():
+        async with httpx.AsyncClient(timeout=120) as client:
+            heavy = asyncio.create_task(client.post(url, json=_body(budget_bound_schema(), False)))
+            deadline = time.monotonic() + 10
+            while True:  # until the budget-bound compile is running
+                health = await client.get(f"{served}/health")
+                queue = health.json()["compile_queue"]
+                if queue["running"] >= 1:
+                    break
+                assert time.monotonic() < deadline, "the budget-bound compile never started"
+                await asyncio.sleep(0.01)
+            assert health.status_code == 200 and queue["healthy"] and queue["stuck"] == 0
+            others = [asyncio.create_task(client.post(url, json=_body(moderate_schema(i), False)))
+                      for i in range(6)]
+            first_token = await _first_token_seconds(client, url)
+            return first_token, await heavy, await asyncio.gather(*others)
+
+    first_token, heavy, others = asyncio.run(run())
+    assert first_token < 1.0
+    assert heavy.status_code == 400 and "time budget" in heavy.json()["error"]["message"]
+    assert [r.status_code for r in others] == [200] * 6
+    queue = httpx.get(f"{served}/health").json()["compile_queue"]
+    assert queue["running"] == 0 and queue["queued"] == 0
