@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Collection, Optional
 
+from formwork.grammar.budget import check_budget
 from formwork.grammar.errors import GrammarError, RecursionNotSupportedError
 from formwork.grammar.ir import NOTHING, And, Node, Not, Nothing, RuleRef, alt, lit, regex
 from formwork.grammar.json_schema.arrays import lower_array
@@ -208,6 +209,7 @@ class Lowerer:
         got = self._memo.get(key)
         if got is not None:
             return got
+        check_budget("lowering the schema")
         if len(subs) == 1 and _plain_leaf(subs[0]):
             node = self._memo[key] = self._lower_leaf(subs, depth)  # what the steps below come to
             return node
