@@ -18,7 +18,6 @@ from itertools import product
 from typing import Any, Callable
 
 from formwork.grammar.budget import check_budget
-from formwork.grammar.budget import check_budget
 from formwork.grammar.errors import GrammarBudgetError, RecursionNotSupportedError
 from formwork.grammar.json_schema.dependencies import DEPENDENCY_KEYWORDS, dependency_alternatives
 from formwork.grammar.json_schema.errors import InvalidSchemaError
@@ -172,7 +171,6 @@ class Expander:
             return [[]]
         if schema is False:
             return []
-        check_budget("expanding $ref/allOf/anyOf/oneOf")
         check_budget("expanding $ref/allOf/anyOf/oneOf")
         alts: list[Alternative] = [[sub]]
         if _APPLICATOR_SET.isdisjoint(schema):  # the usual subschema: nothing to expand
