@@ -39,8 +39,9 @@ class TruncatedOutputError(FormworkError):
 
 
 class OutputValidationError(FormworkError, ValueError):
-    """The generated text does not parse as the output type (e.g. a server that ignores
-    `response_format`); `text` is the raw output, `path` the field that did not fit."""
+    """The generated text is not a valid value of the output type to pydantic (e.g. from a server that
+    ignores `response_format`); `text` is the raw output, `path` the field that did not fit
+    (`items[0].sku`, from pydantic's error location)."""
 
     def __init__(self, message: str, *, text: str, path: str = "") -> None:
         super().__init__(message)

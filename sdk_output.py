@@ -3,36 +3,36 @@
 `output_format(T)` turns an output type into an `OutputFormat`: its `structured_outputs` constraint
 (`{"json": schema}`, `{"regex": ...}` or `{"choice": [...]}`), checked up front so that a type the
 engine cannot enforce fails before any generation, naming the field; and `result(text, finish_reason)`,
-which parses and re-validates the generated text into a `T`.
+which validates the generated text into a `T`.
 
-Output types: any Python type `formwork.schemas.python_types` supports (pydantic models, dataclasses,
-TypedDicts, enums, `Literal`, `list`, `dict[str, T]`, unions, scalars), or one of the constraint
-markers `Regex(pattern)`, `Choice([...])` (both give a `str`) and `JsonSchema(schema)` (gives the
-parsed JSON value).
+Output types: any type pydantic validates (models, dataclasses, TypedDicts, NamedTuples, enums,
+`Literal`, unions, `Annotated` constraints, dates, UUIDs, `Decimal`, ...): the schema is pydantic's
+(see `formwork.schemas.python_types`) and the value is built by `TypeAdapter.validate_json`. Or one
+of the constraint markers pydantic has no type for: `Regex(pattern)`, `Choice([...])` (both give a
+`str`) and `JsonSchema(schema)` (gives the parsed JSON value).
 """
 from __future__ import annotations
 
 import functools
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import jsonschema
+import pydantic
 
 from formwork.grammar.automaton import compile_dfa
 from formwork.grammar.dfa import DFA
 from formwork.grammar.errors import GrammarError
 from formwork.grammar.json_schema import SchemaLoweringError, lower_json_schema
 from formwork.grammar.regex_parser import parse_regex
-from formwork.schemas.pointer import split_pointer
-from formwork.schemas.python_types import UnsupportedTypeError, is_pydantic_model, json_schema_of, type_name
-from formwork.schemas.python_values import ValueMismatchError, from_json
+from formwork.schemas.python_types import UnsupportedTypeError, field_path, json_schema_of, type_adapter, type_name
 from formwork.sdk_errors import (GenerationError, OutputValidationError, TruncatedOutputError,
                                  UnsupportedOutputTypeError)
 
-__all__ = ["Choice", "JsonSchema", "OutputFormat", "PartialText", "Regex", "field_path", "output_format"]
+__all__ = ["Choice", "JsonSchema", "OutputFormat", "PartialText", "Regex", "output_format"]
 
 
 class PartialText(str):
@@ -94,6 +94,7 @@ class OutputFormat:
         self.schema: dict[str, Any] | bool | None = None
         self._dfa: DFA | None = None
         self._validator: Any = None
+        self._adapter: pydantic.TypeAdapter | None = None
         if isinstance(output_type, Regex):
             self.name = "regex"
             self._dfa = _regex_dfa(output_type.pattern)
@@ -101,11 +102,16 @@ class OutputFormat:
         elif isinstance(output_type, Choice):
             self.name = "choice"
             self.structured_outputs = {"choice": list(output_type.choices)}
-        else:
-            self.name = output_type.name if isinstance(output_type, JsonSchema) else type_name(output_type)
-            self.schema = output_type.schema if isinstance(output_type, JsonSchema) else _schema_of(output_type)
+        elif isinstance(output_type, JsonSchema):
+            self.name = output_type.name
+            self.schema = output_type.schema
             _check_enforceable(self.schema, self.name)
             self._validator = jsonschema.validators.validator_for(self.schema)(self.schema)
+            self.structured_outputs = {"json": self.schema}
+        else:
+            self.name = type_name(output_type)
+            self.schema, self._adapter = _schema_of(output_type)
+            _check_enforceable(self.schema, self.name, warnings_fail=True)
             self.structured_outputs = {"json": self.schema}
 
     def __repr__(self) -> str:
@@ -129,7 +135,7 @@ class OutputFormat:
         return self.parse(text)
 
     def parse(self, text: str) -> Any:
-        """Parse and re-validate `text`; `OutputValidationError` names what does not fit."""
+        """Validate `text` into the output type; `OutputValidationError` names what does not fit."""
         if isinstance(self.output_type, Regex):
             if not self._dfa.accepts(text.encode("utf-8")):
                 raise OutputValidationError(f"{text!r} does not match {self.output_type.pattern!r}", text=text)
@@ -138,22 +144,40 @@ class OutputFormat:
             if text not in self.output_type.choices:
                 raise OutputValidationError(f"{text!r} is not one of {list(self.output_type.choices)!r}", text=text)
             return text
+        if self._adapter is not None:
+            return self._validate(text)
         try:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
             raise OutputValidationError(f"the output is not JSON ({exc}): {text[:200]!r}", text=text) from None
         error = jsonschema.exceptions.best_match(self._validator.iter_errors(value))
         if error is not None:
-            where = "/".join(str(p) for p in error.absolute_path)
+            where = loc_path(error.absolute_path)
             raise OutputValidationError(f"the output does not match the schema of {self.name}"
                                         f"{' at ' + where if where else ''}: {error.message}", text=text, path=where)
-        if isinstance(self.output_type, JsonSchema):
-            return value
+        return value
+
+    def _validate(self, text: str) -> Any:
+        """pydantic's `validate_json`; its first error becomes an `OutputValidationError`."""
         try:
-            return from_json(self.output_type, value)
-        except ValueMismatchError as exc:
-            raise OutputValidationError(f"the output does not fit {self.name}: {exc}", text=text,
-                                        path=exc.path) from None
+            return self._adapter.validate_json(text)
+        except pydantic.ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            if first["type"] == "json_invalid":
+                raise OutputValidationError(f"the output is not JSON ({first['msg']}): {text[:200]!r}",
+                                            text=text) from None
+            where = loc_path(first["loc"])
+            more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+            raise OutputValidationError(f"the output does not fit {self.name}{' at ' + where if where else ''}: "
+                                        f"{first['msg']}{more}", text=text, path=where) from None
+
+
+def loc_path(loc: Sequence[str | int]) -> str:
+    """A field path from an error location: `("items", 0, "sku")` -> `items[0].sku`."""
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
 
 
 def output_format(output_type: Any) -> OutputFormat:
@@ -174,23 +198,22 @@ def _cached_format(output_type: Any) -> OutputFormat:
     return OutputFormat(output_type)
 
 
-def _schema_of(output_type: Any) -> dict[str, Any]:
+def _schema_of(output_type: Any) -> tuple[dict[str, Any], pydantic.TypeAdapter]:
+    """pydantic's schema (for generation) and validator of an output type."""
     try:
-        return json_schema_of(output_type)
+        return json_schema_of(output_type), type_adapter(output_type)
     except UnsupportedTypeError as exc:
         where = f" (field {exc.path!r})" if exc.path else ""
         raise UnsupportedOutputTypeError(f"output type {type_name(output_type)} is not supported{where}: {exc.reason}",
                                          field=exc.path) from None
-    except Exception as exc:  # pydantic raises its own errors for schemas it cannot generate
-        if is_pydantic_model(output_type):
-            raise UnsupportedOutputTypeError(f"pydantic cannot describe {type_name(output_type)}: {exc}") from None
-        raise
 
 
-def _check_enforceable(schema: dict[str, Any] | bool, name: str) -> None:
-    """Lower the schema (no vocabulary needed) so an unenforceable keyword fails now, naming the field."""
+def _check_enforceable(schema: dict[str, Any] | bool, name: str, *, warnings_fail: bool = False) -> None:
+    """Lower the schema (no vocabulary needed) so an unenforceable keyword fails now, naming the field;
+    with `warnings_fail`, so does a keyword the compiler only warns about (e.g. an unknown `format`),
+    since pydantic would check it after generation."""
     try:
-        lower_json_schema(schema)
+        warnings = lower_json_schema(schema).warnings
     except SchemaLoweringError as exc:
         field = field_path(exc.pointer)
         where = f"field {field!r}" if field else "the root"
@@ -198,6 +221,15 @@ def _check_enforceable(schema: dict[str, Any] | bool, name: str) -> None:
                                          f"{exc.reason}", field=field, keyword=exc.keyword) from None
     except GrammarError as exc:
         raise UnsupportedOutputTypeError(f"output type {name} cannot be enforced: {exc}") from None
+    if warnings_fail and warnings:
+        place = _WARNING_PLACE.match(warnings[0])
+        field = field_path(place["pointer"]) if place else None
+        raise UnsupportedOutputTypeError(f"output type {name} cannot be enforced: {warnings[0]}, but pydantic "
+                                         "checks it", field=field, keyword=place["keyword"] if place else None)
+
+
+#: The keyword and JSON pointer a lowering warning starts with (`format at /properties/ip/format: ...`).
+_WARNING_PLACE = re.compile(r"(?P<keyword>\S+) at (?P<pointer>(/\S*)?): ")
 
 
 def _regex_dfa(pattern: str) -> DFA:
@@ -207,27 +239,3 @@ def _regex_dfa(pattern: str) -> DFA:
         return compile_dfa(parse_regex(pattern))
     except GrammarError as exc:
         raise UnsupportedOutputTypeError(f"regex {pattern!r} cannot be enforced: {exc}") from None
-
-
-def field_path(pointer: str) -> str:
-    """A readable field path for a JSON pointer into a schema: `/properties/items/items/properties/sku/
-    pattern` -> `items[].sku`; a `$defs` entry starts a path at its name (`Item.sku`)."""
-    tokens = split_pointer(pointer) if pointer else []
-    parts: list[str] = []
-    i = 0
-    while i < len(tokens):
-        token, following = tokens[i], tokens[i + 1] if i + 1 < len(tokens) else None
-        if token in ("$defs", "definitions") and following is not None:
-            parts = [following]
-        elif token in ("properties", "patternProperties") and following is not None:
-            parts.append(("." if parts else "") + following)
-        elif token == "prefixItems" and following is not None:
-            parts.append(f"[{following}]")
-        elif token in ("anyOf", "oneOf", "allOf") and following is not None:
-            pass
-        else:
-            parts.append({"items": "[]", "additionalItems": "[]", "additionalProperties": "[*]"}.get(token, ""))
-            i += 1
-            continue
-        i += 2
-    return "".join(parts)

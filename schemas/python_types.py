@@ -1,49 +1,74 @@
-"""Python types to JSON Schema: `json_schema_of(tp)`.
+"""Python types to JSON Schema, by pydantic: `json_schema_of(tp)` and `type_adapter(tp)`.
 
-Supported: `str`, `int`, `float`, `bool`, `None`, `Any`, `datetime`/`date`/`time` and `UUID` (string
-formats), `Literal[...]`, `Enum` subclasses with JSON scalar values, `list[T]` (and `Sequence[T]`),
-`tuple[A, B]` / `tuple[T, ...]`, `dict[str, T]` (and `Mapping[str, T]`), unions and `Optional[T]`,
-dataclasses, `TypedDict`s and pydantic v2 models (described by pydantic's own `model_json_schema`,
-closed unless the model allows extra keys; see `pydantic_schema_of`). `Annotated[T, ...]` is treated as `T`.
+The schema of any type is pydantic's own (`TypeAdapter(tp).json_schema()`, validation mode), so
+models, dataclasses, TypedDicts, NamedTuples, enums, `Literal`, unions, `Annotated` constraints,
+`constr`/`conint`, `StringConstraints`, dates and UUIDs mean what pydantic says they mean. A
+schema is a generation target here, so `GenerationSchema` changes what pydantic emits in a few places
+where its schema is looser than its validator (a value the schema allows would then fail validation):
 
-Named types (dataclasses, TypedDicts, enums, pydantic models) nested in the root go to `$defs` and are
-referenced with `$ref`; the root type itself is inlined (a self-reference is `{"$ref": "#"}`).
-Dataclasses and TypedDicts are closed objects (`additionalProperties: false`), since extra keys could
-not be passed back to them. Anything else raises `UnsupportedTypeError` naming the field.
+- objects (models, dataclasses, TypedDicts) are closed unless they allow extra keys: members the
+  type would drop are not worth generating;
+- `Decimal` is a string of decimal digits, read exactly (pydantic's schema allows any string, or a
+  number, which pydantic reads as a float: `1e400` would be infinite); with bounds, a bounded JSON
+  number (no exponent), as precise as a float;
+- a float's exclusive bound becomes the inclusive bound of the nearest float inside it, since
+  pydantic compares the parsed float, and a decimal just inside the bound may round onto it (not
+  next to 0, whose neighbour 5e-324 has 300 digits: `gt=0` still admits a 0.000...1 that rounds to 0);
+- dict keys constrained by a `pattern` are closed (`additionalProperties: false`);
+- dates, times and durations get a `pattern` beside their `format` (see `FORMAT_PATTERNS`), URLs
+  with allowed schemes (`HttpUrl`) a pattern naming them, floats that must be finite bounds;
+- the formats of strings pydantic takes as they are (bytes, paths, secrets) are dropped.
+
+What has no schema the validator agrees with is refused with `UnsupportedTypeError` naming the field:
+dict keys that are not strings, `complex`, `Json[...]`, `Decimal` `max_digits`/`decimal_places`, and
+bounds, past/future and naive checks on dates, times and durations.
 """
 from __future__ import annotations
 
-import dataclasses
-import datetime
-import enum
+import decimal
 import functools
-import types
+import math
+import re
+import sys
 import typing
-import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["UnsupportedTypeError", "is_pydantic_model", "json_schema_of", "member_path", "pydantic_schema_of",
-           "type_name", "unwrap_annotated"]
+import pydantic
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaValue
+from pydantic_core import core_schema
 
-JSON_SCALARS = (str, int, float, bool, type(None))
+from formwork.schemas.pointer import escape_token, split_pointer
 
-#: Plain types with a fixed schema.
-SCALAR_SCHEMAS: dict[Any, dict[str, Any]] = {
-    str: {"type": "string"},
-    int: {"type": "integer"},
-    float: {"type": "number"},
-    bool: {"type": "boolean"},
-    type(None): {"type": "null"},
-    datetime.datetime: {"type": "string", "format": "date-time"},
-    datetime.date: {"type": "string", "format": "date"},
-    datetime.time: {"type": "string", "format": "time"},
-    uuid.UUID: {"type": "string", "format": "uuid"},
+__all__ = ["GenerationSchema", "UnsupportedTypeError", "field_path", "json_schema_of", "type_adapter", "type_name"]
+
+#: The key of the placeholder schema `GenerationSchema` leaves where a type cannot be described.
+REFUSED = "x-formwork-refused"
+
+_TEMPORAL_BOUNDS = ("gt", "ge", "lt", "le")
+
+_YEAR = "([1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])"
+_TIME = "([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9]"
+
+#: Patterns beside a `format` where the format (RFC 3339) allows what pydantic refuses: year 0000, the
+#: leap second 60, and duration numbers past what a `timedelta` holds (6 digits each keep it under
+#: 999,999,999 days).
+FORMAT_PATTERNS = {
+    "date": f"^{_YEAR}-",
+    "date-time": f"^{_YEAR}-[0-9]{{2}}-[0-9]{{2}}[Tt]{_TIME}",
+    "time": f"^{_TIME}",
+    "duration": "^[^0-9]*([0-9]{1,6}[^0-9]+)*$",
 }
 
-SEQUENCE_ORIGINS = (list, Sequence, typing.Sequence)
-MAPPING_ORIGINS = (dict, Mapping, typing.Mapping)
-SET_ORIGINS = (set, frozenset, typing.AbstractSet)
+#: Formats pydantic emits for strings it takes whatever they hold (bytes, paths, secrets): annotations
+#: the grammar need not know.
+FREE_FORMATS = frozenset({"binary", "path", "password"})
+
+#: A `Decimal` without bounds: the digits pydantic reads exactly.
+DECIMAL_PATTERN = r"^-?(0|[1-9][0-9]*)(\.[0-9]+)?$"
+
+#: The longest inclusive float bound (without an exponent) `GenerationSchema` puts for an exclusive one.
+MAX_BOUND_CHARS = 40
 
 
 class UnsupportedTypeError(TypeError):
@@ -56,233 +81,207 @@ class UnsupportedTypeError(TypeError):
         super().__init__(f"{path}: {message}" if path else message)
 
 
-def json_schema_of(tp: Any) -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) whose instances are the JSON forms of values of `tp`."""
-    if is_pydantic_model(tp):
-        return pydantic_schema_of(tp)
-    return _SchemaBuilder(tp).build()
-
-
-def pydantic_schema_of(model: type, ref_template: str = "#/$defs/{model}") -> dict[str, Any]:
-    """pydantic's own `model_json_schema`, except that models ignoring extra keys (pydantic's default)
-    are closed (`additionalProperties: false`): members the model would drop are not worth generating.
-    `extra="allow"` models stay open, `extra="forbid"` ones are closed by pydantic itself."""
-    return model.model_json_schema(ref_template=ref_template, schema_generator=_closed_models_generator())
-
-
-@functools.cache
-def _closed_models_generator() -> type:
-    from pydantic.json_schema import GenerateJsonSchema
-
-    class ClosedModels(GenerateJsonSchema):
-        def model_schema(self, schema: Any) -> dict[str, Any]:
-            json_schema = super().model_schema(schema)
-            if schema["cls"].model_config.get("extra") != "allow" and json_schema.get("type") == "object":
-                json_schema.setdefault("additionalProperties", False)
-            return json_schema
-
-    return ClosedModels
-
-
 def type_name(tp: Any) -> str:
     """A readable name: `Order`, `list[int]`, `Literal['a', 'b']`, `int | None`."""
     if isinstance(tp, type) and not typing.get_args(tp):
         return tp.__name__
-    return repr(tp).replace("typing.", "")
+    return repr(tp).replace("typing.", "").replace("typing_extensions.", "")
 
 
-def unwrap_annotated(tp: Any) -> Any:
-    """`T` for `Annotated[T, ...]` (nested ones too), else `tp`."""
-    while typing.get_origin(tp) is typing.Annotated:
-        tp = typing.get_args(tp)[0]
-    return tp
-
-
-def is_pydantic_model(tp: Any) -> bool:
-    """True for a pydantic v2 `BaseModel` subclass (without importing pydantic when unused)."""
-    return isinstance(tp, type) and hasattr(tp, "model_json_schema") and hasattr(tp, "model_validate")
-
-
-def is_typeddict(tp: Any) -> bool:
-    return isinstance(tp, type) and typing.is_typeddict(tp)
-
-
-def resolved_hints(cls: type, path: str) -> dict[str, Any]:
-    """`typing.get_type_hints(cls)`, with unresolvable annotations reported as unsupported."""
+def type_adapter(tp: Any) -> pydantic.TypeAdapter:
+    """pydantic's `TypeAdapter` of `tp`; `UnsupportedTypeError` when pydantic cannot build one."""
     try:
-        return typing.get_type_hints(cls, include_extras=True)
-    except Exception as exc:  # NameError for an undefined forward reference, TypeError for junk
-        raise UnsupportedTypeError(f"cannot resolve the annotations of {cls.__name__}: {exc}", path) from None
+        hash(tp)
+    except TypeError:  # e.g. Annotated[int, Field(...)]: FieldInfo is unhashable
+        return _adapter(tp)
+    return _cached_adapter(tp)
 
 
-def member_path(path: str, key: str) -> str:
-    """The path of object member `key` under `path` ("" is the root value)."""
-    return f"{path}.{key}" if path else key
+@functools.lru_cache(maxsize=256)
+def _cached_adapter(tp: Any) -> pydantic.TypeAdapter:
+    return _adapter(tp)
 
 
-def typeddict_members(tp: type, path: str) -> dict[str, tuple[Any, bool]]:
-    """Key -> (type, required) of a TypedDict. `Required[...]`/`NotRequired[...]` are read from the
-    hints too, since under `from __future__ import annotations` the class cannot see them."""
-    members = {}
-    for key, hint in resolved_hints(tp, path).items():
-        required = key in tp.__required_keys__
-        while typing.get_origin(hint) in (typing.Required, typing.NotRequired, typing.Annotated):
-            required = {typing.Required: True, typing.NotRequired: False}.get(typing.get_origin(hint), required)
-            hint = typing.get_args(hint)[0]
-        members[key] = (hint, required)
-    return members
+def _adapter(tp: Any) -> pydantic.TypeAdapter:
+    try:
+        return pydantic.TypeAdapter(tp)
+    except (pydantic.PydanticSchemaGenerationError, pydantic.PydanticUserError) as exc:
+        raise UnsupportedTypeError(f"pydantic cannot validate {type_name(tp)}: {_first_line(exc)}") from None
 
 
-def literal_values(tp: Any, path: str) -> list[Any]:
-    """The JSON values of `Literal[...]` (enum members become their values)."""
-    values = []
-    for arg in typing.get_args(tp):
-        value = arg.value if isinstance(arg, enum.Enum) else arg
-        if not isinstance(value, JSON_SCALARS):
-            raise UnsupportedTypeError(f"Literal value {arg!r} is not a JSON scalar", path)
-        values.append(value)
-    return values
-
-
-class _SchemaBuilder:
-    """Walks a type, collecting named types into `$defs`."""
-
-    def __init__(self, root: Any) -> None:
-        self.root = root
-        self.defs: dict[str, Any] = {}
-        self.refs: dict[Any, str] = {}  # named type -> its $ref
-
-    def build(self) -> dict[str, Any]:
-        schema = self.schema(self.root, "")
-        if self.defs:
-            schema = {**schema, "$defs": self.defs}
-        return schema
-
-    def schema(self, tp: Any, path: str) -> dict[str, Any]:
-        tp = unwrap_annotated(tp)
-        if tp is Any or tp is object:
-            return {}
-        if tp is None or tp is type(None):
-            return dict(SCALAR_SCHEMAS[type(None)])
-        if tp in SCALAR_SCHEMAS:
-            return dict(SCALAR_SCHEMAS[tp])
-        origin = typing.get_origin(tp)
-        if origin is typing.Literal:
-            values = literal_values(tp, path)
-            return {"const": values[0]} if len(values) == 1 else {"enum": values}
-        if origin is typing.Union or origin is types.UnionType:
-            return {"anyOf": [self.schema(arm, path) for arm in typing.get_args(tp)]}
-        if isinstance(tp, type) and issubclass(tp, enum.Enum):
-            return self.named(tp, path, self.enum_schema)
-        if is_pydantic_model(tp):
-            return self.named(tp, path, self.pydantic_schema)
-        if dataclasses.is_dataclass(tp) and isinstance(tp, type):
-            return self.named(tp, path, self.dataclass_schema)
-        if is_typeddict(tp):
-            return self.named(tp, path, self.typeddict_schema)
-        return self.generic(tp, origin, path)
-
-    def generic(self, tp: Any, origin: Any, path: str) -> dict[str, Any]:
-        args = typing.get_args(tp)
-        if tp in SEQUENCE_ORIGINS or origin in SEQUENCE_ORIGINS:
-            item = args[0] if args else Any
-            return {"type": "array", "items": self.schema(item, path + "[]")}
-        if tp is tuple or origin is tuple:
-            if not args or (len(args) == 2 and args[1] is Ellipsis):
-                item = args[0] if args else Any
-                return {"type": "array", "items": self.schema(item, path + "[]")}
-            if args == ((),):  # tuple[()]
-                return {"type": "array", "maxItems": 0}
-            items = [self.schema(arg, f"{path}[{i}]") for i, arg in enumerate(args)]
-            return {"type": "array", "prefixItems": items, "items": False,
-                    "minItems": len(items), "maxItems": len(items)}
-        if tp in MAPPING_ORIGINS or origin in MAPPING_ORIGINS:
-            key, value = args if args else (str, Any)
-            if unwrap_annotated(key) is not str:
-                raise UnsupportedTypeError(f"JSON object keys are strings; {type_name(tp)} has "
-                                           f"{type_name(key)} keys", path)
-            return {"type": "object", "additionalProperties": self.schema(value, path + "[*]")}
-        if tp in SET_ORIGINS or origin in SET_ORIGINS:
-            raise UnsupportedTypeError(f"{type_name(tp)} needs unique items (uniqueItems), which constrained "
-                                       "decoding cannot enforce; use list[...]", path)
-        raise UnsupportedTypeError(f"{type_name(tp)} has no JSON Schema (supported: str, int, float, bool, "
-                                   "None, Literal, Enum, list, tuple, dict[str, T], unions, dataclasses, "
-                                   "TypedDicts and pydantic models)", path)
-
-    def named(self, tp: type, path: str, build: Callable[[type, str], dict[str, Any]]) -> dict[str, Any]:
-        """A named type: inlined at the root, else a `$defs` entry; every repeat is a `$ref`."""
-        ref = self.refs.get(tp)
-        if ref is not None:
-            return {"$ref": ref}
-        if tp is self.root:
-            self.refs[tp] = "#"
-            return build(tp, path)
-        name = self.def_name(tp.__name__)
-        self.refs[tp] = f"#/$defs/{name}"
-        self.defs[name] = {}  # reserve the name while building (recursion)
-        self.defs[name] = build(tp, name)
-        return {"$ref": self.refs[tp]}
-
-    def def_name(self, name: str, taken: set[str] = frozenset()) -> str:
-        candidate, n = name, 2
-        while candidate in self.defs or candidate in taken:
-            candidate, n = f"{name}{n}", n + 1
-        return candidate
-
-    def enum_schema(self, tp: type[enum.Enum], path: str) -> dict[str, Any]:
-        values = [member.value for member in tp]
-        for member in tp:
-            if not isinstance(member.value, JSON_SCALARS):
-                raise UnsupportedTypeError(f"enum member {member!r} has a value that is not a JSON scalar", path)
-        return {"title": tp.__name__, "enum": values}
-
-    def dataclass_schema(self, tp: type, path: str) -> dict[str, Any]:
-        hints = resolved_hints(tp, path)
-        properties, required = {}, []
-        for f in dataclasses.fields(tp):
-            if not f.init:
-                continue
-            properties[f.name] = self.schema(hints.get(f.name, Any), member_path(path, f.name))
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                required.append(f.name)
-        return _object(tp.__name__, properties, required)
-
-    def typeddict_schema(self, tp: type, path: str) -> dict[str, Any]:
-        members = typeddict_members(tp, path)
-        properties = {key: self.schema(hint, member_path(path, key)) for key, (hint, _) in members.items()}
-        return _object(tp.__name__, properties, [key for key, (_, required) in members.items() if required])
-
-    def pydantic_schema(self, tp: type, path: str) -> dict[str, Any]:
-        """pydantic's schema of the model, its `$defs` merged into ours (renamed on a clash)."""
-        schema = pydantic_schema_of(tp)
-        inner = schema.pop("$defs", {})
-        renames = {}
-        for name, definition in inner.items():
-            if name in self.defs and self.defs[name] != definition:
-                renames[name] = self.def_name(name, taken=set(inner) | set(renames.values()))
-        if renames:
-            schema, inner = _rename_refs(schema, renames), _rename_refs(inner, renames)
-        for name, definition in inner.items():
-            self.defs[renames.get(name, name)] = definition
-        return schema
-
-
-def _rename_refs(node: Any, renames: dict[str, str]) -> Any:
-    """A copy of `node` whose `$ref`s to renamed `$defs` entries use the new names."""
-    if isinstance(node, list):
-        return [_rename_refs(item, renames) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out = {key: _rename_refs(value, renames) for key, value in node.items()}
-    ref = node.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[len("#/$defs/"):] in renames:
-        out["$ref"] = "#/$defs/" + renames[ref[len("#/$defs/"):]]
-    return out
-
-
-def _object(title: str, properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    schema: dict[str, Any] = {"title": title, "type": "object", "properties": properties}
-    if required:
-        schema["required"] = required
-    schema["additionalProperties"] = False
+def json_schema_of(tp: Any) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of the values pydantic validates as `tp`, for generation."""
+    adapter = type_adapter(tp)
+    try:
+        schema = adapter.json_schema(schema_generator=GenerationSchema)
+    except pydantic.PydanticInvalidForJsonSchema as exc:
+        raise UnsupportedTypeError(f"{type_name(tp)} has no JSON Schema: {_first_line(exc)}") from None
+    _drop_free_formats(schema)
+    for pointer, reason in _refusals(schema, ""):
+        raise UnsupportedTypeError(reason, field_path(pointer))
     return schema
+
+
+def _drop_free_formats(node: Any) -> None:
+    """Remove the `format`s of strings pydantic takes whatever they hold (`FREE_FORMATS`)."""
+    if isinstance(node, dict):
+        if node.get("format") in FREE_FORMATS and node.get("type") == "string":
+            del node["format"]
+        for value in node.values():
+            _drop_free_formats(value)
+    elif isinstance(node, list):
+        for value in node:
+            _drop_free_formats(value)
+
+
+def _first_line(exc: Exception) -> str:
+    return str(exc).strip().splitlines()[0]
+
+
+def _refusals(node: Any, pointer: str) -> Iterator[tuple[str, str]]:
+    """(pointer, reason) of every placeholder `GenerationSchema` left in the schema."""
+    if isinstance(node, dict):
+        if REFUSED in node:
+            yield pointer, node[REFUSED]
+        for key, value in node.items():
+            yield from _refusals(value, f"{pointer}/{escape_token(key)}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _refusals(value, f"{pointer}/{i}")
+
+
+def _refused(reason: str) -> JsonSchemaValue:
+    return {REFUSED: reason}
+
+
+class GenerationSchema(GenerateJsonSchema):
+    """pydantic's schema generator, tightened where its schema allows values its validator refuses."""
+
+    def model_schema(self, schema: core_schema.ModelSchema) -> JsonSchemaValue:
+        return _closed(super().model_schema(schema))
+
+    def dataclass_schema(self, schema: core_schema.DataclassSchema) -> JsonSchemaValue:
+        return _closed(super().dataclass_schema(schema))
+
+    def typed_dict_schema(self, schema: core_schema.TypedDictSchema) -> JsonSchemaValue:
+        return _closed(super().typed_dict_schema(schema))
+
+    def decimal_schema(self, schema: core_schema.DecimalSchema) -> JsonSchemaValue:
+        if schema.get("max_digits") is not None or schema.get("decimal_places") is not None:
+            return _refused("Decimal max_digits/decimal_places are not in pydantic's JSON Schema, so the "
+                            "grammar cannot enforce them; use ge/le bounds instead")
+        bounds = {key: None if schema.get(key) is None else float(schema[key])
+                  for key in ("multiple_of", *_TEMPORAL_BOUNDS)}
+        if not any(bound is not None for bound in bounds.values()):
+            return {"type": "string", "pattern": DECIMAL_PATTERN}
+        return self.float_schema(core_schema.float_schema(allow_inf_nan=False, **bounds))
+
+    def float_schema(self, schema: core_schema.FloatSchema) -> JsonSchemaValue:
+        json_schema = super().float_schema(schema)
+        if schema.get("allow_inf_nan") is False:  # 1e400 is no finite float: bound the number
+            json_schema.setdefault("maximum", sys.float_info.max)
+            json_schema.setdefault("minimum", -sys.float_info.max)
+        for exclusive, inclusive, toward, tighter in (("exclusiveMaximum", "maximum", -math.inf, min),
+                                                      ("exclusiveMinimum", "minimum", math.inf, max)):
+            inside = _float_inside(json_schema.get(exclusive), toward)
+            if inside is not None:
+                del json_schema[exclusive]
+                json_schema[inclusive] = tighter(inside, json_schema.get(inclusive, -toward))
+        return json_schema
+
+    def dict_schema(self, schema: core_schema.DictSchema) -> JsonSchemaValue:
+        keys = schema.get("keys_schema")
+        if keys is not None and keys.get("type") not in ("str", "any"):
+            return _refused(f"JSON object keys are strings; pydantic would parse them as {keys.get('type')} "
+                            "keys, which the grammar cannot check (use dict[str, ...] or a model)")
+        json_schema = super().dict_schema(schema)
+        if "patternProperties" in json_schema:
+            json_schema.setdefault("additionalProperties", False)
+        return json_schema
+
+    def url_schema(self, schema: core_schema.UrlSchema) -> JsonSchemaValue:
+        json_schema = super().url_schema(schema)
+        schemes = schema.get("allowed_schemes")
+        if schemes:
+            json_schema["pattern"] = "^(" + "|".join(re.escape(scheme) for scheme in schemes) + "):"
+        return json_schema
+
+    def json_schema(self, schema: core_schema.JsonSchema) -> JsonSchemaValue:
+        return _refused("Json[...] is a string holding JSON text, which the grammar does not constrain")
+
+    def complex_schema(self, schema: core_schema.ComplexSchema) -> JsonSchemaValue:
+        return _refused("complex numbers are strings like '1+2j' to pydantic, which its schema "
+                        "({\"type\": \"string\"}) does not describe")
+
+    def datetime_schema(self, schema: core_schema.DatetimeSchema) -> JsonSchemaValue:
+        return _temporal(schema) or _within(super().datetime_schema(schema))
+
+    def date_schema(self, schema: core_schema.DateSchema) -> JsonSchemaValue:
+        return _temporal(schema) or _within(super().date_schema(schema))
+
+    def time_schema(self, schema: core_schema.TimeSchema) -> JsonSchemaValue:
+        return _temporal(schema) or _within(super().time_schema(schema))
+
+    def timedelta_schema(self, schema: core_schema.TimedeltaSchema) -> JsonSchemaValue:
+        return _temporal(schema) or _within(super().timedelta_schema(schema))
+
+
+def _float_inside(bound: float | None, toward: float) -> float | None:
+    """The float next to an exclusive `bound` on its inside, when it is short enough to spell without
+    an exponent (bounded numbers have none); None otherwise (e.g. next to 0: 5e-324)."""
+    if bound is None:
+        return None
+    inside = math.nextafter(float(bound), toward)
+    return inside if len(format(decimal.Decimal(repr(inside)), "f")) <= MAX_BOUND_CHARS else None
+
+
+def _closed(json_schema: JsonSchemaValue) -> JsonSchemaValue:
+    """An object schema without a word on extra keys gets `additionalProperties: false`."""
+    if json_schema.get("type") == "object":
+        json_schema.setdefault("additionalProperties", False)
+    return json_schema
+
+
+def _within(json_schema: JsonSchemaValue) -> JsonSchemaValue:
+    """A date, time or duration string narrowed by `FORMAT_PATTERNS` to what pydantic parses."""
+    pattern = FORMAT_PATTERNS.get(json_schema.get("format"))
+    if pattern is not None and json_schema.get("type") == "string":
+        json_schema["pattern"] = pattern
+    return json_schema
+
+
+def _temporal(schema: Any) -> JsonSchemaValue | None:
+    """A placeholder refusing the checks of a date, time or duration that pydantic's schema drops: bounds,
+    past/future (`PastDate`, ...), naive or fixed-offset date-times."""
+    checks = [key for key in _TEMPORAL_BOUNDS if schema.get(key) is not None]
+    checks += [f"now_op={schema['now_op']!r}"] if schema.get("now_op") else []
+    if schema.get("tz_constraint") not in (None, "aware"):  # RFC 3339 date-times always have an offset
+        checks.append(f"tz_constraint={schema['tz_constraint']!r}")
+    if not checks:
+        return None
+    return _refused(f"{schema['type']} checks ({', '.join(checks)}) are not in pydantic's JSON Schema, so the "
+                    "grammar cannot enforce them")
+
+
+def field_path(pointer: str) -> str:
+    """A readable field path for a JSON pointer into a schema: `/properties/items/items/properties/sku/
+    pattern` -> `items[].sku`; a `$defs` entry starts a path at its name (`Item.sku`)."""
+    tokens = split_pointer(pointer) if pointer else []
+    parts: list[str] = []
+    i = 0
+    while i < len(tokens):
+        token, following = tokens[i], tokens[i + 1] if i + 1 < len(tokens) else None
+        if token in ("$defs", "definitions") and following is not None:
+            parts = [following]
+        elif token in ("properties", "patternProperties") and following is not None:
+            parts.append(("." if parts else "") + following)
+        elif token == "prefixItems" and following is not None:
+            parts.append(f"[{following}]")
+        elif token in ("anyOf", "oneOf", "allOf") and following is not None:
+            pass
+        else:
+            parts.append({"items": "[]", "additionalItems": "[]", "additionalProperties": "[*]"}.get(token, ""))
+            i += 1
+            continue
+        i += 2
+    return "".join(parts)

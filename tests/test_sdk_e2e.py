@@ -12,11 +12,12 @@ import dataclasses
 import enum
 import sys
 from pathlib import Path
-from typing import Any, Literal, Optional, TypedDict
+from typing import Annotated, Any, Literal, Optional
 
 import jsonschema
 import pydantic
 import pytest
+from typing_extensions import TypedDict
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest_sdk import to_json  # noqa: E402
@@ -70,6 +71,7 @@ KINDS: list[tuple[Any, Any]] = [
     (Literal["yes", "no"], lambda v: v in ("yes", "no")),
     (list[Shade], lambda v: isinstance(v, list) and all(isinstance(s, Shade) for s in v)),
     (dict[str, int], lambda v: isinstance(v, dict) and all(isinstance(x, int) for x in v.values())),
+    (list[Annotated[int, pydantic.Field(ge=0, le=99)]], lambda v: isinstance(v, list) and all(0 <= x <= 99 for x in v)),
     (Optional[bool], lambda v: v is None or isinstance(v, bool)),
     (int | Literal["none"], lambda v: v == "none" or (isinstance(v, int) and not isinstance(v, bool))),
     (int, lambda v: isinstance(v, int) and not isinstance(v, bool)),
