@@ -40,14 +40,30 @@ def test_any_negatable_condition_is_exact(cond, then, else_):
 
 
 @SETTINGS
-@given(st.lists(st.tuples(st.sampled_from(["a", "b"]), LEAVES), min_size=1, max_size=2),
-       st.sampled_from([{}, {"type": "object"}, {"type": "object", "required": ["kind"]}]))
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), LEAVES, st.booleans()),
+                min_size=1, max_size=4),
+       st.sampled_from([{}, {"type": "object"}, {"type": "object", "required": ["kind"]},
+                        {"type": "object", "properties": {"kind": {"enum": ["a", "b"]}}}]))
 def test_discriminated_variants_are_exact(variants, base):
-    # the usual form: one if/then per discriminator value, side by side in allOf
+    # the usual form: one if/then per discriminator value, side by side in allOf (the
+    # expansion drops the combinations that ask two values of "kind" of one object)
     schema = {**base, "allOf": [
-        {"if": {"properties": {"kind": {"const": kind}}, "required": ["kind"]}, "then": then}
-        for kind, then in variants]}
+        {"if": {"properties": {"kind": {"const": kind}}, **({"required": ["kind"]} if req else {})},
+         "then": then}
+        for kind, then, req in variants]}
     assert_agrees(schema)
+
+
+def test_many_discriminated_variants_compile():
+    # 12 conditionals would be 4096 alternatives; 13 of them can hold an object
+    kinds = [f"k{i}" for i in range(12)]
+    schema = {"type": "object", "required": ["kind"], "properties": {"kind": {"enum": kinds}},
+              "allOf": [{"if": {"properties": {"kind": {"const": k}}},
+                         "then": {"required": [f"p{i}"], "properties": {f"p{i}": {"type": "integer"}}}}
+                        for i, k in enumerate(kinds)]}
+    assert_agrees(schema, [{"kind": "k1", "p1": 3}, {"kind": "k1", "p0": 3}, {"kind": "k11"},
+                           {"kind": "k11", "p11": "x"}, {"kind": "k11", "p11": 1, "p0": "x"},
+                           {"kind": "k12"}, {"p1": 1}, 3])
 
 
 def test_examples():

@@ -20,11 +20,13 @@ from typing import Any, Callable
 from formwork.grammar.budget import check_budget
 from formwork.grammar.errors import GrammarBudgetError, RecursionNotSupportedError
 from formwork.grammar.json_schema.dependencies import DEPENDENCY_KEYWORDS, dependency_alternatives
+from formwork.grammar.json_schema.discriminators import consistent
 from formwork.grammar.json_schema.errors import InvalidSchemaError
 from formwork.schemas.errors import SchemaError
 from formwork.schemas.pointer import child
 
 MAX_ALTERNATIVES = 256
+_PRUNED_FACTOR = 8  # a product this many times larger is still made, and its empty ones dropped
 
 #: Keywords consumed by the expansion; everything else is "local".
 APPLICATORS = ("$ref", "allOf", "anyOf", "oneOf", "if", "then", "else", *DEPENDENCY_KEYWORDS)
@@ -217,8 +219,15 @@ class Expander:
 
     @staticmethod
     def _product(left: list[Alternative], right: list[Alternative], sub: Sub) -> list[Alternative]:
-        if len(left) * len(right) > MAX_ALTERNATIVES:
-            raise GrammarBudgetError(
-                f"the schema at {sub.pointer or '#'} expands into more than {MAX_ALTERNATIVES} "
-                "alternatives (allOf/anyOf/oneOf combinations)")
-        return [a + b for a, b in product(left, right)]
+        """Every conjunction of one alternative of each side, but those a discriminator member
+        makes empty (`discriminators`: n conditionals on one member give n + 1, not 2**n)."""
+        count = len(left) * len(right)
+        if count <= MAX_ALTERNATIVES * _PRUNED_FACTOR:
+            out = [a + b for a, b in product(left, right)]
+            if count > 1:
+                out = [a for a in out if consistent(a)]
+            if len(out) <= MAX_ALTERNATIVES:
+                return out
+        raise GrammarBudgetError(
+            f"the schema at {sub.pointer or '#'} expands into more than {MAX_ALTERNATIVES} "
+            "alternatives (allOf/anyOf/oneOf combinations)")
