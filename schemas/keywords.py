@@ -6,8 +6,7 @@ The grammar compiler enforces exactly `SUPPORTED_KEYWORDS` (plus `format` values
 Keywords a draft does not define are ignored by JSON Schema itself and reported as warnings.
 
 `classify(keyword, value, draft)` is the single decision point; it also covers value-dependent
-cases (`multipleOf` with a fractional divisor, `format` values, regexes with lookarounds,
-`uniqueItems: false`, ...).
+cases (`format` values, regexes with backreferences, `uniqueItems: false`, ...).
 """
 from __future__ import annotations
 
@@ -37,11 +36,18 @@ SUPPORTED_KEYWORDS = frozenset({
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
 })
 
-#: `format` values the compiler turns into a regular language.
+#: `format` values the compiler enforces: string formats as regular languages, OpenAPI's number
+#: formats (int32, int64, uint32, uint64 as integer ranges; float, double: any number).
 SUPPORTED_FORMATS = frozenset({
     "date-time", "date", "time", "duration", "email", "hostname", "ipv4", "ipv6",
-    "uuid", "uri", "uri-reference",
+    "uuid", "uri", "uri-reference", "json-pointer", "relative-json-pointer", "regex", "byte",
+    "int32", "int64", "uint32", "uint64", "float", "double",
 })
+
+#: Formats JSON Schema defines (and validators such as jsonschema assert) that formwork cannot
+#: enforce: refused, since ignoring them would accept invalid instances. Any other format is
+#: unknown to JSON Schema too: an annotation, compiled with a warning.
+REFUSED_FORMATS = frozenset({"idn-email", "idn-hostname", "iri", "iri-reference", "uri-template"})
 
 #: Keywords with no effect on which instances are valid: accepted and ignored.
 ANNOTATION_KEYWORDS = frozenset({
@@ -175,10 +181,6 @@ def regex_problem(pattern: str) -> str | None:
     return None
 
 
-def _is_integral(value: Any) -> bool:
-    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-
-
 #: Keywords whose verdict depends on their value or siblings (the others' are kept per draft).
 _VALUE_DEPENDENT = frozenset({"format", "multipleOf", "pattern", "patternProperties", "uniqueItems",
                               "if", "then", "else", "minContains", "maxContains"})
@@ -204,13 +206,12 @@ def _classify(keyword: str, value: Any, draft: str, siblings: dict[str, Any]) ->
     if keyword == "format":
         if value in SUPPORTED_FORMATS:
             return Verdict(KeywordKind.SUPPORTED)
-        return Verdict(KeywordKind.UNSUPPORTED,
-                       f"format {value!r} is not enforced; supported formats: "
-                       + ", ".join(sorted(SUPPORTED_FORMATS)))
-    if keyword == "multipleOf" and not _is_integral(value):
-        return Verdict(KeywordKind.UNSUPPORTED,
-                       f"multipleOf {value!r}: only integer divisors are enforced (a fractional "
-                       "divisor is not a regular constraint over decimal spellings)")
+        if value in REFUSED_FORMATS:
+            return Verdict(KeywordKind.UNSUPPORTED,
+                           f"format {value!r} is not enforced; supported formats: "
+                           + ", ".join(sorted(SUPPORTED_FORMATS)))
+        return Verdict(KeywordKind.IGNORED, f"format {value!r} is unknown: an annotation, "
+                                            "not enforced")
     if keyword == "pattern" and isinstance(value, str):
         reason = regex_problem(value)
         if reason:

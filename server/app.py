@@ -37,6 +37,7 @@ from formwork.server.protocol import (ChatCompletionRequest, CompletionRequest, 
 from formwork.server.responses import (TokenBytes, chat_body, chat_choice, completion_body,
                                        completion_choice)
 from formwork.server.streaming import EventStreamResponse, chat_chunks, completion_chunks
+from formwork.server.warnings_header import with_warnings
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -106,11 +107,16 @@ class OpenAIServer:
                                          f"requested {asked}. Please reduce the length of the prompt or "
                                          "max_tokens.", param=prompt_param if len(ids) >= limit else "max_tokens")
 
-    async def _check_constraint(self, request: GenerationRequest) -> None:
-        """Compile the constraint in a worker thread: a bad one is a 400 before admission."""
-        if request.constraint is not None:
-            await anyio.to_thread.run_sync(self.engine.check_constraint, request.constraint,
-                                           request.constraint_param)
+    async def _check_constraint(self, request: GenerationRequest) -> list[str]:
+        """Compile the constraint in a worker thread: a bad one is a 400 before admission; the
+        warnings of a good one are logged and returned."""
+        if request.constraint is None:
+            return []
+        warnings = await anyio.to_thread.run_sync(self.engine.check_constraint, request.constraint,
+                                                  request.constraint_param) or []
+        for warning in warnings:
+            logger.warning("%s: %s", request.constraint_param, warning)
+        return warnings
 
     # ---- generation -------------------------------------------------------------------------------
 
@@ -147,12 +153,13 @@ class OpenAIServer:
         params = request.sampling_params(request.max_tokens, request.logprobs)
         prompts = [self.engine.tokenize(p) if isinstance(p, str) else list(p) for p in request.prompts]
         self._check_context(prompts, request.max_tokens, "prompt")
-        await self._check_constraint(request)
+        warnings = await self._check_constraint(request)
         texts = [p if isinstance(p, str) else None for p in request.prompts]
         echo = [t if t is not None else self.engine.decode(ids) for t, ids in zip(texts, prompts)] \
             if request.echo else None
-        return await self._generate(http, request, "cmpl", prompts, texts, params,
-                                    CompletionRenderer(request, self.config.served_model_name, echo))
+        return with_warnings(await self._generate(
+            http, request, "cmpl", prompts, texts, params,
+            CompletionRenderer(request, self.config.served_model_name, echo)), warnings)
 
     async def chat_completions(self, http: Request) -> Response:
         request = parse_chat_request(await self._json_body(http), self.config.max_schema_bytes)
@@ -161,9 +168,10 @@ class OpenAIServer:
         params = request.sampling_params(request.max_tokens, request.num_logprobs)
         text, ids = self.engine.render_chat(request.messages)
         self._check_context([ids], request.max_tokens, "messages")
-        await self._check_constraint(request)
-        return await self._generate(http, request, "chatcmpl", [ids], [text], params,
-                                    ChatRenderer(request, self.config.served_model_name, self.engine.token_bytes))
+        warnings = await self._check_constraint(request)
+        return with_warnings(await self._generate(
+            http, request, "chatcmpl", [ids], [text], params,
+            ChatRenderer(request, self.config.served_model_name, self.engine.token_bytes)), warnings)
 
     # ---- other routes -----------------------------------------------------------------------------
 

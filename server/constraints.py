@@ -113,11 +113,12 @@ class ConstraintValidator:
         self.check_seconds = Histogram(LATENCY_BUCKETS)  # wall time of each check, compile included
         self._lock = threading.Lock()
 
-    def check(self, spec: dict[str, Any], param: str) -> None:
-        """Raise `InvalidConstraintError` (param = the request field) if `spec` cannot be enforced."""
+    def check(self, spec: dict[str, Any], param: str) -> list[str]:
+        """Raise `InvalidConstraintError` (param = the request field) if `spec` cannot be enforced;
+        else return the compiled grammar's warnings (unknown formats, ignored keywords)."""
         start = time.perf_counter()
         try:
-            self.compile(spec)
+            return list(getattr(self.compile(spec), "warnings", None) or [])
         except SchemaLoweringError as exc:
             where = exc.pointer or "#"
             reason = exc.reason.removeprefix(f"at {where}: ")

@@ -107,8 +107,8 @@ class EngineClient:
         raw = self.vocab.token_bytes[token_id] if 0 <= token_id < self.vocab.vocab_size else None
         return raw if raw is not None else text.encode()
 
-    def check_constraint(self, spec: dict[str, Any], param: str) -> None:
-        self.validator.check(spec, param)
+    def check_constraint(self, spec: dict[str, Any], param: str) -> list[str]:
+        return self.validator.check(spec, param)
 
     def describe(self) -> str:
         """One line for the startup log: the model, its limits and the KV pool."""

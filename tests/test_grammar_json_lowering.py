@@ -87,9 +87,9 @@ def test_number_schemas():
     check({"type": "number", "multipleOf": 3}, ["-9", "300"], ["3.5", "4"])
 
 
-def test_fractional_multiple_of_is_an_error_naming_keyword_and_pointer():
-    with pytest.raises(UnsupportedSchemaError) as err:
-        lower_json_schema({"properties": {"p": {"multipleOf": 0.5}}})
+def test_fractional_multiple_of_past_the_budget_is_an_error_naming_keyword_and_pointer():
+    with pytest.raises(UnsupportedSchemaError) as err:  # 0.07: residues mod 7, as for integers
+        lower_json_schema({"properties": {"p": {"multipleOf": 0.07}}})
     assert err.value.keyword == "multipleOf" and err.value.pointer == "/properties/p/multipleOf"
 
 

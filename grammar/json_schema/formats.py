@@ -10,18 +10,31 @@ language we stay *sound* and reject the hard cases:
 * time / date-time: leap seconds (``:60``) are accepted only when the offset's minutes are 00, 15,
   30 or 45 and the time is 23:59 UTC;
 * email: dot-atom or quoted local parts; domains are hostnames or ``[IPv4]`` / ``[IPv6:...]``
-  literals (no general address literals).
+  literals (no general address literals);
+* byte: RFC 4648 base64 with padding (length a multiple of 4, ``=`` only at the end), any pad bits;
+* regex: a regular subset of the regexes both ECMA-262 and Python's ``re`` accept (see
+  `regex_format`), so every accepted string passes jsonschema's ``re.compile`` check.
+
+Number formats (OpenAPI's format registry, applied to JSON numbers; other instance types pass, as
+for every format): ``int32``, ``int64``, ``uint32`` and ``uint64`` are integer ranges, and a number
+that is not an integer fails them (the registry defines each as an integer of that width, as
+ajv-formats asserts; ``1.0`` is the integer 1 but the grammar spells integers canonically);
+``float`` and ``double`` accept every number (the registry gives them no range).
 """
 from __future__ import annotations
 
 from formwork.grammar.ir import And, Node, Not, alt, lit, regex, seq
+from formwork.grammar.json_schema.regex_format import REGEX_FORMAT
 
 HEX = "[0-9a-fA-F]"
 
 _LEAP_YY = "(?:0[48]|[2468][048]|[13579][26])"
 LEAP_YEAR = f"(?:[0-9]{{2}}{_LEAP_YY}|{_LEAP_YY}00)"
+# Years 0001-9999: year 0000 is valid in RFC 3339 but not in Python's `date`, which jsonschema's
+# `date` check uses.
+_YEAR = "(?:[1-9][0-9]{3}|0[1-9][0-9]{2}|00[1-9][0-9]|000[1-9])"
 DATE = (
-    "(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
+    f"(?:{_YEAR}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
     "|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)"
     "|02-(?:0[1-9]|1[0-9]|2[0-8]))"
     f"|{LEAP_YEAR}-02-29)"
@@ -99,10 +112,25 @@ _RELATIVE = (f"(?://{_AUTHORITY}{_PATH_ABEMPTY}|{_PATH_ABSOLUTE}|{_PATH_NOSCHEME
              f"(?:\\?{_QUERY})?(?:#{_QUERY})?")
 URI_REFERENCE = f"(?:{URI}|{_RELATIVE})"
 
+_B64 = "[A-Za-z0-9+/]"
+BYTE = f"(?:{_B64}{{4}})*(?:{_B64}{{2}}==|{_B64}{{3}}=)?"
+JSON_POINTER = "(?:/(?:[^~/]|~[01])*)*"
+RELATIVE_JSON_POINTER = f"(?:0|[1-9][0-9]*)(?:#|{JSON_POINTER})"
+
 FORMAT_REGEXES: dict[str, str] = {
     "date": DATE, "time": TIME, "date-time": DATE_TIME, "duration": DURATION,
     "ipv4": IPV4, "ipv6": IPV6, "uuid": UUID, "uri": URI, "uri-reference": URI_REFERENCE,
+    "byte": BYTE, "regex": REGEX_FORMAT, "json-pointer": JSON_POINTER,
+    "relative-json-pointer": RELATIVE_JSON_POINTER,
 }
+
+#: Integer formats as inclusive ranges (they constrain numbers; other instances pass).
+INTEGER_FORMATS: dict[str, tuple[int, int]] = {
+    "int32": (-2 ** 31, 2 ** 31 - 1), "int64": (-2 ** 63, 2 ** 63 - 1),
+    "uint32": (0, 2 ** 32 - 1), "uint64": (0, 2 ** 64 - 1),
+}
+#: Number formats that accept every number.
+ANY_NUMBER_FORMATS = frozenset({"float", "double"})
 
 
 def _label(max_len: int) -> str:
@@ -141,3 +169,6 @@ def format_node(name: str) -> Node:
 _CACHE: dict[str, Node] = {}
 
 SUPPORTED = frozenset(FORMAT_REGEXES) | {"hostname", "email"}
+"""The string formats: `format_node` knows each."""
+NUMBER_FORMATS = frozenset(INTEGER_FORMATS) | ANY_NUMBER_FORMATS
+"""The number formats (see `INTEGER_FORMATS`); they leave strings unconstrained."""

@@ -1,14 +1,27 @@
-"""Regular expressions for canonical JSON integers that are multiples of an integer.
+"""Regular languages of JSON numbers that are multiples of a `multipleOf` divisor.
 
-k splits into a 2^a 5^b part (decided by the last digits) and a part coprime to 10 (a residue
-automaton over the digits, turned into a regex by state elimination); both are budgeted, and
-past the budget a `GrammarBudgetError` says so.
+Integers: k splits into a 2^a 5^b part (decided by the last digits) and a part coprime to 10 (a
+residue automaton over the digits, turned into a regex by state elimination); both are budgeted,
+and past the budget a `GrammarBudgetError` says so.
+
+Decimal divisors are exact over the decimal spellings (no float rounding): the divisors of a
+conjunction combine into their least common multiple P / 10^J (`combined_divisor`), and a spelling
+d = N / 10^t (t fraction digits) is a multiple iff its digits beyond the J-th fraction digit are
+zeros and the digits up to there, read as an integer, are divisible by P / gcd(P, 10^(J - t))
+(`decimal_multiples`).  The divisor is the schema's decimal spelling (0.1 is 1/10, not the binary
+float nearest to it): jsonschema divides floats, and where its rounding disagrees (0.3 under
+multipleOf 0.1: 0.3 / 0.1 == 2.9999999999999996) formwork follows the exact quotient, as the
+specification and the JSON Schema Test Suite do.  Multiples are spelled without an exponent.
 """
 from __future__ import annotations
 
+import math
+from decimal import Decimal
+from fractions import Fraction
 from typing import Optional
 
 from formwork.grammar.errors import GrammarBudgetError
+from formwork.grammar.ir import And, Node, alt, regex, seq
 from formwork.grammar.json_schema.numbers import JSON_INTEGER, class_for_digits
 
 MAX_MODULUS = 64
@@ -167,3 +180,87 @@ def enumerate_multiples(lo: int, hi: int, k: int, limit: int = 2048) -> Optional
     if count > limit:
         return None
     return list(range(first, hi + 1, k))
+
+
+def combined_divisor(divisors: list[Decimal]) -> tuple[int, int]:
+    """The least common multiple of positive decimal divisors as (P, J): the lcm is P / 10^J."""
+    fractions = [Fraction(d) for d in divisors]
+    numerator = math.lcm(*(f.numerator for f in fractions))
+    denominator = math.gcd(*(f.denominator for f in fractions))
+    scale = 0
+    while 10 ** scale % denominator:
+        scale += 1
+    return numerator * (10 ** scale // denominator), scale
+
+
+def integer_divisor(step: int, scale: int) -> int:
+    """The k such that an integer is a multiple of step / 10^scale iff it is a multiple of k."""
+    return step // math.gcd(step, 10 ** scale)
+
+
+def _digits_divisible(k: int) -> str:
+    """A regex of digit strings, with '.' anywhere ignored, whose digits read as an integer are
+    divisible by k (leading zeros allowed)."""
+    if k > MAX_MODULUS:
+        raise GrammarBudgetError(f"multipleOf: divisibility by {k} needs a residue automaton "
+                                 f"above the budget of {MAX_MODULUS} states")
+    delta, start = _residue_dfa(k)
+    n = len(delta)
+    first, last = n, n + 1
+    edges: dict[tuple[int, int], str] = {}
+    for p, row in [(first, delta[start])] + list(enumerate(delta)):
+        by_target: dict[int, list[int]] = {}
+        for d in range(10):
+            by_target.setdefault(row[d], []).append(d)
+        for q, ds in by_target.items():
+            digits = "".join(map(str, ds)) + ("." if p == q else "")
+            edges[(p, q)] = "[" + digits.replace(".", "\\.") + "]"
+        if p != first and p not in by_target:
+            edges[(p, p)] = "\\."
+    edges[(start, last)] = ""
+    body = _eliminate(n + 2, edges, first, last)
+    return f"(?:{body})"
+
+
+_INTEGER_PART = "-?(?:0|[1-9][0-9]*)"
+
+
+def decimal_multiples(step: int, scale: int) -> Node:
+    """JSON numbers without exponent that are exact multiples of step / 10^scale (scale >= 1)."""
+    groups: dict[int, list[int]] = {}  # divisor of the digits -> fraction lengths t < scale
+    for t in range(scale):
+        groups.setdefault(step // math.gcd(step, 10 ** (scale - t)), []).append(t)
+    parts = []
+    for k, lengths in groups.items():
+        lo, hi = lengths[0], lengths[-1]
+        shape = _INTEGER_PART if hi == 0 else \
+            f"{_INTEGER_PART}(?:\\.[0-9]{{{max(lo, 1)},{hi}}})" + ("?" if lo == 0 else "")
+        parts.append(_divisible(shape, k))
+    full = _divisible(f"{_INTEGER_PART}\\.[0-9]{{{scale}}}", step)
+    parts.append(seq(full, regex("0*")))
+    return alt(*parts)
+
+
+def _power_digits_divisible(k1: int, t: int) -> str:
+    """`_digits_divisible` for k1 = 2^a 5^b (t = max(a, b)): decided by the last t digits."""
+    if 10 ** t // k1 > MAX_SUFFIXES:
+        raise GrammarBudgetError(f"multipleOf: divisibility by {k1} needs {10 ** t // k1} digit "
+                                 f"suffixes, above the budget of {MAX_SUFFIXES}")
+    def dotted(words: list[str]) -> str:  # a '.' may sit between any two digits
+        return "|".join("\\.?".join(w) for w in words)
+
+    last = dotted([str(m).zfill(t) for m in range(0, 10 ** t, k1)])
+    alternatives = [f"[0-9.]*(?:{last})"]  # t digits or more: the last t decide
+    alternatives += [dotted([str(m).zfill(n) for m in range(0, 10 ** n, k1)]) for n in range(1, t)]
+    return "(?:" + "|".join(alternatives) + ")"
+
+
+def _divisible(shape: str, k: int) -> Node:
+    """`shape` (a regex of spellings) whose digits, read as an integer, are divisible by k."""
+    node = regex(shape)
+    k1, t, k2 = _split_modulus(k)
+    if k1 > 1:
+        node = And(node, regex("-?" + _power_digits_divisible(k1, t)))
+    if k2 > 1:
+        node = And(node, regex("-?" + _digits_divisible(k2)))
+    return node

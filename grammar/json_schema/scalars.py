@@ -1,9 +1,9 @@
 """Numbers and strings: merge the scalar keywords of a conjunction of subschemas and lower them
 to IR.
 
-Numbers intersect their bounds and ``multipleOf`` divisors (integral only) into a range pattern;
-strings intersect ``pattern`` and ``format`` languages with the ``minLength``/``maxLength``
-bounds.  The usual cases become shared leaves (`Lowerer.leaf`).
+Numbers intersect their bounds, integer `format`s (int32 & co) and ``multipleOf`` divisors
+(decimal ones exactly, see `multiples`) into a range pattern; strings intersect ``pattern`` and
+``format`` languages with the ``minLength``/``maxLength`` bounds.  The usual cases become shared leaves (`Lowerer.leaf`).
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from formwork.grammar.json_schema.errors import UnsupportedSchemaError
 from formwork.grammar.json_schema.expand import Sub
 from formwork.grammar.json_schema.pieces import encoded_format
 from formwork.grammar.json_schema.strings import quoted, string_content
+from formwork.schemas.keywords import REFUSED_FORMATS
 from formwork.schemas.pointer import child
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ def lower_number(lw: "Lowerer", subs: list[Sub], integer_only: bool) -> Node:
     lo: Optional[Decimal] = None
     hi: Optional[Decimal] = None
     lo_strict = hi_strict = False
-    divisors: list[int] = []
+    divisors: list[tuple[Decimal, str]] = []
     for s in subs:
         sch = s.schema
         for kw, strict, is_lo in (("minimum", False, True), ("exclusiveMinimum", True, True),
@@ -41,28 +42,39 @@ def lower_number(lw: "Lowerer", subs: list[Sub], integer_only: bool) -> Node:
             if not is_lo and (hi is None or v < hi or (v == hi and strict)):
                 hi, hi_strict = v, strict
         if "multipleOf" in sch:
-            m = Decimal(str(sch["multipleOf"]))
-            if m != m.to_integral_value():
-                lw.report("multipleOf", child(s.pointer, "multipleOf"),
-                          f"fractional divisor {sch['multipleOf']!r} is not supported")
-                continue
-            divisors.append((int(m), child(s.pointer, "multipleOf")))
+            divisors.append((Decimal(str(sch["multipleOf"])), child(s.pointer, "multipleOf")))
+        if sch.get("format") in formats.INTEGER_FORMATS:  # int32 & co: integers in a range
+            integer_only = True
+            f_lo, f_hi = (Decimal(b) for b in formats.INTEGER_FORMATS[sch["format"]])
+            if lo is None or f_lo > lo:
+                lo, lo_strict = f_lo, False
+            if hi is None or f_hi < hi:
+                hi, hi_strict = f_hi, False
+    step, scale = multiples.combined_divisor([d for d, _ in divisors]) if divisors else (1, 0)
+    where = divisors[0][1] if divisors else ""
     if divisors or integer_only:
-        return _lower_integer(lw, lo, lo_strict, hi, hi_strict, divisors)
+        if scale and not integer_only:
+            pattern = numbers.number_range(lo, lo_strict, hi, hi_strict)
+            if pattern is None:
+                return NOTHING
+            try:
+                return And(regex(pattern), multiples.decimal_multiples(step, scale))
+            except GrammarBudgetError as exc:
+                lw.report("multipleOf", where, str(exc))
+                return regex(pattern)
+        return _lower_integer(lw, lo, lo_strict, hi, hi_strict,
+                              multiples.integer_divisor(step, scale), where)
     pattern = numbers.number_range(lo, lo_strict, hi, hi_strict)
     return NOTHING if pattern is None else lw.leaf(pattern)
 
 
 def _lower_integer(lw: "Lowerer", lo: Optional[Decimal], lo_strict: bool,
-                   hi: Optional[Decimal], hi_strict: bool, divisors: list[tuple[int, str]]) -> Node:
+                   hi: Optional[Decimal], hi_strict: bool, k: int, where: str) -> Node:
     ilo = None if lo is None else (math.floor(lo) + 1 if lo_strict else math.ceil(lo))
     ihi = None if hi is None else (math.ceil(hi) - 1 if hi_strict else math.floor(hi))
     pattern = numbers.integer_range(ilo, ihi)
     if pattern is None:
         return NOTHING
-    k = 1
-    for d, _ in divisors:
-        k = k * d // math.gcd(k, d)
     if k == 1:
         return lw.leaf(pattern)
     if ilo is not None and ihi is not None:
@@ -73,7 +85,7 @@ def _lower_integer(lw: "Lowerer", lo: Optional[Decimal], lo_strict: bool,
     try:
         parts = multiples.multiple_of_integer(k)
     except GrammarBudgetError as exc:
-        lw.report("multipleOf", divisors[0][1], str(exc))
+        lw.report("multipleOf", where, str(exc))
         return node
     for p in parts:
         node = And(node, regex(p))
@@ -100,7 +112,7 @@ def lower_string(lw: "Lowerer", subs: list[Sub]) -> Node:
             fmt = sch["format"]
             if fmt in formats.SUPPORTED:
                 extra.append(encoded_format(fmt))
-            else:
+            elif fmt in REFUSED_FORMATS:  # others: number formats, or unknown (a warning)
                 lw.report("format", child(s.pointer, "format"),
                           f"format {fmt!r} is not supported")
         for node in extra:
