@@ -27,9 +27,9 @@ def matcher_accepts(grammar: Any, instance: Any) -> bool:
     return False
 
 
-def assert_exact(schema: Any, instances: list[Any], draft: str = "2020-12") -> None:
-    """Compile `schema` and check every instance against jsonschema's verdict."""
-    grammar = compile_json_schema(schema, byte_vocab(), draft=draft)
+def assert_exact(schema: Any, instances: list[Any], draft: str = "2020-12", **options: Any) -> None:
+    """Compile `schema` (with `options`) and check every instance against jsonschema's verdict."""
+    grammar = compile_json_schema(schema, byte_vocab(), draft=draft, **options)
     cls = VALIDATORS[draft]
     validator = cls(schema, format_checker=cls.FORMAT_CHECKER)  # formwork asserts formats
     for instance in instances:

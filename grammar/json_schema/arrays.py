@@ -3,16 +3,21 @@
 Element i obeys every subschema's positional schema for i (``prefixItems``, or draft-07 ``items``
 as a list), else its schema for the remaining elements (``items``, ``additionalItems`` or a plain
 ``unevaluatedItems``); ``minItems``/``maxItems`` bound the length, and the first position no value
-can take caps it.
+can take caps it.  ``contains`` counts matching elements (`contains`); ``uniqueItems: true``
+tracks the set of items seen over finite element domains (`unique_items`).
 """
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Optional
 
 from formwork.grammar.ir import EMPTY, NOTHING, Node, Nothing, alt, lit, repeat, seq
-from formwork.grammar.json_schema.contains import contains_specs, counted_items, element_classes
+from formwork.grammar.json_schema.contains import (
+    contains_bounds, contains_specs, counted_items, element_classes,
+)
 from formwork.grammar.json_schema.expand import Sub, plain_unevaluated
+from formwork.grammar.json_schema.unique_items import finite_domain, unique_items
 from formwork.grammar.json_schema.values import container
+from formwork.schemas.pointer import child
 
 if TYPE_CHECKING:
     from formwork.grammar.json_schema.lowering import Lowerer
@@ -71,6 +76,25 @@ def lower_array(lw: "Lowerer", subs: list[Sub], depth: int) -> Node:
     if max_items is not None and max_items < min_items:
         return NOTHING
 
+    unique = [s for s in subs if s.schema.get("uniqueItems") is True]
+    if unique:
+        domains = [finite_domain(lw, element_subs(i)) for i in range(longest)]
+        if max_items is not None and max_items <= longest:
+            tail_domain: Optional[list] = []
+        else:
+            tail_domain = finite_domain(lw, element_subs(None))
+        if tail_domain is not None and None not in domains:
+            made = unique_items(lw, domains, tail_domain, comma, depth, min_items, max_items,
+                                contains_bounds(lw, subs))
+            if not isinstance(made, str):
+                items, may_be_empty = made
+                return _bracketed(lw, depth, items, may_be_empty)
+            reason = made
+        else:
+            reason = ("enforced only where every element has a finite domain (enum, const, "
+                      "boolean, null or a bounded integer range); comparing arbitrary elements "
+                      "with each other is not a regular or context-free constraint")
+        lw.report("uniqueItems", child(unique[0].pointer, "uniqueItems"), reason)
     specs = contains_specs(lw, subs, depth + 1)
     may_be_empty = min_items == 0
     if specs:
@@ -82,6 +106,11 @@ def lower_array(lw: "Lowerer", subs: list[Sub], depth: int) -> Node:
         items = NOTHING
     else:
         items = _array_items(positions, tail_elem, comma, min_items, max_items)
+    return _bracketed(lw, depth, items, may_be_empty)
+
+
+def _bracketed(lw: "Lowerer", depth: int, items: Node, may_be_empty: bool) -> Node:
+    """The array of the non-empty element lists `items` (and `[]` if `may_be_empty`)."""
     if isinstance(items, Nothing):
         return lit("[]") if may_be_empty else NOTHING
     return container(lw.ws, depth, "[", "]", items, may_be_empty)

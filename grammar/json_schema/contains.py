@@ -20,7 +20,6 @@ from formwork.grammar.json_schema.expand import Sub
 from formwork.grammar.json_schema.values import freeze
 from formwork.grammar.json_schema.value_split import ValueSplit, rejected_by, split_values
 from formwork.schemas.keywords import DRAFT_KEYWORDS
-from formwork.schemas.pointer import child
 
 if TYPE_CHECKING:
     from formwork.grammar.json_schema.lowering import Lowerer
@@ -46,13 +45,13 @@ class ContainsSpec:
         return self.hi + 1 if self.hi is not None else self.lo
 
 
-def contains_specs(lw: "Lowerer", subs: list[Sub], depth: int) -> list[ContainsSpec]:
-    """The `contains` constraints of an array conjunction (elements at `depth`); one whose
-    non-matching elements cannot be told apart exactly is reported."""
+def contains_bounds(lw: "Lowerer", subs: list[Sub]) -> list[tuple[Sub, int, Optional[int]]]:
+    """(subschema, minContains, maxContains) of each `contains` of an array conjunction that can
+    fail (``minContains: 0`` without a maximum never does)."""
     # the document's draft; a subschema of another draft's resource (through `$ref`) is held
     # to the stricter reading of minContains/maxContains
     counted = "minContains" in DRAFT_KEYWORDS.get(lw.doc.draft.name, ())
-    specs = []
+    out = []
     for s in subs:
         sch = s.schema
         if "contains" not in sch:
@@ -61,11 +60,19 @@ def contains_specs(lw: "Lowerer", subs: list[Sub], depth: int) -> list[ContainsS
         hi = int(sch["maxContains"]) if "maxContains" in sch else None
         if not counted:
             lo = max(lo, 1)
-        if lo == 0 and hi is None:
-            continue  # always satisfied
-        split = split_values(lw, lw.expander.child(s, "contains"), depth)
+        if lo or hi is not None:
+            out.append((lw.expander.child(s, "contains"), lo, hi))
+    return out
+
+
+def contains_specs(lw: "Lowerer", subs: list[Sub], depth: int) -> list[ContainsSpec]:
+    """The `contains` constraints of an array conjunction (elements at `depth`); one whose
+    non-matching elements cannot be told apart exactly is reported."""
+    specs = []
+    for sub, lo, hi in contains_bounds(lw, subs):
+        split = split_values(lw, sub, depth)
         if isinstance(split, str):
-            lw.report("contains", child(s.pointer, "contains"),
+            lw.report("contains", sub.pointer,
                       f"the elements that do not match it cannot be described exactly: {split}")
             continue
         specs.append(ContainsSpec(split, lo, hi))

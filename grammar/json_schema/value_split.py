@@ -4,8 +4,9 @@
 complement is not a complement over values (spellings, member order, whitespace), so it is taken
 only where it is exact: for scalars, both sides are restricted to canonical spellings (every
 scalar lowering here accepts the canonical spelling of each value it accepts, as `oneOf` relies
-on, except a few over-strict formats); a container type must be matched by the subschema either
-wholly (``{"type": "array"}``) or not at all (``{"type": "string"}``, ``{"const": 3}``).
+on, except a few over-strict formats; ``not`` complements scalars the same way); a container type
+must be matched by the subschema either wholly (``{"type": "array"}``) or not at all
+(``{"type": "string"}``, ``{"const": 3}``).
 Anything else is refused with its reason.
 """
 from __future__ import annotations
@@ -37,9 +38,6 @@ _OBJECT = frozenset({"properties", "patternProperties", "additionalProperties", 
                      "dependentSchemas", "dependencies", "unevaluatedProperties"})
 #: Keywords that leave a container type wholly matched (those of the other types).
 _WHOLE = {"array": _STRUCTURE | _SCALAR | _OBJECT, "object": _STRUCTURE | _SCALAR | _ARRAY}
-#: Keywords whose scalar lowering is known to accept every canonical spelling it should (``not``
-#: too: `negation` complements scalars over canonical spellings, refusing inexact formats).
-_KNOWN = _STRUCTURE | _SCALAR | _ARRAY | _OBJECT | {"const", "enum", "not"}
 #: Formats whose languages are stricter than the format (see `one_of`).
 _INEXACT_FORMATS = frozenset({"hostname", "email", "time", "date-time"})
 
@@ -65,9 +63,6 @@ def split_values(lw: "Lowerer", sub: Sub, depth: int) -> Union[ValueSplit, str]:
         for s in a:
             if not isinstance(s.schema, dict):
                 continue
-            unknown = sorted(set(s.schema) - _KNOWN)
-            if unknown:
-                return f"its subschema at {s.pointer or '#'} uses {unknown[0]!r}"
             if s.schema.get("format") in _INEXACT_FORMATS:
                 return (f"format {s.schema['format']!r} at {s.pointer or '#'} is enforced more "
                         "strictly than specified, so its complement would admit matching strings")
