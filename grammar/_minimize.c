@@ -169,7 +169,9 @@ static PyObject *minimize(PyObject *Py_UNUSED(module), PyObject *args) {
     }
     for (int32_t b = 0; b < part.blocks; b++)
         if (b != largest) part.in_work[b] = 1, part.work[part.num_work++] = b;
+    Py_BEGIN_ALLOW_THREADS /* the refinement touches no Python object: other threads run meanwhile */
     refine(&part, inv_at, inv, k, scratch);
+    Py_END_ALLOW_THREADS
     const int32_t *block = part.block_of;
     /* number blocks: the dead block 0, then breadth-first from the start */
     for (int64_t b = 0; b < m; b++) number[b] = -1;

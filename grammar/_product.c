@@ -90,7 +90,9 @@ static PyObject *product(PyObject *Py_UNUSED(module), PyObject *args) {
     codes[0] = 1 * nb + 1;
     int64_t first = slot_of(&ix, codes[0]);
     ix.keys[first] = codes[0] + 1, ix.ids[first] = 0;
-    for (int64_t i = 0; i < count && why == OK; i++) {
+    int out_of_memory = 0;
+    Py_BEGIN_ALLOW_THREADS /* the loop touches no Python object: other threads run meanwhile */
+    for (int64_t i = 0; i < count && why == OK && !out_of_memory; i++) {
         if (i % CHECK_EVERY == 0 && seconds >= 0 && cpu_now() >= deadline) {
             why = OUT_OF_TIME;
             break;
@@ -110,16 +112,24 @@ static PyObject *product(PyObject *Py_UNUSED(module), PyObject *args) {
                     if (more_rows) rows = more_rows;
                     int64_t *more_codes = realloc(codes, (size_t)cap * sizeof(int64_t));
                     if (more_codes) codes = more_codes;
-                    if (!more_rows || !more_codes) goto nomem;
+                    if (!more_rows || !more_codes) {
+                        out_of_memory = 1;
+                        break;
+                    }
                 }
                 ix.keys[s] = code + 1, ix.ids[s] = (int32_t)count;
                 codes[count++] = code;
-                if (2 * count > ix.cap && index_grow(&ix)) goto nomem;
+                if (2 * count > ix.cap && index_grow(&ix)) {
+                    out_of_memory = 1;
+                    break;
+                }
                 s = slot_of(&ix, code);
             }
             rows[i * r + c] = ix.ids[s];
         }
     }
+    Py_END_ALLOW_THREADS
+    if (out_of_memory) goto nomem;
     if (why != OK) {
         result = Py_BuildValue("(OOL)", Py_None, Py_None, (long long)why);
     } else {

@@ -8,8 +8,10 @@ the compiler checks the budget, the cheap ones through `tick` (the clock is read
 an idle machine, where CPU time is wall time, it returns within 1.1x its budget.
 
 A wall-clock backstop, `backstop_seconds` = max(`WALL_FACTOR` x max_seconds, max_seconds +
-`WALL_SLACK_S`), still bounds a compile that makes no progress at all; it is far enough out that a
-starved but progressing compile is not failed, and it is not what the 1.1x target measures.
+`WALL_SLACK_S`), still bounds a compile that makes no progress at all (blocked, not computing); it
+is far enough out that a starved but progressing compile is not failed (a thread given a tenth of a
+core on an oversubscribed box, or the gaps of a JIT holding the GIL), and it is not what the 1.1x
+target measures.
 """
 from __future__ import annotations
 
@@ -23,8 +25,8 @@ from formwork.grammar.errors import GrammarBudgetError
 
 CHECK_EVERY = 64     # `tick`s between clock reads (a thread-CPU read costs ~1 us) in small-step loops
 COARSE_EVERY = 7     # ... in the lowering's, whose steps are larger (`check_budget`; odd: callers that alternate all get checked)
-WALL_FACTOR = 6.0    # the wall-clock backstop: this many budgets ...
-WALL_SLACK_S = 30.0  # ... or the budget plus this, whichever is later
+WALL_FACTOR = 30.0   # the wall-clock backstop: this many budgets ...
+WALL_SLACK_S = 60.0  # ... or the budget plus this, whichever is later
 
 _ACTIVE = threading.local()  # .budget: the budget of the compile running on this thread
 
