@@ -57,6 +57,8 @@ def _extend(inner: st.SearchStrategy) -> st.SearchStrategy:
     return st.one_of(
         st.builds(lambda n, s: {"properties": {n: s}}, NAMES, inner),
         st.builds(lambda n, s: {"properties": {n: s}, "required": [n]}, NAMES, inner),
+        st.builds(lambda ps: {"properties": ps, "additionalProperties": False},
+                  st.dictionaries(NAMES, inner, max_size=2)),
         st.builds(lambda ss: {"prefixItems": ss}, st.lists(inner, min_size=1, max_size=2)),
         st.builds(lambda s: {"not": s}, inner),
         st.builds(lambda a, b: {"allOf": [a, b]}, inner, inner),

@@ -106,6 +106,20 @@ def test_refusals_name_keyword_and_pointer(schema, message):
 
 
 
+def test_additional_properties_false_is_negated_by_sets_of_declared_members():
+    schema = {"type": "object", "not": {"properties": {"a": {"type": "integer"}, "b": True},
+                                        "additionalProperties": False}}
+    assert_agrees(schema, [{}, {"a": 1}, {"a": "x"}, {"b": 1}, {"c": 1}, {"a": 1, "b": 2},
+                           {"a": 1, "c": 2}, {"a": 1, "b": 2, "c": 3}, {"b": None, "d": 1}])
+    names = {k: True for k in "abcdef"}
+    with pytest.raises(UnsupportedSchemaError) as err:
+        lower_json_schema({"not": {"properties": names, "additionalProperties": False}})
+    assert str(err.value) == (
+        "not at /not: the complement cannot be built exactly: 'additionalProperties' at "
+        "/not/additionalProperties: the objects violating it are one schema per set of the 6 "
+        "declared members (at most 5)")
+
+
 def test_too_many_ways_to_violate_is_a_budget_error_with_the_pointer():
     values = [{"a": i, "b": i} for i in range(4)]  # 5 ways to differ from each: 5 ** 4 > 256
     with pytest.raises(GrammarBudgetError) as err:

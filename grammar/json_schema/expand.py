@@ -74,7 +74,7 @@ def plain_schema(schema: Any) -> Any:
     """`schema` as plain JSON for `jsonschema`: each `Sub` inside a `Synthetic` replaced by its
     schema (a synthetic subschema always sits in the scope of the schema that made it)."""
     if isinstance(schema, Sub):
-        return schema.schema
+        return plain_schema(schema.schema)
     if isinstance(schema, Synthetic):
         return {k: _plain_value(v) for k, v in schema.items()}
     return schema

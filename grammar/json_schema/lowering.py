@@ -19,8 +19,9 @@ from formwork.grammar.json_schema.automata import SHARED, accepts
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
 from formwork.grammar.json_schema.expand import APPLICATORS, Alternative, Expander, Sub, plain_schema
 from formwork.grammar.json_schema.negation import (
-    CONTAINER_TYPES, SCALAR_TYPES, container_alternatives, negations, scalar_complement,
+    container_alternatives, negations, scalar_complement,
 )
+from formwork.grammar.json_schema.type_restrictions import CONTAINER_TYPES, SCALAR_TYPES
 from formwork.grammar.json_schema.objects import ObjectLowering
 from formwork.grammar.json_schema.one_of import CANONICAL_SCALARS, resolve_one_of
 from formwork.grammar.json_schema.options import IndentSpec, JsonSchemaOptions, Whitespace

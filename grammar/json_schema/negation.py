@@ -21,6 +21,7 @@ complemented over text, and they never recurse.
 """
 from __future__ import annotations
 
+import itertools
 from itertools import product
 from typing import TYPE_CHECKING, Any, NamedTuple, Optional
 
@@ -29,17 +30,14 @@ from formwork.grammar.ir import NOTHING, And, Node, Not, Nothing, alt
 from formwork.grammar.json_schema.errors import OneOfOverlapError, UnsupportedSchemaError
 from formwork.grammar.json_schema.expand import MAX_ALTERNATIVES, Alternative, Sub, Synthetic
 from formwork.grammar.json_schema.one_of import CANONICAL_SCALARS
+from formwork.grammar.json_schema.type_restrictions import restriction
 from formwork.schemas.pointer import child
 
 if TYPE_CHECKING:
     from formwork.grammar.json_schema.lowering import Lowerer
 
-SCALAR_TYPES = ("null", "boolean", "number", "string")
 #: Formats whose languages are stricter than the format (see `one_of`): no exact complement.
 INEXACT_FORMATS = frozenset({"hostname", "email", "time", "date-time"})
-#: {"type": ...} restrictions, kept for the process: memos key conjunctions by schema identity.
-_RESTRICTIONS: dict[tuple[str, ...], dict] = {}
-CONTAINER_TYPES = {"array": {"type": "array"}, "object": {"type": "object"}}
 
 #: Keywords that may reject a scalar (any other keyword accepts every scalar).
 _SCALAR_KEYWORDS = frozenset({
@@ -58,6 +56,8 @@ _REFUSED = {
                         "uniqueItems", "minContains", "maxContains"})
     | {"$dynamicRef", "$recursiveRef"},
 }
+#: Declared members past which `additionalProperties: false` has no complement (2**n schemas).
+MAX_DECLARED = 5
 #: Drafts whose `items` may be a list of positional schemas.
 _ITEMS_LIST_DRAFTS = frozenset({"draft-07", "draft-06", "draft-04", "2019-09"})
 
@@ -97,14 +97,6 @@ def refuse(lw: "Lowerer", neg: Negation, why: str) -> None:
     else:
         lw.report(neg.keyword, neg.pointer, f"the complement cannot be built exactly: {why}",
                   UnsupportedSchemaError)
-
-
-def restriction(types: tuple[str, ...]) -> dict:
-    """The schema {"type": types}, one object per type list for the whole process."""
-    got = _RESTRICTIONS.get(types)
-    if got is None:
-        got = _RESTRICTIONS[types] = {"type": list(types)}
-    return got
 
 
 # ---------------------------------------------------------------------- scalars
@@ -187,23 +179,17 @@ def _alternative_violations(lw: "Lowerer", subs: Alternative, kind: str
                             ) -> Optional[list[Alternative]]:
     """The ways a container of `kind` can violate the conjunction `subs` (a union), or None when
     every container of `kind` does."""
+    if any(_rejects_kind(s.schema, kind) for s in subs):
+        return None
     ors: list[Alternative] = []
     for s in subs:
         schema = s.schema
-        if schema is False:
-            return None
         if not isinstance(schema, dict):
             continue
-        t = schema.get("type")
-        if t is not None and kind not in ([t] if isinstance(t, str) else t):
-            return None
         for keyword in ("const", "enum"):
             if keyword in schema:
                 values = [schema["const"]] if keyword == "const" else schema["enum"]
-                values = [v for v in values if isinstance(v, dict if kind == "object" else list)]
-                if not values:
-                    return None
-                ors.extend(_unequal(lw, s, keyword, values, kind))
+                ors.extend(_unequal(lw, s, keyword, [v for v in values if _is_kind(v, kind)], kind))
         if "not" in schema:  # violating `not: T` is satisfying T
             ors.extend(lw.expand(lw.expander.child(s, "not")))
         refused = _REFUSED[kind].intersection(schema)
@@ -214,6 +200,24 @@ def _alternative_violations(lw: "Lowerer", subs: Alternative, kind: str
                                    "by a schema of their own")
         ors.extend(_object_violations(lw, s) if kind == "object" else _array_violations(lw, s))
     return ors
+
+
+def _is_kind(value: Any, kind: str) -> bool:
+    return isinstance(value, dict if kind == "object" else list)
+
+
+def _rejects_kind(schema: Any, kind: str) -> bool:
+    """Whether `schema` accepts no container of `kind` (by `type`, `const`/`enum` or false)."""
+    if schema is False:
+        return True
+    if not isinstance(schema, dict):
+        return False
+    t = schema.get("type")
+    if t is not None and kind not in ([t] if isinstance(t, str) else t):
+        return True
+    values = [schema["const"]] if "const" in schema else schema.get("enum", [None])
+    return not any(_is_kind(v, kind) for v in values) if "const" in schema or "enum" in schema \
+        else False
 
 
 _WHAT = {"patternProperties": "a member matching a pattern, with a value it rejects",
@@ -229,8 +233,11 @@ _WHAT = {"patternProperties": "a member matching a pattern, with a value it reje
 
 
 def _trivial(keyword: str, schema: dict) -> bool:
-    """Whether `keyword` of `schema` constrains nothing (true or empty subschemas)."""
+    """Whether `keyword` of `schema` constrains nothing (true or empty subschemas), or is
+    ``additionalProperties: false`` beside no pattern (`_object_violations` takes it)."""
     value = schema[keyword]
+    if keyword == "additionalProperties" and value is False:
+        return not schema.get("patternProperties")
     if keyword in ("additionalProperties", "unevaluatedProperties", "unevaluatedItems"):
         return value is True or value == {}
     if keyword in ("patternProperties", "dependentSchemas"):
@@ -260,12 +267,32 @@ def _object_violations(lw: "Lowerer", s: Sub) -> list[Alternative]:
             continue
         out.append(_synthetic(lw, s, ("object", "bad", name), lambda name=name, value=value: {
             "required": [name], "properties": {name: _negated(value)}}))
+    if schema.get("additionalProperties") is False and not schema.get("patternProperties"):
+        out.extend(_undeclared_member(lw, s))
     if schema.get("minProperties", 0) > 0:
         n = int(schema["minProperties"])
         out.append(_synthetic(lw, s, ("object", "fewer",), lambda: {"maxProperties": n - 1}))
     if "maxProperties" in schema:
         n = int(schema["maxProperties"])
         out.append(_synthetic(lw, s, ("object", "more",), lambda: {"minProperties": n + 1}))
+    return out
+
+
+def _undeclared_member(lw: "Lowerer", s: Sub) -> list[Alternative]:
+    """The objects with a member `s`'s ``properties`` does not declare, for its
+    ``additionalProperties: false``: for each set P of declared names, the objects holding
+    exactly those of them and more members than |P|."""
+    names = list(s.schema.get("properties") or ())
+    if len(names) > MAX_DECLARED:
+        raise CannotNegate(f"'additionalProperties' at {child(s.pointer, 'additionalProperties')}:"
+                           f" the objects violating it are one schema per set of the "
+                           f"{len(names)} declared members (at most {MAX_DECLARED})")
+    out = []
+    for present in itertools.product((False, True), repeat=len(names)):
+        held = [n for n, p in zip(names, present) if p]
+        out.append(_synthetic(lw, s, ("object", "undeclared", present), lambda held=held: {
+            "properties": {n: False for n in names if n not in held}, "required": held,
+            "minProperties": len(held) + 1}))
     return out
 
 

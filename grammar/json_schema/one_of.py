@@ -8,8 +8,9 @@ with the complement of the overlap.  That is exact because both sides are restri
 scalar spellings (the overlap's lowering accepts the canonical spelling of each value it accepts),
 unless a format whose language we over-constrain (hostname, email, time, date-time) is involved.
 Where objects or arrays (or such a format) overlap, the branch is conjoined with ``not`` of the
-other branch (`negation.py`: by type, and containers by their shape); where that complement cannot
-be built exactly it is an error (lenient: a warning, and the union).
+other branch (`negation.py`: by type, and containers by their shape), taken over the scalars and
+the container types the two branches share; where that complement cannot be built exactly it is
+an error (lenient: a warning, and the union).
 """
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ from formwork.grammar.ir import ByteSet, Node, Nothing, alt, any_text, lit, rege
 from formwork.grammar.json_schema.automata import SHARED
 from formwork.grammar.json_schema.expand import Alternative, Sub
 from formwork.grammar.json_schema.strings import quoted, string_content
+from formwork.grammar.json_schema.type_restrictions import (
+    CONTAINER_TYPES, SCALAR_TYPES, restriction,
+)
 from formwork.schemas.pointer import child
 
 if TYPE_CHECKING:
@@ -85,24 +89,40 @@ def resolve_one_of(lw: "Lowerer", sub: Sub, branches: list[list[Alternative]]) -
     for i, branch in enumerate(branches):
         for a in branch:
             excluded: dict[int, list[Node]] = {}
-            negated: list[int] = []
+            negated: dict[int, set[str]] = {}  # branch -> container types it shares with `a`
             for j, other in enumerate(branches):
                 if j == i:
                     continue
                 for b in other:
                     both = [local, *a, *b]
                     overlap = lw.lower_alternative(both, 0)
-                    if isinstance(overlap, Nothing) or SHARED.compile(overlap).is_empty():
+                    if _empty(overlap):
                         continue
-                    if possible_types(both) & {"object", "array"} or _inexact(both):
-                        negated.append(j)
-                        break
-                    excluded.setdefault(j, []).append(overlap)
-            extra = [lw.expander.negation(sub, lw.expander.child(sub, "oneOf", j), "oneOf")
-                     for j in negated]
+                    containers = possible_types(both) & {"object", "array"}
+                    if containers or _inexact(both):
+                        negated.setdefault(j, set()).update(
+                            t for t in containers if not _empty(lw.lower_alternative(
+                                [*both, Sub(CONTAINER_TYPES[t], None, sub.pointer)], 0)))
+                    else:
+                        excluded.setdefault(j, []).append(overlap)
+            extra = [_negation(lw, sub, j, kinds) for j, kinds in negated.items()]
             scalar = [n for j, nodes in excluded.items() if j not in negated for n in nodes]
             if scalar:
                 extra.append(Sub(True, sub.resolver, child(sub.pointer, "oneOf", i),
                                  exclude=(alt(*scalar),)))
             out.append([*a, *extra])
     return out
+
+
+def _empty(node: Node) -> bool:
+    return isinstance(node, Nothing) or SHARED.compile(node).is_empty()
+
+
+def _negation(lw: "Lowerer", sub: Sub, j: int, containers: set[str]) -> Sub:
+    """``not`` of branch j, over scalars and the container types in `containers` only (a
+    container type no value of both branches has needs no complement: it may have none)."""
+    branch = lw.expander.child(sub, "oneOf", j)
+    types = SCALAR_TYPES + tuple(sorted(containers))
+    target = lw.expander.synthetic(("oneOf branch", id(branch.schema), types), branch,
+                                   lambda: {"allOf": [branch, restriction(types)]})
+    return lw.expander.negation(sub, target, "oneOf")
