@@ -1,15 +1,18 @@
-"""Request and engine metrics, with a snapshot under vLLM's Prometheus metric names."""
+"""Request and engine metrics, with a snapshot under vLLM's Prometheus metric names (`formwork:` prefix)."""
 
 from __future__ import annotations
 
-import bisect
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import prometheus_client
+
 LATENCY_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0,
                    7.5, 10.0, 20.0, 40.0, 80.0)
 TOKEN_BUCKETS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000)
+#: Token-mask fill times of one step: tens of microseconds when cached, milliseconds on a miss.
+MASK_BUCKETS = (1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 
 
 def now() -> float:
@@ -65,25 +68,24 @@ class RequestMetrics:
 
 
 class Histogram:
-    """A cumulative-bucket histogram (Prometheus semantics)."""
+    """A histogram of observations in cumulative buckets: prometheus_client's, unregistered (each
+    engine keeps its own; a server's registry exposes it under a name, see `formwork.server.metrics`).
+    Thread-safe."""
 
     def __init__(self, buckets: tuple[float, ...]):
         self.buckets = buckets
-        self.counts = [0] * (len(buckets) + 1)  # last slot is +Inf
-        self.total = 0.0
-        self.count = 0
+        self._histogram = prometheus_client.Histogram("observations", "", buckets=buckets, registry=None)
 
     def observe(self, value: float) -> None:
-        self.counts[bisect.bisect_left(self.buckets, value)] += 1
-        self.total += value
-        self.count += 1
+        self._histogram.observe(value)
 
     def snapshot(self) -> dict[str, Any]:
-        cumulative, running = [], 0
-        for bound, count in zip([*self.buckets, float("inf")], self.counts):
-            running += count
-            cumulative.append((bound, running))
-        return {"type": "histogram", "buckets": cumulative, "sum": self.total, "count": self.count}
+        """`{"type": "histogram", "buckets": [(upper bound, cumulative count), ..., (inf, count)],
+        "sum": ..., "count": ...}`."""
+        samples = self._histogram.collect()[0].samples
+        buckets = [(float(s.labels["le"]), int(s.value)) for s in samples if s.name.endswith("_bucket")]
+        total = next(s.value for s in samples if s.name.endswith("_sum"))
+        return {"type": "histogram", "buckets": buckets, "sum": total, "count": buckets[-1][1]}
 
 
 class EngineMetrics:
@@ -97,6 +99,7 @@ class EngineMetrics:
         self.prefix_cache_hits = 0
         self.request_success: dict[str, int] = {"stop": 0, "length": 0, "abort": 0, "error": 0}
         self.ttft = Histogram(LATENCY_BUCKETS)
+        self.tpot = Histogram(LATENCY_BUCKETS)
         self.inter_token_latency = Histogram(LATENCY_BUCKETS)
         self.e2e_latency = Histogram(LATENCY_BUCKETS)
         self.queue_time = Histogram(LATENCY_BUCKETS)
@@ -125,27 +128,32 @@ class EngineMetrics:
             self.e2e_latency.observe(metrics.e2e_latency)
         if metrics.queue_time is not None:
             self.queue_time.observe(metrics.queue_time)
+        if metrics.time_per_output_token is not None:
+            self.tpot.observe(metrics.time_per_output_token)
 
     def snapshot(self, *, num_running: int, num_waiting: int, num_blocks: int,
                  num_used_blocks: int) -> dict[str, Any]:
-        """Everything under vLLM's metric names: gauges/counters as numbers, histograms as dicts."""
+        """Everything under vLLM's metric names with the `formwork:` prefix (`formwork.server.metrics`
+        says each one's type): gauges and counters as numbers, counters by finish reason as a dict,
+        histograms as `Histogram.snapshot()`s."""
         usage = num_used_blocks / num_blocks if num_blocks else 0.0
         return {
-            "vllm:num_requests_running": num_running,
-            "vllm:num_requests_waiting": num_waiting,
-            "vllm:kv_cache_usage_perc": usage,
+            "formwork:num_requests_running": num_running,
+            "formwork:num_requests_waiting": num_waiting,
+            "formwork:kv_cache_usage_perc": usage,
             "formwork:kv_cache_blocks_used": num_used_blocks,
             "formwork:kv_cache_blocks_total": num_blocks,
-            "vllm:prefix_cache_queries_total": self.prefix_cache_queries,
-            "vllm:prefix_cache_hits_total": self.prefix_cache_hits,
-            "vllm:num_preemptions_total": self.num_preemptions,
-            "vllm:prompt_tokens_total": self.prompt_tokens,
-            "vllm:generation_tokens_total": self.generation_tokens,
-            "vllm:request_success_total": dict(self.request_success),
-            "vllm:time_to_first_token_seconds": self.ttft.snapshot(),
-            "vllm:inter_token_latency_seconds": self.inter_token_latency.snapshot(),
-            "vllm:e2e_request_latency_seconds": self.e2e_latency.snapshot(),
-            "vllm:request_queue_time_seconds": self.queue_time.snapshot(),
-            "vllm:request_prompt_tokens": self.request_prompt_tokens.snapshot(),
-            "vllm:request_generation_tokens": self.request_generation_tokens.snapshot(),
+            "formwork:prefix_cache_queries_total": self.prefix_cache_queries,
+            "formwork:prefix_cache_hits_total": self.prefix_cache_hits,
+            "formwork:num_preemptions_total": self.num_preemptions,
+            "formwork:prompt_tokens_total": self.prompt_tokens,
+            "formwork:generation_tokens_total": self.generation_tokens,
+            "formwork:request_success_total": dict(self.request_success),
+            "formwork:time_to_first_token_seconds": self.ttft.snapshot(),
+            "formwork:time_per_output_token_seconds": self.tpot.snapshot(),
+            "formwork:inter_token_latency_seconds": self.inter_token_latency.snapshot(),
+            "formwork:e2e_request_latency_seconds": self.e2e_latency.snapshot(),
+            "formwork:request_queue_time_seconds": self.queue_time.snapshot(),
+            "formwork:request_prompt_tokens": self.request_prompt_tokens.snapshot(),
+            "formwork:request_generation_tokens": self.request_generation_tokens.snapshot(),
         }

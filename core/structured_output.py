@@ -40,7 +40,7 @@ import torch
 
 from formwork.core.compile_queue import DEFAULT_WORKERS, CompileJob, CompileQueue
 from formwork.core.grammar_backend import GrammarBackend, get_backend
-from formwork.core.metrics import LATENCY_BUCKETS, Histogram
+from formwork.core.metrics import LATENCY_BUCKETS, MASK_BUCKETS, Histogram
 from formwork.core.sequence import Request, Sequence, SequenceStatus
 from formwork.grammar import CompileBudget, CompiledGrammar, GrammarError, Matcher, allocate_token_bitmask
 
@@ -59,6 +59,7 @@ class StructuredOutputStats:
     num_mask_steps: int = 0          # steps with at least one constrained row
     num_mask_rows: int = 0
     mask_seconds: float = 0.0        # total time spent filling masks
+    mask_step_seconds: Histogram = field(default_factory=lambda: Histogram(MASK_BUCKETS))  # each step's
     num_jump_forward_tokens: int = 0
     num_jumps: int = 0
 
@@ -235,7 +236,9 @@ class StructuredOutputManager:
         stats = self.stats
         stats.num_mask_steps += 1
         stats.num_mask_rows += len(rows)
-        stats.mask_seconds += time.perf_counter() - start
+        elapsed = time.perf_counter() - start
+        stats.mask_seconds += elapsed
+        stats.mask_step_seconds.observe(elapsed)
         return MaskBatch(self._bitmask[:len(seqs)], rows, errors)
 
     # ---- advancing ------------------------------------------------------------------------------

@@ -10,5 +10,5 @@ so a bad one is a 400 naming the keyword and JSON pointer.
 
 Modules: `protocol` (request parsing), `constraints`, `responses` and `streaming` (response bodies and
 SSE chunks), `errors` (OpenAI error objects), `engine_client` (the engine as the routes see it), `app`
-(routes), `metrics_text`, `auth`, `serve_cmd` (the CLI command).
+(routes), `metrics`, `auth`, `serve_cmd` (the CLI command).
 """

@@ -21,7 +21,7 @@ import anyio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from formwork.core.outputs import RequestOutput
@@ -31,7 +31,7 @@ from formwork.server.engine_client import EngineClient, merge_streams
 from formwork.server.errors import (APIError, ContextLengthError, EngineUnavailableError, InternalError,
                                     InvalidJSONBodyError, MethodNotAllowedError, ModelNotFoundError,
                                     PayloadTooLargeError, RouteNotFoundError)
-from formwork.server.metrics_text import CONTENT_TYPE, render_metrics
+from formwork.server.metrics import CONTENT_TYPE, metrics_registry, render
 from formwork.server.protocol import (ChatCompletionRequest, CompletionRequest, GenerationRequest,
                                       parse_chat_request, parse_completion_request)
 from formwork.server.responses import (TokenBytes, chat_body, chat_choice, completion_body,
@@ -64,6 +64,7 @@ class OpenAIServer:
         self.engine = engine
         self.config = config
         self.created = int(time.time())
+        self.metrics_registry = metrics_registry(engine, config.served_model_name)  # this server's own
 
     # ---- plumbing ---------------------------------------------------------------------------------
 
@@ -200,8 +201,7 @@ class OpenAIServer:
         return JSONResponse({"status": "ok", "compile_queue": compiles})
 
     async def metrics(self, http: Request) -> Response:
-        text = render_metrics(self.engine.metrics_snapshot(), self.config.served_model_name)
-        return PlainTextResponse(text, media_type=CONTENT_TYPE)
+        return Response(render(self.metrics_registry), media_type=CONTENT_TYPE)
 
 
 class CompletionRenderer:

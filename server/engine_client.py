@@ -22,7 +22,7 @@ from formwork.core.sampling_params import SamplingParams
 from formwork.server.constraints import ConstraintValidator
 from formwork.server.errors import (ContextLengthError, EngineUnavailableError, InternalError,
                                     InvalidRequestError, ServerOverloadedError)
-from formwork.server.metrics_text import structured_output_metrics
+from formwork.server.metrics import structured_output_metrics
 
 _END = object()
 

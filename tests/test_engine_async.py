@@ -92,7 +92,7 @@ def test_abort_and_early_close_free_blocks(engine):
     assert seen[-1] is EventKind.CANCELLED and EventKind.FINISHED not in seen
     assert not first.finished
     assert engine.engine.block_manager.num_used_blocks == 0
-    assert engine.metrics_snapshot()["vllm:request_success_total"]["abort"] == 2
+    assert engine.metrics_snapshot()["formwork:request_success_total"]["abort"] == 2
 
 
 def test_refusals_raise_at_once(engine):

@@ -1,6 +1,7 @@
-"""Per-request and engine metrics after real generation, and the snapshot's vLLM names."""
+"""Per-request and engine metrics after real generation, and the snapshot's vLLM names (`formwork:`)."""
 
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -25,18 +26,20 @@ def test_request_and_engine_metrics():
     # max_num_seqs=2: the third request queued behind the first two.
     assert outputs[2].metrics.queue_time >= outputs[0].metrics.queue_time
     snap = llm.engine.metrics_snapshot()
-    assert snap["vllm:num_requests_running"] == 0 and snap["vllm:num_requests_waiting"] == 0
-    assert snap["vllm:kv_cache_usage_perc"] == 0.0
-    assert snap["vllm:prompt_tokens_total"] == sum(len(o.prompt_token_ids) for o in outputs)
-    assert snap["vllm:generation_tokens_total"] == 18
-    assert snap["vllm:request_success_total"]["length"] == 3
-    assert snap["vllm:time_to_first_token_seconds"]["count"] == 3
-    assert snap["vllm:inter_token_latency_seconds"]["count"] == 15
-    assert snap["vllm:e2e_request_latency_seconds"]["count"] == 3
+    assert snap["formwork:num_requests_running"] == 0 and snap["formwork:num_requests_waiting"] == 0
+    assert snap["formwork:kv_cache_usage_perc"] == 0.0
+    assert snap["formwork:prompt_tokens_total"] == sum(len(o.prompt_token_ids) for o in outputs)
+    assert snap["formwork:generation_tokens_total"] == 18
+    assert snap["formwork:request_success_total"]["length"] == 3
+    assert snap["formwork:time_to_first_token_seconds"]["count"] == 3
+    assert snap["formwork:inter_token_latency_seconds"]["count"] == 15
+    tpot = snap["formwork:time_per_output_token_seconds"]
+    assert tpot["count"] == 3 and tpot["sum"] == pytest.approx(sum(o.metrics.time_per_output_token for o in outputs))
+    assert snap["formwork:e2e_request_latency_seconds"]["count"] == 3
     # Same prompts again: prefix cache hits show up in tokens.
     llm.generate(prompts, params, use_tqdm=False)
     snap = llm.engine.metrics_snapshot()
-    assert 0 < snap["vllm:prefix_cache_hits_total"] < snap["vllm:prefix_cache_queries_total"]
+    assert 0 < snap["formwork:prefix_cache_hits_total"] < snap["formwork:prefix_cache_queries_total"]
 
 
 def test_kv_usage_while_running():
@@ -46,10 +49,10 @@ def test_kv_usage_while_running():
     engine.step()
     snap = engine.metrics_snapshot()
     used = engine.block_manager.num_used_blocks
-    assert used > 0 and snap["vllm:kv_cache_usage_perc"] == pytest.approx(used / 32)
-    assert snap["vllm:num_requests_running"] == 1
+    assert used > 0 and snap["formwork:kv_cache_usage_perc"] == pytest.approx(used / 32)
+    assert snap["formwork:num_requests_running"] == 1
     engine.abort_request("x")
-    assert engine.metrics_snapshot()["vllm:kv_cache_usage_perc"] == 0.0
+    assert engine.metrics_snapshot()["formwork:kv_cache_usage_perc"] == 0.0
 
 
 def test_histogram_is_cumulative():
@@ -59,3 +62,13 @@ def test_histogram_is_cumulative():
     snap = h.snapshot()
     assert snap["buckets"] == [(0.1, 2), (1.0, 3), (float("inf"), 4)]
     assert snap["count"] == 4 and snap["sum"] == pytest.approx(3.65)
+
+
+def test_histogram_counts_every_observation_of_concurrent_threads():
+    h = Histogram((0.5,))
+    threads = [threading.Thread(target=lambda: [h.observe(0.25) for _ in range(2000)]) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert h.snapshot()["buckets"] == [(0.5, 8000), (float("inf"), 8000)]

@@ -69,7 +69,7 @@ def test_batched_greedy_matches_hf(name):
         engine = llm.engine
         assert engine.block_manager.num_used_blocks == 0
         if setup == "preemption_tiny_pool":
-            assert engine.metrics_snapshot()["vllm:num_preemptions_total"] > 0
+            assert engine.metrics_snapshot()["formwork:num_preemptions_total"] > 0
         if setup == "default":
             for out, want in zip(outputs, expected):
                 assert out.outputs[0].text == llm.tokenizer.decode(want, skip_special_tokens=True)
@@ -84,4 +84,4 @@ def test_single_requests_then_prefix_hits_match_hf(name):
     # Again as a batch: whole prompts now come from the prefix cache (all but the last token).
     again = llm.generate(PROMPTS, GREEDY, use_tqdm=False)
     assert [o.outputs[0].token_ids for o in again] == expected
-    assert llm.engine.metrics_snapshot()["vllm:prefix_cache_hits_total"] > 0
+    assert llm.engine.metrics_snapshot()["formwork:prefix_cache_hits_total"] > 0

@@ -156,7 +156,7 @@ def test_abort_frees_blocks_and_reports_abort(llm):
     engine.abort_request("b")
     assert engine.block_manager.num_used_blocks == 0 and not engine.has_unfinished_requests()
     assert engine.abort_request("a") is None
-    assert engine.metrics_snapshot()["vllm:request_success_total"]["abort"] >= 2
+    assert engine.metrics_snapshot()["formwork:request_success_total"]["abort"] >= 2
 
 
 @pytest.mark.parametrize("bad", [

@@ -13,14 +13,17 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest_server import AUTH, MODEL, tiny_server  # noqa: E402
 
-from formwork.server.metrics_text import parse_metrics
+from prometheus_client.parser import text_string_to_metric_families
 
 LABEL = f'{{model_name="{MODEL}"}}'
-ABORTED = f'vllm:request_success_total{{model_name="{MODEL}",finished_reason="abort"}}'
+ABORTED = f'formwork:request_success_total{{finished_reason="abort",model_name="{MODEL}"}}'
 
 
 def metrics(server) -> dict[str, float]:
-    return parse_metrics(httpx.get(f"{server.url}/metrics", timeout=10).text)
+    """`/metrics` parsed by prometheus_client: `{'name{label="value",...}': value}`, labels sorted."""
+    text = httpx.get(f"{server.url}/metrics", timeout=10).text
+    return {s.name + "{" + ",".join(f'{k}="{v}"' for k, v in sorted(s.labels.items())) + "}": s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
 
 
 def wait_until_idle(server, timeout: float = 15.0) -> dict[str, float]:
@@ -28,7 +31,7 @@ def wait_until_idle(server, timeout: float = 15.0) -> dict[str, float]:
     deadline = time.monotonic() + timeout
     while True:
         m = metrics(server)
-        idle = (m[f"vllm:num_requests_running{LABEL}"], m[f"vllm:num_requests_waiting{LABEL}"],
+        idle = (m[f"formwork:num_requests_running{LABEL}"], m[f"formwork:num_requests_waiting{LABEL}"],
                 m[f"formwork:kv_cache_blocks_used{LABEL}"]) == (0, 0, 0)
         if idle or time.monotonic() > deadline:
             return m
@@ -74,12 +77,12 @@ def test_dropped_streams_are_aborted_and_free_their_blocks(server):
     assert [r[0] for r in dropped] == ["dropped"] * 10
     assert [r[0] for r in kept] == ["done"] * 10
     after = wait_until_idle(server)
-    assert after[f"vllm:num_requests_running{LABEL}"] == 0
+    assert after[f"formwork:num_requests_running{LABEL}"] == 0
     assert after[f"formwork:kv_cache_blocks_used{LABEL}"] == 0
-    assert after[f"vllm:kv_cache_usage_perc{LABEL}"] == 0
+    assert after[f"formwork:kv_cache_usage_perc{LABEL}"] == 0
     # the 10 dropped streams (230 tokens each) were aborted, not run to the end
     assert after.get(ABORTED, 0) - before.get(ABORTED, 0) == 10
-    generated = after[f"vllm:generation_tokens_total{LABEL}"] - before[f"vllm:generation_tokens_total{LABEL}"]
+    generated = after[f"formwork:generation_tokens_total{LABEL}"] - before[f"formwork:generation_tokens_total{LABEL}"]
     assert generated < 10 * 60 + 10 * 230
 
 
@@ -91,6 +94,6 @@ def test_non_streaming_disconnect_aborts(server):
     after = wait_until_idle(server, timeout=5.0)
     assert after[f"formwork:kv_cache_blocks_used{LABEL}"] == 0
     assert after.get(ABORTED, 0) - before.get(ABORTED, 0) == 1
-    generated = after[f"vllm:generation_tokens_total{LABEL}"] - before[f"vllm:generation_tokens_total{LABEL}"]
+    generated = after[f"formwork:generation_tokens_total{LABEL}"] - before[f"formwork:generation_tokens_total{LABEL}"]
     assert generated < 8 * 230
     assert "unhandled error" not in server.log()  # the handler noticed the disconnect cleanly

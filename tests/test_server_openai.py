@@ -41,13 +41,13 @@ def test_models_health_and_metrics(server, client):
     assert client.models.retrieve(MODEL).id == MODEL
     assert httpx.get(f"{server.url}/health").status_code == 200  # open without a key
     text = httpx.get(f"{server.url}/metrics").text
-    for name in ("vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
-                 "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
-                 "vllm:time_to_first_token_seconds_bucket", "vllm:inter_token_latency_seconds_bucket",
-                 "vllm:e2e_request_latency_seconds_count", "vllm:prompt_tokens_total",
-                 "vllm:generation_tokens_total", "vllm:num_preemptions_total", "formwork:kv_cache_blocks_used",
+    for name in ("formwork:num_requests_running", "formwork:num_requests_waiting", "formwork:kv_cache_usage_perc",
+                 "formwork:prefix_cache_queries_total", "formwork:prefix_cache_hits_total",
+                 "formwork:time_to_first_token_seconds_bucket", "formwork:inter_token_latency_seconds_bucket",
+                 "formwork:e2e_request_latency_seconds_count", "formwork:prompt_tokens_total",
+                 "formwork:generation_tokens_total", "formwork:num_preemptions_total", "formwork:kv_cache_blocks_used",
                  "formwork:grammar_compile_seconds_bucket", "formwork:constraint_check_seconds_count",
-                 "formwork:grammar_mask_seconds_total", "formwork:jump_forward_tokens_total"):
+                 "formwork:grammar_mask_step_seconds_sum", "formwork:jump_forward_tokens_total"):
         assert f"{name}{{" in text, name
 
 

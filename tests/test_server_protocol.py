@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from formwork.core.outputs import CompletionOutput, Logprob, RequestOutput
 from formwork.server.errors import (APIError, InvalidConstraintError, InvalidRequestError, InvalidTypeError,
                                     MissingFieldError, UnsupportedFieldError)
-from formwork.server.metrics_text import parse_metrics, render_metrics
 from formwork.server.protocol import parse_chat_request, parse_completion_request
 from formwork.server.responses import chat_logprobs, completion_logprobs, usage
 from formwork.server.streaming import chat_chunks, completion_chunks
@@ -231,25 +230,6 @@ def test_completion_chunks_echo_and_usage():
 def test_usage_sums_prompts_and_choices():
     outs = [_snapshots(["a", "b"], "stop", n=2)[-1], _snapshots(["c"], "stop")[-1]]
     assert usage(outs)["prompt_tokens"] == 6 and usage(outs)["completion_tokens"] == 5
-
-
-# ---- metrics text ---------------------------------------------------------------------------------
-
-def test_metrics_text_renders_gauges_counters_histograms():
-    snapshot = {"vllm:num_requests_running": 2, "vllm:kv_cache_usage_perc": 0.25,
-                "vllm:prompt_tokens_total": 10, "vllm:request_success_total": {"stop": 3, "length": 1},
-                "vllm:time_to_first_token_seconds": {"type": "histogram", "buckets": [(0.1, 1), (float("inf"), 2)],
-                                                     "sum": 0.5, "count": 2}}
-    text = render_metrics(snapshot, 'my"model')
-    assert "# TYPE vllm:num_requests_running gauge" in text and "# TYPE vllm:prompt_tokens_total counter" in text
-    assert "# TYPE vllm:time_to_first_token_seconds histogram" in text
-    samples = parse_metrics(text)
-    label = 'model_name="my\\"model"'
-    assert samples[f"vllm:num_requests_running{{{label}}}"] == 2
-    assert samples[f"vllm:kv_cache_usage_perc{{{label}}}"] == 0.25
-    assert samples[f'vllm:request_success_total{{{label},finished_reason="stop"}}'] == 3
-    assert samples[f'vllm:time_to_first_token_seconds_bucket{{{label},le="+Inf"}}'] == 2
-    assert samples[f"vllm:time_to_first_token_seconds_count{{{label}}}"] == 2
 
 
 def test_errors_render_as_openai_objects():
