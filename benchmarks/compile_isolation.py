@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -109,7 +110,8 @@ def main() -> None:
     print(compiles)
     if args.write:
         text = (f"# Compile isolation\n\n`.venv/bin/python benchmarks/compile_isolation.py --budget {args.budget:g} "
-                f"--repeats {args.repeats} --write` on {cpu_name()}, Python {platform.python_version()}, "
+                f"--repeats {args.repeats} --write` on {cpu_name()} ({os.cpu_count()} cores, load average "
+                f"{os.getloadavg()[0]:.1f} at the end), Python {platform.python_version()}, "
                 f"{time.strftime('%Y-%m-%d')}.\n\n## Time to first token\n\n{ttft}\n\n## Compile time against the "
                 f"budget\n\nBudgets count the compile thread's CPU time; wall time is what a loaded machine "
                 f"added.\n\n{compiles}\n")
