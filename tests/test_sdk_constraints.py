@@ -176,3 +176,24 @@ def test_formats_the_masks_allow_are_valid_to_pydantic(tp, data):
     text = random_document(output_format(tp), data, max_steps=60)
     if text is not None:
         output_format(tp).parse(text)
+
+
+@pytest.fixture(scope="module")
+def demo_llm():
+    from formwork.sdk import LLM
+
+    return LLM()
+
+
+@settings(deadline=None, max_examples=25, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(tp=ANNOTATED_TYPES, seed=st.integers(0, 2**31 - 1))
+def test_values_the_llm_returns_satisfy_pydantic(demo_llm, tp, seed):
+    """Through `LLM.generate` on the demo model, sampled: the value is valid to pydantic (a value that
+    were not would raise OutputValidationError), or the output ran into max_tokens."""
+    from formwork.sdk_errors import TruncatedOutputError
+
+    try:
+        value = demo_llm.generate("Give me one:", output_type=tp, temperature=1.0, seed=seed, max_tokens=48)
+    except TruncatedOutputError:
+        return
+    assert TypeAdapter(tp).validate_python(value) == value
