@@ -61,6 +61,16 @@ def test_examples():
                   [[], [1], ["a"], [1, 2], [1, 2, 3], ["a", 2, 3]])
 
 
+def test_dependency_keywords_are_negated_through_their_alternatives():
+    objects = [{}, {"a": 1}, {"a": 1, "b": 2}, {"b": 2}, {"a": "x", "b": 1, "c": 3}, 3, None]
+    assert_agrees({"not": {"dependentRequired": {"a": ["b"]}}}, objects)
+    assert_agrees({"not": {"dependentSchemas": {"a": {"properties": {"b": {"type": "string"}}}}}},
+                  objects)
+    assert_agrees({"if": {"dependentRequired": {"a": ["b"]}}, "then": {"required": ["c"]},
+                   "else": {"maxProperties": 1}}, objects)
+    assert_agrees({"oneOf": [{"dependentRequired": {"a": ["b"]}}, {"required": ["a"]}]}, objects)
+
+
 def test_recursion_through_a_complement_stays_exact():
     # a member "a" must not hold an object of the same kind: the complement is taken by shape,
     # so the recursion is a positive grammar rule

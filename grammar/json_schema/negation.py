@@ -28,7 +28,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Optional
 from formwork.grammar.errors import GrammarBudgetError
 from formwork.grammar.ir import NOTHING, And, Node, Not, Nothing, alt
 from formwork.grammar.json_schema.errors import OneOfOverlapError, UnsupportedSchemaError
-from formwork.grammar.json_schema.expand import MAX_ALTERNATIVES, Alternative, Sub, Synthetic
+from formwork.grammar.json_schema.expand import (
+    APPLICATORS, MAX_ALTERNATIVES, Alternative, Sub, Synthetic,
+)
 from formwork.grammar.json_schema.one_of import CANONICAL_SCALARS
 from formwork.grammar.json_schema.type_restrictions import restriction
 from formwork.schemas.pointer import child
@@ -48,10 +50,11 @@ _OBJECT = frozenset({"properties", "patternProperties", "additionalProperties", 
                      "dependentSchemas", "dependencies", "unevaluatedProperties"})
 _ARRAY = frozenset({"items", "prefixItems", "additionalItems", "contains", "minContains",
                     "maxContains", "minItems", "maxItems", "uniqueItems", "unevaluatedItems"})
-#: Container keywords (and dynamic references) whose violation is not a schema of its own.
+#: Container keywords (and dynamic references) whose violation is not a schema of its own (the
+#: expansion's applicators, such as the dependency keywords, are alternatives by then).
 _REFUSED = {
-    "object": (_OBJECT - {"properties", "required", "minProperties", "maxProperties"})
-    | {"$dynamicRef", "$recursiveRef"},
+    "object": (_OBJECT - {"properties", "required", "minProperties", "maxProperties"}
+               - set(APPLICATORS)) | {"$dynamicRef", "$recursiveRef"},
     "array": (_ARRAY - {"items", "prefixItems", "minItems", "maxItems", "additionalItems",
                         "uniqueItems", "minContains", "maxContains"})
     | {"$dynamicRef", "$recursiveRef"},
