@@ -7,7 +7,7 @@ import datetime
 import decimal
 import uuid
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import pydantic
@@ -58,6 +58,9 @@ KINDS = [
     ("format date-time", datetime.datetime, '"2024-01-01T23:59:60Z"', '"2024-01-01T23:59:59Z"'),
     ("format time", datetime.time, '"23:59:60Z"', '"23:59:59Z"'),
     ("format duration", datetime.timedelta, '"P1234567890D"', '"P123456D"'),
+    ("literal keys", dict[Literal["a", "b"], int], '{"c": 1}', '{"b": 1}'),
+    ("pattern keys", dict[Annotated[str, Field(pattern="^k")], int], '{"x": 1}', '{"k1": 1}'),
+    ("min_length keys", dict[Annotated[str, Field(min_length=2)], int], '{"x": 1}', '{"xy": 1}'),
     ("issue 25", list[Annotated[int, Field(ge=0, le=99)]], "[80, 731, 59]", "[80, 31, 59]"),
 ]
 
