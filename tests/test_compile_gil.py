@@ -18,8 +18,8 @@ from tiny_models import tiny_model_dir  # noqa: E402
 from formwork.core.engine import LLMEngine  # noqa: E402
 from formwork.core.sampling_params import SamplingParams  # noqa: E402
 
-BUDGET_S = 0.5
-HOLD_S = 2.0  # four holds of 0.5 s: the compile gets only the short gaps between them
+BUDGET_S = 0.25
+HOLD_S = 1.0  # two holds of 0.5 s: the compile gets only the short gaps between them
 SCHEMA = {"type": "object", "properties": {
     "code": {"type": "string", "pattern": "^[a-m]+x?$", "maxLength": 120},
     "tags": {"type": "array", "items": {"enum": ["red", "green", "blue"]}, "maxItems": 3}},
