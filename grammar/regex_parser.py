@@ -13,13 +13,16 @@ Semantics (chosen to match JSON Schema's ECMA-262 flavour):
 - `.` is any character except `\\n` (Python's rule).
 - `$` means the very end of the string (ECMAScript), not "before a final newline" (Python).
 
-Lookarounds, backreferences, word boundaries, inline flags and possessive quantifiers raise
-`UnsupportedRegexError`; malformed patterns raise `RegexSyntaxError`.
+Lookaheads and lookbehinds (``(?=X) (?!X) (?<=X) (?<!X)``) become intersections and complements
+(see `regex_lookaround` for the few placements left out).  Backreferences, word boundaries, inline
+flags and possessive quantifiers raise `UnsupportedRegexError`; malformed patterns raise
+`RegexSyntaxError`.
 """
 from __future__ import annotations
 
 from formwork.grammar.errors import RegexSyntaxError, UnsupportedRegexError
-from formwork.grammar.ir import EMPTY, Node, alt, any_text, chars, lit, repeat, seq
+from formwork.grammar.ir import EMPTY, Node, alt, any_text, chars, lit
+from formwork.grammar.regex_lookaround import Look, make_alt, make_repeat, make_seq, resolve
 
 CodeRanges = list[tuple[int, int]]
 
@@ -113,10 +116,9 @@ class _Parser:
                 self.i += 1
                 start_anchor = True
             node, end_anchor = self.sequence(top=True)
-            if search:
-                node = seq(EMPTY if start_anchor else any_text(), node,
-                           EMPTY if end_anchor else any_text())
-            branches.append(node)
+            before = EMPTY if start_anchor or not search else any_text()
+            after = EMPTY if end_anchor or not search else any_text()
+            branches.append(resolve(node, before, after, self.unsupported))
             if self.peek() == "|":
                 self.i += 1
                 continue
@@ -130,19 +132,19 @@ class _Parser:
         while self.peek() == "|":
             self.i += 1
             branches.append(self.sequence(top=False)[0])
-        return alt(*branches)
+        return make_alt(*branches)
 
     def sequence(self, top: bool) -> tuple[Node, bool]:
         items: list[Node] = []
         while True:
             c = self.peek()
             if c is None or c in "|)":
-                return seq(*items), False
+                return make_seq(*items), False
             if c == "$":
                 self.i += 1
                 nxt = self.peek()
                 if top and (nxt is None or nxt == "|"):
-                    return seq(*items), True
+                    return make_seq(*items), True
                 raise self.unsupported("'$' is only supported at the end of the pattern", self.i - 1)
             if c == "^":
                 raise self.unsupported("'^' is only supported at the start of the pattern")
@@ -172,7 +174,7 @@ class _Parser:
                 self.i += 1
             elif self.peek() == "+":
                 raise self.unsupported("possessive quantifiers are not supported")
-            node = repeat(node, lo, hi)
+            node = make_repeat(node, lo, hi)
 
     def braces(self) -> tuple[int, int | None] | None:
         """Parse {m}, {m,}, {m,n}; None (and no input consumed) if '{' is a literal."""
@@ -234,7 +236,7 @@ class _Parser:
                     raise self.syntax("bad group name", start)
                 self.i = end + 1
             elif two.startswith(("?=", "?!", "?<=", "?<!")):
-                raise self.unsupported("lookaround assertions are not supported", start)
+                return self.lookaround(start)
             elif two.startswith("?P="):
                 raise self.unsupported("backreferences are not supported", start)
             else:
@@ -243,8 +245,20 @@ class _Parser:
         if self.peek() != ")":
             raise self.syntax("missing ')'", start)
         self.i += 1
-        _remember(_GROUPS, self.p[start:self.i], node)
+        if isinstance(node, Node):
+            _remember(_GROUPS, self.p[start:self.i], node)
         return node
+
+    def lookaround(self, start: int) -> Look:
+        """``(?=...)``, ``(?!...)``, ``(?<=...)`` or ``(?<!...)`` at `start` (self.i at its '?')."""
+        behind = self.p.startswith("?<", self.i)
+        negate = self.p[self.i + 1 + behind] == "!"
+        self.i += 2 + behind
+        body = self.alternation()
+        if self.peek() != ")":
+            raise self.syntax("missing ')'", start)
+        self.i += 1
+        return Look(not behind, negate, body)
 
     def escape(self, in_class: bool) -> tuple[CodeRanges, bool]:
         """Parse an escape at self.i (a backslash); return (code ranges, negated)."""

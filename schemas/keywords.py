@@ -148,8 +148,8 @@ INSTANCE_DESCENDING = frozenset({
 #: Keywords holding definitions only reachable through `$ref`.
 DEFINITION_CONTAINERS = frozenset({"$defs", "definitions"})
 
-# A lookaround or a backreference: beyond a regular language.
-_NON_REGULAR_REGEX = re.compile(r"\(\?<?[=!]|\\[1-9]|\\k<")
+# A backreference (numbered, named, or Python's `(?P=name)`): beyond a regular language.
+_BACKREFERENCE = re.compile(r"\\[1-9]|\\k<|\(\?P=")
 
 
 class KeywordKind(enum.Enum):
@@ -172,9 +172,9 @@ class Verdict:
 
 def regex_problem(pattern: str) -> str | None:
     """Why `pattern` is not a regular expression formwork can compile, or None if it is."""
-    if _NON_REGULAR_REGEX.search(pattern):
-        return ("lookarounds and backreferences are not regular; the pattern cannot be compiled "
-                "to an automaton")
+    if _BACKREFERENCE.search(pattern):
+        return ("backreferences are not regular; the pattern cannot be compiled to an automaton "
+                "(lookarounds can)")
     try:
         re.compile(pattern)
     except re.error as error:

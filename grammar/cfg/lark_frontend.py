@@ -7,6 +7,8 @@ the text into terminals is allowed).
 """
 from __future__ import annotations
 
+import re
+
 import lark
 from lark.lexer import PatternStr
 from lark.load_grammar import load_grammar
@@ -19,6 +21,7 @@ class EbnfSyntaxError(GrammarError):
     """The grammar text is not valid Lark or GBNF."""
 
 
+_LOOKAROUND = re.compile(r"\(\?<?[=!]")
 # common.lark's ESCAPED_STRING needs a lookbehind; this is the same language without one
 _LOOKAROUND_FREE = {
     r'".*?(?<!\\)(\\\\)*?"': r'"(?:[^"\\\n]|\\[^\n])*"',
@@ -38,6 +41,9 @@ def _terminal_node(pattern: lark.lexer.Pattern, name: str) -> Node:
     if flags:
         raise GrammarError(f"terminal {name}: regex flags {sorted(flags)} are not supported")
     source = _LOOKAROUND_FREE.get(pattern.value, pattern.value)
+    if _LOOKAROUND.search(source):  # the regex parser would confine it to the terminal's own text
+        raise GrammarError(f"terminal {name}: lookaround assertions are not supported in terminals "
+                           "(a lexer's lookahead sees the input past the terminal)")
     try:
         return regex(source)
     except GrammarError as exc:

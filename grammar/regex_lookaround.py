@@ -1,0 +1,166 @@
+"""Lookarounds as intersections and complements of regular languages.
+
+The regex parser builds grammar IR directly; a part of a pattern that holds a lookaround is kept
+instead as a small tree (`Look`, `LSeq`, `LAlt`, `LRep` over IR leaves) until the whole branch is
+read, because an assertion constrains the rest (or the start) of the *whole string*, past the
+group it sits in.  `resolve` then turns the branch into IR by continuations:
+
+* lookaheads, right to left: with K the language of what follows a position (the rest of the
+  branch, then the text after the match), ``(?=X)`` there is ``K & X.*`` and ``(?!X)`` is
+  ``K & ~(X.*)``;
+* lookbehinds, left to right: with P the language of what precedes, ``(?<=Y)`` is ``P & .*Y`` and
+  ``(?<!Y)`` is ``P & ~(.*Y)`` (any width: the language needs no fixed width);
+* a branch with both is split where every lookbehind is to the left of every lookahead; a
+  lookahead first in a branch anchored with ``^`` (or a lookbehind last in one anchored with
+  ``$``) sees the whole string, and is an intersection with all of it.
+
+Left out (`UnsupportedRegexError`, with the reason): a lookaround inside an unbounded repetition
+(``(?:(?!ab).)*``: its assertions would repeat at positions the continuation cannot name), a
+repetition of more than `MAX_UNROLL` copies around one, and a lookahead before a lookbehind in
+the same sequence otherwise.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Union
+
+from formwork.grammar.ir import EMPTY, And, Node, Not, alt, any_text, repeat, seq
+
+MAX_UNROLL = 8
+
+
+@dataclass(frozen=True)
+class Look:
+    """A lookaround assertion over `body`."""
+
+    ahead: bool
+    negate: bool
+    body: "Part"
+
+
+@dataclass(frozen=True)
+class LSeq:
+    items: tuple["Part", ...]
+
+
+@dataclass(frozen=True)
+class LAlt:
+    items: tuple["Part", ...]
+
+
+@dataclass(frozen=True)
+class LRep:
+    item: "Part"
+    lo: int
+    hi: int | None
+
+
+Tree = Union[Look, LSeq, LAlt, LRep]
+Part = Union[Node, Tree]
+
+
+def _is_tree(part: Part) -> bool:
+    return isinstance(part, (Look, LSeq, LAlt, LRep))
+
+
+def make_seq(*items: Part) -> Part:
+    """`seq`, or an `LSeq` when an item holds a lookaround."""
+    return LSeq(tuple(items)) if any(map(_is_tree, items)) else seq(*items)
+
+
+def make_alt(*items: Part) -> Part:
+    """`alt`, or an `LAlt` when an item holds a lookaround."""
+    return LAlt(tuple(items)) if any(map(_is_tree, items)) else alt(*items)
+
+
+def make_repeat(item: Part, lo: int, hi: int | None) -> Part:
+    """`repeat`, or an `LRep` around a lookaround."""
+    return LRep(item, lo, hi) if _is_tree(item) else repeat(item, lo, hi)
+
+
+def _kinds(part: Part) -> set[bool]:
+    """Which directions of lookaround `part` holds (True: ahead, False: behind)."""
+    if isinstance(part, Look):
+        return {part.ahead}
+    if isinstance(part, (LSeq, LAlt)):
+        return set().union(*map(_kinds, part.items))
+    if isinstance(part, LRep):
+        return _kinds(part.item)
+    return set()
+
+
+def resolve(part: Part, before: Node, after: Node, fail: Callable[[str], Exception]) -> Node:
+    """The strings ``p m a`` with p in `before`, m a match of `part` and a in `after`, every
+    assertion holding on the whole string.  `fail(reason)` makes the error for what cannot be."""
+    if isinstance(part, Node):
+        return seq(before, part, after)
+    kinds = _kinds(part)
+    if True not in kinds:
+        return seq(_left(part, before, fail), after)
+    if False not in kinds:
+        return seq(before, _right(part, after, fail))
+    items = part.items if isinstance(part, LSeq) else (part,)
+    first, last = items[0], items[-1]
+    if before is EMPTY and isinstance(first, Look) and first.ahead:  # it sees the whole string
+        return _assert(resolve(LSeq(items[1:]), before, after, fail), first, fail)
+    if after is EMPTY and isinstance(last, Look) and not last.ahead:
+        return _assert(resolve(LSeq(items[:-1]), before, after, fail), last, fail)
+    for split in range(len(items) + 1):
+        if True not in _kinds(LSeq(items[:split])) and False not in _kinds(LSeq(items[split:])):
+            return seq(_left(LSeq(items[:split]), before, fail), _right(LSeq(items[split:]), after, fail))
+    raise fail("a lookahead before a lookbehind in one sequence is not supported")
+
+
+def _assert(language: Node, look: Look, fail: Callable[[str], Exception]) -> Node:
+    """`language` where `look` holds at its very start (ahead) or very end (behind)."""
+    seen = _right(look.body, any_text(), fail) if look.ahead else _left(look.body, any_text(), fail)
+    return And(language, Not(seen) if look.negate else seen)
+
+
+def _unrolled(rep: LRep, fail: Callable[[str], Exception]) -> list[tuple[Part, bool]]:
+    """The copies of a repetition around a lookaround: (item, optional) pairs."""
+    if rep.hi is None:
+        raise fail("a lookaround inside an unbounded repetition (*, +, {n,}) is not supported")
+    if rep.hi > MAX_UNROLL:
+        raise fail(f"a lookaround inside a repetition of more than {MAX_UNROLL} copies is not supported")
+    return [(rep.item, False)] * rep.lo + [(rep.item, True)] * (rep.hi - rep.lo)
+
+
+def _right(part: Part, rest: Node, fail: Callable[[str], Exception]) -> Node:
+    """`part` followed by `rest`, its lookaheads checked against everything after them."""
+    if isinstance(part, Node):
+        return seq(part, rest)
+    if isinstance(part, LSeq):
+        for item in reversed(part.items):
+            rest = _right(item, rest, fail)
+        return rest
+    if isinstance(part, LAlt):
+        return alt(*(_right(item, rest, fail) for item in part.items))
+    if isinstance(part, LRep):
+        for item, optional in reversed(_unrolled(part, fail)):
+            rest = alt(rest, _right(item, rest, fail)) if optional else _right(item, rest, fail)
+        return rest
+    if not part.ahead:
+        raise fail("a lookahead before a lookbehind in one sequence is not supported")
+    ahead = _right(part.body, any_text(), fail)
+    return And(rest, Not(ahead) if part.negate else ahead)
+
+
+def _left(part: Part, start: Node, fail: Callable[[str], Exception]) -> Node:
+    """`start` followed by `part`, its lookbehinds checked against everything before them."""
+    if isinstance(part, Node):
+        return seq(start, part)
+    if isinstance(part, LSeq):
+        for item in part.items:
+            start = _left(item, start, fail)
+        return start
+    if isinstance(part, LAlt):
+        return alt(*(_left(item, start, fail) for item in part.items))
+    if isinstance(part, LRep):
+        for item, optional in _unrolled(part, fail):
+            start = alt(start, _left(item, start, fail)) if optional else _left(item, start, fail)
+        return start
+    if part.ahead:
+        raise fail("a lookahead before a lookbehind in one sequence is not supported")
+    behind = _left(part.body, any_text(), fail)
+    return And(start, Not(behind) if part.negate else behind)
