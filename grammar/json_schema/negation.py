@@ -22,6 +22,7 @@ complemented over text, and they never recurse.
 from __future__ import annotations
 
 import itertools
+import json
 from itertools import product
 from typing import TYPE_CHECKING, Any, NamedTuple, Optional
 
@@ -149,7 +150,7 @@ def container_alternatives(lw: "Lowerer", negs: list[Negation], kind: str) -> li
     out: list[Alternative] = [[]]
     for neg in negs:
         try:
-            out = _product(out, container_violations(lw, neg.target, kind), neg.pointer)
+            out = _product(out, container_violations(lw, neg.target, kind), neg.pointer, kind)
         except CannotNegate as exc:
             refuse(lw, neg, str(exc))
         if not out:
@@ -164,18 +165,47 @@ def container_violations(lw: "Lowerer", target: Sub, kind: str) -> list[Alternat
         ors = _alternative_violations(lw, a, kind)
         if ors is None:  # the alternative accepts no container of this kind
             continue
-        out = _product(out, ors, target.pointer)
+        out = _product(out, ors, target.pointer, kind)
         if not out:
             break
     return out
 
 
-def _product(left: list[Alternative], right: list[Alternative], pointer: str
+def _product(left: list[Alternative], right: list[Alternative], pointer: str, kind: str
              ) -> list[Alternative]:
-    if len(left) * len(right) > MAX_ALTERNATIVES:
+    """Every conjunction of one alternative of each side, less repeats and those that plainly
+    hold no container of `kind`; past `MAX_ALTERNATIVES` a budget error naming `pointer`."""
+    out: dict[frozenset[int], Alternative] = {}
+    for a, b in product(left, right):
+        conj = a + b
+        if _possible(conj, kind):
+            out.setdefault(frozenset(map(id, conj)), conj)
+    # a conjunction holding all of another one's subschemas adds nothing to their union
+    keys = sorted(out, key=len)
+    kept = [k for i, k in enumerate(keys) if not any(j < k for j in keys[:i])]
+    if len(kept) > MAX_ALTERNATIVES:
         raise GrammarBudgetError(f"the complement of the schema at {pointer or '#'} splits into "
                                  f"more than {MAX_ALTERNATIVES} alternatives (ways to violate it)")
-    return [a + b for a, b in product(left, right)]
+    return [out[k] for k in kept]
+
+
+def _possible(conj: Alternative, kind: str) -> bool:
+    """False when `conj` plainly holds no container of `kind`: crossed bounds on its members or
+    elements, or an object member both absent and required."""
+    absent: set[str] = set()
+    required: set[str] = set()
+    what = "Properties" if kind == "object" else "Items"
+    low, high = 0, float("inf")
+    for s in conj:
+        schema = s.schema
+        if not isinstance(schema, dict):
+            continue
+        if kind == "object":
+            absent.update(k for k, v in (schema.get("properties") or {}).items() if v is False)
+            required.update(schema.get("required", ()))
+        low = max(low, schema.get("min" + what, 0))
+        high = min(high, schema.get("max" + what, float("inf")))
+    return not absent & required and low <= high
 
 
 def _alternative_violations(lw: "Lowerer", subs: Alternative, kind: str
@@ -192,7 +222,7 @@ def _alternative_violations(lw: "Lowerer", subs: Alternative, kind: str
         for keyword in ("const", "enum"):
             if keyword in schema:
                 values = [schema["const"]] if keyword == "const" else schema["enum"]
-                ors.extend(_unequal(lw, s, keyword, [v for v in values if _is_kind(v, kind)], kind))
+                ors.extend(_unequal(lw, s, [v for v in values if _is_kind(v, kind)], kind))
         if "not" in schema:  # violating `not: T` is satisfying T
             ors.extend(lw.expand(lw.expander.child(s, "not")))
         refused = _REFUSED[kind].intersection(schema)
@@ -342,28 +372,26 @@ def _array_violations(lw: "Lowerer", s: Sub) -> list[Alternative]:
     return out
 
 
-def _unequal(lw: "Lowerer", s: Sub, keyword: str, values: list, kind: str) -> list[Alternative]:
+def _unequal(lw: "Lowerer", s: Sub, values: list, kind: str) -> list[Alternative]:
     """The containers of `kind` equal to none of `values` (a union of conjunctions)."""
     out: list[Alternative] = [[]]
-    for index, value in enumerate(values):
-        key = (kind, keyword, index)
+    texts = {json.dumps(v, sort_keys=True): v for v in values}  # equal values: one constraint
+    for text, value in texts.items():
+        def way(name: tuple, make) -> list[Sub]:  # one per value and way, whoever asks
+            return [lw.expander.synthetic(("unequal", kind, text) + name, s, make)]
         if kind == "object":
-            ways = [_synthetic(lw, s, key + ("absent", k), lambda k=k: {"properties": {k: False}})
-                    for k in value]
-            ways += [_synthetic(lw, s, key + ("differs", k), lambda k=k, v=v: {
+            ways = [way(("absent", k), lambda k=k: {"properties": {k: False}}) for k in value]
+            ways += [way(("differs", k), lambda k=k, v=v: {
                 "required": [k], "properties": {k: _negated({"const": v})}})
                 for k, v in value.items()]
-            ways.append(_synthetic(lw, s, key + ("more",),
-                                   lambda n=len(value): {"minProperties": n + 1}))
+            ways.append(way(("more",), lambda n=len(value): {"minProperties": n + 1}))
         else:
             prefix_kw = _prefix_keyword(lw)
-            ways = [_synthetic(lw, s, key + ("differs", i), lambda i=i, v=v: {
+            ways = [way(("differs", i), lambda i=i, v=v: {
                 "minItems": i + 1, prefix_kw: [True] * i + [_negated({"const": v})]})
                 for i, v in enumerate(value)]
-            ways.append(_synthetic(lw, s, key + ("more",),
-                                   lambda n=len(value): {"minItems": n + 1}))
+            ways.append(way(("more",), lambda n=len(value): {"minItems": n + 1}))
             if value:
-                ways.append(_synthetic(lw, s, key + ("fewer",),
-                                       lambda n=len(value): {"maxItems": n - 1}))
-        out = _product(out, ways, s.pointer)
+                ways.append(way(("fewer",), lambda n=len(value): {"maxItems": n - 1}))
+        out = _product(out, ways, s.pointer, kind)
     return out
