@@ -14,6 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_clock.h"
+
+#define CHECK_EVERY 64 /* worklist blocks between reads of the clock */
+
 /* A refinable partition of states 0..m-1 (Valmari and Lehtinen's layout): the states of block b
  * are elems[first[b]..end[b]), its marked ones first, up to mid[b]; loc[s] is s's index in elems. */
 typedef struct {
@@ -56,8 +60,11 @@ static void split_touched(Partition *p) {
 /* Hopcroft's refinement of `p` (the initial blocks, all but the largest waiting) over the
  * transitions `table` (m states x k classes), reading predecessors per (target, class) from the
  * CSR inv_at / inv; `scratch` holds m states. */
-static void refine(Partition *p, const int32_t *inv_at, const int32_t *inv, int64_t k, int32_t *scratch) {
+static int refine(Partition *p, const int32_t *inv_at, const int32_t *inv, int64_t k, int32_t *scratch,
+                  double deadline) {
+    int64_t pops = 0;
     while (p->num_work) {
+        if (deadline > 0 && ++pops % CHECK_EVERY == 0 && cpu_now() >= deadline) return 1; /* out of time */
         const int32_t a = p->work[--p->num_work];
         p->in_work[a] = 0;
         const int32_t n = p->end[a] - p->first[a];
@@ -70,18 +77,22 @@ static void refine(Partition *p, const int32_t *inv_at, const int32_t *inv, int6
             split_touched(p);
         }
     }
+    return 0;
 }
 
 PyDoc_STRVAR(minimize_doc,
-"minimize(table, accepting, start) -> (table, accepting) of the minimal DFA\n\n"
+"minimize(table, accepting, start, seconds=-1) -> (table, accepting) of the minimal DFA\n\n"
 "`table`: int32 bytes, n states x k classes (k = len(table) // 4 // n); `accepting`: n bytes.\n"
 "Returns int32 bytes (m x k) and m bytes of flags, numbered DEAD=0, START=1, then breadth-first.\n"
-"A start state that cannot reach acceptance gives the two-state empty DFA.");
+"A start state that cannot reach acceptance gives the two-state empty DFA.  With `seconds` >= 0,\n"
+"None once the refinement has run that long (the calling thread's CPU time, see _clock.h).");
 
 static PyObject *minimize(PyObject *Py_UNUSED(module), PyObject *args) {
     Py_buffer tb = {0}, ab = {0};
     long long start;
-    if (!PyArg_ParseTuple(args, "y*y*L", &tb, &ab, &start)) return NULL;
+    double seconds = -1.0;
+    if (!PyArg_ParseTuple(args, "y*y*L|d", &tb, &ab, &start, &seconds)) return NULL;
+    const double deadline = seconds >= 0 ? cpu_now() + seconds : 0;
     PyObject *result = NULL;
     const int32_t *in = tb.buf;
     const uint8_t *accepting = ab.buf;
@@ -169,9 +180,15 @@ static PyObject *minimize(PyObject *Py_UNUSED(module), PyObject *args) {
     }
     for (int32_t b = 0; b < part.blocks; b++)
         if (b != largest) part.in_work[b] = 1, part.work[part.num_work++] = b;
+    int out_of_time;
     Py_BEGIN_ALLOW_THREADS /* the refinement touches no Python object: other threads run meanwhile */
-    refine(&part, inv_at, inv, k, scratch);
+    out_of_time = refine(&part, inv_at, inv, k, scratch, deadline);
     Py_END_ALLOW_THREADS
+    if (out_of_time) {
+        Py_INCREF(Py_None);
+        result = Py_None;
+        goto done;
+    }
     const int32_t *block = part.block_of;
     /* number blocks: the dead block 0, then breadth-first from the start */
     for (int64_t b = 0; b < m; b++) number[b] = -1;

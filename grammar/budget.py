@@ -109,6 +109,13 @@ class CompileBudget:
                 f"grammar compilation made too little progress: {wall:.0f} s of wall time (budget "
                 f"{self.max_seconds:g} s of its own CPU time) during {what}")
 
+    def out_of_time(self, what: str) -> None:
+        """Raise as `check_time` does, for a native loop that stopped at its deadline (its clock
+        may be a hair ahead of this one's)."""
+        self.check_time(what)
+        raise GrammarBudgetError(
+            f"grammar compilation exceeded its time budget of {self.max_seconds:g} s during {what}")
+
     def tick(self, what: str, every: int = CHECK_EVERY) -> None:
         """`check_time` every `every` calls: for loops whose steps are small."""
         self._ticks -= 1

@@ -12,7 +12,7 @@ import numpy as np
 
 from formwork.grammar._minimize import minimize as _minimize
 from formwork.grammar._product import product as _product
-from formwork.grammar.budget import CompileBudget
+from formwork.grammar.budget import CompileBudget, active_budget
 
 DEAD = 0
 START = 1
@@ -105,9 +105,15 @@ def classes_of(per_byte: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def minimize(table_k: np.ndarray, accepting: np.ndarray, start: int, class_of_byte: np.ndarray) -> DFA:
     """The minimal DFA (in C, `_minimize.c`): states that cannot reach acceptance merge into the
     dead state, the rest by partition refinement; numbered DEAD=0, START=1, then breadth-first
-    over byte order, so equal languages get equal tables.  `table_k` is over byte classes."""
+    over byte order, so equal languages get equal tables.  `table_k` is over byte classes.  Inside a
+    compile (`CompileBudget.active`) the refinement stops when the compile's budget runs out."""
     table_k = np.ascontiguousarray(table_k, dtype=np.int32)
-    raw_table, raw_accepting = _minimize(table_k, np.ascontiguousarray(accepting, dtype=np.uint8), start)
+    budget = active_budget()
+    seconds = budget.seconds_left() if budget is not None else None
+    got = _minimize(table_k, np.ascontiguousarray(accepting, dtype=np.uint8), start, -1.0 if seconds is None else seconds)
+    if got is None:
+        budget.out_of_time("DFA minimisation")
+    raw_table, raw_accepting = got
     final = np.frombuffer(raw_table, dtype=np.int32).reshape(-1, table_k.shape[1])
     dfa = DFA(np.ascontiguousarray(final[:, class_of_byte]), np.frombuffer(raw_accepting, dtype=bool).copy())
     # byte classes (contiguous byte intervals, numbered by their first byte) come for free here

@@ -10,12 +10,14 @@ import re
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from formwork.grammar import CompileBudget, GrammarBudgetError, GrammarCompiler, Vocabulary
 from formwork.grammar.budget import CompileCancelledError, active_budget
+from formwork.grammar.dfa import minimize
 from formwork.grammar.json_schema import compile_json_schema
 
 LOKI = Path(__file__).parent / "data" / "real_schemas" / "loki.schema.json"
@@ -123,3 +125,16 @@ def test_every_phase_checks_the_budget():
             "building the Earley parser"} <= _phases(shared_refs_schema(5, 3), 1)
     product = {"allOf": [{"type": "string", "pattern": "^c.*"}, {"pattern": ".*v$"}]}
     assert {"NFA construction", "subset construction", "automaton product"} <= _phases(product, 1)
+
+
+def test_minimisation_stops_when_the_compile_runs_out_of_time():
+    n = 20_000  # a chain: every state is its own block, so the refinement takes thousands of steps
+    table = np.stack([np.minimum(np.arange(n) + 1, n - 1), np.full(n, n - 1)], axis=1).astype(np.int32)
+    accepting = np.zeros(n, dtype=bool)
+    accepting[-1] = True
+    class_of_byte = np.ones(256, dtype=np.int64)
+    class_of_byte[ord("a")] = 0
+    with CompileBudget(max_seconds=0.0).active():
+        with pytest.raises(GrammarBudgetError, match="time budget of 0 s during DFA minimisation"):
+            minimize(table, accepting, 0, class_of_byte)
+    assert minimize(table, accepting, 0, class_of_byte).num_states > 2  # no compile running: no deadline
