@@ -1,7 +1,7 @@
 /* Seconds for the deadlines of the native loops: `now()` is monotonic wall time (the mask
  * steps' budget, `_trie_walk`, bounds how long a step holds the batch); `cpu_now()` is the
- * calling thread's CPU time (the compile budget, `_product`, counts the compile's own work, so a
- * thread starved of the GIL is not failed for time it never ran; see `budget.py`). */
+ * calling thread's CPU time (the compile budget, `_product` and `_minimize`, counts the compile's
+ * own work, so a thread starved of the GIL is not failed for time it never ran; see `budget.py`). */
 #ifndef FORMWORK_CLOCK_H
 #define FORMWORK_CLOCK_H
 
