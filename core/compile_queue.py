@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from formwork.grammar import CompileBudget, CompiledGrammar
@@ -27,11 +27,10 @@ STUCK_GRACE_S = 5.0  # a compile this long past its wall backstop has stopped ch
 
 @dataclass
 class CompileJob:
-    """One request's compile: its future, its budget, and when it was queued."""
+    """One request's compile: its future and its budget."""
 
     future: Future
     budget: CompileBudget
-    queued_at: float = field(default_factory=time.monotonic)
 
     def cancel(self) -> None:
         """Stop waiting: a queued job is dropped, a running one stops at its next budget check."""
