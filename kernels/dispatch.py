@@ -1,5 +1,6 @@
 """The one dispatch point the engine calls: Triton for CUDA tensors, torch reference otherwise.
 
+Every call records its variant key (`launch`) in `variants.variant_log`, whichever backend runs it.
 `FORMWORK_KERNEL_BACKEND=triton|torch` forces a backend. Forcing `triton` on CPU tensors needs
 `TRITON_INTERPRET=1` in the environment before triton is first imported; triton modules are only
 imported when the Triton backend is actually used.
@@ -16,6 +17,7 @@ import torch
 
 from formwork.kernels import reference
 from formwork.kernels.errors import KernelBackendError
+from formwork.kernels.launch import attention_key, bitmask_key, kv_write_key, sample_key
 from formwork.kernels.sampling_tensors import SamplingTensors
 from formwork.kernels.validation import (
     check_attention_inputs,
@@ -23,6 +25,7 @@ from formwork.kernels.validation import (
     check_kv_write_inputs,
     check_sample_inputs,
 )
+from formwork.kernels.variants import variant_log
 
 BACKEND_ENV = "FORMWORK_KERNEL_BACKEND"
 BACKENDS = ("triton", "torch")
@@ -65,6 +68,7 @@ def write_kv_cache(
 ) -> None:
     """Scatter key/value [tokens, kv_heads, head_dim] into the paged pool; slot -1 is padding."""
     check_kv_write_inputs(key, value, k_cache, v_cache, slot_mapping)
+    variant_log.record(kv_write_key(key, k_cache, slot_mapping))
     if select_backend(k_cache) == "triton":
         _triton("kv_cache").write_kv_cache(key, value, k_cache, v_cache, slot_mapping)
     else:
@@ -83,6 +87,7 @@ def paged_attention(
 ) -> torch.Tensor:
     """Causal paged attention of each sequence's new tokens; returns [tokens, heads, head_dim]."""
     check_attention_inputs(query, k_cache, v_cache, block_tables, seq_lens, query_start_loc, sliding_window)
+    variant_log.record(attention_key(query, k_cache, block_tables, sliding_window))
     args = (query, k_cache, v_cache, block_tables, seq_lens, query_start_loc, scale, sliding_window)
     if select_backend(query) == "triton":
         return _triton("attention").paged_attention(*args)
@@ -94,6 +99,7 @@ def apply_token_bitmask(
 ) -> None:
     """In place: disallowed tokens -> -inf, for all rows or only the rows in `indices`."""
     check_bitmask_inputs(logits, bitmask, indices)
+    variant_log.record(bitmask_key(logits, indices is not None))
     if select_backend(logits) == "triton":
         _triton("bitmask").apply_token_bitmask(logits, bitmask, indices)
     else:
@@ -105,6 +111,7 @@ def sample(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Masked temperature/top-k/top-p/min-p Gumbel-max sampling; returns (token_ids, logprobs)."""
     check_sample_inputs(logits, params, bitmask)
+    variant_log.record(sample_key(logits, bitmask is not None))
     if select_backend(logits) == "triton":
         return _triton("sampling").sample(logits, params, bitmask)
     return reference.sample(logits, params, bitmask)

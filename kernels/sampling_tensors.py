@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from formwork.kernels.errors import KernelInputError
@@ -96,14 +97,28 @@ class SamplingTensors:
         for row, s in enumerate(lists["steps"]):
             if s < 0:
                 raise KernelInputError(f"steps[{row}]={s} must be >= 0")
-        return cls(
-            temperature=torch.tensor(lists["temperature"], dtype=torch.float32, device=device),
-            top_k=torch.tensor(lists["top_k"], dtype=torch.int32, device=device),
-            top_p=torch.tensor(lists["top_p"], dtype=torch.float32, device=device),
-            min_p=torch.tensor(lists["min_p"], dtype=torch.float32, device=device),
-            seeds=torch.tensor(lists["seeds"], dtype=torch.int64, device=device),
-            steps=torch.tensor(lists["steps"], dtype=torch.int64, device=device),
-        )
+        return cls._packed(lists, torch.device(device))
+
+    @classmethod
+    def _packed(cls, lists: dict[str, list], device: torch.device) -> "SamplingTensors":
+        """All six fields as views into one buffer, moved to `device` with a single copy."""
+        offsets, offset = {}, 0
+        for name in _FIELDS:
+            offsets[name] = offset
+            offset += -(-len(lists[name]) * _DTYPES[name].itemsize // _ALIGN) * _ALIGN
+        host = torch.empty(max(offset, _ALIGN), dtype=torch.uint8)
+        host_np = host.numpy()
+        for name in _FIELDS:
+            values = np.asarray(lists[name], dtype=_NUMPY[name])
+            host_np[offsets[name]:offsets[name] + values.nbytes] = values.view(np.uint8)
+        packed = host if device.type == "cpu" else host.to(device)
+        batch = len(lists["temperature"])
+        return cls(*(packed[offsets[name]:offsets[name] + batch * _DTYPES[name].itemsize].view(_DTYPES[name])
+                     for name in _FIELDS))
 
 
 _FIELDS = ("temperature", "top_k", "top_p", "min_p", "seeds", "steps")
+_DTYPES = {"temperature": torch.float32, "top_k": torch.int32, "top_p": torch.float32, "min_p": torch.float32,
+           "seeds": torch.int64, "steps": torch.int64}
+_NUMPY = {name: str(dtype).removeprefix("torch.") for name, dtype in _DTYPES.items()}
+_ALIGN = 16  # byte alignment of each field (Triton specialises kernels on 16-byte pointer alignment)

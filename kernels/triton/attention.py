@@ -16,12 +16,8 @@ import torch
 import triton
 import triton.language as tl
 
-TILE = 16                   # KV positions per inner step (>= 16 for tl.dot)
-MIN_BLOCK_M = 16            # query rows per program (>= 16 for tl.dot)
-PREFILL_BLOCK_M = 64
-MAX_SPLITS = 16
-SPLIT_MIN_TOKENS = 128      # at least this many KV positions per split
-SPLIT_MAX_PROGRAMS = 128    # split KV only when the un-split decode grid is this small
+from formwork.kernels.launch import MAX_SPLITS, SPLIT_MAX_PROGRAMS, TILE, attention_launch  # noqa: F401
+from formwork.kernels.launch import default_splits as _default_splits  # noqa: F401 (kernel tests use it)
 
 
 @triton.jit
@@ -38,7 +34,7 @@ def _find_seq(query_start_loc_ptr, num_seqs, q_block, BLOCK_Q: tl.constexpr):
     return lo - 1
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["num_seqs", "block_table_stride"])
 def _paged_attention_kernel(
     query_ptr, k_cache_ptr, v_cache_ptr, out_ptr,
     partial_acc_ptr, partial_max_ptr, partial_sum_ptr,
@@ -169,18 +165,6 @@ def _merge_splits_kernel(
              mask=dims < HEAD_DIM)
 
 
-def _default_splits(decode_only: bool, num_programs: int, max_context: int) -> int:
-    """Flash-decoding split count: only for decode batches too small to fill the GPU, and only as many
-    splits as the longest possible context (block table width * block size, known without a sync) has
-    SPLIT_MIN_TOKENS-long slices; a power of two <= MAX_SPLITS."""
-    if not decode_only or num_programs > SPLIT_MAX_PROGRAMS:
-        return 1
-    splits = 1
-    while splits < MAX_SPLITS and (splits * 2) * SPLIT_MIN_TOKENS <= max_context:
-        splits *= 2
-    return splits
-
-
 def paged_attention(
     query: torch.Tensor,
     k_cache: torch.Tensor,
@@ -194,12 +178,11 @@ def paged_attention(
     block_m: int | None = None,
 ) -> torch.Tensor:
     """Same contract as the torch reference. `num_kv_splits` (power of two) and `block_m` (query rows
-    per program) override the heuristics: `_default_splits`, and 64 rows for prefill, 16 for decode."""
+    per program) override the heuristics of `launch.attention_launch`: `default_splits`, and 64 rows
+    for prefill, 16 for decode."""
     num_tokens, num_heads, head_dim = query.shape
     num_seqs = block_tables.shape[0]
     num_kv_heads = k_cache.shape[2]
-    group = num_heads // num_kv_heads
-    group_pad = triton.next_power_of_2(group)
     if query.stride(-1) != 1:
         query = query.contiguous()
     if k_cache.stride() != v_cache.stride() or k_cache.stride(-1) != 1:
@@ -207,18 +190,11 @@ def paged_attention(
     out = torch.empty(num_tokens, num_heads, head_dim, dtype=query.dtype, device=query.device)
     if num_tokens == 0:
         return out
-    decode_only = num_tokens == num_seqs
-    if block_m is None:
-        block_m = MIN_BLOCK_M if decode_only else PREFILL_BLOCK_M
-    block_m = max(block_m, group_pad, MIN_BLOCK_M)
-    block_q = block_m // group_pad
-    num_q_blocks = num_tokens // block_q + num_seqs
-    if num_kv_splits is None:
-        num_kv_splits = _default_splits(decode_only, num_q_blocks * num_kv_heads,
-                                        block_tables.shape[1] * k_cache.shape[1])
-    if num_kv_splits < 1 or num_kv_splits & (num_kv_splits - 1):
+    if num_kv_splits is not None and (num_kv_splits < 1 or num_kv_splits & (num_kv_splits - 1)):
         raise ValueError(f"num_kv_splits must be a power of two, got {num_kv_splits}")
-    d_pad = max(16, triton.next_power_of_2(head_dim))
+    launch = attention_launch(query, k_cache, block_tables, num_kv_splits, block_m)
+    num_kv_splits, d_pad = launch.num_splits, launch.d_pad
+    num_q_blocks = num_tokens // launch.block_q + num_seqs
     partial_shape = (num_tokens, num_heads, num_kv_splits) if num_kv_splits > 1 else (1,)
     partial_acc = torch.empty(*partial_shape, d_pad, dtype=torch.float32, device=query.device)
     partial_max = torch.empty(partial_shape, dtype=torch.float32, device=query.device)
@@ -235,16 +211,16 @@ def paged_attention(
         BLOCK_SIZE=k_cache.shape[1],
         HEAD_DIM=head_dim,
         D_PAD=d_pad,
-        GROUP=group,
-        GROUP_PAD=group_pad,
-        BLOCK_Q=block_q,
+        GROUP=num_heads // num_kv_heads,
+        GROUP_PAD=launch.group_pad,
+        BLOCK_Q=launch.block_q,
         TILE=TILE,
         WINDOW=sliding_window or 0,
         NUM_SPLITS=num_kv_splits,
         NUM_HEADS=num_heads,
         # fp32 inputs use exact (non-tf32) dots; the interpreter's bf16 tl.dot is wrong, so on CPU
         # bf16 tiles are upcast too. fp16 (and bf16 on GPU) use native tensor-core dots.
-        FP32_DOT=query.dtype == torch.float32 or (query.dtype == torch.bfloat16 and not query.is_cuda),
+        FP32_DOT=launch.fp32_dot,
     )
     if num_kv_splits > 1:
         _merge_splits_kernel[(num_tokens, num_heads)](

@@ -21,9 +21,9 @@ import torch
 import triton
 import triton.language as tl
 
+from formwork.kernels.launch import sample_block
 from formwork.kernels.sampling_tensors import SamplingTensors
 
-MAX_BLOCK = 1024
 INTERPRETER_ROWS = 1024
 
 
@@ -121,7 +121,7 @@ def _top_p_threshold(logits_ptr, bitmask_ptr, rows, row_ok, vocab_size, num_word
     return _key_float(lo)
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["batch"])
 def _sample_kernel(
     logits_ptr, bitmask_ptr,
     temperature_ptr, top_k_ptr, top_p_ptr, min_p_ptr, seed_ptr, step_ptr,
@@ -227,6 +227,6 @@ def sample(
         batch, vocab, bitmask.shape[1] if has_mask else 0, logits.stride(0), bitmask.stride(0) if has_mask else 0,
         HAS_MASK=has_mask,
         ROWS=rows_per_program,
-        BLOCK=min(MAX_BLOCK, triton.next_power_of_2(vocab)),
+        BLOCK=sample_block(vocab),
     )
     return tokens, logprobs

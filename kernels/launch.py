@@ -1,0 +1,94 @@
+"""Launch configurations of the Triton kernels, in plain Python (no triton import).
+
+The Triton wrappers take their compile-time parameters from here, and `dispatch` derives from the same
+functions a variant key per call: the kernel plus everything Triton compiles a separate binary for
+(constexprs, dtypes, 16-byte pointer alignment; integer arguments that vary between steps are marked
+`do_not_specialize` in the kernels). On the CPU the keys say which binaries a GPU would need.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+TILE = 16                   # attention: KV positions per inner step (>= 16 for tl.dot)
+MIN_BLOCK_M = 16            # attention: query rows per program (>= 16 for tl.dot)
+PREFILL_BLOCK_M = 64
+MAX_SPLITS = 16
+SPLIT_MIN_TOKENS = 128      # at least this many KV positions per split
+SPLIT_MAX_PROGRAMS = 128    # split KV only when the un-split decode grid is this small
+SAMPLE_MAX_BLOCK = 1024
+
+
+def next_power_of_2(n: int) -> int:
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def aligned(*tensors: torch.Tensor) -> bool:
+    """Whether every tensor's data starts on a 16-byte boundary (Triton specialises on it)."""
+    return all(t.data_ptr() % 16 == 0 for t in tensors)
+
+
+@dataclass(frozen=True)
+class AttentionLaunch:
+    block_q: int        # new tokens per program
+    group_pad: int      # query heads per KV head, padded to a power of two
+    num_splits: int     # KV splits (flash-decoding); 1 = none
+    d_pad: int          # head_dim padded to a power of two >= 16
+    fp32_dot: bool      # exact float32 dots (fp32 inputs, or bf16 under the interpreter)
+
+
+def default_splits(decode_only: bool, num_programs: int, max_context: int) -> int:
+    """Flash-decoding split count: only for decode batches too small to fill the GPU, and only as many
+    splits as the longest possible context (block table width * block size, known without a sync) has
+    SPLIT_MIN_TOKENS-long slices; a power of two <= MAX_SPLITS."""
+    if not decode_only or num_programs > SPLIT_MAX_PROGRAMS:
+        return 1
+    splits = 1
+    while splits < MAX_SPLITS and (splits * 2) * SPLIT_MIN_TOKENS <= max_context:
+        splits *= 2
+    return splits
+
+
+def attention_launch(query: torch.Tensor, k_cache: torch.Tensor, block_tables: torch.Tensor,
+                     num_kv_splits: int | None = None, block_m: int | None = None) -> AttentionLaunch:
+    """Blocking and splits of one paged-attention call (64 query rows per program for prefill, 16 for
+    decode; see `default_splits`), unless overridden."""
+    num_tokens, num_heads, head_dim = query.shape
+    num_seqs = block_tables.shape[0]
+    num_kv_heads = k_cache.shape[2]
+    group_pad = next_power_of_2(num_heads // num_kv_heads)
+    decode_only = num_tokens == num_seqs
+    if block_m is None:
+        block_m = MIN_BLOCK_M if decode_only else PREFILL_BLOCK_M
+    block_q = max(block_m, group_pad, MIN_BLOCK_M) // group_pad
+    if num_kv_splits is None:
+        num_programs = (num_tokens // block_q + num_seqs) * num_kv_heads
+        num_kv_splits = default_splits(decode_only, num_programs, block_tables.shape[1] * k_cache.shape[1])
+    fp32_dot = query.dtype == torch.float32 or (query.dtype == torch.bfloat16 and not query.is_cuda)
+    return AttentionLaunch(block_q, group_pad, num_kv_splits, max(16, next_power_of_2(head_dim)), fp32_dot)
+
+
+def attention_key(query: torch.Tensor, k_cache: torch.Tensor, block_tables: torch.Tensor,
+                  sliding_window: int | None) -> tuple:
+    launch = attention_launch(query, k_cache, block_tables)
+    return ("paged_attention", query.dtype, k_cache.dtype, k_cache.shape[1], query.shape[1], k_cache.shape[2],
+            query.shape[2], sliding_window or 0, launch, aligned(query, k_cache, block_tables))
+
+
+def kv_write_key(key: torch.Tensor, k_cache: torch.Tensor, slot_mapping: torch.Tensor) -> tuple:
+    return ("write_kv_cache", k_cache.dtype, slot_mapping.dtype, key.shape[1], key.shape[2],
+            aligned(key, k_cache, slot_mapping))
+
+
+def sample_block(vocab_size: int) -> int:
+    return min(SAMPLE_MAX_BLOCK, next_power_of_2(vocab_size))
+
+
+def sample_key(logits: torch.Tensor, has_mask: bool) -> tuple:
+    return ("sample", logits.dtype, has_mask, sample_block(logits.shape[1]), aligned(logits))
+
+
+def bitmask_key(logits: torch.Tensor, has_indices: bool) -> tuple:
+    return ("apply_token_bitmask", logits.dtype, has_indices, aligned(logits))
