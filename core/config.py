@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import torch
+
 DEFAULT_KV_CACHE_MEMORY = 256 * 1024 * 1024  # bytes, used when neither budget nor block count is given
 
 
@@ -16,15 +18,23 @@ class ConfigError(ValueError):
 class EngineConfig:
     """Options of `LLMEngine` / `LLM` (vLLM names where they exist).
 
+    `device="auto"` is CUDA when `torch.cuda.is_available()`, else the CPU; `"cuda"`/`"cuda:N"` without
+    such a GPU is a ConfigError. `dtype="auto"` is the checkpoint's dtype (float16 becomes float32 on CPU).
+
     The KV pool is `num_gpu_blocks` blocks of `block_size` tokens when given, otherwise as many blocks as
-    fit in `kv_cache_memory` bytes (default 256 MiB), capped at what `max_num_seqs` full-length
-    sequences can use. `max_model_len=None` takes the model's `max_position_embeddings`. Without chunked
+    fit in `kv_cache_memory` bytes; failing both, on CUDA the blocks that fit in `gpu_memory_utilization`
+    (default 0.9) of the GPU's total memory once weights and a profiled forward are counted (vLLM's
+    meaning), on the CPU 256 MiB. Either way it is capped at what `max_num_seqs` full-length sequences
+    can use. `gpu_memory_utilization` on the CPU is refused. `max_model_len=None` takes the model's `max_position_embeddings`. Without chunked
     prefill the per-step token budget is raised to `max_model_len` so any admissible prompt fits a step.
 
     Structured outputs: `enable_jump_forward` appends the tokens a grammar forces without sampling them;
     `overlap_mask_fill` fills grammar masks on a thread while the forward runs (None: on for CUDA);
     `grammar_compile_budget_s` and `grammar_step_budget_s` bound one compilation and one mask
     computation (running past one fails that request alone).
+
+    Start-up: `warmup` runs every kernel variant once before serving (None: on for CUDA); `cuda_graphs`
+    captures decode steps as CUDA graphs per padded batch size (None: on for CUDA; True on CPU is refused).
     """
 
     block_size: int = 16
@@ -36,7 +46,10 @@ class EngineConfig:
     enable_prefix_caching: bool = True
     enable_chunked_prefill: bool = True
     dtype: str = "auto"
-    device: str = "cpu"
+    device: str = "auto"
+    gpu_memory_utilization: float | None = None
+    cuda_graphs: bool | None = None
+    warmup: bool | None = None
     seed: int = 0
     max_waiting_requests: int | None = None
     enable_jump_forward: bool = True
@@ -70,13 +83,53 @@ class EngineConfig:
                 raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}")
         if self.dtype not in ("auto", "float32", "float16", "bfloat16"):
             raise ConfigError(f"dtype must be auto, float32, float16 or bfloat16, got {self.dtype!r}")
+        self.device = resolve_device(self.device)
+        self._check_gpu_options()
+
+    def _check_gpu_options(self) -> None:
+        on_cuda = self.device.startswith("cuda")
+        for name in ("cuda_graphs", "warmup"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be a bool or None, got {getattr(self, name)!r}")
+        if self.cuda_graphs and not on_cuda:
+            raise ConfigError(f"cuda_graphs needs a CUDA device, but device is {self.device!r} "
+                              "(use --no-cuda-graphs, or --device cuda on a GPU machine)")
+        util = self.gpu_memory_utilization
+        if util is None:
+            return
+        if isinstance(util, bool) or not isinstance(util, (int, float)) or not 0 < util <= 1:
+            raise ConfigError(f"gpu_memory_utilization must be a fraction in (0, 1], got {util!r}")
+        if not on_cuda:
+            raise ConfigError(f"gpu_memory_utilization applies to CUDA devices, but device is {self.device!r}; "
+                              "size the CPU KV cache with kv_cache_memory instead")
+        if self.num_gpu_blocks is not None or self.kv_cache_memory is not None:
+            raise ConfigError("give one of num_gpu_blocks, kv_cache_memory or gpu_memory_utilization, not several")
+
+    @property
+    def on_cuda(self) -> bool:
+        return self.device.startswith("cuda")
+
+    @property
+    def use_cuda_graphs(self) -> bool:
+        """Whether decode steps replay CUDA graphs (default: on CUDA)."""
+        return self.on_cuda if self.cuda_graphs is None else self.cuda_graphs
+
+    @property
+    def use_warmup(self) -> bool:
+        """Whether the engine runs every kernel variant once at start-up (default: on CUDA)."""
+        return self.on_cuda if self.warmup is None else self.warmup
+
+    @property
+    def sizes_kv_from_gpu_memory(self) -> bool:
+        """True when the KV pool is sized from free GPU memory (CUDA, no explicit block count or bytes)."""
+        return self.on_cuda and self.num_gpu_blocks is None and self.kv_cache_memory is None
 
     @property
     def mask_fill_overlaps(self) -> bool:
         """Whether grammar masks are filled on a thread during the forward (default: on CUDA only)."""
         if self.overlap_mask_fill is not None:
             return self.overlap_mask_fill
-        return str(self.device).startswith("cuda")
+        return self.on_cuda
 
     def resolve_max_model_len(self, model_max_len: int) -> int:
         """The context limit: the option if set (it may not exceed the model's), else the model's."""
@@ -88,16 +141,20 @@ class EngineConfig:
             )
         return self.max_model_len
 
-    def resolve_num_blocks(self, kv_bytes_per_block: int, max_model_len: int) -> int:
-        """Number of KV blocks in the pool (from `num_gpu_blocks` or the memory budget)."""
+    def resolve_num_blocks(self, kv_bytes_per_block: int, max_model_len: int, gpu_budget: int | None = None) -> int:
+        """Number of KV blocks in the pool: `num_gpu_blocks`, else `kv_cache_memory`, else `gpu_budget`
+        (bytes left for the KV cache on the GPU, see `core.memory`), else 256 MiB."""
         if self.num_gpu_blocks is not None:
             return self.num_gpu_blocks
-        budget = self.kv_cache_memory if self.kv_cache_memory is not None else DEFAULT_KV_CACHE_MEMORY
+        if self.kv_cache_memory is not None or gpu_budget is None:
+            budget = self.kv_cache_memory if self.kv_cache_memory is not None else DEFAULT_KV_CACHE_MEMORY
+            source = f"kv_cache_memory={budget} bytes"
+        else:
+            budget = gpu_budget
+            source = f"the GPU memory left for the KV cache ({max(budget, 0)} bytes)"
         num_blocks = budget // kv_bytes_per_block
         if num_blocks < 1:
-            raise ConfigError(
-                f"kv_cache_memory={budget} bytes is smaller than one KV block ({kv_bytes_per_block} bytes)"
-            )
+            raise ConfigError(f"{source} is smaller than one KV block ({kv_bytes_per_block} bytes)")
         useful = self.max_num_seqs * math.ceil(max_model_len / self.block_size)
         return min(num_blocks, useful)
 
@@ -106,6 +163,31 @@ class EngineConfig:
         if self.enable_chunked_prefill:
             return self.max_num_batched_tokens
         return max(self.max_num_batched_tokens, max_model_len)
+
+
+def resolve_device(device: object) -> str:
+    """"auto" -> "cuda" when a GPU is usable, else "cpu"; a named device is checked to exist."""
+    if isinstance(device, torch.device):
+        device = str(device)
+    if not isinstance(device, str):
+        raise ConfigError(f"device must be a string such as 'auto', 'cpu' or 'cuda', got {device!r}")
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        parsed = torch.device(device)
+    except RuntimeError:
+        raise ConfigError(f"device must be 'auto', 'cpu', 'cuda' or 'cuda:N', got {device!r}") from None
+    if parsed.type == "cpu":
+        return "cpu"
+    if parsed.type != "cuda":
+        raise ConfigError(f"device {device!r} is not supported; use 'auto', 'cpu', 'cuda' or 'cuda:N'")
+    if not torch.cuda.is_available():
+        raise ConfigError(f"device {device!r} was requested but CUDA is not available "
+                          f"(torch {torch.__version__}, CUDA build: {torch.version.cuda or 'no'})")
+    count = torch.cuda.device_count()
+    if parsed.index is not None and parsed.index >= count:
+        raise ConfigError(f"device {device!r} does not exist: this machine has {count} CUDA device(s)")
+    return str(parsed)
 
 
 def _positive_int(name: str, value: object) -> None:

@@ -14,7 +14,6 @@ import torch
 from formwork.core.block_manager import BlockManager
 from formwork.core.config import EngineConfig
 from formwork.core.detokenizer import IncrementalDetokenizer
-from formwork.core.forward_batch import ForwardBatch
 from formwork.core.metrics import EngineMetrics, now
 from formwork.core.model_files import ModelFiles
 from formwork.core.model_runner import ModelRunner
@@ -24,6 +23,7 @@ from formwork.core.sampling_params import SamplingParams
 from formwork.core.scheduler import Scheduler, SchedulerOutput
 from formwork.core.sequence import Request, Sequence, SequenceStatus
 from formwork.core.structured_output import MaskBatch, StructuredOutputManager
+from formwork.core.warmup import warm_up
 
 logger = logging.getLogger(__name__)
 
@@ -69,14 +69,12 @@ class LLMEngine:
         self.tokenizer = self.files.tokenizer
         bs = config.block_size
         max_model_len = config.resolve_max_model_len(self.files.max_model_len)
-        bytes_per_block = ModelRunner.kv_bytes_per_block(self.files.hf_config, bs, config.dtype)
-        num_blocks = config.resolve_num_blocks(bytes_per_block, max_model_len)
+        self.runner = ModelRunner.for_engine(self.files, config, max_model_len)
+        num_blocks = self.runner.num_blocks
         if num_blocks * bs < max_model_len:
             logger.warning("KV pool holds %d tokens; max_model_len lowered from %d", num_blocks * bs, max_model_len)
             max_model_len = num_blocks * bs
         self.max_model_len = max_model_len
-        self.runner = ModelRunner(self.files, num_blocks=num_blocks, block_size=bs, dtype=config.dtype,
-                                  device=config.device)
         self.vocab_size = self.runner.vocab_size
         self.eos_token_ids = list(self.files.eos_token_ids)
         self._eos_set = frozenset(self.eos_token_ids)
@@ -92,6 +90,10 @@ class LLMEngine:
             compile_max_seconds=config.grammar_compile_budget_s, step_max_seconds=config.grammar_step_budget_s)
         self.requests: dict[str, Request] = {}
         self._rng = random.Random(config.seed)
+        if config.use_warmup:
+            warm_up(self)  # every kernel variant compiled before the first request
+        if config.use_cuda_graphs:
+            self.runner.capture_cuda_graphs(config.max_num_seqs)
 
     # ---- requests -------------------------------------------------------------------------------
 
@@ -199,8 +201,7 @@ class LLMEngine:
         for item in sched.scheduled:
             seq, start = item.seq, item.seq.num_computed_tokens
             items.append((seq.token_ids[start:start + item.num_new_tokens], start, seq.block_table))
-        batch = ForwardBatch.build(items, self.block_manager.block_size,
-                                   [item.wants_logits for item in sched.scheduled], device=self.runner.device)
+        batch = self.runner.prepare(items, [item.wants_logits for item in sched.scheduled])
         logits = self.runner.forward(batch)
         masks: MaskBatch | None = fill()
         if not logit_seqs:

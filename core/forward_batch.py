@@ -33,6 +33,7 @@ class ForwardBatch:
     seq_lens: Tensor
     query_start_loc: Tensor
     logits_indices: Tensor
+    decode_bucket: int | None = None  # set when packed for the CUDA graph of this many rows
 
     @property
     def num_tokens(self) -> int:
@@ -50,45 +51,76 @@ class ForwardBatch:
         ``logits_for[s]`` says whether sequence ``s`` wants the logits of its last new token (False in the
         middle of a chunked prefill).
         """
-        if not seqs:
-            raise ForwardBatchError("a forward batch needs at least one sequence")
-        if len(logits_for) != len(seqs):
-            raise ForwardBatchError(f"logits_for has {len(logits_for)} entries for {len(seqs)} sequences")
-        if block_size <= 0:
-            raise ForwardBatchError(f"block_size must be positive, got {block_size}")
-        query_lens = np.array([len(new) for new, _, _ in seqs], dtype=np.int64)
-        computed = np.array([num_computed for _, num_computed, _ in seqs], dtype=np.int64)
-        seq_lens = computed + query_lens
-        for s, (new, num_computed, table) in enumerate(seqs):
-            if not new:
-                raise ForwardBatchError(f"sequence {s} has no new tokens")
-            if num_computed < 0:
-                raise ForwardBatchError(f"sequence {s} has negative num_computed_tokens {num_computed}")
-            if len(table) * block_size < seq_lens[s]:
-                raise ForwardBatchError(f"sequence {s}: block table of {len(table)} blocks x {block_size} cannot "
-                                        f"hold {int(seq_lens[s])} tokens")
-        max_blocks = max(len(table) for _, _, table in seqs)
-        tables = np.zeros((len(seqs), max_blocks), dtype=np.int64)
-        for s, (_, _, table) in enumerate(seqs):
-            tables[s, :len(table)] = table
+        arrays = host_arrays(seqs, block_size, logits_for)
 
-        query_start_loc = np.zeros(len(seqs) + 1, dtype=np.int64)
-        np.cumsum(query_lens, out=query_start_loc[1:])
-        seq_index = np.repeat(np.arange(len(seqs)), query_lens)
-        positions = np.arange(int(query_lens.sum()), dtype=np.int64) - query_start_loc[seq_index] + computed[seq_index]
-        slot_mapping = tables[seq_index, positions // block_size] * block_size + positions % block_size
-        logits_indices = query_start_loc[1:][np.asarray(logits_for, dtype=bool)] - 1
-        input_ids = np.fromiter((t for new, _, _ in seqs for t in new), dtype=np.int64, count=len(seq_index))
+        def to(name: str) -> Tensor:
+            return torch.from_numpy(arrays[name]).to(device=device, dtype=FIELD_DTYPES[name])
 
-        def to(array: np.ndarray, dtype: torch.dtype) -> Tensor:
-            return torch.from_numpy(array).to(device=device, dtype=dtype)
+        return cls(**{name: to(name) for name in FIELD_DTYPES})
 
-        return cls(
-            input_ids=to(input_ids, torch.int64),
-            positions=to(positions, torch.int64),
-            slot_mapping=to(slot_mapping, torch.int64),
-            block_tables=to(tables, torch.int32),
-            seq_lens=to(seq_lens, torch.int32),
-            query_start_loc=to(query_start_loc, torch.int32),
-            logits_indices=to(logits_indices, torch.int64),
-        )
+
+# Field dtypes, in the order `InputBuffers` packs them (the fields a CUDA graph reads come first).
+FIELD_DTYPES: dict[str, torch.dtype] = {
+    "input_ids": torch.int64,
+    "positions": torch.int64,
+    "slot_mapping": torch.int64,
+    "seq_lens": torch.int32,
+    "query_start_loc": torch.int32,
+    "block_tables": torch.int32,
+    "logits_indices": torch.int64,
+}
+
+
+def host_arrays(seqs: list[tuple[list[int], int, list[int]]], block_size: int, logits_for: list[bool],
+                table_width: int | None = None, pad_to: int | None = None) -> dict[str, np.ndarray]:
+    """The batch's fields as numpy arrays (see `ForwardBatch`), block tables ``table_width`` wide (default:
+    the longest table). ``pad_to`` appends one-token padding rows up to that many sequences (a decode batch
+    for a CUDA graph of that size): token 0 at position 0, slot -1 (no KV write), context 1, table row 0."""
+    if not seqs:
+        raise ForwardBatchError("a forward batch needs at least one sequence")
+    if len(logits_for) != len(seqs):
+        raise ForwardBatchError(f"logits_for has {len(logits_for)} entries for {len(seqs)} sequences")
+    if block_size <= 0:
+        raise ForwardBatchError(f"block_size must be positive, got {block_size}")
+    query_lens = np.array([len(new) for new, _, _ in seqs], dtype=np.int64)
+    computed = np.array([num_computed for _, num_computed, _ in seqs], dtype=np.int64)
+    seq_lens = computed + query_lens
+    longest = 0
+    for s, (new, num_computed, table) in enumerate(seqs):
+        if not new:
+            raise ForwardBatchError(f"sequence {s} has no new tokens")
+        if num_computed < 0:
+            raise ForwardBatchError(f"sequence {s} has negative num_computed_tokens {num_computed}")
+        if len(table) * block_size < seq_lens[s]:
+            raise ForwardBatchError(f"sequence {s}: block table of {len(table)} blocks x {block_size} cannot "
+                                    f"hold {int(seq_lens[s])} tokens")
+        longest = max(longest, len(table))
+    width = longest if table_width is None else table_width
+    if longest > width:
+        raise ForwardBatchError(f"a block table of {longest} blocks exceeds the buffer width {width}")
+    num_rows = len(seqs)
+    if pad_to is not None:
+        if pad_to < num_rows or int(query_lens.max()) != 1:
+            raise ForwardBatchError(f"only a decode batch of at most {pad_to} sequences pads to {pad_to} rows, "
+                                    f"got {num_rows} sequences of up to {int(query_lens.max())} new tokens")
+        num_rows = pad_to
+    tables = np.zeros((num_rows, width), dtype=np.int32)
+    for s, (_, _, table) in enumerate(seqs):
+        tables[s, :len(table)] = table
+
+    query_start_loc = np.zeros(len(seqs) + 1, dtype=np.int64)
+    np.cumsum(query_lens, out=query_start_loc[1:])
+    seq_index = np.repeat(np.arange(len(seqs)), query_lens)
+    positions = np.arange(int(query_lens.sum()), dtype=np.int64) - query_start_loc[seq_index] + computed[seq_index]
+    slot_mapping = tables[seq_index, positions // block_size].astype(np.int64) * block_size + positions % block_size
+    logits_indices = query_start_loc[1:][np.asarray(logits_for, dtype=bool)] - 1
+    input_ids = np.fromiter((t for new, _, _ in seqs for t in new), dtype=np.int64, count=len(seq_index))
+    pad = num_rows - len(seqs)
+    if pad:
+        input_ids = np.concatenate([input_ids, np.zeros(pad, np.int64)])
+        positions = np.concatenate([positions, np.zeros(pad, np.int64)])
+        slot_mapping = np.concatenate([slot_mapping, np.full(pad, -1, np.int64)])
+        seq_lens = np.concatenate([seq_lens, np.ones(pad, np.int64)])
+        query_start_loc = np.concatenate([query_start_loc, query_start_loc[-1] + np.arange(1, pad + 1)])
+    return dict(input_ids=input_ids, positions=positions, slot_mapping=slot_mapping, seq_lens=seq_lens,
+                query_start_loc=query_start_loc, block_tables=tables, logits_indices=logits_indices)

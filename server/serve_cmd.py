@@ -11,6 +11,8 @@ from pathlib import Path
 
 from formwork.cli_args import positive_int
 
+DEVICE_HELP = "auto (CUDA when available, else the CPU), cpu, cuda or cuda:N"
+
 logger = logging.getLogger("formwork.serve")
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
@@ -25,6 +27,17 @@ def parse_size(text: str) -> int:
     value = int(float(match.group(1)) * _UNITS[match.group(2).lower()])
     if value < 1:
         raise argparse.ArgumentTypeError(f"size must be positive, got {text!r}")
+    return value
+
+
+def fraction(text: str) -> float:
+    """A number in (0, 1], e.g. 0.9."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a fraction in (0, 1], got {text!r}")
     return value
 
 
@@ -45,6 +58,17 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         help="KV-cache budget, e.g. 256MiB (default: the engine's)")
     parser.add_argument("--max-waiting-requests", type=positive_int, default=256,
                         help="waiting-queue limit; beyond it requests get 503 with Retry-After")
+    parser.add_argument("--device", default="auto", help=f"where the model runs: {DEVICE_HELP} (default: auto)")
+    parser.add_argument("--dtype", default="auto", choices=["auto", "float32", "float16", "bfloat16"],
+                        help="weights and activations; auto is the checkpoint's (float16 becomes float32 on CPU)")
+    parser.add_argument("--gpu-memory-utilization", type=fraction, default=None,
+                        help="fraction of the GPU's total memory the engine may use; the KV cache gets what is "
+                             "left after weights and a profiled step (default 0.9; CUDA only)")
+    parser.add_argument("--cuda-graphs", action=argparse.BooleanOptionalAction, default=None,
+                        help="replay decode steps as CUDA graphs (default: on for CUDA; refused on the CPU)")
+    parser.add_argument("--warmup", action=argparse.BooleanOptionalAction, default=True,
+                        help="run every kernel variant once before serving, so no request pays a compile "
+                             "(default: on)")
     parser.add_argument("--no-prefix-caching", action="store_true", help="disable the prefix cache")
     parser.add_argument("--seed", type=int, default=0, help="engine seed for unseeded requests")
     parser.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY' on /v1 routes")
@@ -59,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
     """Load the model, build the app and run uvicorn until interrupted; returns the exit code."""
     import uvicorn
 
+    from formwork.core.config import ConfigError
     from formwork.core.model_files import ModelLoadError
     from formwork.server.app import ServerConfig, build_app
     from formwork.server.engine_client import EngineClient
@@ -72,12 +97,19 @@ def run(args: argparse.Namespace) -> int:
             model_dir, max_model_len=args.max_model_len, max_num_seqs=args.max_num_seqs,
             max_num_batched_tokens=args.max_num_batched_tokens, kv_cache_memory=args.kv_cache_memory,
             max_waiting_requests=args.max_waiting_requests, enable_prefix_caching=not args.no_prefix_caching,
-            seed=args.seed)
+            seed=args.seed, device=args.device, dtype=args.dtype, gpu_memory_utilization=args.gpu_memory_utilization,
+            cuda_graphs=args.cuda_graphs, warmup=args.warmup)
+    except ConfigError as exc:
+        logger.error("invalid engine option: %s", exc)
+        return 2
     except (ModelLoadError, FileNotFoundError, ValueError) as exc:
         logger.error("cannot load the model: %s", exc)
         return 1
     engine.structured_output.backend  # noqa: B018 - the vocabulary's grammar tables, before the freeze
     logger.info("loaded in %.1fs: %s", time.perf_counter() - started, engine.describe())
+    core_config = engine.engine.engine.config
+    logger.info("device %s, CUDA graphs %s, warm-up %s", core_config.device,
+                "on" if core_config.use_cuda_graphs else "off", "done" if core_config.use_warmup else "off")
     freeze_startup_heap()
     config = ServerConfig(served_model_name=args.served_model_name or default_name, api_key=args.api_key,
                           model_root=str(model_dir))

@@ -1,0 +1,87 @@
+"""Persistent step-input buffers: one host-to-device copy per step.
+
+Every field of a step's `ForwardBatch` (ids, positions, slot mapping, context lengths, query offsets,
+block tables, logits rows) is packed into one staging buffer on the host (pinned on CUDA), copied to
+one device buffer of the same size with a single `copy_`, and handed to the model as typed views into
+it. Fields start on 256-byte boundaries (Triton specialises kernels on 16-byte pointer alignment, so
+every step sees the same alignment), in `FIELD_DTYPES` order. Block tables are always the full
+`max_blocks_per_seq` wide, so the layout of a decode batch padded to `n` rows depends on `n` only: a
+CUDA graph captured on those views reads the next step's inputs at the same addresses.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from formwork.core.forward_batch import FIELD_DTYPES, ForwardBatch, ForwardBatchError, host_arrays
+
+ALIGN = 256
+
+
+def _aligned(offset: int) -> int:
+    return -(-offset // ALIGN) * ALIGN
+
+
+class InputBuffers:
+    """Staging buffers for batches of up to `max_tokens` tokens over up to `max_seqs` sequences."""
+
+    def __init__(self, *, max_tokens: int, max_seqs: int, max_blocks_per_seq: int, block_size: int,
+                 device: torch.device):
+        self.max_tokens, self.max_seqs = max_tokens, max_seqs
+        self.width, self.block_size = max_blocks_per_seq, block_size
+        self.device = device
+        capacity = self._layout(max_tokens, max_seqs, max_seqs)[1]
+        on_cuda = device.type == "cuda"
+        self.host = torch.empty(capacity, dtype=torch.uint8, pin_memory=on_cuda)
+        self.device_buffer = torch.empty(capacity, dtype=torch.uint8, device=device)
+        self._host_np = self.host.numpy()
+        self._copied = torch.cuda.Event() if on_cuda else None  # the last copy out of `host` finished
+        self.num_copies = 0
+
+    def _layout(self, num_tokens: int, num_seqs: int, num_logits: int) -> tuple[dict[str, tuple[int, tuple]], int]:
+        """{field: (byte offset, shape)} and the total bytes, for a batch of these sizes."""
+        shapes = {"input_ids": (num_tokens,), "positions": (num_tokens,), "slot_mapping": (num_tokens,),
+                  "seq_lens": (num_seqs,), "query_start_loc": (num_seqs + 1,),
+                  "block_tables": (num_seqs, self.width), "logits_indices": (num_logits,)}
+        layout, offset = {}, 0
+        for name, dtype in FIELD_DTYPES.items():
+            offset = _aligned(offset)
+            layout[name] = (offset, shapes[name])
+            count = 1
+            for dim in shapes[name]:
+                count *= dim
+            offset += count * dtype.itemsize
+        return layout, offset
+
+    def pack(self, seqs: list[tuple[list[int], int, list[int]]], logits_for: list[bool],
+             pad_to: int | None = None) -> ForwardBatch:
+        """The batch of `ForwardBatch.build`, as views into the device buffer, after one host-to-device copy.
+        `pad_to` pads a decode batch to that many rows (see `host_arrays`); the batch records it."""
+        arrays = host_arrays(seqs, self.block_size, logits_for, table_width=self.width, pad_to=pad_to)
+        num_tokens, num_seqs = len(arrays["input_ids"]), len(arrays["seq_lens"])
+        if num_tokens > self.max_tokens or num_seqs > self.max_seqs:
+            raise ForwardBatchError(f"a batch of {num_tokens} tokens over {num_seqs} sequences exceeds the input "
+                                    f"buffers ({self.max_tokens} tokens, {self.max_seqs} sequences)")
+        layout, size = self._layout(num_tokens, num_seqs, len(arrays["logits_indices"]))
+        if self._copied is not None:
+            self._copied.synchronize()  # the previous step's copy may still be reading `host`
+        for name, (offset, shape) in layout.items():
+            dtype = FIELD_DTYPES[name]
+            count = arrays[name].size
+            view = self._host_np[offset:offset + count * dtype.itemsize].view(_NUMPY[dtype])
+            view[:] = arrays[name].reshape(-1)
+        self.device_buffer[:size].copy_(self.host[:size], non_blocking=True)
+        self.num_copies += 1
+        if self._copied is not None:
+            self._copied.record()
+        fields = {name: self._view(offset, shape, FIELD_DTYPES[name]) for name, (offset, shape) in layout.items()}
+        return ForwardBatch(**fields, decode_bucket=pad_to)
+
+    def _view(self, offset: int, shape: tuple, dtype: torch.dtype) -> torch.Tensor:
+        count = 1
+        for dim in shape:
+            count *= dim
+        return self.device_buffer[offset:offset + count * dtype.itemsize].view(dtype).view(shape)
+
+
+_NUMPY = {torch.int64: "int64", torch.int32: "int32"}
