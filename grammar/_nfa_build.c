@@ -15,7 +15,7 @@
  * arrays of _nfa_moves.c and splice regions in with _nfa_regions.c), and the module glue. */
 
 PyObject *s_empty, *s_items, *s_value, *s_ranges, *s_item, *s_min, *s_max, *s_name, *s_num_states, *s_is_empty,
-    *s_moves, *s_position_words, *s_check_nfa, *s_check_time, *s_what;
+    *s_moves, *s_counted, *s_check_nfa, *s_check_time, *s_what;
 
 /* Caches whether `node`'s language is empty in its `_empty` slot. */
 static int set_empty(PyObject *node, PyObject *value) {
@@ -90,16 +90,8 @@ static int repeat_item(Builder *b, PyObject *item, int32_t cur, int32_t nxt, Pro
     return 0;
 }
 
-static int add_position(Builder *b, int count, int32_t after) {
-    if (!count) return 0;
-    if (GROW(b, positions, pcap, b->np + 2)) return -1;
-    b->positions[b->np++] = (int32_t)b->n, b->positions[b->np++] = after;
-    return 0;
-}
-
-/* `item{min,max}`; with `count` (a standalone repetition), records per repetition of a bounded
- * one its position: (first item state, the state after it: e after the last one). */
-static int repeat(Builder *b, PyObject *node, int32_t s, int32_t e, int count) {
+/* `item{min,max}`. */
+static int repeat(Builder *b, PyObject *node, int32_t s, int32_t e) {
     long long lo, hi;
     PyObject *item = nfab_bounds(node, &lo, &hi) ? NULL : get_field(node, F_ITEM, s_item);
     if (!item) return -1;
@@ -112,19 +104,18 @@ static int repeat(Builder *b, PyObject *node, int32_t s, int32_t e, int count) {
         goto done;
     }
     for (long long k = 0; k < lo; k++, cur = nxt) {
-        if ((nxt = new_state(b)) < 0 || add_position(b, count, nxt)) goto done;
+        if ((nxt = new_state(b)) < 0) goto done;
         if (repeat_item(b, item, cur, nxt, &proto, &have)) goto done;
     }
     if (hi < 0) {
         int32_t loop = new_state(b);
         rc = loop < 0 || add(b, cur, EPSILON, 0, loop) || nfab_build(b, item, loop, loop) ||
              add(b, loop, EPSILON, 0, e);
-        b->np = count ? 0 : b->np; /* positions are for bounded repetitions */
         goto done;
     }
     if (add(b, cur, EPSILON, 0, e)) goto done;
     for (long long k = 0; k < hi - lo; k++, cur = nxt) {
-        if ((nxt = k == hi - lo - 1 ? e : new_state(b)) < 0 || add_position(b, count, nxt)) goto done;
+        if ((nxt = k == hi - lo - 1 ? e : new_state(b)) < 0) goto done;
         if (repeat_item(b, item, cur, nxt, &proto, &have) || (nxt != e && add(b, nxt, EPSILON, 0, e))) goto done;
     }
     rc = 0;
@@ -202,7 +193,7 @@ int nfab_build(Builder *b, PyObject *node, int32_t s, int32_t e) {
     } else if (kind == Seq || kind == Alt) {
         rc = items(b, node, s, e, kind == Seq);
     } else if (kind == Repeat) {
-        rc = repeat(b, node, s, e, 0);
+        rc = repeat(b, node, s, e);
     } else if (kind == And || kind == Not) {
         rc = nfab_embed(b, node, s, e);
     } else if (kind == RuleRef) {
@@ -219,42 +210,46 @@ int nfab_build(Builder *b, PyObject *node, int32_t s, int32_t e) {
 }
 
 PyDoc_STRVAR(build_doc,
-"build(node, budget, dfa_of, template_of, whole, lexemes, count) -> (moves, regions, positions, empty, cuts)\n\n"
+"build(node, budget, dfa_of, template_of, whole, lexemes, item) -> (moves, regions, total, empty, cuts)\n\n"
 "The NFA of IR `node` from state 0 to state 1.  `dfa_of(node)`: the DFA of an And / Not node;\n"
 "`template_of(node)`: the template NFA of a lexeme (a Repeat in the dict `lexemes`, whose value\n"
-"says it is open-ended; its `moves` and `position_words` are read), spliced in as a region; None:\n"
-"a standalone NFA, whose DFAs are embedded whole from `whole(dfa)` = (byte ranges per state,\n"
-"accepting flags as bytes).  `budget`: a CompileBudget.  `count`: record a top-level bounded\n"
-"repetition's positions.  Returns the moves in the flat layout of `_nfa_flat.h` (bytes; none for\n"
-"the states inside regions), regions as (first, last, end, start, start moves or None, dfa or\n"
-"template, node, open-ended), the positions as int32 (first item state, state after it) pairs\n"
-"(bytes), whether the language is empty, and the edges' cuts: 257 bytes, 1 at 0, 256 and every lo\n"
-"and hi + 1 of an edge (what `_subset.edge_cuts` computes from the edges).");
+"says it is open-ended; its `counted` (an item NFA or None) and `moves` are read), spliced in as a\n"
+"region; None: a standalone NFA, whose DFAs are embedded whole from `whole(dfa)` = (byte ranges\n"
+"per state, accepting flags as bytes).  `budget`: a CompileBudget.  `item`: None, or the NFA of\n"
+"`node`'s item (`node` a bounded Repeat), which `node` then counts over as one region.  Returns\n"
+"the moves of the builder's own states in the flat layout of `_nfa_flat.h` (bytes), the regions\n"
+"as (first, last, end, start, start moves or None, dfa, template or item NFA, node, open-ended,\n"
+"counted), numbered after the own states, the number of states in all (own and regions'),\n"
+"whether the language is empty, and the edges' cuts: 257 bytes, 1 at 0, 256 and every lo and\n"
+"hi + 1 of an edge (what `_subset.edge_cuts` computes from the edges).");
 
 static PyObject *py_build(PyObject *Py_UNUSED(module), PyObject *args) {
     Builder b = {0};
-    PyObject *node, *moves = NULL, *out = NULL;
-    int count;
-    if (!PyArg_ParseTuple(args, "OOOOOO!p", &node, &b.budget, &b.dfa_of, &b.template_of, &b.whole,
-                          &PyDict_Type, &b.lexemes, &count))
+    PyObject *node, *item, *moves = NULL, *regions = NULL, *out = NULL;
+    if (!PyArg_ParseTuple(args, "OOOOOO!O", &node, &b.budget, &b.dfa_of, &b.template_of, &b.whole,
+                          &PyDict_Type, &b.lexemes, &item))
         return NULL;
     int empty = -1;
     b.cuts[0] = b.cuts[256] = 1;
     if (nfab_load_kinds() || !(b.regions = PyList_New(0)) || new_state(&b) < 0 || new_state(&b) < 0) goto done;
+    if (item != Py_None && Py_TYPE(node) != Repeat) {
+        PyErr_SetString(PyExc_ValueError, "NFA construction: only a repetition counts over an item");
+        goto done;
+    }
     empty = is_empty(&b, node);
     if (empty < 0 ||
-        (!empty && (Py_TYPE(node) == Repeat && count ? repeat(&b, node, 0, 1, 1) : nfab_build(&b, node, 0, 1))))
+        (!empty && (item != Py_None ? nfab_counted(&b, node, item, 0, 1, 0) : nfab_build(&b, node, 0, 1))))
         goto done;
-    if (!(moves = nfab_moves_flat(&b))) goto done;
-    out = Py_BuildValue("(OOy#Oy#)", moves, b.regions, b.np ? (const char *)b.positions : "", (Py_ssize_t)(4 * b.np),
-                        empty ? Py_True : Py_False, (const char *)b.cuts, (Py_ssize_t)sizeof(b.cuts));
+    if (!(moves = nfab_moves_flat(&b)) || !(regions = nfab_regions_out(&b))) goto done;
+    out = Py_BuildValue("(OOnOy#)", moves, regions, b.n + b.nv, empty ? Py_True : Py_False,
+                        (const char *)b.cuts, (Py_ssize_t)sizeof(b.cuts));
 done:
     Py_XDECREF(moves);
+    Py_XDECREF(regions);
     Py_XDECREF(b.regions);
     free(b.states);
     free(b.moves);
     free(b.saved);
-    free(b.positions);
     return out;
 }
 
@@ -273,7 +268,7 @@ PyMODINIT_FUNC PyInit__nfa_build(void) {
     struct { PyObject **slot; const char *text; } names[] = {
         {&s_empty, "_empty"}, {&s_items, "items"}, {&s_value, "value"}, {&s_ranges, "ranges"},
         {&s_item, "item"}, {&s_min, "min"}, {&s_max, "max"}, {&s_name, "name"}, {&s_num_states, "num_states"},
-        {&s_is_empty, "is_empty"}, {&s_moves, "moves"}, {&s_position_words, "position_words"},
+        {&s_is_empty, "is_empty"}, {&s_moves, "moves"}, {&s_counted, "counted"},
         {&s_check_nfa, "check_nfa"}, {&s_check_time, "check_time"}, {&s_what, "NFA construction"},
     };
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)

@@ -1,8 +1,9 @@
 /* Internal header of the C NFA builder (module `formwork.grammar._nfa_build`), shared by
  *   _nfa_build.c    the walk over the IR tree (`build`) and the module glue
  *   _nfa_ir.c       the IR classes: loading them, reading their slots, ir.seq / ir.alt's common cases
- *   _nfa_moves.c    the state and move arrays: budget checks, copies of a repetition, the flat moves out
- *   _nfa_regions.c  DFAs and lexeme templates spliced in, and the regions they make
+ *   _nfa_moves.c    the state and move arrays: budget checks, copies of a repetition, the flat moves
+ *                   and the regions out
+ *   _nfa_regions.c  DFAs, lexeme templates and counted repetitions spliced in as regions
  * It holds the builder's structs, the IR classes and interned names, the small helpers hot loops
  * call (static inline, so they stay inlined), and the prototypes of the shared functions.
  */
@@ -19,17 +20,20 @@
 
 #include "_nfa_flat.h"
 
-enum { EPSILON = -1, MAX_DEPTH = 5000, CHECK_EVERY = 4096, MAX_STATES = INT32_MAX / 2 };
+/* States are numbered in two spaces: the builder's own states 0..n-1 (moves kept here, counted by
+ * the budget), and regions' states, which cost nothing until the subset core reaches them.  While
+ * building, region state v is written VIRTUAL + v; when the build ends it becomes n + v, so a
+ * region's states follow every own state (see `nfab_moves_flat`). */
+enum { EPSILON = -1, MAX_DEPTH = 5000, CHECK_EVERY = 4096, MAX_STATES = INT32_MAX / 4, VIRTUAL = MAX_STATES };
 
 typedef struct { int32_t lo, hi, target, next; } Move; /* lo EPSILON: an epsilon move */
-typedef struct { int32_t head, tail, n_eps, n_edges; } State; /* n_eps -1: a region's state (None) */
+typedef struct { int32_t head, tail, n_eps, n_edges; } State;
 
 typedef struct {
     State *states;
     Move *moves;
     int32_t *saved; /* prototypes' moves out of their start state: (lo, hi, target) each */
-    int32_t *positions; /* (first item state, state after it) per repetition, if asked for */
-    Py_ssize_t n, cap, nm, mcap, ns, scap, np, pcap;
+    Py_ssize_t n, cap, nm, mcap, ns, scap, nv; /* nv: region states so far */
     unsigned char cuts[257]; /* 1 at every byte where a byte edge starts, and just past where one ends */
     PyObject *budget, *dfa_of, *template_of, *whole, *lexemes, *regions;
     int depth;
@@ -42,7 +46,7 @@ typedef struct { int32_t first, last, nxt; Py_ssize_t at, n; } Proto;
  * attribute names (set by the module's init, in _nfa_build.c). */
 extern PyTypeObject *Empty, *Bytes, *ByteSet, *Seq, *Alt, *Repeat, *And, *Not, *Nothing, *RuleRef;
 extern PyObject *GrammarError, *s_empty, *s_items, *s_value, *s_ranges, *s_item, *s_min, *s_max, *s_name,
-    *s_num_states, *s_is_empty, *s_moves, *s_position_words, *s_check_nfa, *s_check_time, *s_what;
+    *s_num_states, *s_is_empty, *s_moves, *s_counted, *s_check_nfa, *s_check_time, *s_what;
 
 /* Where each IR class keeps its fields: a frozen dataclass with slots stores a field as a member
  * (T_OBJECT_EX) at a fixed offset, read here straight from the object, since the generic
@@ -65,11 +69,13 @@ int nfab_budget_check(Builder *b, int with_time);
 int32_t nfab_reserve(Builder *b, Py_ssize_t k);
 int nfab_copy(Builder *b, const Proto *p, int32_t cur, int32_t nxt);
 PyObject *nfab_moves_flat(const Builder *b);
+PyObject *nfab_regions_out(const Builder *b);
 
 /* ------------------------------------------------------------------ _nfa_regions.c */
 
 int nfab_embed(Builder *b, PyObject *node, int32_t s, int32_t e);
 int nfab_splice(Builder *b, PyObject *node, int32_t s, int32_t e, int open);
+int nfab_counted(Builder *b, PyObject *node, PyObject *item, int32_t s, int32_t e, int open);
 
 /* ------------------------------------------------------------------ _nfa_build.c */
 
@@ -154,20 +160,20 @@ static inline int byte_range(PyObject *o, int with_target, long bound, int32_t o
                    (with_target && int_in(t[2], 0, bound, "edge target", &out[2])) ? -1 : 0;
 }
 
-/* Appends k states (no moves yet, or a region's: None); the first, or -1. */
-static inline int32_t add_states(Builder *b, Py_ssize_t k, int region) {
+/* Appends k states with no moves yet; the first, or -1. */
+static inline int32_t add_states(Builder *b, Py_ssize_t k) {
     if (b->n + k > MAX_STATES) {
         PyErr_SetString(PyExc_OverflowError, "NFA construction: too many states");
         return -1;
     }
     if (GROW(b, states, cap, b->n + k)) return -1;
     int32_t first = (int32_t)b->n;
-    for (Py_ssize_t i = 0; i < k; i++) b->states[b->n++] = (State){-1, -1, region ? -1 : 0, 0};
+    for (Py_ssize_t i = 0; i < k; i++) b->states[b->n++] = (State){-1, -1, 0, 0};
     return first;
 }
 
 static inline int32_t new_state(Builder *b) {
-    int32_t q = add_states(b, 1, 0);
+    int32_t q = add_states(b, 1);
     return q >= 0 && b->n % CHECK_EVERY == 0 && nfab_budget_check(b, 1) ? -1 : q;
 }
 

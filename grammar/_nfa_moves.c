@@ -1,6 +1,6 @@
 /* The C NFA builder's state and move arrays (see _nfa_build.h for the helpers that append to
- * them): the budget's checks, room for a region's states, a renumbered copy of a repetition's
- * first build, and the flat moves that `build` returns.
+ * them): the budget's checks, ids for a region's states, a renumbered copy of a repetition's
+ * first build, and the flat moves and regions that `build` returns.
  */
 #include "_nfa_build.h"
 
@@ -17,10 +17,23 @@ int nfab_budget_check(Builder *b, int with_time) {
     return r ? 0 : -1;
 }
 
-/* Room for the k states of a region (None: filled by `_subset.c` on first use); the first. */
+/* Room for the k states of a region, whose moves `_subset.c` makes when it first reaches them:
+ * ids only (VIRTUAL + v while building), no memory and nothing counted by the state budget.  The
+ * first, or -1 (past MAX_STATES ids in all, or out of time). */
 int32_t nfab_reserve(Builder *b, Py_ssize_t k) {
-    int32_t first = add_states(b, k, 1);
-    return first < 0 || nfab_budget_check(b, 1) ? -1 : first;
+    if (k < 0 || b->nv + k > MAX_STATES) {
+        PyErr_Format(GrammarError, "NFA construction: more than %d NFA states (a repetition's bound is too large)",
+                     (int)MAX_STATES);
+        return -1;
+    }
+    const int32_t first = VIRTUAL + (int32_t)b->nv;
+    b->nv += k;
+    return nfab_budget_check(b, 1) ? -1 : first;
+}
+
+/* A state id as the build's output numbers it (region states after the builder's own). */
+static inline int32_t final_id(const Builder *b, int32_t q) {
+    return q >= VIRTUAL ? (int32_t)b->n + (q - VIRTUAL) : q;
 }
 
 /* A renumbered copy of a repetition's first build (see `repeat_item`), entered from cur and
@@ -28,7 +41,7 @@ int32_t nfab_reserve(Builder *b, Py_ssize_t k) {
 int nfab_copy(Builder *b, const Proto *p, int32_t cur, int32_t nxt) {
     const int32_t shift = (int32_t)b->n - p->first;
 #define AT(t) (p->first <= (t) && (t) < p->last ? (t) + shift : (t) == p->nxt ? nxt : (t))
-    if (add_states(b, p->last - p->first, 0) < 0) return -1;
+    if (add_states(b, p->last - p->first) < 0) return -1;
     for (int32_t q = p->first; q < p->last; q++)
         for (int32_t m = b->states[q].head; m >= 0; m = b->moves[m].next) {
             const Move mv = b->moves[m];
@@ -42,11 +55,15 @@ int nfab_copy(Builder *b, const Proto *p, int32_t cur, int32_t nxt) {
     return nfab_budget_check(b, 0);
 }
 
-/* The moves in the flat layout of `_nfa_flat.h` (a new bytes object, or NULL). */
+/* The moves of the builder's own states in the flat layout of `_nfa_flat.h` (a new bytes object,
+ * or NULL); region states are numbered after them. */
 PyObject *nfab_moves_flat(const Builder *b) {
     Py_ssize_t e = 0, m = 0;
-    for (Py_ssize_t q = 0; q < b->n; q++)
-        if (b->states[q].n_eps >= 0) e += b->states[q].n_eps, m += b->states[q].n_edges; /* regions': none */
+    if (b->n + b->nv >= INT32_MAX / 2) {
+        PyErr_SetString(PyExc_OverflowError, "NFA construction: too many states");
+        return NULL;
+    }
+    for (Py_ssize_t q = 0; q < b->n; q++) e += b->states[q].n_eps, m += b->states[q].n_edges;
     PyObject *out = PyBytes_FromStringAndSize(NULL, 4 * flat_words(b->n, e, m));
     if (!out) return NULL;
     int32_t *w = (int32_t *)PyBytes_AS_STRING(out), *eps_at = w + 1, *edge_at = w + 2 + b->n;
@@ -58,13 +75,34 @@ PyObject *nfab_moves_flat(const Builder *b) {
         for (int32_t k = b->states[q].head; k >= 0; k = b->moves[k].next) {
             const Move *mv = &b->moves[k];
             if (mv->lo == EPSILON) {
-                targets[ne++] = mv->target;
+                targets[ne++] = final_id(b, mv->target);
             } else {
                 int32_t *t = edges + 3 * nm++;
-                t[0] = mv->lo, t[1] = mv->hi, t[2] = mv->target;
+                t[0] = mv->lo, t[1] = mv->hi, t[2] = final_id(b, mv->target);
             }
         }
     }
     eps_at[b->n] = ne, edge_at[b->n] = nm;
+    return out;
+}
+
+/* The regions as `build` returns them: the records `_nfa_regions.c` made, their first and last
+ * states renumbered after the builder's own (a new list, or NULL). */
+PyObject *nfab_regions_out(const Builder *b) {
+    const Py_ssize_t k = PyList_GET_SIZE(b->regions);
+    PyObject *out = PyList_New(k);
+    for (Py_ssize_t i = 0; out && i < k; i++) {
+        PyObject *r = PyList_GET_ITEM(b->regions, i), *first, *last, *t = PyTuple_New(PyTuple_GET_SIZE(r));
+        if (!t || !(first = PyLong_FromLong(final_id(b, (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(r, 0))))) ||
+            !(last = PyLong_FromLong(final_id(b, (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(r, 1)))))) {
+            Py_XDECREF(t);
+            Py_CLEAR(out);
+            break;
+        }
+        PyTuple_SET_ITEM(t, 0, first);
+        PyTuple_SET_ITEM(t, 1, last);
+        for (Py_ssize_t j = 2; j < PyTuple_GET_SIZE(r); j++) PyTuple_SET_ITEM(t, j, Py_NewRef(PyTuple_GET_ITEM(r, j)));
+        PyList_SET_ITEM(out, i, t);
+    }
     return out;
 }

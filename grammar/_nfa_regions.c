@@ -1,15 +1,16 @@
 /* Regions of the C NFA builder: an And / Not node's DFA spliced in (whole, in a standalone NFA,
  * or as a region whose states `_subset.c` fills on first use), a lexeme's template NFA spliced in
- * as a region, and the (first, last, end, start, ...) records `build` returns for them.
+ * as a region, a bounded repetition as a counted region over its item's NFA, and the (first,
+ * last, end, start, start moves, source, node, open-ended, counted) records `build` returns.
  */
 #include "_nfa_build.h"
 
 static int add_region(Builder *b, int32_t first, int32_t last, int32_t end, int32_t start, int keyed,
-                      PyObject *source, PyObject *node, int open) {
+                      PyObject *source, PyObject *node, int open, int counted) {
     const State *st = &b->states[start];
     PyObject *moves = keyed ? untracked(Py_BuildValue("(ii)", st->n_eps, st->n_edges)) : Py_NewRef(Py_None);
-    PyObject *r = moves ? Py_BuildValue("(iiiiOOON)", first, last, end, start, moves, source, node,
-                                        PyBool_FromLong(open)) : NULL;
+    PyObject *r = moves ? Py_BuildValue("(iiiiOOONN)", first, last, end, start, moves, source, node,
+                                        PyBool_FromLong(open), PyBool_FromLong(counted)) : NULL;
     Py_XDECREF(moves);
     int rc = r ? PyList_Append(b->regions, r) : -1;
     Py_XDECREF(r);
@@ -63,7 +64,7 @@ int nfab_embed(Builder *b, PyObject *node, int32_t s, int32_t e) {
         int32_t base = nfab_reserve(b, k - 1) - 1; /* DFA state q (q >= 1) becomes NFA state base + q */
         const State *st = &b->states[s];
         rc = base < 0 || add(b, s, EPSILON, 0, base + 1) ||
-             add_region(b, base + 1, base + (int32_t)k, e, s, st->n_eps == 1 && st->n_edges == 0, dfa, Py_None, 0) ? -1 : 0;
+             add_region(b, base + 1, base + (int32_t)k, e, s, st->n_eps == 1 && st->n_edges == 0, dfa, Py_None, 0, 0) ? -1 : 0;
     }
     Py_XDECREF(size);
     Py_XDECREF(dfa);
@@ -71,17 +72,20 @@ int nfab_embed(Builder *b, PyObject *node, int32_t s, int32_t e) {
 }
 
 /* A lexeme as a region whose states are copied from its template when first reached (template
- * state 0 is s, 1 is e, x >= 2 is first - 2 + x).  The template's start moves are copied here;
- * its positions (int32 pairs, `position_words`) are only checked: the region maps them lazily. */
+ * state 0 is s, 1 is e, x >= 2 is first - 2 + x); the template's start moves are copied here.  A
+ * counted template (`counted`: its repetition's item NFA) splices in as a counted region. */
 int nfab_splice(Builder *b, PyObject *node, int32_t s, int32_t e, int open) {
-    PyObject *template = PyObject_CallOneArg(b->template_of, node), *moves = NULL, *positions = NULL;
+    PyObject *template = PyObject_CallOneArg(b->template_of, node), *moves = NULL, *item = NULL;
     const int fresh = b->states[s].n_eps == 0 && b->states[s].n_edges == 0;
     int rc = -1;
     int32_t size = -1;
     FlatMoves start;
-    if (template && (moves = PyObject_GetAttr(template, s_moves)) &&
-        (positions = PyObject_GetAttr(template, s_position_words)) && (size = flat_num_states(moves)) >= 0 &&
-        (size < 2 || !PyBytes_Check(positions) || PyBytes_GET_SIZE(positions) % 8)) {
+    if (!template || !(item = PyObject_GetAttr(template, s_counted))) goto done;
+    if (item != Py_None) {
+        rc = nfab_counted(b, node, item, s, e, open);
+        goto done;
+    }
+    if ((moves = PyObject_GetAttr(template, s_moves)) && (size = flat_num_states(moves)) >= 0 && size < 2) {
         PyErr_SetString(PyExc_ValueError, "NFA construction: bad template");
         goto done;
     }
@@ -106,18 +110,50 @@ int nfab_splice(Builder *b, PyObject *node, int32_t s, int32_t e, int open) {
         if (add(b, s, r[0], r[1], AT(r[2]))) goto done;
     }
 #undef AT
-    /* (first item state, state after it); the first may be one past the template's last (an item
-       without states) */
-    const int32_t *pos = (const int32_t *)PyBytes_AS_STRING(positions);
-    for (Py_ssize_t i = 0; i < PyBytes_GET_SIZE(positions) / 4; i += 2)
-        if (pos[i] < 0 || pos[i] > size || pos[i + 1] < 0 || pos[i + 1] >= size) {
-            PyErr_SetString(PyExc_ValueError, "NFA construction: bad template position");
-            goto done;
-        }
-    rc = n ? add_region(b, first, first + n, e, s, fresh, template, node, open) : 0;
+    rc = n ? add_region(b, first, first + n, e, s, fresh, template, node, open, 0) : 0;
 done:
-    Py_XDECREF(positions);
+    Py_XDECREF(item);
     Py_XDECREF(moves);
     Py_XDECREF(template);
+    return rc;
+}
+
+/* A bounded repetition item{lo,hi} (1 <= hi) between s and e as a counted region over `item`, the
+ * item's own NFA (m states: 0 its start, 1 its end).  With W = m - 1, the region's state
+ * first + j * W (1 <= j <= hi) is the place after j repetitions, and first + j * W + x - 1 the
+ * item's state x >= 2 in repetition j + 1 (j < hi); first itself stands for s and is never used.
+ * Only s's moves are made here (the item's start moves, in the first repetition, and the way out
+ * if lo is 0); `_subset_rows.c` makes the others by this arithmetic when it reaches them. */
+int nfab_counted(Builder *b, PyObject *node, PyObject *item, int32_t s, int32_t e, int open) {
+    const int fresh = b->states[s].n_eps == 0 && b->states[s].n_edges == 0;
+    long long lo, hi;
+    PyObject *moves = NULL;
+    int rc = -1;
+    int32_t m = -1;
+    FlatMoves start;
+    if (nfab_bounds(node, &lo, &hi) || !(moves = PyObject_GetAttr(item, s_moves)) ||
+        (m = flat_num_states(moves)) < 0 || flat_moves_of(moves, m, 0, &start))
+        goto done;
+    if (m < 2 || hi < 1 || hi > (MAX_STATES - 1) / (m - 1)) {
+        if (m >= 2 && hi >= 1) PyErr_Format(GrammarError, "NFA construction: a repetition bound of %lld is too large", hi);
+        else PyErr_SetString(PyExc_ValueError, "NFA construction: bad counted repetition");
+        goto done;
+    }
+    const int32_t w = m - 1, first = nfab_reserve(b, (Py_ssize_t)hi * w + 1);
+    if (first < 0 || (lo == 0 && add(b, s, EPSILON, 0, e))) goto done;
+#define AT(x) ((x) == 1 ? first + w : first + (x) - 1)
+    for (int32_t i = 0; i < start.n_eps + start.n_edges; i++) {
+        const int32_t *r = i < start.n_eps ? NULL : start.edges + 3 * (i - start.n_eps);
+        const int32_t x = r ? r[2] : start.eps[i];
+        if (x < 1 || x >= m || (r && (r[0] < 0 || r[0] > r[1] || r[1] > 255))) {
+            PyErr_SetString(PyExc_ValueError, "NFA construction: bad counted item target");
+            goto done;
+        }
+        if (r ? add(b, s, r[0], r[1], AT(x)) : add(b, s, EPSILON, 0, AT(x))) goto done;
+    }
+#undef AT
+    rc = add_region(b, first, first + (int32_t)(hi * w + 1), e, s, fresh, item, node, open, 1);
+done:
+    Py_XDECREF(moves);
     return rc;
 }

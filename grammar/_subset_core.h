@@ -2,7 +2,8 @@
  *   _subset.c       the module: its functions (`edge_cuts`, `table_ranges`) and the C API capsule
  *   _subset_type.c  the `SubsetCore` type: init, dealloc and its Python-facing methods
  *   _subset_rows.c  reading the NFA's moves, epsilon closures, and DFA rows (`subset_fill_row`)
- *   _subset_sets.c  the interned DFA states (sets of NFA states) and their hash table
+ *   _subset_sets.c  the interned DFA states (sets of NFA states) and their hash table, and where
+ *                   the per-NFA-state arrays keep the regions' states reached (`slot_of`)
  * It holds the structs, the small helpers hot loops call (static inline, so they stay inlined,
  * among them the hash-table lookup `intern`), and the prototypes of the shared functions.
  */
@@ -42,14 +43,19 @@ static inline int pool_push(Pool *p, int32_t x) {
     return 0;
 }
 
-enum { REGION_DFA = 0, REGION_TEMPLATE = 1 };
+enum { REGION_DFA = 0, REGION_TEMPLATE = 1, REGION_COUNTED = 2 };
 
 enum { REGION_KEYS_START = 1, REGION_OPEN = 2 };
 
+/* A counted region (`_nfa_regions.c`, `nfab_counted`) repeats its item NFA lo..hi times: its state
+ * first + j * width is the place after j repetitions (1 <= j <= hi), first + j * width + x - 1
+ * the item's state x >= 2 in repetition j + 1, with width = size - 1. */
 typedef struct {
     int32_t first, last, end, start, kind, flags;
-    PyObject *a, *b; /* DFA: per-state byte ranges, accepting bytes; template: its flat moves, unused */
-    int32_t size;    /* template: its number of states */
+    PyObject *a, *b; /* DFA: per-state byte ranges, accepting bytes; template: its flat moves, unused;
+                        counted: its item's flat moves, (lo, hi) */
+    int32_t size;    /* template, counted: the number of states of its NFA */
+    int32_t lo, hi, width; /* counted */
 } Region;
 
 typedef struct {
@@ -58,12 +64,21 @@ typedef struct {
     Region *regions;
     Py_ssize_t num_regions;
     int32_t class_of_byte[256];
-    int32_t num_classes, final, num_nfa;
-    /* per NFA state: offset + 1 into a pool (0: not computed yet) and length */
+    int32_t num_classes, final, num_nfa, num_plain; /* NFA states in all; the NFA's own (not regions') */
+    /* per NFA state, by its slot (see `slot_of`): offset + 1 into a pool (0: not computed yet) and length */
     int32_t *edge_at, *edge_n, *eps_at, *eps_n, *clo_at, *clo_n, *succ;
+    Py_ssize_t slots; /* the arrays' length: num_plain + room for regions' states reached */
+    int32_t *slot_keys, *slot_vals; /* open addressing: a region state + 1 (0 empty) -> its slot */
+    Py_ssize_t slot_cap, materialised, counted_slots; /* regions' states given a slot so far; of counted ones */
     Pool edge_pool, eps_pool, clo_pool;
     /* interned sets: members in set_pool at set_at[sid], set_n[sid] of them */
     Pool set_pool, set_at, set_n, set_hash, set_acc;
+    /* the interned sets that hold a counted region's states, with every count dropped (their
+       shapes, see `note_shape`), in an open-addressing table like `table`; `repeated`: the sets
+       whose shape an earlier one had */
+    Pool shape_pool, shape_at, shape_n, shape_hash, shape_scratch;
+    int32_t *shape_table;
+    Py_ssize_t shape_cap, repeated, num_counted;
     int32_t *table; /* open addressing: sid + 1, 0 empty */
     Py_ssize_t table_cap;
     int32_t hidden; /* a state left out of the table (an empty START), or -1 */
@@ -79,12 +94,18 @@ extern PyTypeObject subset_core_type; /* SubsetCore (_subset_type.c) */
 
 /* _subset_sets.c */
 int subset_table_grow(Core *c);
+int subset_shape_table_grow(Core *c);
 PyObject *subset_ints_tuple(const int32_t *a, Py_ssize_t n);
 int32_t subset_add_set(Core *c, const int32_t *a, Py_ssize_t n, uint32_t h, int indexed);
 
 /* _subset_rows.c */
 int subset_closure(Core *c, int32_t q);
 int subset_fill_row(Core *c, int32_t sid, int32_t *row);
+
+/* _subset_sets.c: slots */
+int32_t subset_new_slot(Core *c, int32_t q);
+int subset_slots_init(Core *c);
+void subset_slots_free(Core *c);
 
 /* ------------------------------------------------------------------ small helpers */
 
@@ -153,6 +174,19 @@ static inline Py_ssize_t find_sorted(const int32_t *a, Py_ssize_t n, Py_ssize_t 
         if (a[mid * step] < x) lo = mid + 1; else hi = mid;
     }
     return lo < n && a[lo * step] == x ? lo : -1;
+}
+
+/* The index of NFA state q in the per-state arrays: q itself for the NFA's own states, else a
+ * slot given on first use (so the arrays grow with the regions' states reached, not with their
+ * size); -1 with an exception (out of memory).  May move the arrays: index them afresh after. */
+static inline int32_t slot_of(Core *c, int32_t q) {
+    if (q < c->num_plain) return q;
+    Py_ssize_t mask = c->slot_cap - 1, i = ((uint32_t)q * 0x9E3779B1u) & mask;
+    while (c->slot_keys[i]) {
+        if (c->slot_keys[i] == q + 1) return c->slot_vals[i];
+        i = (i + 1) & mask;
+    }
+    return subset_new_slot(c, q);
 }
 
 /* Maps a state number of a region's source (x) to the document NFA's. */

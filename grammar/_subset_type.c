@@ -9,11 +9,12 @@ static void core_dealloc(Core *c) {
     Py_XDECREF(c->regions_obj);
     Py_XDECREF(c->sets);
     free(c->regions);
-    int32_t *arrays[] = {c->edge_at, c->edge_n, c->eps_at, c->eps_n, c->clo_at, c->clo_n, c->succ, c->table};
-    for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++) free(arrays[i]);
-    free(c->mark);
+    subset_slots_free(c);
+    free(c->table);
+    free(c->shape_table);
     Pool *pools[] = {&c->edge_pool, &c->eps_pool, &c->clo_pool, &c->set_pool, &c->set_at, &c->set_n,
-                     &c->set_hash, &c->set_acc, &c->keyed_starts, &c->open_starts, &c->stack, &c->scratch, &c->gathered, &c->counts, &c->targets};
+                     &c->set_hash, &c->set_acc, &c->shape_pool, &c->shape_at, &c->shape_n, &c->shape_hash,
+                     &c->shape_scratch, &c->keyed_starts, &c->open_starts, &c->stack, &c->scratch, &c->gathered, &c->counts, &c->targets};
     for (size_t i = 0; i < sizeof(pools) / sizeof(pools[0]); i++) free(pools[i]->data);
     Py_TYPE(c)->tp_free((PyObject *)c);
 }
@@ -35,9 +36,9 @@ static int32_t index_arg(PyObject *arg, Py_ssize_t limit, const char *what) {
 }
 
 static PyObject *core_closure(Core *c, PyObject *arg) {
-    int32_t q = index_arg(arg, c->num_nfa, "NFA state");
-    if (q < 0 || subset_closure(c, q)) return NULL;
-    return subset_ints_tuple(c->clo_pool.data + c->clo_at[q] - 1, c->clo_n[q]);
+    int32_t q = index_arg(arg, c->num_nfa, "NFA state"), k;
+    if (q < 0 || subset_closure(c, q) || (k = slot_of(c, q)) < 0) return NULL;
+    return subset_ints_tuple(c->clo_pool.data + c->clo_at[k] - 1, c->clo_n[k]);
 }
 
 static PyObject *core_intern(Core *c, PyObject *arg) {
@@ -118,6 +119,14 @@ static PyObject *core_loaded(Core *c, PyObject *Py_UNUSED(ignored)) {
     return PyLong_FromSsize_t(c->loaded);
 }
 
+static PyObject *core_materialised(Core *c, PyObject *Py_UNUSED(ignored)) {
+    return Py_BuildValue("(nn)", c->materialised, c->counted_slots);
+}
+
+static PyObject *core_repeated(Core *c, PyObject *Py_UNUSED(ignored)) {
+    return PyLong_FromSsize_t(c->repeated);
+}
+
 static int core_init(Core *c, PyObject *args, PyObject *Py_UNUSED(kwds)) {
     PyObject *moves, *regions, *sets;
     Py_buffer cob = {0};
@@ -130,11 +139,18 @@ static int core_init(Core *c, PyObject *args, PyObject *Py_UNUSED(kwds)) {
         PyErr_SetString(PyExc_RuntimeError, "subset core: already initialised");
         goto done;
     }
-    Py_ssize_t num_nfa = flat_num_states(moves);
-    if (num_nfa < 0) goto done;
+    Py_ssize_t num_plain = flat_num_states(moves), num_nfa = num_plain;
+    if (num_plain < 0) goto done;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(regions); i++) { /* regions' states follow the NFA's own */
+        PyObject *spec = PyList_GET_ITEM(regions, i), *last = PyTuple_Check(spec) && PyTuple_GET_SIZE(spec) > 1 ?
+                                                             PyTuple_GET_ITEM(spec, 1) : NULL;
+        Py_ssize_t v = last && PyLong_Check(last) ? PyLong_AsSsize_t(last) : -1;
+        if (v > num_nfa) num_nfa = v;
+    }
+    if (PyErr_Occurred()) goto done;
     if (cob.len != 256 * 4 || num_nfa >= INT32_MAX / 2 ||
-        num_classes < 1 || num_classes > 256 || start < 0 || start >= num_nfa || final < 0 ||
-        final >= num_nfa || PyList_GET_SIZE(sets) != 0) {
+        num_classes < 1 || num_classes > 256 || start < 0 || start >= num_plain || final < 0 ||
+        final >= num_plain || PyList_GET_SIZE(sets) != 0) {
         PyErr_SetString(PyExc_ValueError, "subset core: inconsistent arguments");
         goto done;
     }
@@ -147,14 +163,13 @@ static int core_init(Core *c, PyObject *args, PyObject *Py_UNUSED(kwds)) {
         c->class_of_byte[i] = k;
     }
     c->num_classes = num_classes, c->final = final, c->num_nfa = (int32_t)num_nfa, c->hidden = -1;
+    c->num_plain = (int32_t)num_plain;
     Py_INCREF(moves), Py_INCREF(regions), Py_INCREF(sets);
     c->moves = moves, c->regions_obj = regions, c->sets = sets;
     c->num_regions = PyList_GET_SIZE(regions);
     c->regions = calloc((size_t)c->num_regions + 1, sizeof(Region));
-    int32_t **arrays[] = {&c->edge_at, &c->edge_n, &c->eps_at, &c->eps_n, &c->clo_at, &c->clo_n, &c->succ};
-    for (size_t i = 0; i < sizeof(arrays) / sizeof(arrays[0]); i++)
-        if (!(*arrays[i] = calloc((size_t)num_nfa + 1, sizeof(int32_t)))) goto nomem;
-    if (!c->regions || !(c->mark = calloc((size_t)num_nfa + 1, sizeof(uint32_t)))) goto nomem;
+    if (!c->regions) goto nomem;
+    if (subset_slots_init(c)) goto done;
     for (Py_ssize_t i = 0; i < c->num_regions; i++) {
         Region *r = &c->regions[i];
         PyObject *spec = PyList_GET_ITEM(regions, i);
@@ -164,13 +179,23 @@ static int core_init(Core *c, PyObject *args, PyObject *Py_UNUSED(kwds)) {
             if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "subset core: bad region");
             goto done;
         }
-        if (r->first < 0 || r->last <= r->first || r->last > num_nfa || r->end < 0 || r->end >= num_nfa ||
-            r->start < 0 || r->start >= num_nfa || (r->kind != REGION_DFA && r->kind != REGION_TEMPLATE) ||
+        if (r->first < num_plain || r->last <= r->first || r->last > num_nfa || r->end < 0 || r->end >= num_plain ||
+            r->start < 0 || r->start >= num_plain ||
+            (r->kind != REGION_DFA && r->kind != REGION_TEMPLATE && r->kind != REGION_COUNTED) ||
             (i && r->first < c->regions[i - 1].last) || (r->kind == REGION_DFA && !PyBytes_Check(r->b))) {
             PyErr_SetString(PyExc_ValueError, "subset core: bad region");
             goto done;
         }
-        if (r->kind == REGION_TEMPLATE && (r->size = flat_num_states(r->a)) < 0) goto done;
+        if (r->kind != REGION_DFA && (r->size = flat_num_states(r->a)) < 0) goto done;
+        if (r->kind == REGION_COUNTED) {
+            c->num_counted++;
+            r->width = r->size - 1;
+            if (!PyTuple_Check(r->b) || !PyArg_ParseTuple(r->b, "ii", &r->lo, &r->hi) || r->size < 2 ||
+                r->lo < 0 || r->hi < 1 || r->lo > r->hi || (int64_t)r->hi * r->width + 1 != r->last - r->first) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "subset core: bad counted region");
+                goto done;
+            }
+        }
         if (((r->flags & REGION_KEYS_START) && (pool_push(&c->keyed_starts, r->start) ||
                                                 pool_push(&c->keyed_starts, (int32_t)i))) ||
             ((r->flags & REGION_OPEN) && pool_push(&c->open_starts, r->start)))
@@ -187,12 +212,12 @@ static int core_init(Core *c, PyObject *args, PyObject *Py_UNUSED(kwds)) {
     }
     c->keyed_starts.len = 2 * kept;
     c->open_starts.len = sort_unique(c->open_starts.data, c->open_starts.len);
-    if (subset_table_grow(c)) goto done;
+    if (subset_table_grow(c) || subset_shape_table_grow(c)) goto done;
     if (subset_add_set(c, NULL, 0, hash_ints(NULL, 0), 1) < 0) goto done; /* DEAD */
     if (empty) {
         if (subset_add_set(c, NULL, 0, 0, 0) < 0) goto done; /* START, the same empty language */
     } else {
-        if (subset_closure(c, start)) goto done;
+        if (subset_closure(c, start)) goto done; /* start is one of the NFA's own states: its own slot */
         if (intern(c, c->clo_pool.data + c->clo_at[start] - 1, c->clo_n[start]) != 1) {
             if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "subset core: bad start state");
             goto done;
@@ -221,6 +246,11 @@ static PyMethodDef core_methods[] = {
     {"accepting_from", (PyCFunction)core_accepting_from, METH_O,
      "accepting_from(state) -> a byte per DFA state from `state` on: 1 if its set holds the final state"},
     {"loaded", (PyCFunction)core_loaded, METH_NOARGS, "loaded() -> how many NFA states' moves were read"},
+    {"materialised", (PyCFunction)core_materialised, METH_NOARGS,
+     "materialised() -> (regions' states reached (given room in the per-state arrays), of them in\n"
+     "counted regions)"},
+    {"repeated", (PyCFunction)core_repeated, METH_NOARGS,
+     "repeated() -> how many DFA states are an earlier one's place at another count of a counted region"},
     {NULL, NULL, 0, NULL},
 };
 

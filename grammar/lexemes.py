@@ -14,12 +14,13 @@ mask is the union of
   shared), only their subtrees are walked, from the document state after that byte.
 A bounded repetition (a string's contents under maxLength) goes one step further: every place
 with as many repetitions left is one state of a shared automaton, whatever the bounds
-(`Region.counted_state`); before the minimum, only for the tokens that stay inside.  This is the lexer/parser split of DESIGN.md applied to
-regular grammars.
+(`Region.counted_state`); before the minimum, only for the tokens that stay inside.  Its region
+counts over its item's NFA (`Region.counted`): its NFA states are numbers, made by arithmetic
+when first reached, so neither compile time nor memory grows with the bound.  This is the
+lexer/parser split of DESIGN.md applied to regular grammars.
 """
 from __future__ import annotations
 
-import bisect
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -80,7 +81,11 @@ class Region:
 
     Either `dfa` (an embedded DFA whose state q is NFA state `first - 1 + q`) or `node` (a lexeme
     spliced from `template`, the NFA of its standalone automaton, which numbers NFA state x as
-    `x - first + 2`, `start` as 0 and `end` as 1).  A document state holding `start` is inside the lexeme only if nothing else leaves
+    `x - first + 2`, `start` as 0 and `end` as 1).  A `counted` lexeme is a bounded repetition
+    `item{lo,hi}` whose template is its item's NFA (`width` + 1 states): NFA state
+    `first + j * width` is the place after j repetitions and `first + j * width + o` (0 < o <
+    width) the item's state o + 1 in repetition j + 1, and its standalone automaton numbers them
+    alike.  A document state holding `start` is inside the lexeme only if nothing else leaves
     `start` (no sibling alternative was built from it): the NFA's moves out of it are still
     `start_moves`.
     """
@@ -92,18 +97,19 @@ class Region:
     node: Node | None = None
     start: int = -1  # the NFA state before the lexeme ...
     start_moves: tuple[int, int] | None = None  # ... and its moves if they all enter the lexeme
-    template: Any = None  # the lexeme's own NFA (`node` regions), copied from on first use
+    template: Any = None  # the lexeme's own NFA (`node` regions; a counted one's item NFA)
     open_ended: bool = False  # see `lexeme`
+    counted: bool = False  # a bounded repetition counting over its item (see above)
 
     def __init__(self, first: int, last: int, end: int, dfa: DFA | None = None,
                  node: Node | None = None, start: int = -1,
                  start_moves: tuple[int, int] | None = None, template: Any = None,
-                 open_ended: bool = False) -> None:
+                 open_ended: bool = False, counted: bool = False) -> None:
         # one dict update instead of a frozen dataclass's setattr per field (regions are made
         # per compile: every lexeme and embedded DFA of the document)
         self.__dict__.update(first=first, last=last, end=end, dfa=dfa, node=node, start=start,
                              start_moves=start_moves, template=template,
-                             open_ended=open_ended)
+                             open_ended=open_ended, counted=counted)
 
     def local_state(self, inside: frozenset[int], at_start: bool, ends: bool,
                     standalone: Callable[[Node], "LazyDFA"]) -> tuple[DFA | "LazyDFA", int]:
@@ -120,19 +126,10 @@ class Region:
             local.add(1)
         return automaton, automaton.state_of(frozenset(local))
 
-    @cached_property
-    def positions(self) -> tuple[tuple[int, int], ...]:
-        """A bounded repetition's (first item state, state after it) per repetition, in the
-        document's numbering (the template's, mapped on first use)."""
-        if self.template is None:
-            return ()
-        shift, start, end = self.first - 2, self.start, self.end
-        return tuple((a + shift, b + shift if b > 1 else end if b else start) for a, b in self.template.positions)
-
-    @cached_property
-    def _position_index(self) -> tuple[dict[int, int], list[int]]:
-        """(boundary state -> repetitions done there, first item state of each repetition)."""
-        return {after: j + 1 for j, (_, after) in enumerate(self.positions)}, [first for first, _ in self.positions]
+    @property
+    def width(self) -> int:
+        """A counted region's NFA states per repetition."""
+        return self.template.num_states - 1
 
     def counted_state(self, inside: frozenset[int], at_start: bool,
                       standalone: Callable[[Node], "LazyDFA"]) -> "CountedPlace | None":
@@ -141,9 +138,9 @@ class Region:
         inside the lexeme can tell apart from this one (see `HORIZON`); None elsewhere.  Before
         the minimum the lexeme cannot end yet, so only the tokens inside agree (`past_min`)."""
         node = self.node
-        if not self.positions or not isinstance(node, Repeat) or node.max is None or self.open_ended:
+        if not self.counted or self.open_ended:
             return None
-        where = _position(self._position_index, self.last, inside, at_start)
+        where = _position(self.first, self.width, inside, at_start)
         if where is None:
             return None
         done, offsets = where
@@ -153,13 +150,14 @@ class Region:
 
 
 def counted_place(counted: "LazyDFA", done: int, offsets: frozenset[int] | None = None) -> int:
-    """The state of the shared automaton `item{0,HORIZON}` after `done` repetitions, between
-    repetitions (`offsets` None) or at the given item state offsets inside the next one."""
+    """The state of the shared automaton `item{0,HORIZON}` (a counted region from NFA state 2)
+    after `done` repetitions, between repetitions (`offsets` None) or at the given item state
+    offsets inside the next one."""
+    width = counted.nfa.regions[0].width
     if offsets is None:
-        states = [0] if done == 0 else [counted.nfa.positions[done - 1][1]]
+        states = [0] if done == 0 else [2 + done * width]
     else:
-        first = counted.nfa.positions[done][0]
-        states = [first + o for o in offsets]
+        states = [2 + done * width + o for o in offsets]
     return counted.state_of(counted.closure(states))
 
 
@@ -175,23 +173,17 @@ def warm_counted_masks(cache: "TokenMaskCache", counted: "LazyDFA") -> None:
 HORIZON = 256
 
 
-def _position(index: tuple[dict[int, int], list[int]], last: int, inside: frozenset[int],
+def _position(first: int, width: int, inside: frozenset[int],
               at_start: bool) -> tuple[int, frozenset[int] | None] | None:
     """(repetitions done, item state offsets or None between repetitions) of NFA states inside a
-    bounded repetition's region (`Region._position_index`); None if they are not all at one place."""
-    boundary, firsts = index
+    counted region (see `Region`); None if they are not all at one place."""
     done: set[int] = {0} if at_start else set()
     offsets: set[int] = set()
     for x in inside:
-        if x in boundary:
-            done.add(boundary[x])
-            continue
-        j = bisect.bisect_right(firsts, x) - 1
-        end = firsts[j + 1] - 1 if j + 1 < len(firsts) else last
-        if j < 0 or x >= end:
-            return None
+        j, o = divmod(x - first, width)
         done.add(j)
-        offsets.add(x - firsts[j])
+        if o:
+            offsets.add(o)
     if len(done) != 1 or (offsets and (at_start or len(offsets) != len(inside))):
         return None
     return done.pop(), frozenset(offsets) if offsets else None

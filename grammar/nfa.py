@@ -15,7 +15,7 @@ from formwork.grammar._nfa_build import build
 from formwork.grammar._subset import edge_cuts, table_ranges
 from formwork.grammar.budget import CompileBudget
 from formwork.grammar.dfa import DFA
-from formwork.grammar.ir import Node
+from formwork.grammar.ir import Node, Repeat
 from formwork.grammar.lexemes import Region, lexeme_marks
 
 START, FINAL = 0, 1  # every NFA's start and end states
@@ -31,54 +31,47 @@ class NFA:
     Sub-terms with an empty language add nothing, so every state lies on a path to the end
     state: a non-empty set of states always has a non-empty language.  `regions` records where
     lexemes (embedded DFAs, nodes marked with `lexeme()`) were spliced in, outermost only, in
-    order; their states have no moves here: the subset core (`_subset.c`) reads them from
-    the region's DFA or the lexeme's template NFA (`template_of`) when a state is first reached.
-    Without `template_of` the NFA is a lexeme's own, built whole: DFAs are embedded as ordinary
-    states and there are no regions.  `dfa_of` gives the DFA of an `And` / `Not` sub-term.  With
-    `positions`, a bounded repetition `node` keeps per repetition (its item's first state, the
-    state after it: `FINAL` after the last one) in `positions`.
+    order.  Their states are numbered after the NFA's own `num_states` (up to `total_states`) and
+    cost nothing here: the subset core (`_subset.c`) makes their moves from the region's DFA, the
+    lexeme's template NFA (`template_of`) or, for a counted repetition, its item's NFA, when it
+    first reaches them.  Without `template_of` the NFA is a lexeme's own, built whole: DFAs are
+    embedded as ordinary states and there are no regions, but for one: with `positions`, a
+    repetition `node` bounded at two or more, of a non-empty item, counts over its item as a
+    single counted region (`counted`: the item's NFA; see `lexemes.Region`).
+    `dfa_of` gives the DFA of an `And` / `Not` sub-term.
     """
 
     def __init__(self, node: Node, budget: CompileBudget, dfa_of: Callable[[Node], DFA],
                  template_of: Callable[[Node], "NFA"] | None = None, positions: bool = False):
-        moves, regions, counted, empty, cuts = build(node, budget, dfa_of, template_of, _whole, lexeme_marks(),
-                                                     positions)
+        item = _counted_item(node, budget, dfa_of) if positions else None
+        moves, regions, total, empty, cuts = build(node, budget, dfa_of, template_of, _whole, lexeme_marks(), item)
         self.moves: bytes = moves  # see `_nfa_flat.h`; `eps` and `edges` spell it out
-        self.num_states: int = _INT32_PAIR.unpack_from(moves)[0]
-        self.position_words: bytes = counted  # int32 pairs, what `positions` spells out
+        self.num_states: int = _INT32_PAIR.unpack_from(moves)[0]  # the NFA's own states (not regions')
+        self.total_states: int = total  # and the regions' states after them
+        self.counted: NFA | None = item if regions else None  # a counted repetition's item
         self.empty: bool = empty  # whether the language is empty
         self.region_tuples: list[tuple] = regions  # as the builder reports them (see `_region`)
         self._edge_cuts: bytes = cuts  # the bytes where this NFA's own edges start or end (see `cut_mask`)
         self._cut_mask: int | None = None
 
     @cached_property
-    def positions(self) -> list[tuple[int, int]]:
-        """Per repetition of a bounded repetition (built with `positions`): (its item's first
-        state, the state after it)."""
-        words = memoryview(self.position_words).cast("i").tolist()
-        return list(zip(words[0::2], words[1::2]))
-
-    @cached_property
     def _words(self) -> list[int]:
         return memoryview(self.moves).cast("i").tolist()
 
     @cached_property
-    def eps(self) -> tuple[tuple[int, ...] | None, ...]:
-        """Per state its epsilon targets (None inside a region), spelled out for inspection."""
+    def eps(self) -> tuple[tuple[int, ...], ...]:
+        """Per own state its epsilon targets, spelled out for inspection."""
         w, n = self._words, self.num_states
         targets = w[3 + 2 * n:]
-        return tuple(None if self._in_region(q) else tuple(targets[w[1 + q]: w[2 + q]]) for q in range(n))
+        return tuple(tuple(targets[w[1 + q]: w[2 + q]]) for q in range(n))
 
     @cached_property
-    def edges(self) -> tuple[tuple[tuple[int, int, int], ...] | None, ...]:
-        """Per state its (lo, hi, target) edges (None inside a region), spelled out for inspection."""
+    def edges(self) -> tuple[tuple[tuple[int, int, int], ...], ...]:
+        """Per own state its (lo, hi, target) edges, spelled out for inspection."""
         w, n = self._words, self.num_states
         flat = w[3 + 2 * n + w[1 + n]:]
         triples = list(zip(flat[0::3], flat[1::3], flat[2::3]))
-        return tuple(None if self._in_region(q) else tuple(triples[w[2 + n + q]: w[3 + n + q]]) for q in range(n))
-
-    def _in_region(self, q: int) -> bool:
-        return any(r[0] <= q < r[1] for r in self.region_tuples)
+        return tuple(tuple(triples[w[2 + n + q]: w[3 + n + q]]) for q in range(n))
 
     @cached_property
     def regions(self) -> list[Region]:
@@ -99,27 +92,40 @@ class NFA:
     def region_specs(self) -> list[tuple]:
         """The regions as `_subset.c` reads them: (first, last, end, start, kind, flags, a, b),
         kind 0 an embedded DFA (a: its byte ranges, b: its accepting flags), kind 1 a lexeme
-        (a: its template's flat moves, b: None); flags: 1 its start keys it, 2 open-ended."""
+        (a: its template's flat moves, b: None), kind 2 a counted repetition (a: its item's flat
+        moves, b: its bounds); flags: 1 its start keys it, 2 open-ended."""
         out = []
-        for first, last, end, start, moves, source, node, open_ended in self.region_tuples:
-            kind, a, b = (1, source.moves, None) if node is not None else _dfa_spec_tail(source)
+        for first, last, end, start, moves, source, node, open_ended, counted in self.region_tuples:
+            if counted:
+                kind, a, b = 2, source.moves, (node.min, node.max)
+            else:
+                kind, a, b = (1, source.moves, None) if node is not None else _dfa_spec_tail(source)
             out.append((first, last, end, start, kind, (moves is not None) | 2 * open_ended, a, b))
         return out
 
     def move_counts(self, q: int) -> tuple[int, int]:
-        """(epsilon moves, byte edges) out of state `q` (not inside a region)."""
+        """(epsilon moves, byte edges) out of own state `q` (not a region's)."""
         eps_lo, eps_hi = _INT32_PAIR.unpack_from(self.moves, 4 * (1 + q))
         edge_lo, edge_hi = _INT32_PAIR.unpack_from(self.moves, 4 * (2 + self.num_states + q))
         return eps_hi - eps_lo, edge_hi - edge_lo
 
 
 def _region(first: int, last: int, end: int, start: int, start_moves: tuple[int, int] | None,
-            source: "DFA | NFA", node: Node | None, open_ended: bool) -> Region:
+            source: "DFA | NFA", node: Node | None, open_ended: bool, counted: bool) -> Region:
     """A region as `_nfa_build.build` reports it: an embedded DFA (`node` None) or a lexeme."""
     if node is None:
         return Region(first, last, end, dfa=source, start=start, start_moves=start_moves)
     return Region(first, last, end, node=node, start=start, start_moves=start_moves, template=source,
-                  open_ended=open_ended)
+                  open_ended=open_ended, counted=counted)
+
+
+def _counted_item(node: Node, budget: CompileBudget, dfa_of: Callable[[Node], DFA]) -> "NFA | None":
+    """The NFA of the item a lexeme's own automaton counts over (see `NFA`): for a repetition
+    bounded at two or more, of an item with a non-empty language; else None (built whole)."""
+    if not isinstance(node, Repeat) or node.max is None or node.max < 2:
+        return None
+    item = NFA(node.item, budget, dfa_of)
+    return None if item.empty else item
 
 
 def _whole(dfa: DFA) -> tuple[list[list[tuple[int, int, int]]], bytes]:

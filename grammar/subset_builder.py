@@ -27,7 +27,7 @@ class SubsetBuilder:
     """
 
     def __init__(self, nfa: NFA, start: int, final: int, budget: CompileBudget, empty: bool = False):
-        budget.check_nfa(nfa.num_states)
+        budget.check_nfa(nfa.num_states)  # its own states; the regions' count as they are reached
         self.budget = budget
         self.final = final
         cuts = np.frombuffer(nfa.cut_mask().to_bytes(257, "little"), dtype=np.uint8)  # cuts[0] is 1
@@ -61,8 +61,13 @@ class SubsetBuilder:
         return sid
 
     def check_size(self) -> None:
-        """Raise `GrammarBudgetError` if the automaton has grown past its budget."""
-        self.budget.check_dfa(len(self.sets), "the grammar automaton")
+        """Raise `GrammarBudgetError` if the automaton has grown past its budget: its DFA states
+        and its NFA states (the NFA's own and the regions' states reached so far).  One place of
+        a counted repetition at every count counts once (a long string's characters do not add
+        up: the memory they take is the generation's, as long as what it generated)."""
+        self.budget.check_dfa(len(self.sets) - self.core.repeated(), "the grammar automaton")
+        reached, counted = self.core.materialised()
+        self.budget.check_nfa(self._nfa.num_states + reached - counted)
 
     def region_of(self, i: int) -> tuple[Region, frozenset[int], bool, bool] | None:
         """(region, the set's NFA states inside it, whether it holds the region's start, whether

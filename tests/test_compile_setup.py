@@ -41,6 +41,9 @@ def reference_spec(region: Region) -> tuple:
     if region.dfa is not None:
         return (region.first, region.last, region.end, region.start, 0, flags, byte_ranges(region.dfa),
                 accepting_bytes(region.dfa))
+    if region.counted:
+        return (region.first, region.last, region.end, region.start, 2, flags, region.template.moves,
+                (region.node.min, region.node.max))
     return (region.first, region.last, region.end, region.start, 1, flags, region.template.moves, None)
 
 

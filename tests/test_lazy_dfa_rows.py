@@ -13,7 +13,7 @@ from formwork.grammar.automaton import AutomatonBuilder
 from formwork.grammar.dfa import DEAD, START
 from formwork.grammar.ir import And, Node, Not, alt, chars, lit, repeat, seq
 from formwork.grammar.lazy_dfa import LazyDFA
-from formwork.grammar.lexemes import lexeme
+from formwork.grammar.lexemes import Region, lexeme
 from formwork.grammar.nfa import NFA, byte_ranges
 
 _MAX_STATES = 400
@@ -21,11 +21,14 @@ _MAX_STATES = 400
 
 def _moves(nfa: NFA, q: int) -> tuple[tuple[int, ...], tuple[tuple[int, int, int], ...]]:
     """(epsilon targets, byte edges) of NFA state `q`, spelled out in Python: a region's states
-    (None in the NFA's lists) come from its embedded DFA or its template NFA, whose state 0 is the
-    region's start, 1 its end and x >= 2 the document's `first - 2 + x`."""
-    if nfa.eps[q] is not None:
+    (numbered after the NFA's own) come from its embedded DFA, its template NFA, whose state 0 is
+    the region's start, 1 its end and x >= 2 the document's `first - 2 + x`, or for a counted
+    repetition its item's NFA (see `lexemes.Region`)."""
+    if q < nfa.num_states:
         return nfa.eps[q], nfa.edges[q]
     (region,) = [r for r in nfa.regions if r.first <= q < r.last]
+    if region.counted:
+        return _counted_moves(region, q)
     if region.dfa is not None:
         base, d = region.first - 1, q - region.first + 1
         return ((region.end,) if region.dfa.accepting[d] else (),
@@ -37,6 +40,25 @@ def _moves(nfa: NFA, q: int) -> tuple[tuple[int, ...], tuple[tuple[int, int, int
     t = q - region.first + 2
     template = region.template
     return tuple(at(x) for x in template.eps[t]), tuple((lo, hi, at(x)) for lo, hi, x in template.edges[t])
+
+
+def _counted_moves(region: Region, q: int) -> tuple[tuple[int, ...], tuple[tuple[int, int, int], ...]]:
+    """A counted repetition's state q: after j repetitions (the way out from the minimum on, the
+    item's start moves in the next one below the maximum), or the item's state x in repetition
+    j + 1 (its end: the place after it)."""
+    item, width, node = region.template, region.width, region.node
+    j, o = divmod(q - region.first, width)
+    assert (j, o) != (0, 0)  # the place before the first repetition is the region's start
+
+    def at(x: int) -> int:
+        assert x >= 1
+        return region.first + (j + 1) * width if x == 1 else region.first + j * width + x - 1
+
+    x = o + 1 if o else 0
+    if not o and j == node.max:
+        return (region.end,), ()
+    out = (region.end,) if not o and j >= node.min else ()
+    return out + tuple(at(t) for t in item.eps[x]), tuple((lo, hi, at(t)) for lo, hi, t in item.edges[x])
 
 
 def _closure(nfa: NFA, states: set[int]) -> frozenset[int]:
@@ -88,6 +110,8 @@ def _nodes(children: st.SearchStrategy[Node]) -> st.SearchStrategy[Node]:
         st.lists(children, min_size=2, max_size=3).map(lambda xs: alt(*xs)),
         st.tuples(children, bounds).map(lambda x: repeat(x[0], x[1][0], max(x[1]) if x[1][1] is not None else None)),
         st.tuples(children, st.integers(1, 3)).map(lambda x: lexeme(repeat(x[0], 0, x[1]))),
+        st.tuples(children, st.integers(1, 2), st.integers(0, 3)).map(  # counted, with a minimum
+            lambda x: lexeme(repeat(x[0], x[1], x[1] + x[2]))),
         st.tuples(children, st.integers(0, 1)).map(lambda x: lexeme(repeat(x[0], x[1], None))),
         st.tuples(children, children).map(lambda x: And(alt(*x), Not(x[1]))),  # an embedded DFA
     )
@@ -96,9 +120,13 @@ def _nodes(children: st.SearchStrategy[Node]) -> st.SearchStrategy[Node]:
 @settings(deadline=None, max_examples=60)
 @given(st.recursive(_ATOMS, _nodes, max_leaves=8))
 def test_lazy_rows_match_plain_subset_construction(node: Node) -> None:
-    dfa = AutomatonBuilder().dfa(node)
+    builder = AutomatonBuilder()
+    dfa = builder.dfa(node)
     if isinstance(dfa, LazyDFA):
         _check_against_reference(dfa)
+        for region in dfa.nfa.regions:  # the lexemes' own automata (a counted one: one region)
+            if region.node is not None:
+                _check_against_reference(builder.lexeme_automaton(region.node))
 
 
 def test_overlapping_edges_of_one_state_are_merged() -> None:

@@ -1,7 +1,7 @@
 """The C NFA builder (`_nfa_build.c`) checked against the Python builder it replaced.
 
 The reference below is that builder, kept here: `nfa.NFA` must give the very same NFA (moves,
-state numbering, regions, repetition positions, emptiness) for every node the automaton builder
+state numbering, regions, counted repetitions, emptiness) for every node the automaton builder
 builds, on the benchmark schemas and on generated IR trees, in documents (lexemes and DFAs
 spliced in as regions) and standalone (everything built whole).
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -31,11 +32,15 @@ from formwork.grammar.nfa import NFA, byte_ranges
 SCHEMAS = Path(__file__).resolve().parents[1] / "benchmarks" / "schemas"
 
 
+_VIRTUAL = 1 << 29  # region states while building: renumbered after the own states at the end
+
+
 class Reference:
-    """The Python NFA builder (states 0 and 1 are the start and end; see `nfa.NFA`)."""
+    """The Python NFA builder (states 0 and 1 are the start and end; see `nfa.NFA`).  `item`: the
+    item NFA a standalone repetition counts over (the one `NFA` made, for identity)."""
 
     def __init__(self, node: Node, budget: CompileBudget, dfa_of: Callable[[Node], DFA],
-                 template_of: Callable[[Node], NFA] | None = None, positions: bool = False,
+                 template_of: Callable[[Node], NFA] | None = None, item: NFA | None = None,
                  copies: bool = True):
         self.eps: list = [[], []]
         self.edges: list = [[], []]
@@ -43,22 +48,28 @@ class Reference:
         self.record_regions = template_of is not None
         self.copies = copies  # False: every repetition is built, none copied
         self.regions: list[Region] = []
-        self.region_positions: list[tuple[tuple[int, int], ...]] = []  # per region, mapped
-        self.positions: list[tuple[int, int]] = []
+        self.virtual = 0  # region states so far
         self._empty: dict[int, bool] = {}  # by node id (the node is alive while this builds)
-        if positions and isinstance(node, Repeat):
-            if not self.is_empty(node):
-                self.positions = self._repeat(node, 0, 1)
+        if self.is_empty(node):
+            pass
+        elif item is not None:
+            self._counted(node, item, 0, 1, False)
         else:
             self.build(node, 0, 1)
         self.empty = self.is_empty(node)
-        self.eps = [None if x is None else tuple(x) for x in self.eps]
-        self.edges = [None if x is None else tuple(x) for x in self.edges]
+        n = len(self.eps)
+
+        def at(t: int) -> int:
+            return n + t - _VIRTUAL if t >= _VIRTUAL else t
+
+        self.eps = [tuple(at(t) for t in x) for x in self.eps]
+        self.edges = [tuple((lo, hi, at(t)) for lo, hi, t in x) for x in self.edges]
+        self.regions = [replace(r, first=at(r.first), last=at(r.last)) for r in self.regions]
+        self.total = n + self.virtual
 
     def reserve(self, n: int) -> int:
-        first = len(self.eps)
-        self.eps.extend([None] * n)
-        self.edges.extend([None] * n)
+        first = _VIRTUAL + self.virtual
+        self.virtual += n
         self.budget.check_nfa(len(self.eps))
         self.budget.check_time("NFA construction")
         return first
@@ -125,6 +136,9 @@ class Reference:
 
     def _splice(self, node: Repeat, s: int, e: int) -> None:
         template = self.template_of(node)
+        if template.counted is not None:
+            self._counted(node, template.counted, s, e, is_open_ended(node))
+            return
         fresh = not self.eps[s] and not self.edges[s]
         n = len(template.eps) - 2
         first = self.reserve(n)
@@ -135,7 +149,24 @@ class Reference:
             self.regions.append(Region(
                 first, first + n, e, node=node, start=s, start_moves=self.move_counts(s) if fresh else None,
                 template=template, open_ended=is_open_ended(node)))
-            self.region_positions.append(tuple((first - 2 + a, at[b]) for a, b in template.positions))
+
+    def _counted(self, node: Repeat, item: NFA, s: int, e: int, open_ended: bool) -> None:
+        """`node` counting over `item`'s NFA (see `lexemes.Region`): s gets the item's start moves
+        into the first repetition, and the way out if the minimum is 0."""
+        fresh = not self.eps[s] and not self.edges[s]
+        width = len(item.eps) - 1
+        first = self.reserve(node.max * width + 1)
+        if node.min == 0:
+            self.eps[s].append(e)
+
+        def at(x: int) -> int:
+            return first + width if x == 1 else first + x - 1
+
+        self.eps[s].extend(at(x) for x in item.eps[0])
+        self.edges[s].extend((lo, hi, at(x)) for lo, hi, x in item.edges[0])
+        self.regions.append(Region(
+            first, first + node.max * width + 1, e, node=node, start=s,
+            start_moves=self.move_counts(s) if fresh else None, template=item, open_ended=open_ended, counted=True))
 
     def _links(self, s: int, e: int, n: int) -> Iterator[tuple[int, int]]:
         if not n:
@@ -146,15 +177,13 @@ class Reference:
             yield cur, nxt
             cur = nxt
 
-    def _repeat(self, node: Repeat, s: int, e: int) -> list[tuple[int, int]]:
-        positions: list[tuple[int, int]] = []
+    def _repeat(self, node: Repeat, s: int, e: int) -> None:
         if self.is_empty(node.item):
             self.eps[s].append(e)
-            return positions
+            return
         cur, proto = s, None
         for _ in range(node.min):
             nxt = self.new_state()
-            positions.append((len(self.eps), nxt))
             proto = self._item(node.item, cur, nxt, proto)
             cur = nxt
         if node.max is None:
@@ -162,16 +191,14 @@ class Reference:
             self.eps[cur].append(loop)
             self.build(node.item, loop, loop)
             self.eps[loop].append(e)
-            return []
+            return
         self.eps[cur].append(e)
         for k in range(node.max - node.min):
             nxt = e if k == node.max - node.min - 1 else self.new_state()
-            positions.append((len(self.eps), nxt))
             proto = self._item(node.item, cur, nxt, proto)
             if nxt != e:
                 self.eps[nxt].append(e)
             cur = nxt
-        return positions
 
     def _item(self, item: Node, cur: int, nxt: int, proto: tuple | None) -> tuple | None:
         if proto is not None:
@@ -206,7 +233,6 @@ class Reference:
             if n > 1:
                 moves = self.move_counts(s) if self.move_counts(s) == (1, 0) else None
                 self.regions.append(Region(base + 1, base + n, e, dfa=dfa, start=s, start_moves=moves))
-                self.region_positions.append(())
             return
         base = len(self.eps) - 1
         for _ in range(1, n):
@@ -230,11 +256,15 @@ def checked_builds(monkeypatch: pytest.MonkeyPatch) -> list[tuple[NFA, bool]]:
 
     def checked(node: Node, budget: CompileBudget, dfa_of, template_of=None, positions: bool = False) -> NFA:
         got = NFA(node, budget, dfa_of, template_of, positions)
-        want = Reference(node, budget, dfa_of, template_of, positions)
+        counts = positions and isinstance(node, Repeat) and node.max is not None and node.max >= 2
+        if got.counted is not None:  # the item it counts over, itself built whole
+            item = Reference(node.item, budget, dfa_of)
+            assert counts and got.counted.eps == tuple(item.eps) and got.counted.edges == tuple(item.edges)
+        want = Reference(node, budget, dfa_of, template_of, got.counted)
+        assert (got.counted is not None) == (counts and not want.empty and not want.is_empty(node.item))
         assert got.num_states == len(want.eps) and got.eps == tuple(want.eps) and got.edges == tuple(want.edges)
-        assert got.regions == want.regions and got.positions == want.positions and got.empty == want.empty
-        assert [region.positions for region in got.regions] == want.region_positions
-        assert all(got.move_counts(q) == want.move_counts(q) for q, eps in enumerate(want.eps) if eps is not None)
+        assert got.total_states == want.total and got.regions == want.regions and got.empty == want.empty
+        assert all(got.move_counts(q) == want.move_counts(q) for q in range(len(want.eps)))
         built.append((got, template_of is None))
         return got
 
@@ -256,7 +286,7 @@ def test_every_benchmark_schema_builds_the_reference_nfa(monkeypatch: pytest.Mon
     documents = [nfa for nfa, standalone in built if not standalone]
     lexemes = [nfa for nfa, standalone in built if standalone]
     assert len(documents) > 139 and sum(len(nfa.regions) for nfa in documents) > 500
-    assert any(nfa.positions for nfa in lexemes)  # bounded repetitions' positions
+    assert any(nfa.counted is not None for nfa in lexemes)  # bounded repetitions counting over an item
 
 
 def walk(node: Node) -> Iterator[Node]:

@@ -88,26 +88,26 @@ def test_failing_callbacks_raise_their_errors() -> None:
 
 
 class _Template:
-    """A stand-in for a lexeme's template NFA."""
+    """A stand-in for a lexeme's template NFA (`counted`: a stand-in for a counted one's item)."""
 
-    def __init__(self, eps=((), ()), edges=((), ()), positions=(), moves=None, position_words=None):
+    def __init__(self, eps=((), ()), edges=((), ()), moves=None, counted=None):
         self.moves = flat_moves(eps, edges) if moves is None else moves
-        self.position_words = array.array("i", [v for pair in positions for v in pair]).tobytes() \
-            if position_words is None else position_words
+        self.counted = counted
 
 
 @pytest.mark.parametrize("template, match", [
-    (_Template(((), (), ()), ((), (), ()), [(9, 1)]), "template position"),
     (_Template(((7,), ()), ((), ())), "template target"),
     (_Template(((), ()), (((1, 2, 5),), ())), "edge target"),
     (_Template(((), ()), (((3, 2, 1),), ())), "edge target"),  # lo > hi
     (_Template(((),), ((),)), "bad template"),
-    (_Template(position_words=b"\x01\x00\x00"), "bad template"),  # not int32 pairs
-    (_Template(position_words=[(0, 1)]), "bad template"),
     (_Template(moves=[(), ()]), "not a flat moves object"),
     (_Template(moves=flat_moves(((), ()), ((), ()))[:-4]), "inconsistent sizes"),
     (_Template(moves=array.array("i", [2, 1, 0, 1, 0, 0, 0, 7]).tobytes()), "out of order"),
-    (None, "moves"),
+    (_Template(counted=_Template(((0,), ()), ((), ()))), "counted item target"),  # into the item's start
+    (_Template(counted=_Template(((), ()), (((1, 2, 2),), ()))), "counted item target"),  # past its states
+    (_Template(counted=_Template(((),), ((),))), "bad counted repetition"),  # an item of one state
+    (_Template(counted=_Template(moves=b"\x01")), "not a flat moves object"),
+    (None, "counted"),
 ])
 def test_malformed_templates_raise(template: _Template | None, match: str) -> None:
     with _lexeme(Repeat(Bytes(b"\x01\x02"), 0, 7)) as node:
@@ -119,7 +119,6 @@ def test_malformed_templates_raise(template: _Template | None, match: str) -> No
     lit("x" * 5000),  # checked every 4096 new states
     repeat(lit("ab"), 0, 2000),  # copied repetitions
     repeat(lit("ab"), 2 ** 80, None),  # bounds past 64 bits
-    And(regex("[a-z]{40}"), regex("[a-m]+")),  # a DFA's region
 ])
 def test_the_state_budget_is_kept(node: Node) -> None:
     builder = AutomatonBuilder()
@@ -127,13 +126,37 @@ def test_the_state_budget_is_kept(node: Node) -> None:
         _build(node, CompileBudget(max_nfa_states=30).start(), builder.eager, builder.lexeme_template)
 
 
-def test_the_state_budget_is_kept_in_lexemes() -> None:
-    string = chars([("a", "z")])
-    with _lexeme(Repeat(string, 0, 60)) as node:
+def test_a_regions_states_count_when_reached() -> None:
+    """A DFA's region costs the NFA no state until the subset construction reaches its states;
+    those it reaches count against max_nfa_states."""
+    node = seq(lit("<"), And(regex("[a-z]{40}"), regex("[a-m]+")), lit(">"))
+    builder = AutomatonBuilder()
+    dfa = builder.dfa(node)
+    builder.budget.max_nfa_states = 30  # the DFA's operands are built: the document's states now
+    assert dfa.nfa.num_states < 10 and dfa.nfa.total_states > 40
+    assert dfa.walk(1, b"<" + b"a" * 5)
+    with pytest.raises(GrammarBudgetError, match="max_nfa_states"):
+        dfa.walk(1, b"<" + b"a" * 40)
+
+
+def test_a_counted_repetition_costs_states_per_place_not_per_repetition() -> None:
+    """A bounded lexeme counts over its item: a bound of a million costs the NFA the item's
+    states (numbers for the rest), and walking it reaches one place per repetition, which the
+    state budgets count once."""
+    with _lexeme(Repeat(chars([("a", "z")]), 0, 10 ** 6)) as node:
+        builder = AutomatonBuilder(CompileBudget(max_nfa_states=30, max_dfa_states=30))
+        dfa = builder.dfa(seq(lit('"'), node, lit('"')))
+        assert dfa.nfa.num_states < 10 and dfa.nfa.total_states > 10 ** 6
+        assert dfa.accepts(b'"' + b"q" * 3000 + b'"') and not dfa.accepts(b'"' + b"q" * 3000)
+        reached, counted = dfa._b.core.materialised()
+        assert counted >= 3000 and reached - counted < 30 and len(dfa._b.sets) - dfa._b.core.repeated() < 30
+
+
+def test_a_repetition_bound_past_the_state_numbers_is_refused() -> None:
+    with _lexeme(Repeat(chars([("a", "z")]), 0, 2 ** 40)) as node:
         builder = AutomatonBuilder()
-        with pytest.raises(GrammarBudgetError, match="max_nfa_states"):
-            _build(seq(lit('"'), node, lit('"')), CompileBudget(max_nfa_states=30).start(), builder.eager,
-                   builder.lexeme_template)
+        with pytest.raises(GrammarError, match="too large"):
+            builder.dfa(seq(lit('"'), node, lit('"')))
 
 
 def test_the_time_budget_is_kept() -> None:
@@ -170,6 +193,6 @@ def test_moves_areflat_moves() -> None:
                      template_of=builder.lexeme_template)
     assert type(nfa.moves) is bytes and len(nfa.moves) % 4 == 0
     (region,) = nfa.region_tuples  # its start moves: a pair of ints
-    assert len(region) == 8 and region[4] == nfa.move_counts(region[3]) and not gc.is_tracked(region[4])
-    assert len(nfa.regions[0].positions) == 9  # the repetitions, mapped from the template's
-    assert nfa.regions[0].positions[-1][1] == nfa.regions[0].end
+    assert len(region) == 9 and region[4] == nfa.move_counts(region[3]) and not gc.is_tracked(region[4])
+    counted = nfa.regions[0]  # nine repetitions of a one-edge item: a place after each
+    assert counted.counted and counted.width == 1 and counted.last - counted.first == 9 + 1
