@@ -64,10 +64,11 @@ UNSUPPORTED_KEYWORDS: dict[str, str] = {
     "dependencies": "dependencies: not a keyword of this draft (dependentRequired and "
                     "dependentSchemas replace it), yet validators commonly honour it: refused "
                     "rather than silently ignored",
-    "unevaluatedProperties": "unevaluatedProperties: depends on annotations collected from "
-                             "every applicator at run time; not supported",
-    "unevaluatedItems": "unevaluatedItems: depends on annotations collected from every "
-                        "applicator at run time; not supported",
+    "unevaluatedProperties": "unevaluatedProperties: not a keyword of this draft (2019-09 added "
+                             "it), yet validators commonly honour it: refused rather than "
+                             "silently ignored",
+    "unevaluatedItems": "unevaluatedItems: not a keyword of this draft (2019-09 added it), yet "
+                        "validators commonly honour it: refused rather than silently ignored",
     "$dynamicRef": "$dynamicRef: resolution depends on the dynamic scope at validation time",
     "$recursiveRef": "$recursiveRef: draft 2019-09 dynamic reference, not supported",
     "$recursiveAnchor": "$recursiveAnchor: draft 2019-09 dynamic reference, not supported",
@@ -258,8 +259,8 @@ def _classify(keyword: str, value: Any, draft: str, siblings: dict[str, Any]) ->
         return Verdict(KeywordKind.IGNORED, "'if' without 'then' or 'else' has no effect")
     if keyword in ("minContains", "maxContains") and "contains" not in siblings:
         return Verdict(KeywordKind.IGNORED, f"{keyword!r} without 'contains' has no effect")
-    if keyword == "dependencies":  # a keyword of this draft (see the first test)
-        return Verdict(KeywordKind.SUPPORTED)
+    if keyword in ("dependencies", "unevaluatedProperties", "unevaluatedItems"):
+        return Verdict(KeywordKind.SUPPORTED)  # a keyword of this draft (see the first test)
     if keyword in UNSUPPORTED_KEYWORDS:
         return Verdict(KeywordKind.UNSUPPORTED, UNSUPPORTED_KEYWORDS[keyword])
     if keyword in SUPPORTED_KEYWORDS:

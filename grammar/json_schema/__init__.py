@@ -21,8 +21,9 @@ lengths in code points), `numbers` (integer and decimal ranges, multipleOf), `fo
   is (if and then) or (not if, and else).  What has no exact complement (``additionalProperties``,
   ``patternProperties``, ``items`` past a prefix, ``contains``, over-strict formats) is an error
   naming the keyword and pointer (lenient: a warning, and those values are not excluded);
-* ``unevaluatedProperties``/``unevaluatedItems`` are enforced where no in-place applicator sits
-  beside them (they then act as ``additionalProperties``/``items``);
+* ``unevaluatedProperties``/``unevaluatedItems`` act as ``additionalProperties``/``items`` over
+  what each alternative of their schema object evaluates (`unevaluated`; conservative for an
+  instance matching several ``anyOf`` branches);
 * ``format`` is asserted (see `formats` for the few over-strict corners).
 
 ``$ref`` cycles back to the same (sub)schema compile to recursive grammar rules (the Earley

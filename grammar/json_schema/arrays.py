@@ -14,7 +14,8 @@ from formwork.grammar.ir import EMPTY, NOTHING, Node, Nothing, alt, lit, repeat,
 from formwork.grammar.json_schema.contains import (
     contains_bounds, contains_specs, counted_items, element_classes,
 )
-from formwork.grammar.json_schema.expand import Sub, plain_unevaluated
+from formwork.grammar.json_schema.expand import Sub
+from formwork.grammar.json_schema.unevaluated import plain_unevaluated
 from formwork.grammar.json_schema.unique_items import finite_domain, unique_items
 from formwork.grammar.json_schema.values import container
 from formwork.schemas.pointer import child

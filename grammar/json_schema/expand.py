@@ -22,6 +22,7 @@ from formwork.grammar.errors import GrammarBudgetError, RecursionNotSupportedErr
 from formwork.grammar.json_schema.dependencies import DEPENDENCY_KEYWORDS, dependency_alternatives
 from formwork.grammar.json_schema.discriminators import consistent
 from formwork.grammar.json_schema.errors import InvalidSchemaError
+from formwork.grammar.json_schema.unevaluated import UNEVALUATED, plain_unevaluated, with_evaluated
 from formwork.schemas.errors import SchemaError
 from formwork.schemas.pointer import child
 
@@ -32,6 +33,7 @@ _PRUNED_FACTOR = 8  # a product this many times larger is still made, and its em
 APPLICATORS = ("$ref", "allOf", "anyOf", "oneOf", "if", "then", "else", *DEPENDENCY_KEYWORDS)
 _APPLICATOR_SET = frozenset(APPLICATORS)
 _DEPENDENCY_SET = frozenset(DEPENDENCY_KEYWORDS)
+_UNEVALUATED_SET = frozenset(UNEVALUATED)
 
 
 @dataclass(eq=False, slots=True)
@@ -50,7 +52,8 @@ class Sub:
         """The same subschema without its applicator keywords."""
         if not isinstance(self.schema, dict):
             return self
-        kept = {k: v for k, v in self.schema.items() if k not in APPLICATORS}
+        kept = {k: v for k, v in self.schema.items() if k not in APPLICATORS and not (
+            k in _UNEVALUATED_SET and not plain_unevaluated(self.schema, k))}  # they see those
         if isinstance(self.schema, Synthetic):
             kept = Synthetic(kept, self.schema.label)
         return Sub(kept, self.resolver, self.pointer)
@@ -89,17 +92,6 @@ def _plain_value(value: Any) -> Any:
         return [_plain_value(v) for v in value]
     return value
 
-# In-place applicators whose annotations `unevaluated*` would have to collect.
-_ANNOTATING = ("allOf", "anyOf", "oneOf", "$ref", "$dynamicRef", "if", "then", "else",
-               "dependentSchemas", "contains", "not")
-
-
-def plain_unevaluated(schema: Any, keyword: str) -> bool:
-    """True when `keyword` (unevaluatedProperties/unevaluatedItems) in `schema` sees only the
-    annotations of the same object's properties/patternProperties/prefixItems: it then acts
-    exactly like additionalProperties / items."""
-    return isinstance(schema, dict) and keyword in schema and \
-        not any(k in schema for k in _ANNOTATING)
 OneOfResolver = Callable[[Sub, list[list[Alternative]]], list[Alternative]]
 
 
@@ -175,7 +167,8 @@ class Expander:
             return []
         check_budget("expanding $ref/allOf/anyOf/oneOf")
         alts: list[Alternative] = [[sub]]
-        if _APPLICATOR_SET.isdisjoint(schema):  # the usual subschema: nothing to expand
+        if _APPLICATOR_SET.isdisjoint(schema) and _UNEVALUATED_SET.isdisjoint(schema):
+            # the usual subschema: nothing to expand
             return alts
         if "$ref" in schema:
             target = self.resolve(sub)
@@ -203,6 +196,8 @@ class Expander:
             alts = self._product(alts, self._conditional(sub, one_of, refs), sub)
         if not _DEPENDENCY_SET.isdisjoint(schema):
             alts = self._product(alts, dependency_alternatives(self, sub, one_of, refs), sub)
+        if not _UNEVALUATED_SET.isdisjoint(schema):
+            alts = with_evaluated(self, sub, alts)
         return alts
 
     def _conditional(self, sub: Sub, one_of: OneOfResolver, refs: tuple[int, ...]

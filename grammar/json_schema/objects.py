@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Optional
 
 from formwork.grammar.errors import GrammarBudgetError
 from formwork.grammar.ir import EMPTY, NOTHING, And, Node, Not, Nothing, alt, lit, repeat, seq
-from formwork.grammar.json_schema.expand import Sub, plain_unevaluated
+from formwork.grammar.json_schema.expand import Sub
 from formwork.grammar.json_schema.property_names import PropertyNames
 from formwork.grammar.json_schema.strings import (
     QUOTE, canonical_content_except, literal_content, string_content,
 )
+from formwork.grammar.json_schema.unevaluated import plain_unevaluated
 from formwork.grammar.json_schema.values import container, freeze
 
 if TYPE_CHECKING:
@@ -200,8 +201,9 @@ class _MemberChain:
         else:
             member, required = self.members[k]
             after = self.rest(k + 1, min(count + 1, cap), False)
-            if not cap and not first:
-                # without counting, skipping k leads to the same remainder: factor it out
+            if count == cap and not first:
+                # without counting (or once the count saturates at `cap`), skipping k leads to
+                # the same remainder: factor it out (so frozen counters nest at most `cap` deep)
                 lead = seq(comma, member)
                 node = seq(lead if required else alt(lead, EMPTY), after)
             else:
