@@ -1,0 +1,289 @@
+"""The arrays or objects a subschema rejects, as schemas of their own (for ``not``).
+
+A subschema is a union of conjunctions of keywords; a container is outside a conjunction when it
+violates one of its keywords, and each violation is again a (synthetic) schema the usual lowering
+merges with the rest of a conjunction: ``required: [x]`` is violated by ``properties: {x: false}``,
+``properties: {p: T}`` by ``required: [p], properties: {p: {not: T}}``, ``minItems: n`` by
+``maxItems: n - 1``, ``additionalProperties: false`` by one schema per set of declared names
+present (with more members than them), ``const``/``enum`` containers member by member or element
+by element, ``not: T`` by T; a ``type`` without the container's type by every container.  A
+keyword with no such schema (``additionalProperties`` with a subschema, ``patternProperties``,
+``items`` past a prefix, ``contains``, ``uniqueItems``, ...) raises `CannotNegate` with the reason.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+from itertools import product
+from typing import TYPE_CHECKING, Any, Optional
+
+from formwork.grammar.errors import GrammarBudgetError
+from formwork.grammar.json_schema.expand import (
+    APPLICATORS, MAX_ALTERNATIVES, Alternative, Sub, Synthetic,
+)
+from formwork.schemas.pointer import child
+
+if TYPE_CHECKING:
+    from formwork.grammar.json_schema.lowering import Lowerer
+
+_OBJECT = frozenset({"properties", "patternProperties", "additionalProperties", "required",
+                     "minProperties", "maxProperties", "propertyNames", "dependentRequired",
+                     "dependentSchemas", "dependencies", "unevaluatedProperties"})
+_ARRAY = frozenset({"items", "prefixItems", "additionalItems", "contains", "minContains",
+                    "maxContains", "minItems", "maxItems", "uniqueItems", "unevaluatedItems"})
+#: Container keywords (and dynamic references) whose violation is not a schema of its own (the
+#: expansion's applicators, such as the dependency keywords, are alternatives by then).
+_REFUSED = {
+    "object": (_OBJECT - {"properties", "required", "minProperties", "maxProperties"}
+               - set(APPLICATORS)) | {"$dynamicRef", "$recursiveRef"},
+    "array": (_ARRAY - {"items", "prefixItems", "minItems", "maxItems", "additionalItems",
+                        "uniqueItems", "minContains", "maxContains"})
+    | {"$dynamicRef", "$recursiveRef"},
+}
+#: Declared members past which `additionalProperties: false` has no complement (2**n schemas).
+MAX_DECLARED = 5
+#: Drafts whose `items` may be a list of positional schemas.
+_ITEMS_LIST_DRAFTS = frozenset({"draft-07", "draft-06", "draft-04", "2019-09"})
+
+
+class CannotNegate(Exception):
+    """Why a complement cannot be built exactly (turned into a schema error by `refuse`)."""
+
+
+def container_violations(lw: "Lowerer", target: Sub, kind: str) -> list[Alternative]:
+    """The containers of `kind` that `target` rejects: those outside each of its alternatives."""
+    out: list[Alternative] = [[]]
+    for a in lw.expand(target):
+        ors = _alternative_violations(lw, a, kind)
+        if ors is None:  # the alternative accepts no container of this kind
+            continue
+        out = conjunctions(out, ors, target.pointer, kind)
+        if not out:
+            break
+    return out
+
+
+def conjunctions(left: list[Alternative], right: list[Alternative], pointer: str, kind: str
+                 ) -> list[Alternative]:
+    """Every conjunction of one alternative of each side, less repeats and those that plainly
+    hold no container of `kind`; past `MAX_ALTERNATIVES` a budget error naming `pointer`."""
+    out: dict[frozenset[int], Alternative] = {}
+    for a, b in product(left, right):
+        conj = a + b
+        if _possible(conj, kind):
+            out.setdefault(frozenset(map(id, conj)), conj)
+    # a conjunction holding all of another one's subschemas adds nothing to their union
+    keys = sorted(out, key=len)
+    kept = [k for i, k in enumerate(keys) if not any(j < k for j in keys[:i])]
+    if len(kept) > MAX_ALTERNATIVES:
+        raise GrammarBudgetError(f"the complement of the schema at {pointer or '#'} splits into "
+                                 f"more than {MAX_ALTERNATIVES} alternatives (ways to violate it)")
+    return [out[k] for k in kept]
+
+
+def _possible(conj: Alternative, kind: str) -> bool:
+    """False when `conj` plainly holds no container of `kind`: crossed bounds on its members or
+    elements, or an object member both absent and required."""
+    absent: set[str] = set()
+    required: set[str] = set()
+    what = "Properties" if kind == "object" else "Items"
+    low, high = 0, float("inf")
+    for s in conj:
+        schema = s.schema
+        if not isinstance(schema, dict):
+            continue
+        if kind == "object":
+            absent.update(k for k, v in (schema.get("properties") or {}).items() if v is False)
+            required.update(schema.get("required", ()))
+        low = max(low, schema.get("min" + what, 0))
+        high = min(high, schema.get("max" + what, float("inf")))
+    return not absent & required and low <= high
+
+
+def _alternative_violations(lw: "Lowerer", subs: Alternative, kind: str
+                            ) -> Optional[list[Alternative]]:
+    """The ways a container of `kind` can violate the conjunction `subs` (a union), or None when
+    every container of `kind` does."""
+    if any(_rejects_kind(s.schema, kind) for s in subs):
+        return None
+    ors: list[Alternative] = []
+    for s in subs:
+        schema = s.schema
+        if not isinstance(schema, dict):
+            continue
+        for keyword in ("const", "enum"):
+            if keyword in schema:
+                values = [schema["const"]] if keyword == "const" else schema["enum"]
+                ors.extend(_unequal(lw, s, [v for v in values if _is_kind(v, kind)], kind))
+        if "not" in schema:  # violating `not: T` is satisfying T
+            ors.extend(lw.expand(lw.expander.child(s, "not")))
+        refused = _REFUSED[kind].intersection(schema)
+        for keyword in sorted(refused):
+            if not _trivial(keyword, schema):
+                raise CannotNegate(f"{keyword!r} at {child(s.pointer, keyword)}: the {kind}s "
+                                   f"violating it (through {_WHAT[keyword]}) are not described "
+                                   "by a schema of their own")
+        ors.extend(_object_violations(lw, s) if kind == "object" else _array_violations(lw, s))
+    return ors
+
+
+def _is_kind(value: Any, kind: str) -> bool:
+    return isinstance(value, dict if kind == "object" else list)
+
+
+def _rejects_kind(schema: Any, kind: str) -> bool:
+    """Whether `schema` accepts no container of `kind` (by `type`, `const`/`enum` or false)."""
+    if schema is False:
+        return True
+    if not isinstance(schema, dict):
+        return False
+    t = schema.get("type")
+    if t is not None and kind not in ([t] if isinstance(t, str) else t):
+        return True
+    values = [schema["const"]] if "const" in schema else schema.get("enum", [None])
+    return not any(_is_kind(v, kind) for v in values) if "const" in schema or "enum" in schema \
+        else False
+
+
+_WHAT = {"patternProperties": "a member matching a pattern, with a value it rejects",
+         "additionalProperties": "an undeclared member, with a value it rejects",
+         "propertyNames": "a member name it rejects",
+         "dependentRequired": "a member present without its dependencies",
+         "dependentSchemas": "a member whose dependent schema rejects the object",
+         "dependencies": "a member whose dependencies the object misses",
+         "unevaluatedProperties": "an unevaluated member",
+         "contains": "the count of elements it matches",
+         "unevaluatedItems": "an unevaluated element",
+         "$dynamicRef": "a dynamic reference", "$recursiveRef": "a dynamic reference"}
+
+
+def _trivial(keyword: str, schema: dict) -> bool:
+    """Whether `keyword` of `schema` constrains nothing (true or empty subschemas), or is
+    ``additionalProperties: false`` beside no pattern (`_object_violations` takes it)."""
+    value = schema[keyword]
+    if keyword == "additionalProperties" and value is False:
+        return not schema.get("patternProperties")
+    if keyword in ("additionalProperties", "unevaluatedProperties", "unevaluatedItems"):
+        return value is True or value == {}
+    if keyword in ("patternProperties", "dependentSchemas"):
+        return all(v is True or v == {} for v in value.values())
+    if keyword == "propertyNames":
+        return value is True or value == {}
+    return False
+
+
+def _synthetic(lw: "Lowerer", s: Sub, key: tuple, make) -> list[Sub]:
+    return [lw.expander.synthetic((id(s.schema), s.pointer) + key, s, make)]
+
+
+def _negated(target: Any) -> Synthetic:
+    """``{"not": target}`` (a `Sub`, or a plain schema)."""
+    return Synthetic({"not": target})
+
+
+def _object_violations(lw: "Lowerer", s: Sub) -> list[Alternative]:
+    schema = s.schema
+    out: list[Alternative] = []
+    for name in schema.get("required", ()):
+        out.append(_synthetic(lw, s, ("object", "absent", name),
+                              lambda name=name: {"properties": {name: False}}))
+    for name, value in lw.expander.members(s, "properties"):
+        if value.schema is True or value.schema == {}:
+            continue
+        out.append(_synthetic(lw, s, ("object", "bad", name), lambda name=name, value=value: {
+            "required": [name], "properties": {name: _negated(value)}}))
+    if schema.get("additionalProperties") is False and not schema.get("patternProperties"):
+        out.extend(_undeclared_member(lw, s))
+    if schema.get("minProperties", 0) > 0:
+        n = int(schema["minProperties"])
+        out.append(_synthetic(lw, s, ("object", "fewer",), lambda: {"maxProperties": n - 1}))
+    if "maxProperties" in schema:
+        n = int(schema["maxProperties"])
+        out.append(_synthetic(lw, s, ("object", "more",), lambda: {"minProperties": n + 1}))
+    return out
+
+
+def _undeclared_member(lw: "Lowerer", s: Sub) -> list[Alternative]:
+    """The objects with a member `s`'s ``properties`` does not declare, for its
+    ``additionalProperties: false``: for each set P of declared names, the objects holding
+    exactly those of them and more members than |P|."""
+    names = list(s.schema.get("properties") or ())
+    if len(names) > MAX_DECLARED:
+        raise CannotNegate(f"'additionalProperties' at {child(s.pointer, 'additionalProperties')}:"
+                           f" the objects violating it are one schema per set of the "
+                           f"{len(names)} declared members (at most {MAX_DECLARED})")
+    out = []
+    for present in itertools.product((False, True), repeat=len(names)):
+        held = [n for n, p in zip(names, present) if p]
+        out.append(_synthetic(lw, s, ("object", "undeclared", present), lambda held=held: {
+            "properties": {n: False for n in names if n not in held}, "required": held,
+            "minProperties": len(held) + 1}))
+    return out
+
+
+def _prefix_keyword(lw: "Lowerer") -> str:
+    return "items" if lw.doc.draft.name in _ITEMS_LIST_DRAFTS else "prefixItems"
+
+
+def _array_violations(lw: "Lowerer", s: Sub) -> list[Alternative]:
+    schema = s.schema
+    out: list[Alternative] = []
+    prefix_kw = _prefix_keyword(lw)
+    prefix = schema.get(prefix_kw)
+    if prefix_kw == "items" and not isinstance(prefix, list):
+        prefix = None
+    for i, _ in enumerate(prefix or ()):
+        item = lw.expander.child(s, prefix_kw, i)
+        if item.schema is True or item.schema == {}:
+            continue
+        out.append(_synthetic(lw, s, ("array", "bad item", i), lambda i=i, item=item: {
+            "minItems": i + 1, prefix_kw: [True] * i + [_negated(item)]}))
+    rest_kw = "additionalItems" if prefix_kw == "items" and prefix is not None else "items"
+    rest = schema.get(rest_kw)
+    if rest_kw == "items" and isinstance(rest, list):
+        rest = None
+    if rest is not None and rest is not True and rest != {} and (
+            rest_kw == "items" or prefix is not None):
+        if rest is False:  # violated by one element past the prefix
+            n = len(prefix or ())
+            out.append(_synthetic(lw, s, ("array", "longer",), lambda: {"minItems": n + 1}))
+        else:
+            raise CannotNegate(f"{rest_kw!r} at {child(s.pointer, rest_kw)}: the arrays "
+                               "violating it (through an element past the prefix, with a value it "
+                               "rejects) are not described by a schema of their own")
+    if schema.get("uniqueItems") is True:
+        raise CannotNegate(f"'uniqueItems' at {child(s.pointer, 'uniqueItems')}: the arrays "
+                           "violating it (through a repeated element) are not described by a "
+                           "schema of their own")
+    if schema.get("minItems", 0) > 0:
+        n = int(schema["minItems"])
+        out.append(_synthetic(lw, s, ("array", "fewer",), lambda: {"maxItems": n - 1}))
+    if "maxItems" in schema:
+        n = int(schema["maxItems"])
+        out.append(_synthetic(lw, s, ("array", "more",), lambda: {"minItems": n + 1}))
+    return out
+
+
+def _unequal(lw: "Lowerer", s: Sub, values: list, kind: str) -> list[Alternative]:
+    """The containers of `kind` equal to none of `values` (a union of conjunctions)."""
+    out: list[Alternative] = [[]]
+    texts = {json.dumps(v, sort_keys=True): v for v in values}  # equal values: one constraint
+    for text, value in texts.items():
+        def way(name: tuple, make) -> list[Sub]:  # one per value and way, whoever asks
+            return [lw.expander.synthetic(("unequal", kind, text) + name, s, make)]
+        if kind == "object":
+            ways = [way(("absent", k), lambda k=k: {"properties": {k: False}}) for k in value]
+            ways += [way(("differs", k), lambda k=k, v=v: {
+                "required": [k], "properties": {k: _negated({"const": v})}})
+                for k, v in value.items()]
+            ways.append(way(("more",), lambda n=len(value): {"minProperties": n + 1}))
+        else:
+            prefix_kw = _prefix_keyword(lw)
+            ways = [way(("differs", i), lambda i=i, v=v: {
+                "minItems": i + 1, prefix_kw: [True] * i + [_negated({"const": v})]})
+                for i, v in enumerate(value)]
+            ways.append(way(("more",), lambda n=len(value): {"minItems": n + 1}))
+            if value:
+                ways.append(way(("fewer",), lambda n=len(value): {"maxItems": n - 1}))
+        out = conjunctions(out, ways, s.pointer, kind)
+    return out
