@@ -50,8 +50,8 @@ def regex_format(max_depth: int = MAX_GROUP_DEPTH) -> str:
     alternation = ""
     for depth in range(max_depth + 1):
         atom = simple if depth == 0 else f"(?:{simple}|\\((?:\\?:)?{alternation}\\))"
-        sequence = f"(?:{atom}{quantifier}?|\\^|\\$)*"
-        alternation = f"{sequence}(?:\\|{sequence})*"
+        # an alternation is any run of pieces, anchors and `|` (each side may be empty)
+        alternation = f"(?:{atom}{quantifier}?|\\^|\\$|\\|)*"
     return alternation
 
 
