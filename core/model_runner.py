@@ -126,6 +126,9 @@ class ModelRunner:
         start-up: the capture batch writes one token's K/V into block 0."""
         if self.buffers is None:
             raise RuntimeError("CUDA graphs need the engine's input buffers (ModelRunner.for_engine)")
+        if self.device.type == "cuda" and kernels.select_backend(self.kv_cache) != "triton":
+            raise RuntimeError("CUDA graphs need the Triton kernels; the torch reference syncs with the host "
+                               f"({kernels.dispatch.BACKEND_ENV} forces it): use --no-cuda-graphs")
         graphs = DecodeGraphs(DecodeGraphs.buckets_for(max_num_seqs), self.model.args.hidden_size,
                               self.dtype, self.device)
         graphs.capture(lambda size: self.buffers.pack(*_padding_batch(size)),

