@@ -14,17 +14,22 @@ group it sits in.  `resolve` then turns the branch into IR by continuations:
   lookahead first in a branch anchored with ``^`` (or a lookbehind last in one anchored with
   ``$``) sees the whole string, and is an intersection with all of it.
 
-Left out (`UnsupportedRegexError`, with the reason): a lookaround inside an unbounded repetition
-(``(?:(?!ab).)*``: its assertions would repeat at positions the continuation cannot name), a
-repetition of more than `MAX_UNROLL` copies around one, and a lookahead before a lookbehind in
-the same sequence otherwise.
+An unbounded repetition of one character guarded by lookaheads that runs to the end of a
+``$``-anchored branch (``^(?:(?!ab).)*$``) is the characters with no failing position
+(``c* & ~(.* ((.+) & ~Y))``), and its mirror with lookbehinds from a leading ``^``.
+
+Left out (`UnsupportedRegexError`, with the reason): other lookarounds inside an unbounded
+repetition (``(?:(?!ab).)*b``: where the repetition ends is not fixed, so its assertions would
+repeat at positions no continuation names), a repetition of more than `MAX_UNROLL` copies around
+one, and a lookahead before a lookbehind in the same sequence otherwise.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable, Union
 
-from formwork.grammar.ir import EMPTY, And, Node, Not, alt, any_text, repeat, seq
+from formwork.grammar.ir import (EMPTY, Alt, And, ByteSet, Bytes, Node, Not, Seq, alt, any_char,
+                                 any_text, repeat, seq)
 
 MAX_UNROLL = 8
 
@@ -65,12 +70,16 @@ def _is_tree(part: Part) -> bool:
 
 def make_seq(*items: Part) -> Part:
     """`seq`, or an `LSeq` when an item holds a lookaround."""
-    return LSeq(tuple(items)) if any(map(_is_tree, items)) else seq(*items)
+    if not any(map(_is_tree, items)):
+        return seq(*items)
+    return items[0] if len(items) == 1 else LSeq(tuple(items))
 
 
 def make_alt(*items: Part) -> Part:
     """`alt`, or an `LAlt` when an item holds a lookaround."""
-    return LAlt(tuple(items)) if any(map(_is_tree, items)) else alt(*items)
+    if not any(map(_is_tree, items)):
+        return alt(*items)
+    return items[0] if len(items) == 1 else LAlt(tuple(items))
 
 
 def make_repeat(item: Part, lo: int, hi: int | None) -> Part:
@@ -117,10 +126,51 @@ def _assert(language: Node, look: Look, fail: Callable[[str], Exception]) -> Nod
     return And(language, Not(seen) if look.negate else seen)
 
 
+def _one_char(node: Part) -> bool:
+    """Whether `node` (as the regex parser builds it) matches exactly one character."""
+    if isinstance(node, ByteSet):
+        return all(hi < 0x80 for _, hi in node.ranges)
+    if isinstance(node, Bytes):
+        try:
+            return len(node.value.decode("utf-8")) == 1
+        except UnicodeDecodeError:
+            return False
+    if isinstance(node, Alt):
+        return all(map(_one_char, node.items))
+    if isinstance(node, Seq):  # a multi-byte character: a lead byte, then continuation bytes
+        first, *others = node.items
+        return isinstance(first, ByteSet) and all(0xC2 <= lo and hi <= 0xF4 for lo, hi in first.ranges) \
+            and all(isinstance(b, ByteSet) and all(0x80 <= lo and hi <= 0xBF for lo, hi in b.ranges)
+                    for b in others) and len(others) == _utf8_tail(first.ranges[0][0])
+    return False
+
+
+def _utf8_tail(lead: int) -> int:
+    return 1 if lead < 0xE0 else 2 if lead < 0xF0 else 3
+
+
+def _tempered(rep: LRep, ahead: bool, fail: Callable[[str], Exception]) -> Node | None:
+    """An unbounded repetition of one character guarded by lookarounds of one direction
+    (``(?:(?!X).)*`` reaching the end of a ``$``-anchored branch, or ``(?:.(?<!X))*`` from the
+    start of a ``^``-anchored one): the assertions hold at every character position of the
+    repetition, which is then the whole rest (or start) of the string; None for other shapes."""
+    items = rep.item.items if isinstance(rep.item, LSeq) else (rep.item,)
+    looks, char = (items[:-1], items[-1]) if ahead else (items[1:], items[0])
+    if not looks or not _one_char(char) or \
+            not all(isinstance(x, Look) and x.ahead == ahead for x in looks):
+        return None
+    failing = alt(*(_assert(any_text(), Look(x.ahead, not x.negate, x.body), fail) for x in looks))
+    at_a_char = And(repeat(any_char(), 1, None), failing)  # a position before (after) a character
+    where = seq(any_text(), at_a_char) if ahead else seq(at_a_char, any_text())
+    return And(repeat(char, rep.lo, None), Not(where))
+
+
 def _unrolled(rep: LRep, fail: Callable[[str], Exception]) -> list[tuple[Part, bool]]:
     """The copies of a repetition around a lookaround: (item, optional) pairs."""
     if rep.hi is None:
-        raise fail("a lookaround inside an unbounded repetition (*, +, {n,}) is not supported")
+        raise fail("a lookaround inside an unbounded repetition (*, +, {n,}) is not supported "
+                   "(only one character guarded by lookaheads up to a final $, or by lookbehinds "
+                   "from a leading ^)")
     if rep.hi > MAX_UNROLL:
         raise fail(f"a lookaround inside a repetition of more than {MAX_UNROLL} copies is not supported")
     return [(rep.item, False)] * rep.lo + [(rep.item, True)] * (rep.hi - rep.lo)
@@ -137,6 +187,10 @@ def _right(part: Part, rest: Node, fail: Callable[[str], Exception]) -> Node:
     if isinstance(part, LAlt):
         return alt(*(_right(item, rest, fail) for item in part.items))
     if isinstance(part, LRep):
+        if part.hi is None and rest is EMPTY:
+            tempered = _tempered(part, ahead=True, fail=fail)
+            if tempered is not None:
+                return tempered
         for item, optional in reversed(_unrolled(part, fail)):
             rest = alt(rest, _right(item, rest, fail)) if optional else _right(item, rest, fail)
         return rest
@@ -157,6 +211,10 @@ def _left(part: Part, start: Node, fail: Callable[[str], Exception]) -> Node:
     if isinstance(part, LAlt):
         return alt(*(_left(item, start, fail) for item in part.items))
     if isinstance(part, LRep):
+        if part.hi is None and start is EMPTY:
+            tempered = _tempered(part, ahead=False, fail=fail)
+            if tempered is not None:
+                return tempered
         for item, optional in _unrolled(part, fail):
             start = alt(start, _left(item, start, fail)) if optional else _left(item, start, fail)
         return start
