@@ -7,7 +7,10 @@ Workload: `--requests` prompts of random token ids with lengths uniform in [--mi
 output lengths drawn from the same range (ignore_eos, greedy), all submitted at t=0. Reported per
 system (fastest of `--repeats` alternating runs): output tokens/s on wall time and on process CPU time
 (robust to other jobs on a shared box), request throughput, TTFT and TPOT (p50/p99), greedy
-agreement of the two systems' tokens, and the share of formwork's CPU time spent in paged attention. For transformers, token timestamps come from a logits processor called at every
+agreement of the two systems' tokens, and the share of formwork's CPU time spent in paged attention.
+It also reports formwork's own per-step overhead: with 64 sequences decoding, a step's wall time minus
+the time inside its model forward (scheduling, input packing, sampling, detokenizing, outputs);
+`--overhead-only` measures just that. For transformers, token timestamps come from a logits processor called at every
 decoding step of a batch; a request's TTFT is its batch's first step, TPOT spans its own tokens only.
 `--write` stores the table in benchmarks/results/engine.md.
 """
@@ -87,6 +90,55 @@ class _AttentionTimer:
 
     def __exit__(self, *exc) -> None:
         self.kernels.paged_attention = self.inner
+
+
+def step_overhead(model_dir: Path, num_seqs: int = 64, steps: int = 40,
+                  params_kind: str = "greedy") -> dict:
+    """Per decode step with `num_seqs` running sequences: wall ms of `engine.step()`, of the model
+    forward inside it, and their difference (the engine's own overhead), also in main-thread CPU time
+    (steadier on a shared box); medians over `steps` steps."""
+    from formwork.core import LLMEngine, SamplingParams
+
+    engine = LLMEngine(model_dir, block_size=16, max_num_seqs=num_seqs, max_num_batched_tokens=2048)
+    params = (SamplingParams(temperature=0, max_tokens=steps + 8, ignore_eos=True) if params_kind == "greedy" else
+              SamplingParams(temperature=0.8, top_p=0.9, seed=1, max_tokens=steps + 8, ignore_eos=True))
+    rng = random.Random(0)
+    for i in range(num_seqs):
+        engine.add_request(str(i), [rng.randrange(3, engine.vocab_size) for _ in range(16)], params)
+    engine.step()  # every prefill in one step; the following steps decode all sequences
+    engine.step()
+    spent = {"wall": 0.0, "cpu": 0.0}  # inside the model forward, this step
+    inner = engine.runner.forward
+
+    def timed_forward(batch):
+        wall, cpu = time.perf_counter(), time.thread_time()
+        try:
+            return inner(batch)
+        finally:
+            spent["wall"] += time.perf_counter() - wall
+            spent["cpu"] += time.thread_time() - cpu
+
+    engine.runner.forward = timed_forward
+    rows = []
+    for _ in range(steps):
+        spent.update(wall=0.0, cpu=0.0)
+        wall, cpu = time.perf_counter(), time.thread_time()
+        engine.step()
+        rows.append((time.perf_counter() - wall, spent["wall"], time.thread_time() - cpu, spent["cpu"]))
+    assert engine.num_running_requests == num_seqs, "every sequence must decode in every measured step"
+    ms = lambda values, q=0.5: percentile(values, q) * 1e3  # noqa: E731
+    return dict(step_ms=ms([r[0] for r in rows]), forward_ms=ms([r[1] for r in rows]),
+                overhead_ms=ms([r[0] - r[1] for r in rows]), overhead_p90_ms=ms([r[0] - r[1] for r in rows], 0.9),
+                overhead_cpu_ms=ms([r[2] - r[3] for r in rows]))
+
+
+def render_overhead(rows: dict[str, dict]) -> str:
+    lines = ["| sampling | step ms (p50) | model forward ms (p50) | engine overhead ms (p50) | overhead p90 ms "
+             "| overhead, main-thread CPU ms (p50) |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for kind, r in rows.items():
+        lines.append(f"| {kind} | {r['step_ms']:.2f} | {r['forward_ms']:.2f} | **{r['overhead_ms']:.2f}** | "
+                     f"{r['overhead_p90_ms']:.2f} | {r['overhead_cpu_ms']:.2f} |")
+    return "\n".join(lines)
 
 
 def run_formwork(model_dir: Path, work, args) -> tuple[dict, list[list[int]]]:
@@ -203,10 +255,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=2, help="runs per system; the fastest is reported")
     parser.add_argument("--write", action="store_true", help="write benchmarks/results/engine.md")
+    parser.add_argument("--overhead-only", action="store_true", help="only the per-step overhead (64 sequences)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = build_model(Path(tmp) / "model")
+        kinds = ("greedy", "T=0.8 top-p 0.9")
+        overhead = render_overhead({kind: step_overhead(model_dir, params_kind=kind) for kind in kinds})
+        print("Engine overhead per decode step, 64 running sequences (step wall time minus model forward):")
+        print(overhead)
+        if args.overhead_only:
+            return 0
         from transformers import AutoConfig
 
         vocab = AutoConfig.from_pretrained(model_dir).vocab_size
@@ -220,11 +279,11 @@ def main(argv: list[str] | None = None) -> int:
     table = render([fw, hf], agreement(fw_tokens, hf_tokens))
     print(table)
     if args.write:
-        write_results(table, args)
+        write_results(table, overhead, args)
     return 0
 
 
-def write_results(table: str, args) -> None:
+def write_results(table: str, overhead: str, args) -> None:
     import transformers
 
     shape = ", ".join(f"{k}={v}" for k, v in MODEL_SHAPE.items())
@@ -241,6 +300,11 @@ torch reference kernels. transformers: static batches of {args.hf_batch_size}, l
 its longest output. Each system ran {args.repeats} time(s), alternating; the fastest run is shown.
 
 {table}
+
+formwork's own overhead per decode step (64 running sequences, tiny model; a step's wall time minus the time
+inside its model forward: scheduling, input packing and copy, sampling, detokenizing, outputs; target <= 1 ms):
+
+{overhead}
 
 Machine: {cpu_name()} ({platform.machine()}, {torch.get_num_threads()} torch thread(s), \
 2 shared cores), Python {platform.python_version()}, torch {torch.__version__}, transformers \

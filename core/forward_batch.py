@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 import torch
@@ -82,19 +83,13 @@ def host_arrays(seqs: list[tuple[list[int], int, list[int]]], block_size: int, l
         raise ForwardBatchError(f"logits_for has {len(logits_for)} entries for {len(seqs)} sequences")
     if block_size <= 0:
         raise ForwardBatchError(f"block_size must be positive, got {block_size}")
-    query_lens = np.array([len(new) for new, _, _ in seqs], dtype=np.int64)
-    computed = np.array([num_computed for _, num_computed, _ in seqs], dtype=np.int64)
+    news, computed_list, table_list = zip(*seqs)
+    query_lens = np.fromiter(map(len, news), dtype=np.int64, count=len(seqs))
+    computed = np.array(computed_list, dtype=np.int64)
+    table_lens = np.fromiter(map(len, table_list), dtype=np.int64, count=len(seqs))
     seq_lens = computed + query_lens
-    longest = 0
-    for s, (new, num_computed, table) in enumerate(seqs):
-        if not new:
-            raise ForwardBatchError(f"sequence {s} has no new tokens")
-        if num_computed < 0:
-            raise ForwardBatchError(f"sequence {s} has negative num_computed_tokens {num_computed}")
-        if len(table) * block_size < seq_lens[s]:
-            raise ForwardBatchError(f"sequence {s}: block table of {len(table)} blocks x {block_size} cannot "
-                                    f"hold {int(seq_lens[s])} tokens")
-        longest = max(longest, len(table))
+    _check_rows(query_lens, computed, table_lens, seq_lens, block_size)
+    longest = int(table_lens.max())
     width = longest if table_width is None else table_width
     if longest > width:
         raise ForwardBatchError(f"a block table of {longest} blocks exceeds the buffer width {width}")
@@ -105,8 +100,9 @@ def host_arrays(seqs: list[tuple[list[int], int, list[int]]], block_size: int, l
                                     f"got {num_rows} sequences of up to {int(query_lens.max())} new tokens")
         num_rows = pad_to
     tables = np.zeros((num_rows, width), dtype=np.int32)
-    for s, (_, _, table) in enumerate(seqs):
-        tables[s, :len(table)] = table
+    filled = np.arange(width) < table_lens[:, None]
+    tables[:len(seqs)][filled] = np.fromiter(chain.from_iterable(table_list), dtype=np.int32,
+                                             count=int(table_lens.sum()))
 
     query_start_loc = np.zeros(len(seqs) + 1, dtype=np.int64)
     np.cumsum(query_lens, out=query_start_loc[1:])
@@ -114,7 +110,7 @@ def host_arrays(seqs: list[tuple[list[int], int, list[int]]], block_size: int, l
     positions = np.arange(int(query_lens.sum()), dtype=np.int64) - query_start_loc[seq_index] + computed[seq_index]
     slot_mapping = tables[seq_index, positions // block_size].astype(np.int64) * block_size + positions % block_size
     logits_indices = query_start_loc[1:][np.asarray(logits_for, dtype=bool)] - 1
-    input_ids = np.fromiter((t for new, _, _ in seqs for t in new), dtype=np.int64, count=len(seq_index))
+    input_ids = np.fromiter(chain.from_iterable(news), dtype=np.int64, count=len(seq_index))
     pad = num_rows - len(seqs)
     if pad:
         input_ids = np.concatenate([input_ids, np.zeros(pad, np.int64)])
@@ -124,3 +120,18 @@ def host_arrays(seqs: list[tuple[list[int], int, list[int]]], block_size: int, l
         query_start_loc = np.concatenate([query_start_loc, query_start_loc[-1] + np.arange(1, pad + 1)])
     return dict(input_ids=input_ids, positions=positions, slot_mapping=slot_mapping, seq_lens=seq_lens,
                 query_start_loc=query_start_loc, block_tables=tables, logits_indices=logits_indices)
+
+
+def _check_rows(query_lens: np.ndarray, computed: np.ndarray, table_lens: np.ndarray, seq_lens: np.ndarray,
+                block_size: int) -> None:
+    """Every sequence has new tokens, a non-negative computed count and a block table that holds it."""
+    if (query_lens < 1).any():
+        raise ForwardBatchError(f"sequence {int(np.argmax(query_lens < 1))} has no new tokens")
+    if (computed < 0).any():
+        s = int(np.argmax(computed < 0))
+        raise ForwardBatchError(f"sequence {s} has negative num_computed_tokens {int(computed[s])}")
+    short = table_lens * block_size < seq_lens
+    if short.any():
+        s = int(np.argmax(short))
+        raise ForwardBatchError(f"sequence {s}: block table of {int(table_lens[s])} blocks x {block_size} cannot "
+                                f"hold {int(seq_lens[s])} tokens")

@@ -11,11 +11,14 @@ CUDA graph captured on those views reads the next step's inputs at the same addr
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from formwork.core.forward_batch import FIELD_DTYPES, ForwardBatch, ForwardBatchError, host_arrays
 
 ALIGN = 256
+MAX_CACHED = 512  # layouts (distinct batch sizes) whose views are kept
 
 
 def _aligned(offset: int) -> int:
@@ -37,6 +40,7 @@ class InputBuffers:
         self._host_np = self.host.numpy()
         self._copied = torch.cuda.Event() if on_cuda else None  # the last copy out of `host` finished
         self.num_copies = 0
+        self._cache: dict[tuple, tuple] = {}
 
     def _layout(self, num_tokens: int, num_seqs: int, num_logits: int) -> tuple[dict[str, tuple[int, tuple]], int]:
         """{field: (byte offset, shape)} and the total bytes, for a batch of these sizes."""
@@ -47,10 +51,7 @@ class InputBuffers:
         for name, dtype in FIELD_DTYPES.items():
             offset = _aligned(offset)
             layout[name] = (offset, shapes[name])
-            count = 1
-            for dim in shapes[name]:
-                count *= dim
-            offset += count * dtype.itemsize
+            offset += math.prod(shapes[name]) * dtype.itemsize
         return layout, offset
 
     def pack(self, seqs: list[tuple[list[int], int, list[int]]], logits_for: list[bool],
@@ -62,26 +63,34 @@ class InputBuffers:
         if num_tokens > self.max_tokens or num_seqs > self.max_seqs:
             raise ForwardBatchError(f"a batch of {num_tokens} tokens over {num_seqs} sequences exceeds the input "
                                     f"buffers ({self.max_tokens} tokens, {self.max_seqs} sequences)")
-        layout, size = self._layout(num_tokens, num_seqs, len(arrays["logits_indices"]))
+        host_views, batch, size = self._views(num_tokens, num_seqs, len(arrays["logits_indices"]), pad_to)
         if self._copied is not None:
             self._copied.synchronize()  # the previous step's copy may still be reading `host`
-        for name, (offset, shape) in layout.items():
-            dtype = FIELD_DTYPES[name]
-            count = arrays[name].size
-            view = self._host_np[offset:offset + count * dtype.itemsize].view(_NUMPY[dtype])
-            view[:] = arrays[name].reshape(-1)
+        for name, view in host_views.items():
+            view[...] = arrays[name]
         self.device_buffer[:size].copy_(self.host[:size], non_blocking=True)
         self.num_copies += 1
         if self._copied is not None:
             self._copied.record()
-        fields = {name: self._view(offset, shape, FIELD_DTYPES[name]) for name, (offset, shape) in layout.items()}
-        return ForwardBatch(**fields, decode_bucket=pad_to)
+        return batch
 
-    def _view(self, offset: int, shape: tuple, dtype: torch.dtype) -> torch.Tensor:
-        count = 1
-        for dim in shape:
-            count *= dim
-        return self.device_buffer[offset:offset + count * dtype.itemsize].view(dtype).view(shape)
+    def _views(self, num_tokens: int, num_seqs: int, num_logits: int, pad_to: int | None):
+        """(numpy views of the host fields, the ForwardBatch of device views, bytes used) for these sizes;
+        cached, since the buffers never move (at most `MAX_CACHED` layouts)."""
+        key = (num_tokens, num_seqs, num_logits, pad_to)
+        cached = self._cache.get(key)
+        if cached is None:
+            layout, size = self._layout(num_tokens, num_seqs, num_logits)
+            host_views, device_views = {}, {}
+            for name, (offset, shape) in layout.items():
+                dtype = FIELD_DTYPES[name]
+                nbytes = math.prod(shape) * dtype.itemsize
+                host_views[name] = self._host_np[offset:offset + nbytes].view(_NUMPY[dtype]).reshape(shape)
+                device_views[name] = self.device_buffer[offset:offset + nbytes].view(dtype).view(shape)
+            if len(self._cache) >= MAX_CACHED:
+                self._cache.clear()
+            cached = self._cache[key] = (host_views, ForwardBatch(**device_views, decode_bucket=pad_to), size)
+        return cached
 
 
 _NUMPY = {torch.int64: "int64", torch.int32: "int32"}
