@@ -136,3 +136,23 @@ def test_too_many_ways_to_violate_is_a_budget_error_with_the_pointer():
         lower_json_schema({"not": {"enum": values}})
     assert str(err.value) == ("the complement of the schema at /not splits into more than 256 "
                               "alternatives (ways to violate it)")
+
+
+def test_unevaluated_keywords_are_negated_like_additional_ones():
+    objects = [{}, {"a": 1}, {"b": 1}, {"a": 1, "b": 2}, {"foo": 1}, {"foo": 1, "bar": 2}, 3, [1]]
+    assert_agrees({"not": {"properties": {"a": True}, "unevaluatedProperties": False}}, objects)
+    assert_agrees({"not": {"anyOf": [True, {"properties": {"foo": True}}],
+                           "unevaluatedProperties": False}}, objects)
+    arrays = [[], [1], [1, 2], ["a"], [1, "a", 3], {}, 1]
+    assert_agrees({"not": {"prefixItems": [{"type": "integer"}], "unevaluatedItems": False}}, arrays)
+    assert_agrees({"not": {"allOf": [{"prefixItems": [True, True]}], "unevaluatedItems": False}},
+                  arrays)
+
+
+def test_unique_items_has_no_complement():
+    schema = {"not": {"prefixItems": [{"enum": [1, 2]}, {"enum": [1, 2]}], "items": False,
+                      "uniqueItems": True}}
+    assert _refusal(schema) == (
+        "not at /not: the complement cannot be built exactly: 'uniqueItems' at /not/uniqueItems: "
+        "the arrays violating it (through a repeated element) are not described by a schema of "
+        "their own")

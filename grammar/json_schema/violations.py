@@ -21,6 +21,7 @@ from formwork.grammar.errors import GrammarBudgetError
 from formwork.grammar.json_schema.expand import (
     APPLICATORS, MAX_ALTERNATIVES, Alternative, Sub, Synthetic,
 )
+from formwork.grammar.json_schema.unevaluated import plain_unevaluated
 from formwork.schemas.pointer import child
 
 if TYPE_CHECKING:
@@ -158,15 +159,22 @@ _WHAT = {"patternProperties": "a member matching a pattern, with a value it reje
 
 
 def _trivial(keyword: str, schema: dict) -> bool:
-    """Whether `keyword` of `schema` constrains nothing (true or empty subschemas), or is
-    ``additionalProperties: false`` beside no pattern (`_object_violations` takes it)."""
-    value = schema[keyword]
-    if keyword == "additionalProperties" and value is False:
+    """Whether `keyword` of `schema` constrains nothing here: true or empty subschemas, an
+    ``unevaluated*`` the expansion's marks carry (or that nothing is left to), or one the
+    violations below take (``additionalProperties: false`` beside no pattern, and a plain
+    ``unevaluatedItems``)."""
+    value = _schema_of(schema[keyword])
+    if keyword in ("unevaluatedProperties", "unevaluatedItems") and (
+            not plain_unevaluated(schema, keyword) or keyword == "unevaluatedItems"
+            or "additionalProperties" in schema):
+        return True
+    if _additional(schema) is False and keyword in ("additionalProperties",
+                                                     "unevaluatedProperties"):
         return not schema.get("patternProperties")
-    if keyword in ("additionalProperties", "unevaluatedProperties", "unevaluatedItems"):
+    if keyword in ("additionalProperties", "unevaluatedProperties"):
         return value is True or value == {}
     if keyword in ("patternProperties", "dependentSchemas"):
-        return all(v is True or v == {} for v in value.values())
+        return all(_schema_of(v) is True or _schema_of(v) == {} for v in value.values())
     if keyword == "propertyNames":
         return value is True or value == {}
     return False
@@ -192,7 +200,7 @@ def _object_violations(lw: "Lowerer", s: Sub) -> list[Alternative]:
             continue
         out.append(_synthetic(lw, s, ("object", "bad", name), lambda name=name, value=value: {
             "required": [name], "properties": {name: _negated(value)}}))
-    if schema.get("additionalProperties") is False and not schema.get("patternProperties"):
+    if _additional(schema) is False and not schema.get("patternProperties"):
         out.extend(_undeclared_member(lw, s))
     if schema.get("minProperties", 0) > 0:
         n = int(schema["minProperties"])
@@ -201,6 +209,21 @@ def _object_violations(lw: "Lowerer", s: Sub) -> list[Alternative]:
         n = int(schema["maxProperties"])
         out.append(_synthetic(lw, s, ("object", "more",), lambda: {"minProperties": n + 1}))
     return out
+
+
+def _additional(schema: dict) -> Any:
+    """The schema of the members `schema` does not declare: ``additionalProperties``, or a plain
+    ``unevaluatedProperties`` (which acts as it), or None."""
+    if "additionalProperties" in schema:
+        return _schema_of(schema["additionalProperties"])
+    if plain_unevaluated(schema, "unevaluatedProperties"):
+        return _schema_of(schema["unevaluatedProperties"])
+    return None
+
+
+def _schema_of(value: Any) -> Any:
+    """A subschema's schema, whether a synthetic schema holds it as a `Sub` or not."""
+    return value.schema if isinstance(value, Sub) else value
 
 
 def _undeclared_member(lw: "Lowerer", s: Sub) -> list[Alternative]:
@@ -239,11 +262,12 @@ def _array_violations(lw: "Lowerer", s: Sub) -> list[Alternative]:
         out.append(_synthetic(lw, s, ("array", "bad item", i), lambda i=i, item=item: {
             "minItems": i + 1, prefix_kw: [True] * i + [_negated(item)]}))
     rest_kw = "additionalItems" if prefix_kw == "items" and prefix is not None else "items"
-    rest = schema.get(rest_kw)
+    rest = _schema_of(schema.get(rest_kw))
     if rest_kw == "items" and isinstance(rest, list):
         rest = None
-    if rest is not None and rest is not True and rest != {} and (
-            rest_kw == "items" or prefix is not None):
+    if rest is None and plain_unevaluated(schema, "unevaluatedItems"):  # acts as `items`
+        rest_kw, rest = "unevaluatedItems", _schema_of(schema["unevaluatedItems"])
+    if rest is not None and rest is not True and rest != {}:
         if rest is False:  # violated by one element past the prefix
             n = len(prefix or ())
             out.append(_synthetic(lw, s, ("array", "longer",), lambda: {"minItems": n + 1}))
