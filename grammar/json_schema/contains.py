@@ -1,7 +1,8 @@
 """``contains``/``minContains``/``maxContains``: a counting automaton over the elements.
 
-Each element is split by the `contains` subschemas it matches (`value_split.rejected_by`: the
-elements that match a subset of them and reject the rest); the array language walks the elements
+Each element is split by the `contains` subschemas it matches: the elements that match a subset of
+them and not the rest (``not`` of each, as `negation` lowers it: exact where the complement is,
+refused with the reason otherwise); the array language walks the elements
 left to right counting the matches of each `contains`, saturated at ``maxContains + 1`` (or at
 ``minContains`` when there is no maximum), and ends only where every count is within its bounds.
 The element position is tracked up to the last position that matters (``prefixItems``,
@@ -18,7 +19,6 @@ from formwork.grammar.errors import GrammarBudgetError
 from formwork.grammar.ir import EMPTY, NOTHING, Node, Nothing, alt, repeat, seq
 from formwork.grammar.json_schema.expand import Sub
 from formwork.grammar.json_schema.values import freeze
-from formwork.grammar.json_schema.value_split import ValueSplit, rejected_by, split_values
 from formwork.schemas.keywords import DRAFT_KEYWORDS
 
 if TYPE_CHECKING:
@@ -34,9 +34,11 @@ Klass = tuple[Node, Counts]  # an element language and how it moves each counter
 
 @dataclass(frozen=True, slots=True)
 class ContainsSpec:
-    """One `contains` with its bounds."""
+    """One `contains` (its subschema, and a subschema holding where it does not) with its
+    bounds."""
 
-    split: ValueSplit
+    sub: Sub
+    negated: Sub
     lo: int
     hi: Optional[int]
 
@@ -45,9 +47,9 @@ class ContainsSpec:
         return self.hi + 1 if self.hi is not None else self.lo
 
 
-def contains_bounds(lw: "Lowerer", subs: list[Sub]) -> list[tuple[Sub, int, Optional[int]]]:
-    """(subschema, minContains, maxContains) of each `contains` of an array conjunction that can
-    fail (``minContains: 0`` without a maximum never does)."""
+def contains_bounds(lw: "Lowerer", subs: list[Sub]) -> list[tuple[Sub, Sub, int, Optional[int]]]:
+    """(its schema object, subschema, minContains, maxContains) of each `contains` of an array
+    conjunction that can fail (``minContains: 0`` without a maximum never does)."""
     # the document's draft; a subschema of another draft's resource (through `$ref`) is held
     # to the stricter reading of minContains/maxContains
     counted = "minContains" in DRAFT_KEYWORDS.get(lw.doc.draft.name, ())
@@ -61,21 +63,15 @@ def contains_bounds(lw: "Lowerer", subs: list[Sub]) -> list[tuple[Sub, int, Opti
         if not counted:
             lo = max(lo, 1)
         if lo or hi is not None:
-            out.append((lw.expander.child(s, "contains"), lo, hi))
+            out.append((s, lw.expander.child(s, "contains"), lo, hi))
     return out
 
 
 def contains_specs(lw: "Lowerer", subs: list[Sub], depth: int) -> list[ContainsSpec]:
-    """The `contains` constraints of an array conjunction (elements at `depth`); one whose
-    non-matching elements cannot be told apart exactly is reported."""
-    specs = []
-    for sub, lo, hi in contains_bounds(lw, subs):
-        split = split_values(lw, sub, depth)
-        if isinstance(split, str):
-            lw.report("contains", sub.pointer,
-                      f"the elements that do not match it cannot be described exactly: {split}")
-            continue
-        specs.append(ContainsSpec(split, lo, hi))
+    """The `contains` constraints of an array conjunction (its elements' complements are
+    refused, where they cannot be built, when the elements are lowered)."""
+    specs = [ContainsSpec(sub, lw.expander.negation(owner, sub, "contains"), lo, hi)
+             for owner, sub, lo, hi in contains_bounds(lw, subs)]
     if len(specs) > MAX_CONTAINS:
         raise GrammarBudgetError(f"more than {MAX_CONTAINS} `contains` keywords apply to the array "
                                  f"at {subs[0].pointer or '#'}")
@@ -92,9 +88,8 @@ def element_classes(lw: "Lowerer", conj: list[Sub], specs: list[ContainsSpec], d
     """The elements of the conjunction `conj`, split by which `specs` they match."""
     out = []
     for flags in itertools.product((0, 1), repeat=len(specs)):
-        matched = [s.split for s, f in zip(specs, flags) if f]
-        others = [s.split for s, f in zip(specs, flags) if not f]
-        node = rejected_by(lw, conj, others, depth, matched)
+        node = lw.lower_subs([*conj, *(s.sub if f else s.negated for s, f in zip(specs, flags))],
+                             depth)
         if not isinstance(node, Nothing):
             out.append((freeze(node), flags))  # one automaton, spliced at every position
     return out

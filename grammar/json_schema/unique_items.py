@@ -91,7 +91,8 @@ def finite_domain(lw: "Lowerer", conj: list[Sub]) -> Optional[list[Any]]:
 
 def unique_items(lw: "Lowerer", domains: list[list[Any]], tail: list[Any], comma: Node,
                  depth: int, min_items: int, max_items: Optional[int],
-                 contains: list[tuple[Sub, int, Optional[int]]]) -> Union[tuple[Node, bool], str]:
+                 contains: list[tuple[Sub, Sub, int, Optional[int]]]
+                 ) -> Union[tuple[Node, bool], str]:
     """(the non-empty element lists of distinct values, whether [] is valid) for the domain of
     each position (`tail` past them), or why the sets of items seen are too many."""
     index: dict[str, int] = {}
@@ -109,13 +110,13 @@ def unique_items(lw: "Lowerer", domains: list[list[Any]], tail: list[Any], comma
     allowed = [[index[value_key(v)] for v in d] for d in domains]
     tail_ids = [index[value_key(v)] for v in tail]
     nodes = [value_node(v, lw.ws, depth + 1) for v in values]
-    matches = [[lw._is_valid(v, c) for v in values] for c, _, _ in contains]
+    matches = [[lw._is_valid(v, c) for v in values] for _, c, _, _ in contains]
 
     def accept(used: int) -> bool:
         size = bin(used).count("1")
         if size < min_items:
             return False
-        for hits, (_, lo, hi) in zip(matches, contains):
+        for hits, (_, _, lo, hi) in zip(matches, contains):
             count = sum(1 for i in range(n) if used >> i & 1 and hits[i])
             if count < lo or (hi is not None and count > hi):
                 return False
