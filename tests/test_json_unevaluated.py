@@ -131,3 +131,11 @@ def test_unevaluated_items_beside_contains_is_refused():
     assert str(err.value) == (
         "unevaluatedItems at /unevaluatedItems: the contains at /allOf/0/contains evaluates the "
         "elements that match it, which depend on the element values; not supported")
+
+
+def test_patterns_the_evaluated_keys_repeat_are_counted_once():
+    # three patterns of the schema and their copies in what each alternative evaluates: within
+    # the budget of four distinct patterns per object
+    schema = {"patternProperties": {"^a": {"type": "integer"}, "^b": True, "^c": True},
+              "allOf": [{"properties": {"x": True}}], "unevaluatedProperties": False}
+    assert_exact(schema, [{"a": 1}, {"a": "s"}, {"b": 1, "x": 2}, {"d": 1}, {"ab": 1, "c": 2}])

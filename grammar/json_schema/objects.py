@@ -130,22 +130,27 @@ class ObjectLowering:
         """Any member whose key is not declared, or None when there can be none."""
         if isinstance(self.property_names.keys, Nothing):
             return None
-        patterns = [(i, pattern, s) for i, part in enumerate(self.parts)
-                    for pattern, s in part.patterns]
+        # each distinct pattern once (a key matches it or not, whichever parts name it)
+        patterns: dict[str, Sub] = {}
+        for part in self.parts:
+            for pattern, s in part.patterns:
+                patterns.setdefault(pattern, s)
         if len(patterns) > MAX_PATTERNS:
             raise GrammarBudgetError(
                 f"more than {MAX_PATTERNS} patternProperties apply to the object at "
                 f"{self.parts[0].sub.pointer or '#'}")
+        langs = [self.lw.pattern_node(pattern, "patternProperties", s.pointer, encoded=True)
+                 for pattern, s in patterns.items()]
+        bits = {pattern: bit for bit, pattern in enumerate(patterns)}
         any_key = canonical_content_except(self.names) if self.names else string_content(canonical=True)
         options = []
         for mask in range(1 << len(patterns)):
             key = any_key
             values: list[Sub] = []
-            for bit, (_, pattern, s) in enumerate(patterns):
-                lang = self.lw.pattern_node(pattern, "patternProperties", s.pointer, encoded=True)
+            for bit, lang in enumerate(langs):
                 key = And(key, lang) if mask >> bit & 1 else And(key, Not(lang))
-            for i, part in enumerate(self.parts):
-                matched = [s for bit, (j, _, s) in enumerate(patterns) if j == i and mask >> bit & 1]
+            for part in self.parts:
+                matched = [s for pattern, s in part.patterns if mask >> bits[pattern] & 1]
                 if matched:
                     values.extend(matched)
                 elif part.additional is not None:
