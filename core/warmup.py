@@ -42,9 +42,10 @@ def warm_up(engine: "LLMEngine") -> float:
     start = time.perf_counter()
     runner, config = engine.runner, engine.config
     block_size, num_blocks = runner.block_size, runner.num_blocks
+    # max_model_len never exceeds the pool, so the prompt's blocks exist
     prompt_len = min(2 * block_size + 1, engine.max_model_len - 1, config.resolve_token_budget(engine.max_model_len))
-    if prompt_len > 1:
-        blocks = list(range(min(num_blocks, -(-prompt_len // block_size))))
+    if prompt_len > 1:  # any step with a sequence of several new tokens runs the prefill variants
+        blocks = list(range(-(-prompt_len // block_size)))
         runner.forward(runner.prepare([([0] * prompt_len, 0, blocks)], [True]))
     for size in DecodeGraphs.buckets_for(config.max_num_seqs):
         items = [([0], 0, [s % num_blocks]) for s in range(size)]

@@ -100,3 +100,13 @@ def test_warm_up_leaves_no_trace_in_the_engine(fresh_log):
             outs += engine.step()
         results.append(outs[-1].outputs[0].token_ids)
     assert results[0] == results[1]
+
+
+def test_warm_up_fits_a_tiny_pool(fresh_log):
+    engine = LLMEngine(tiny_model_dir("llama"), warmup=True, num_gpu_blocks=2, block_size=4, max_num_seqs=4,
+                       dtype="float32")
+    assert engine.max_model_len == 8
+    engine.add_request("r", [5, 6, 7], SamplingParams(temperature=0.0, max_tokens=4, ignore_eos=True))
+    while engine.has_unfinished_requests():
+        engine.step()
+    assert {key[0] for key in fresh_log.seen()} >= {"paged_attention", "write_kv_cache", "sample"}
