@@ -113,7 +113,7 @@ def _ecma_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> I
 
 
 @functools.lru_cache(maxsize=None)
-def _decimal_validator(cls: type) -> type:
+def _ecma_validator(cls: type) -> type:
     return extend(cls, {"multipleOf": _exact_multiple_of, "pattern": _ecma_pattern})
 
 
@@ -126,7 +126,7 @@ def make_validator(schema: Any, registry: dict[str, Any], default: type) -> Any:
     spec = specification_with(cls.META_SCHEMA["$schema"])
     resources = Registry().with_resources(
         (uri, Resource.from_contents(doc, default_specification=spec)) for uri, doc in registry.items())
-    return _decimal_validator(cls)(schema, registry=resources, format_checker=FormatChecker())
+    return _ecma_validator(cls)(schema, registry=resources, format_checker=FormatChecker())
 
 
 def integral_floats(validator: Any) -> bool:
