@@ -139,3 +139,11 @@ def test_patterns_the_evaluated_keys_repeat_are_counted_once():
     schema = {"patternProperties": {"^a": {"type": "integer"}, "^b": True, "^c": True},
               "allOf": [{"properties": {"x": True}}], "unevaluatedProperties": False}
     assert_exact(schema, [{"a": 1}, {"a": "s"}, {"b": 1, "x": 2}, {"d": 1}, {"ab": 1, "c": 2}])
+
+
+def test_if_alone_lends_its_annotations_where_it_holds():
+    schema = {"if": {"properties": {"a": {"const": 1}}, "required": ["a"]},
+              "unevaluatedProperties": False}
+    assert_exact(schema, [{"a": 1}, {"a": 2}, {}, {"b": 1}, {"a": 1, "b": 1}])
+    assert_exact({"if": {"prefixItems": [{"const": 1}]}, "unevaluatedItems": False},
+                 [[1], [2], [], [1, 1]])

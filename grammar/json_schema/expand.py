@@ -197,7 +197,7 @@ class Expander:
         if not _DEPENDENCY_SET.isdisjoint(schema):
             alts = self._product(alts, dependency_alternatives(self, sub, one_of, refs), sub)
         if not _UNEVALUATED_SET.isdisjoint(schema):
-            alts = with_evaluated(self, sub, alts)
+            alts = with_evaluated(self, sub, alts, one_of, refs)
         return alts
 
     def _conditional(self, sub: Sub, one_of: OneOfResolver, refs: tuple[int, ...]

@@ -4,7 +4,8 @@ Without an in-place applicator beside it, the keyword sees only its own schema o
 annotations and acts as ``additionalProperties`` / ``items`` (`plain_unevaluated`; the object and
 array lowerings read it so).  Otherwise the expansion of its schema object gives alternatives,
 each a conjunction of the subschemas that hold for an instance taking that branch (``allOf``,
-``$ref``, the ``oneOf`` branch, ``if`` and ``then`` or ``else``, present ``dependentSchemas``);
+``$ref``, the ``oneOf`` branch, ``if`` and ``then`` or ``else`` (or ``if`` alone), present
+``dependentSchemas``);
 every one of them succeeds, so its annotations are collected.  Each alternative gets a synthetic
 subschema over what it evaluates: ``properties``/``patternProperties`` naming the evaluated keys
 and ``additionalProperties`` the unevaluated schema (for items: ``prefixItems`` as long as the
@@ -27,7 +28,7 @@ from formwork.grammar.json_schema.errors import UnsupportedSchemaError
 from formwork.schemas.pointer import child
 
 if TYPE_CHECKING:
-    from formwork.grammar.json_schema.expand import Alternative, Expander, Sub
+    from formwork.grammar.json_schema.expand import Alternative, Expander, OneOfResolver, Sub
 
 UNEVALUATED = ("unevaluatedProperties", "unevaluatedItems")
 _IN_PLACE = ("allOf", "anyOf", "oneOf", "$ref", "$dynamicRef", "if", "then", "else",
@@ -44,12 +45,18 @@ def plain_unevaluated(schema: Any, keyword: str) -> bool:
         not any(k in schema for k in _ANNOTATING[keyword])
 
 
-def with_evaluated(ex: "Expander", sub: "Sub", alts: list["Alternative"]) -> list["Alternative"]:
+def with_evaluated(ex: "Expander", sub: "Sub", alts: list["Alternative"], one_of: "OneOfResolver",
+                   refs: tuple[int, ...]) -> list["Alternative"]:
     """The alternatives of `sub`, each with its non-plain `unevaluated*` as a synthetic subschema
-    over what that alternative evaluates."""
+    over what that alternative evaluates (`one_of` and `refs` as in `Expander.expand`)."""
     kinds = [kw for kw in UNEVALUATED if kw in sub.schema and not plain_unevaluated(sub.schema, kw)]
     if not kinds:
         return alts
+    if "if" in sub.schema and "then" not in sub.schema and "else" not in sub.schema:
+        # `if` alone validates nothing, yet where it holds its annotations count: the instances
+        # holding it, evaluated with it, or any instance, evaluated without (stricter, so sound)
+        cond = ex.expand(ex.child(sub, "if"), one_of, refs)
+        alts = ex._product(alts, [*cond, []], sub)
     out = []
     for a in alts:
         marks = [m for m in (_mark(ex, sub, a, kw) for kw in kinds) if m is not None]
