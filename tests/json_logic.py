@@ -60,6 +60,8 @@ def _extend(inner: st.SearchStrategy) -> st.SearchStrategy:
         st.builds(lambda ps: {"properties": ps, "additionalProperties": False},
                   st.dictionaries(NAMES, inner, max_size=2)),
         st.builds(lambda ss: {"prefixItems": ss}, st.lists(inner, min_size=1, max_size=2)),
+        st.builds(lambda ss, s: {**({"prefixItems": ss} if ss else {}), "items": s},
+                  st.lists(inner, max_size=2), inner),
         st.builds(lambda s: {"not": s}, inner),
         st.builds(lambda a, b: {"allOf": [a, b]}, inner, inner),
         st.builds(lambda a, b: {"anyOf": [a, b]}, inner, inner),

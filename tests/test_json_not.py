@@ -37,10 +37,18 @@ def test_not_inside_a_property_is_exact(sub, name):
 
 
 def _draft07(s):
-    """`s` with draft-07's positional `items` for `prefixItems`."""
-    if isinstance(s, dict):
-        return {("items" if k == "prefixItems" else k): _draft07(v) for k, v in s.items()}
-    return [_draft07(v) for v in s] if isinstance(s, list) else s
+    """`s` in draft-07 terms: positional `items` for `prefixItems` (dropping an `items` beside a
+    non-empty one: past a prefix, its complement needs minContains, which draft-07 lacks)."""
+    if isinstance(s, list):
+        return [_draft07(v) for v in s]
+    if not isinstance(s, dict):
+        return s
+    out = {k: _draft07(v) for k, v in s.items() if k not in ("prefixItems", "items")}
+    if s.get("prefixItems"):
+        out["items"] = _draft07(s["prefixItems"])
+    elif "items" in s:
+        out["items"] = _draft07(s["items"])
+    return out
 
 
 @SETTINGS
@@ -99,10 +107,9 @@ def _refusal(schema):
      "not at /properties/p/not: the complement cannot be built exactly: 'patternProperties' at "
      "/properties/p/not/patternProperties: the objects violating it (through a member matching "
      "a pattern, with a value it rejects) are not described by a schema of their own"),
-    ({"not": {"items": {"type": "integer"}}},
+    ({"not": {"prefixItems": [True] * 6, "items": {"type": "integer"}}},
      "not at /not: the complement cannot be built exactly: 'items' at /not/items: the arrays "
-     "violating it (through an element past the prefix, with a value it rejects) are not "
-     "described by a schema of their own"),
+     "violating it are one schema per set of the 6 positions before it (at most 5)"),
     ({"not": {"contains": {"const": 1}}},
      "not at /not: the complement cannot be built exactly: 'contains' at /not/contains: the "
      "arrays violating it (through the count of elements it matches) are not described by a "
@@ -147,6 +154,18 @@ def test_unevaluated_keywords_are_negated_like_additional_ones():
     assert_agrees({"not": {"prefixItems": [{"type": "integer"}], "unevaluatedItems": False}}, arrays)
     assert_agrees({"not": {"allOf": [{"prefixItems": [True, True]}], "unevaluatedItems": False}},
                   arrays)
+
+
+def test_draft07_additional_items_has_no_complement_past_a_prefix():
+    schema = {"not": {"items": [{"type": "string"}], "additionalItems": {"type": "integer"}}}
+    with pytest.raises(UnsupportedSchemaError) as err:
+        lower_json_schema(schema, draft="draft-07")
+    assert str(err.value) == (
+        "not at /not: the complement cannot be built exactly: 'additionalItems' at "
+        "/not/additionalItems: the arrays violating it count the elements it rejects "
+        "(minContains, which draft-07 lacks)")
+    assert_agrees({"not": {"items": {"type": "integer"}}},  # no prefix: contains alone
+                  [[], [1], ["a"], [1, "a"], [1, 2], {}, 1], draft="draft-07")
 
 
 def test_unique_items_has_no_complement():

@@ -272,9 +272,7 @@ def _array_violations(lw: "Lowerer", s: Sub) -> list[Alternative]:
             n = len(prefix or ())
             out.append(_synthetic(lw, s, ("array", "longer",), lambda: {"minItems": n + 1}))
         else:
-            raise CannotNegate(f"{rest_kw!r} at {child(s.pointer, rest_kw)}: the arrays "
-                               "violating it (through an element past the prefix, with a value it "
-                               "rejects) are not described by a schema of their own")
+            out.extend(_element_past_prefix(lw, s, rest_kw, len(prefix or ())))
     if schema.get("uniqueItems") is True:
         raise CannotNegate(f"'uniqueItems' at {child(s.pointer, 'uniqueItems')}: the arrays "
                            "violating it (through a repeated element) are not described by a "
@@ -286,6 +284,31 @@ def _array_violations(lw: "Lowerer", s: Sub) -> list[Alternative]:
         n = int(schema["maxItems"])
         out.append(_synthetic(lw, s, ("array", "more",), lambda: {"minItems": n + 1}))
     return out
+
+
+def _element_past_prefix(lw: "Lowerer", s: Sub, rest_kw: str, k: int) -> list[Alternative]:
+    """The arrays with an element past the first k that the schema T of `rest_kw` rejects: for
+    each set B of the first k positions, those holding elements T rejects exactly at B and more
+    than |B| such elements in all (``contains``/``minContains``)."""
+    where = f"{rest_kw!r} at {child(s.pointer, rest_kw)}: the arrays violating it"
+    if k > MAX_DECLARED:
+        raise CannotNegate(f"{where} are one schema per set of the {k} positions before it (at "
+                           f"most {MAX_DECLARED})")
+    if k and lw.doc.draft.name == "draft-07":
+        raise CannotNegate(f"{where} count the elements it rejects (minContains, which draft-07 "
+                           "lacks)")
+    rest = lw.expander.child(s, rest_kw)
+    prefix_kw = _prefix_keyword(lw)
+
+    def make(bad: tuple[bool, ...]) -> dict:
+        schema: dict[str, Any] = {"contains": _negated(rest)}
+        if k:
+            schema[prefix_kw] = [_negated(rest) if b else rest for b in bad]
+        if any(bad):
+            schema["minContains"] = sum(bad) + 1
+        return schema
+    return [_synthetic(lw, s, ("array", "bad element", bad), lambda bad=bad: make(bad))
+            for bad in itertools.product((False, True), repeat=k)]
 
 
 def _unequal(lw: "Lowerer", s: Sub, values: list, kind: str) -> list[Alternative]:
