@@ -1,7 +1,7 @@
 """`unevaluatedProperties`/`unevaluatedItems` beside allOf, oneOf, if/then/else, $ref,
 dependentSchemas and anyOf: the matcher agrees with jsonschema on random schemas and instances
-(for anyOf it never accepts an invalid instance: an instance matching several branches may be
-rejected, the documented conservative corner); the refusal beside `contains`."""
+(for an anyOf nested deeper it never accepts an invalid instance: one matching several branches
+may be rejected, the documented conservative corner); the refusal beside `contains`."""
 import sys
 from pathlib import Path
 
@@ -110,7 +110,14 @@ def test_unevaluated_items_is_exact(schema, arrays):
 
 @_SETTINGS
 @given(object_schemas(any_of=True), OBJECTS)
-def test_unevaluated_properties_beside_any_of_accepts_only_valid_instances(schema, objects):
+def test_unevaluated_properties_beside_any_of_is_exact(schema, objects):
+    assert_exact(schema, objects)
+
+
+@_SETTINGS
+@given(st.lists(branches(), min_size=2, max_size=2), UNEVALUATED, OBJECTS)
+def test_any_of_nested_deeper_accepts_only_valid_instances(any_of, unevaluated, objects):
+    schema = {"allOf": [{"anyOf": any_of}], "unevaluatedProperties": unevaluated}
     grammar = compile_json_schema(schema, byte_vocab())
     validator = VALIDATORS["2020-12"](schema)
     for instance in objects:
@@ -118,11 +125,11 @@ def test_unevaluated_properties_beside_any_of_accepts_only_valid_instances(schem
             assert validator.is_valid(instance), (schema, instance)
 
 
-def test_any_of_is_exact_when_one_branch_matches():
+def test_any_of_instances_matching_several_branches():
     schema = {"anyOf": [{"properties": {"a": True}, "required": ["a"]},
                         {"properties": {"b": True}, "required": ["b"]}],
               "unevaluatedProperties": False}
-    assert_exact(schema, [{"a": 1}, {"b": 1}, {"a": 1, "c": 1}, {"c": 1}])
+    assert_exact(schema, [{"a": 1}, {"b": 1}, {"a": 1, "b": 1}, {"a": 1, "c": 1}, {"c": 1}])
 
 
 def test_unevaluated_items_beside_contains_is_refused():

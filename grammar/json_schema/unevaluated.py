@@ -14,14 +14,17 @@ longest evaluated prefix and ``items``); an ``additionalProperties``, ``items`` 
 ``not`` and dependencies carry no annotations that matter (a ``not`` holds none; an absent
 dependency key is absent).
 
-Exact but for one conservative corner: an instance matching several ``anyOf`` branches is
-evaluated by all of them, while an alternative sees one branch, so such an instance may be
-rejected although valid (never the reverse: an alternative's evaluated set is never larger than
-the instance's).  ``unevaluatedItems`` beside a ``contains`` (which evaluates the elements that
+An instance matching several ``anyOf`` branches is evaluated by all of them: beside a direct
+``anyOf``, each alternative may also take any of the other branches (up to
+`MAX_ANY_OF_ALTERNATIVES` alternatives).  The conservative corner: an ``anyOf`` nested deeper (or
+past that bound) is seen one branch at a time, so an instance it evaluates only through several
+branches may be rejected although valid (never the reverse: an alternative's evaluated set is
+never larger than the instance's).  ``unevaluatedItems`` beside a ``contains`` (which evaluates the elements that
 match it) is refused.
 """
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Optional
 
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
     from formwork.grammar.json_schema.expand import Alternative, Expander, OneOfResolver, Sub
 
 UNEVALUATED = ("unevaluatedProperties", "unevaluatedItems")
+MAX_ANY_OF_ALTERNATIVES = 64  # alternatives combining the branches of an anyOf beside it
 _IN_PLACE = ("allOf", "anyOf", "oneOf", "$ref", "$dynamicRef", "if", "then", "else",
              "dependentSchemas", "dependencies")
 #: The keywords beside `unevaluated*` whose annotations it would have to collect.
@@ -57,6 +61,14 @@ def with_evaluated(ex: "Expander", sub: "Sub", alts: list["Alternative"], one_of
         # holding it, evaluated with it, or any instance, evaluated without (stricter, so sound)
         cond = ex.expand(ex.child(sub, "if"), one_of, refs)
         alts = ex._product(alts, [*cond, []], sub)
+    if "anyOf" in sub.schema:
+        # an instance matching several branches is evaluated by all of them: each alternative
+        # may take the other branches too (where they hold, their annotations count)
+        more = [[[], *ex.expand(ex.child(sub, "anyOf", i), one_of, refs)]
+                for i in range(len(sub.schema["anyOf"]))]
+        if len(alts) * math.prod(map(len, more)) <= MAX_ANY_OF_ALTERNATIVES:
+            for options in more:
+                alts = ex._product(alts, options, sub)
     out = []
     for a in alts:
         marks = [m for m in (_mark(ex, sub, a, kw) for kw in kinds) if m is not None]
