@@ -18,9 +18,10 @@ lengths in code points), `numbers` (integer and decimal ranges, multipleOf), `fo
   branches it overlaps;
 * ``not`` is a complement by JSON type (`negation`): scalars by canonical spelling, objects and
   arrays by their shape (``not: {required: [x]}`` is an object without x); ``if``/``then``/``else``
-  is (if and then) or (not if, and else).  What has no exact complement (``additionalProperties``,
-  ``patternProperties``, ``items`` past a prefix, ``contains``, over-strict formats) is an error
-  naming the keyword and pointer (lenient: a warning, and those values are not excluded);
+  is (if and then) or (not if, and else).  What has no exact complement (``additionalProperties``
+  with a subschema, ``patternProperties``, ``propertyNames``, ``contains``, ``uniqueItems``,
+  over-strict formats) is an error naming the keyword and pointer (lenient: a warning, and those
+  values are not excluded);
 * ``unevaluatedProperties``/``unevaluatedItems`` act as ``additionalProperties``/``items`` over
   what each alternative of their schema object evaluates (`unevaluated`; conservative for an
   instance matching several ``anyOf`` branches);

@@ -5,10 +5,11 @@ violates one of its keywords, and each violation is again a (synthetic) schema t
 merges with the rest of a conjunction: ``required: [x]`` is violated by ``properties: {x: false}``,
 ``properties: {p: T}`` by ``required: [p], properties: {p: {not: T}}``, ``minItems: n`` by
 ``maxItems: n - 1``, ``additionalProperties: false`` by one schema per set of declared names
-present (with more members than them), ``const``/``enum`` containers member by member or element
-by element, ``not: T`` by T; a ``type`` without the container's type by every container.  A
-keyword with no such schema (``additionalProperties`` with a subschema, ``patternProperties``,
-``items`` past a prefix, ``contains``, ``uniqueItems``, ...) raises `CannotNegate` with the reason.
+present (with more members than them), ``items: T`` by ``contains: {not: T}`` (with a prefix, one
+schema per set of prefix positions T rejects), ``const``/``enum`` containers member by member or
+element by element, ``not: T`` by T; a ``type`` without the container's type by every container.
+A keyword with no such schema (``additionalProperties`` with a subschema, ``patternProperties``,
+``propertyNames``, ``contains``, ``uniqueItems``, ...) raises `CannotNegate` with the reason.
 """
 from __future__ import annotations
 
