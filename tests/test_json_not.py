@@ -79,6 +79,17 @@ def test_dependency_keywords_are_negated_through_their_alternatives():
     assert_agrees({"oneOf": [{"dependentRequired": {"a": ["b"]}}, {"required": ["a"]}]}, objects)
 
 
+def test_contains_is_negated_by_counts():
+    arrays = [[], [1], ["a"], [1, "a"], ["a", "b"], [1, 2], [1, 2, 3], ["a", 1, 2, 3], {}, 1]
+    assert_agrees({"not": {"contains": {"type": "integer"}}}, arrays)
+    assert_agrees({"not": {"contains": {"type": "integer"}, "minContains": 2}}, arrays)
+    assert_agrees({"not": {"contains": {"type": "integer"}, "minContains": 0, "maxContains": 1}},
+                  arrays)
+    assert_agrees({"if": {"contains": {"const": 1}}, "then": {"maxItems": 2},
+                   "else": {"minItems": 1}}, arrays)
+    assert_agrees({"not": {"contains": {"type": "integer"}}}, arrays, draft="draft-07")
+
+
 def test_recursion_through_a_complement_stays_exact():
     # a member "a" must not hold an object of the same kind: the complement is taken by shape,
     # so the recursion is a positive grammar rule
@@ -110,10 +121,10 @@ def _refusal(schema):
     ({"not": {"prefixItems": [True] * 6, "items": {"type": "integer"}}},
      "not at /not: the complement cannot be built exactly: 'items' at /not/items: the arrays "
      "violating it are one schema per set of the 6 positions before it (at most 5)"),
-    ({"not": {"contains": {"const": 1}}},
-     "not at /not: the complement cannot be built exactly: 'contains' at /not/contains: the "
-     "arrays violating it (through the count of elements it matches) are not described by a "
-     "schema of their own"),
+    ({"not": {"propertyNames": {"maxLength": 1}}},
+     "not at /not: the complement cannot be built exactly: 'propertyNames' at "
+     "/not/propertyNames: the objects violating it (through a member name it rejects) are not "
+     "described by a schema of their own"),
     ({"not": {"type": "string", "format": "email"}},
      "not at /not: the complement cannot be built exactly: format 'email' at /not is enforced "
      "more strictly than specified, so its complement would admit matching strings"),

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from formwork.grammar.ir import ByteSet, Node, Nothing, alt, any_text, lit, regex, seq
+from formwork.grammar.ir import (
+    ByteSet, Node, Nothing, RuleRef, alt, any_text, children, lit, regex, seq,
+)
 from formwork.grammar.json_schema.automata import SHARED
 from formwork.grammar.json_schema.expand import Alternative, Sub
 from formwork.grammar.json_schema.strings import quoted, string_content
@@ -115,7 +117,22 @@ def resolve_one_of(lw: "Lowerer", sub: Sub, branches: list[list[Alternative]]) -
 
 
 def _empty(node: Node) -> bool:
-    return isinstance(node, Nothing) or SHARED.compile(node).is_empty()
+    """Whether `node` matches nothing; one reaching a recursive rule (a `$ref` cycle, compiled
+    only as a whole grammar) is taken to match something."""
+    return isinstance(node, Nothing) or not _recursive(node) and SHARED.compile(node).is_empty()
+
+
+def _recursive(node: Node) -> bool:
+    seen: set[int] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, RuleRef):
+            return True
+        if id(n) not in seen:
+            seen.add(id(n))
+            stack.extend(children(n))
+    return False
 
 
 def _negation(lw: "Lowerer", sub: Sub, j: int, containers: set[str]) -> Sub:

@@ -6,10 +6,11 @@ merges with the rest of a conjunction: ``required: [x]`` is violated by ``proper
 ``properties: {p: T}`` by ``required: [p], properties: {p: {not: T}}``, ``minItems: n`` by
 ``maxItems: n - 1``, ``additionalProperties: false`` by one schema per set of declared names
 present (with more members than them), ``items: T`` by ``contains: {not: T}`` (with a prefix, one
-schema per set of prefix positions T rejects), ``const``/``enum`` containers member by member or
-element by element, ``not: T`` by T; a ``type`` without the container's type by every container.
+schema per set of prefix positions T rejects), ``contains: T`` by ``items: {not: T}`` or counts,
+``const``/``enum`` containers member by member or element by element, ``not: T`` by T; a
+``type`` without the container's type by every container.
 A keyword with no such schema (``additionalProperties`` with a subschema, ``patternProperties``,
-``propertyNames``, ``contains``, ``uniqueItems``, ...) raises `CannotNegate` with the reason.
+``propertyNames``, ``uniqueItems``, ...) raises `CannotNegate` with the reason.
 """
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ _REFUSED = {
     "object": (_OBJECT - {"properties", "required", "minProperties", "maxProperties"}
                - set(APPLICATORS)) | {"$dynamicRef", "$recursiveRef"},
     "array": (_ARRAY - {"items", "prefixItems", "minItems", "maxItems", "additionalItems",
-                        "uniqueItems", "minContains", "maxContains"})
+                        "uniqueItems", "contains", "minContains", "maxContains"})
     | {"$dynamicRef", "$recursiveRef"},
 }
 #: Declared members past which `additionalProperties: false` has no complement (2**n schemas).
@@ -274,6 +275,8 @@ def _array_violations(lw: "Lowerer", s: Sub) -> list[Alternative]:
             out.append(_synthetic(lw, s, ("array", "longer",), lambda: {"minItems": n + 1}))
         else:
             out.extend(_element_past_prefix(lw, s, rest_kw, len(prefix or ())))
+    if "contains" in schema:
+        out.extend(_miscounted(lw, s))
     if schema.get("uniqueItems") is True:
         raise CannotNegate(f"'uniqueItems' at {child(s.pointer, 'uniqueItems')}: the arrays "
                            "violating it (through a repeated element) are not described by a "
@@ -310,6 +313,25 @@ def _element_past_prefix(lw: "Lowerer", s: Sub, rest_kw: str, k: int) -> list[Al
         return schema
     return [_synthetic(lw, s, ("array", "bad element", bad), lambda bad=bad: make(bad))
             for bad in itertools.product((False, True), repeat=k)]
+
+
+def _miscounted(lw: "Lowerer", s: Sub) -> list[Alternative]:
+    """The arrays with fewer than minContains (default 1) or more than maxContains elements
+    that `contains` matches: none matching is ``items: {not: T}``, the others are counts again."""
+    schema = s.schema
+    low = int(schema.get("minContains", 1)) if lw.doc.draft.name != "draft-07" else 1
+    high = schema.get("maxContains") if lw.doc.draft.name != "draft-07" else None
+    target = lw.expander.child(s, "contains")
+    out = []
+    if low == 1:
+        out.append(_synthetic(lw, s, ("array", "none match"), lambda: {"items": _negated(target)}))
+    elif low > 1:
+        out.append(_synthetic(lw, s, ("array", "too few match"), lambda: {
+            "contains": target, "minContains": 0, "maxContains": low - 1}))
+    if high is not None:
+        out.append(_synthetic(lw, s, ("array", "too many match"), lambda: {
+            "contains": target, "minContains": int(high) + 1}))
+    return out
 
 
 def _unequal(lw: "Lowerer", s: Sub, values: list, kind: str) -> list[Alternative]:
