@@ -59,3 +59,16 @@ def test_overlap_with_an_over_strict_format_is_refused():
         "oneOf at /oneOf/1: this branch overlaps another one, and 'exactly one' needs its "
         "complement, which cannot be built exactly: format 'email' at /oneOf/1 is enforced more "
         "strictly than specified, so its complement would admit matching strings")
+
+
+def test_overlap_check_reaching_a_recursive_rule():
+    # the overlap of the branches holds `step` again (a recursive rule, not compiled on its
+    # own): taken as non-empty, so each branch excludes the other by its complement
+    schema = {"$defs": {"step": {
+        "type": "object", "oneOf": [{"required": ["run"]}, {"required": ["uses"]}],
+        "properties": {"parallel": {"type": "array", "items": {"$ref": "#/$defs/step"}}}}},
+        "$ref": "#/$defs/step"}
+    assert_agrees(schema, [{}, {"run": 1}, {"uses": 1}, {"run": 1, "uses": 2},
+                           {"run": 1, "parallel": [{"uses": 1}]}, {"uses": 1, "parallel": []},
+                           {"run": 1, "parallel": [{"uses": 1, "run": 2}]},
+                           {"parallel": [{"run": 1}]}])
