@@ -112,12 +112,18 @@ class AutomatonBuilder:
 
     def lexeme_automaton(self, node: Node) -> LazyDFA:
         """The automaton of a lexeme on its own, numbered like its region in any document NFA
-        (start 0, end 1, then the lexeme's states in the order the document built them)."""
-        got = self._find("_lexemes", node)
+        (start 0, end 1, then the lexeme's states in the order the document built them).  A fork
+        asks its parent: a lexeme's automaton (and its cached masks) outlives any one compilation,
+        and a document asks for it again when its masks are computed, after its compile."""
+        if self._parent is not None:
+            return self._parent.lexeme_automaton(node)
+        got = self._lexemes.get(node)
         if got is None:
             budget = CompileBudget().start()  # shared by later compilations: not this one's budget
             nfa = NFA(node, budget, self.eager, positions=isinstance(node, Repeat))
-            got = self._lexemes[node] = LazyDFA(SubsetBuilder(nfa, START, FINAL, budget), root=("lexeme", node))
+            # a fork on another thread may have made it meanwhile: every caller gets the first one
+            got = self._lexemes.setdefault(node, LazyDFA(SubsetBuilder(nfa, START, FINAL, budget),
+                                                         root=("lexeme", node)))
         return got
 
     def lexeme_template(self, node: Node) -> NFA:

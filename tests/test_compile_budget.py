@@ -98,8 +98,8 @@ def test_random_budgets_stop_at_the_next_check(depth, width, crossing, mode):
         assert EXPECTED[mode] in str(exc)
         assert isinstance(exc, CompileCancelledError) is (mode == "cancel")
         assert crossing < reads[0] <= crossing + 3  # the check that saw it (and at most a native loop's)
-    else:
-        assert reads[0] <= crossing  # the compile finished before its clock ran out
+    else:  # the compile finished before its clock ran out (or was cancelled after its last check)
+        assert reads[0] <= crossing + (mode == "cancel")
 
 
 def _phases(schema: dict, step: int) -> set[str]:
