@@ -8,10 +8,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
-from json_exact import assert_exact  # noqa: E402
+from conftest_grammar_json import byte_vocab  # noqa: E402
+from json_exact import assert_exact, matcher_accepts  # noqa: E402
 
 from formwork.grammar import GrammarBudgetError  # noqa: E402
-from formwork.grammar.json_schema import lower_json_schema  # noqa: E402
+from formwork.grammar.json_schema import (  # noqa: E402
+    UnsupportedSchemaError, compile_json_schema, lower_json_schema,
+)
 
 KEYS = ["a", "b", "c", "d"]
 VALUES = st.one_of(st.integers(0, 2), st.sampled_from(["x"]))
@@ -85,5 +88,15 @@ def test_many_dependency_keys_are_refused():
 
 
 def test_dependencies_outside_their_draft_are_refused():
-    with pytest.raises(Exception, match="dependencies at /dependencies: dependencies: not a keyword"):
+    with pytest.raises(UnsupportedSchemaError,
+                       match="dependencies at /dependencies: dependencies: not a keyword"):
         lower_json_schema({"dependencies": {"a": ["b"]}})
+
+
+def test_a_resource_declaring_a_draft_without_the_keyword_ignores_it():
+    draft7 = {"$id": "http://example.com/d7.json", "$schema": "http://json-schema.org/draft-07/schema#",
+              "dependentRequired": {"foo": ["bar"]}}
+    registry = {"http://example.com/d7.json": draft7}
+    schema = {"allOf": [{"$ref": "http://example.com/d7.json"}], "properties": {"foo": True}}
+    grammar = compile_json_schema(schema, byte_vocab(), registry=registry)
+    assert matcher_accepts(grammar, {"foo": 1})

@@ -9,9 +9,12 @@ more than `MAX_DEPENDENCY_KEYS` triggers in one schema object are refused.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from formwork.grammar.errors import GrammarBudgetError
+from formwork.schemas.drafts import draft_of
+from formwork.schemas.errors import SchemaError
+from formwork.schemas.keywords import DRAFT_KEYWORDS
 from formwork.schemas.pointer import child
 
 if TYPE_CHECKING:
@@ -23,12 +26,14 @@ DEPENDENCY_KEYWORDS = ("dependentRequired", "dependentSchemas", "dependencies")
 
 def dependency_alternatives(ex: "Expander", sub: "Sub", one_of: "OneOfResolver",
                             refs: tuple[int, ...]) -> list["Alternative"]:
-    """The alternatives equivalent to the dependency keywords of `sub`, whatever the document's
-    draft (a `$ref` may enter a resource of another draft; a keyword of none of the drafts in
-    scope is reported by the schema front end before the lowering)."""
+    """The alternatives equivalent to the dependency keywords of `sub`: those of the draft its
+    schema object declares with `$schema`, else all of them, whatever the document's draft (a
+    `$ref` may enter a resource of another draft, and honouring a keyword is never the unsound
+    side; one of none of the drafts in scope is reported by the schema front end)."""
     schema = sub.schema
+    known = _declared_keywords(schema)
     triggers: list[tuple[str, str, Any]] = [
-        (kw, key, value) for kw in DEPENDENCY_KEYWORDS if kw in schema
+        (kw, key, value) for kw in DEPENDENCY_KEYWORDS if kw in schema and (known is None or kw in known)
         for key, value in schema[kw].items()]
     if len(triggers) > MAX_DEPENDENCY_KEYS:
         kw = triggers[0][0]
@@ -48,3 +53,14 @@ def dependency_alternatives(ex: "Expander", sub: "Sub", one_of: "OneOfResolver",
             present = ex._product(present, ex.expand(ex.child(sub, kw, key), one_of, refs), sub)
         alts = ex._product(alts, [[absent], *present], sub)
     return alts
+
+
+def _declared_keywords(schema: dict) -> Optional[frozenset[str]]:
+    """The keywords of the draft `schema` declares with its own `$schema` (None: none declared,
+    or a draft without its own keyword table)."""
+    if "$schema" not in schema:
+        return None
+    try:
+        return DRAFT_KEYWORDS.get(draft_of(schema, None).name)
+    except SchemaError:
+        return None
