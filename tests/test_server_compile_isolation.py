@@ -29,10 +29,17 @@ TRIVIAL = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
 
 
 def budget_bound_schema() -> dict:
-    """Many long bounded patterns, each its own automaton product: far more than BUDGET_S of work."""
-    return {"type": "object", "properties": {
-        f"p{i}": {"type": "string", "pattern": f"^[a-{chr(ord('h') + i % 15)}]+x?{i}$", "maxLength": 1500 + i}
-        for i in range(40)}}
+    """Far more than BUDGET_S of compile work: long bounded patterns (each an automaton product
+    with a length bound) and intersections of patterns (each two subset constructions and a
+    product of thousands of states)."""
+    bounded = {f"p{i}": {"type": "string", "pattern": f"^[a-{chr(ord('h') + i % 15)}]+x?{i}$", "maxLength": 1500 + i}
+               for i in range(40)}
+    crossed = {}
+    for i in range(40):
+        x, y = chr(97 + i % 13), chr(110 + i % 13)
+        crossed[f"q{i}"] = {"type": "string", "allOf": [{"pattern": f"^[{x}{y}]*{x}[{x}{y}]{{{13 + i % 3}}}$"},
+                                                        {"pattern": f"^[{x}{y}]*{y}[{x}{y}]{{{12 + i % 2}}}$"}]}
+    return {"type": "object", "properties": {**bounded, **crossed}}
 
 
 def moderate_schema(i: int) -> dict:
