@@ -21,7 +21,7 @@ DRAFT_07 = "draft-07"
 #: Keywords whose semantics the grammar compiler enforces exactly.
 SUPPORTED_KEYWORDS = frozenset({
     # structure and references
-    "$schema", "$id", "$anchor", "$ref", "$defs", "definitions",
+    "$schema", "$id", "$anchor", "$ref", "$defs", "definitions", "$dynamicRef", "$dynamicAnchor",
     # any type
     "type", "enum", "const", "anyOf", "oneOf", "allOf", "not", "if", "then", "else",
     # objects
@@ -69,7 +69,6 @@ UNSUPPORTED_KEYWORDS: dict[str, str] = {
                              "silently ignored",
     "unevaluatedItems": "unevaluatedItems: not a keyword of this draft (2019-09 added it), yet "
                         "validators commonly honour it: refused rather than silently ignored",
-    "$dynamicRef": "$dynamicRef: resolution depends on the dynamic scope at validation time",
     "$recursiveRef": "$recursiveRef: draft 2019-09 dynamic reference, not supported",
     "$recursiveAnchor": "$recursiveAnchor: draft 2019-09 dynamic reference, not supported",
 }
@@ -186,7 +185,7 @@ def regex_problem(pattern: str) -> str | None:
 
 #: Keywords whose verdict depends on their value or siblings (the others' are kept per draft).
 _VALUE_DEPENDENT = frozenset({"format", "multipleOf", "pattern", "patternProperties", "uniqueItems",
-                              "if", "then", "else", "minContains", "maxContains"})
+                              "if", "then", "else", "minContains", "maxContains", "$dynamicRef"})
 _VERDICTS: dict[tuple[str, str], Verdict] = {}
 
 
@@ -247,8 +246,9 @@ def _classify(keyword: str, value: Any, draft: str, siblings: dict[str, Any]) ->
             reason = regex_problem(key)
             if reason:
                 return Verdict(KeywordKind.UNSUPPORTED, f"patternProperties {key!r}: {reason}")
-    if keyword == "$dynamicAnchor":
-        return Verdict(KeywordKind.IGNORED, "acts as a plain anchor for $ref")
+    if keyword == "$dynamicRef" and "$ref" in siblings:
+        return Verdict(KeywordKind.UNSUPPORTED, "$dynamicRef beside $ref in one schema object is not "
+                                                "supported (put one of them in an allOf)")
     if keyword == "uniqueItems" and value is False:
         return Verdict(KeywordKind.IGNORED)
     if keyword == "uniqueItems" and _finite_elements(siblings):

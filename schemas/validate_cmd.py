@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from formwork.schemas.document import load_schema
+from formwork.schemas.drafts import DRAFT_NAMES
 from formwork.schemas.errors import SchemaError, SchemaFileError, SchemaTooLargeError
 from formwork.schemas.problems import Problem, Severity
 from formwork.schemas.refs import SchemaRegistry
@@ -56,7 +57,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--json", action="store_true", help="print a machine-readable report")
     parser.add_argument("--lenient", action="store_true",
                         help="report unenforceable keywords as warnings, not errors")
-    parser.add_argument("--draft", choices=["2020-12", "draft-07"], default=None,
+    parser.add_argument("--draft", choices=list(DRAFT_NAMES), default=None,
                         help="dialect of schemas without $schema (default 2020-12)")
     parser.add_argument("--registry", action="append", default=[], metavar="URI=FILE",
                         help="a document that $refs may name by URI (repeatable); never fetched")
@@ -106,7 +107,7 @@ def check_one(source: str, *, lenient: bool, draft: str | None,
         report.status, report.error = "invalid", type(error).__name__
         report.message = "the schema is too large or too deeply nested to check"
         return report
-    report.draft = document.draft.name
+    report.draft = document.declared.name
     report.problems = document.problems(lenient=lenient)
     if any(problem.severity is Severity.ERROR for problem in report.problems):
         report.status = "invalid"

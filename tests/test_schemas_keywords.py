@@ -32,7 +32,7 @@ ISSUE_3_SUPPORTED = {
 
 #: Keywords issue 21 adds for arrays and objects.
 ISSUE_21_ITEMS = {"contains", "minContains", "maxContains", "propertyNames", "dependentRequired",
-                  "dependentSchemas"}
+                  "dependentSchemas", "$dynamicRef", "$dynamicAnchor"}
 
 
 # ---- the table ---------------------------------------------------------------------------------
@@ -90,8 +90,9 @@ def test_every_validating_keyword_of_jsonschema_is_supported_or_unsupported(draf
     ("else", {}, {"else": {}}, DRAFT_2020_12, KeywordKind.IGNORED),
     ("minContains", 1, {}, DRAFT_2020_12, KeywordKind.IGNORED),
     ("minContains", 1, {"contains": {}}, DRAFT_2020_12, KeywordKind.SUPPORTED),
-    ("$dynamicRef", "#x", {}, DRAFT_2020_12, KeywordKind.UNSUPPORTED),
-    ("$dynamicAnchor", "x", {}, DRAFT_2020_12, KeywordKind.IGNORED),
+    ("$dynamicRef", "#x", {}, DRAFT_2020_12, KeywordKind.SUPPORTED),  # where static: the analysis decides
+    ("$dynamicRef", "#x", {"$ref": "#"}, DRAFT_2020_12, KeywordKind.UNSUPPORTED),
+    ("$dynamicAnchor", "x", {}, DRAFT_2020_12, KeywordKind.SUPPORTED),
     ("title", "T", {}, DRAFT_2020_12, KeywordKind.ANNOTATION),
     ("contentMediaType", "text/html", {}, DRAFT_07, KeywordKind.ANNOTATION),
     ("prefixItems", [], {}, DRAFT_07, KeywordKind.UNKNOWN),

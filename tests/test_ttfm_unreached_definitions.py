@@ -16,17 +16,17 @@ from formwork.schemas import analysis, load_schema
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "benchmarks" / "schemas"
 
-IF_THEN = {"if": {"type": "string"}, "then": {"maxLength": 2}}
+BACKREF = {"type": "string", "pattern": "(x)\\1"}  # a backreference: refused
 
 CASES: list[Any] = [
-    {"$defs": {"unused": {"type": "object", **IF_THEN}}, "type": "integer"},
+    {"$defs": {"unused": {"type": "object", **BACKREF}}, "type": "integer"},
     {"type": "object", "properties": {"a": {"$defs": {"u": {"pattern": "(a)\\1"}}, "type": "string"}}},
     {"$schema": "http://json-schema.org/draft-07/schema#",
      "properties": {"a": {"$ref": "#/definitions/s", "definitions": {"x": {"pattern": "(b)\\1"}}}},
      "definitions": {"s": {"type": "string"}}},
-    {"$defs": {"outer": {"$defs": {"inner": IF_THEN}}}},
-    {"type": "object", "const": {"$defs": {"not": IF_THEN}}},
-    {"anyOf": [{"type": "null"}, {"items": {"$defs": {"u": IF_THEN}}}]},
+    {"$defs": {"outer": {"$defs": {"inner": BACKREF}}}},
+    {"type": "object", "const": {"$defs": {"not": BACKREF}}},
+    {"anyOf": [{"type": "null"}, {"items": {"$defs": {"u": BACKREF}}}]},
     {"type": "string"},
 ]
 

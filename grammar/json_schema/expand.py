@@ -30,7 +30,7 @@ MAX_ALTERNATIVES = 256
 _PRUNED_FACTOR = 8  # a product this many times larger is still made, and its empty ones dropped
 
 #: Keywords consumed by the expansion; everything else is "local".
-APPLICATORS = ("$ref", "allOf", "anyOf", "oneOf", "if", "then", "else", *DEPENDENCY_KEYWORDS)
+APPLICATORS = ("$ref", "$dynamicRef", "allOf", "anyOf", "oneOf", "if", "then", "else", *DEPENDENCY_KEYWORDS)
 _APPLICATOR_SET = frozenset(APPLICATORS)
 _DEPENDENCY_SET = frozenset(DEPENDENCY_KEYWORDS)
 _UNEVALUATED_SET = frozenset(UNEVALUATED)
@@ -149,12 +149,13 @@ class Expander:
                  Sub(schema, enter(schema, resolver), child(prefix, name)))
                 for name, schema in members.items()]
 
-    def resolve(self, sub: Sub) -> Sub:
-        ref = sub.schema["$ref"]
+    def resolve(self, sub: Sub, keyword: str = "$ref") -> Sub:
+        """The target of `sub`'s `$ref` (or `$dynamicRef`, where it is static)."""
         try:
-            target, resolver, pointer = self.doc.lookup(ref, sub.resolver)
+            target, resolver, pointer = self.doc.lookup(sub.schema[keyword], sub.resolver,
+                                                        dynamic=keyword == "$dynamicRef")
         except SchemaError as exc:
-            raise InvalidSchemaError("$ref", child(sub.pointer, "$ref"), str(exc)) from None
+            raise InvalidSchemaError(keyword, child(sub.pointer, keyword), str(exc)) from None
         return Sub(target, self.doc.enter(target, resolver), pointer)
 
     def expand(self, sub: Sub, one_of: OneOfResolver, refs: tuple[int, ...] = ()) -> list[Alternative]:
@@ -170,8 +171,9 @@ class Expander:
         if _APPLICATOR_SET.isdisjoint(schema) and _UNEVALUATED_SET.isdisjoint(schema):
             # the usual subschema: nothing to expand
             return alts
-        if "$ref" in schema:
-            target = self.resolve(sub)
+        ref_keyword = "$ref" if "$ref" in schema else "$dynamicRef" if "$dynamicRef" in schema else None
+        if ref_keyword is not None:
+            target = self.resolve(sub, ref_keyword)
             key = id(target.schema)
             if isinstance(target.schema, dict) and key in refs:
                 raise RecursionNotSupportedError(
