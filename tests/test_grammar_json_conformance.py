@@ -87,9 +87,10 @@ def test_every_uncompiled_schema_has_a_reason(suite):
             assert r.reason and ("Error" in r.reason.split(":")[0]), (r.file, r.description)
 
 
-#: Main-file groups per draft, and how many must be fully right (the issue's target is 85%).
+#: Main-file groups per draft, and how many must be fully right: a few below the recorded count
+#: (345, 352, 246, 225, 150), all above issue 21's 85% target (326, 317, 219, 198, 136).
 GROUPS = {"draft2020-12": 383, "draft2019-09": 372, "draft7": 257, "draft6": 232, "draft4": 160}
-FULLY_RIGHT = {"draft2020-12": 250, "draft2019-09": 270, "draft7": 210, "draft6": 190, "draft4": 136}
+FULLY_RIGHT = {"draft2020-12": 342, "draft2019-09": 349, "draft7": 243, "draft6": 222, "draft4": 147}
 
 
 def test_most_groups_fully_right(suite):
