@@ -32,10 +32,12 @@ import torch
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "benchmarks"))
 sys.path.insert(0, str(REPO / "tests"))
-from gpu_kernels import kernel_figures  # noqa: E402  (benchmarks/gpu_kernels.py)
-from engine import _StepClock, make_workload  # noqa: E402  (benchmarks/engine.py)
+from gpu_kernels import kernel_figures, load_sibling  # noqa: E402  (benchmarks/gpu_kernels.py)
 
 from formwork.kernels.variants import variant_log  # noqa: E402
+
+_engine_bench = load_sibling("engine")  # benchmarks/engine.py
+_StepClock, make_workload = _engine_bench._StepClock, _engine_bench.make_workload
 
 BIG_SHAPE = dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
                  num_key_value_heads=8, max_position_embeddings=4096, tie_word_embeddings=True)

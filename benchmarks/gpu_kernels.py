@@ -3,9 +3,22 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
+
 import torch
 
-import kernels as kernel_bench  # benchmarks/kernels.py (gpu.py puts benchmarks/ on sys.path)
+
+def load_sibling(name: str):
+    """benchmarks/<name>.py by path (a bare `import kernels` can find formwork's own kernels package)."""
+    spec = importlib.util.spec_from_file_location(f"formwork_bench_{name}", Path(__file__).with_name(f"{name}.py"))
+    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)  # dataclasses look it up there
+    spec.loader.exec_module(module)
+    return module
+
+
+kernel_bench = load_sibling("kernels")
 
 
 def copy_bandwidth(device: str, nbytes: int) -> float:
