@@ -21,7 +21,8 @@ Conversation = list[dict[str, Any]]
 
 class LLM:
     """A model plus an engine for batch generation. `model=None` loads the embedded demo model;
-    `engine_options` are `EngineConfig` fields (block_size, max_num_seqs, enable_prefix_caching, ...)."""
+    `engine_options` are `EngineConfig` fields (device, dtype, block_size, max_num_seqs, ...); the device
+    defaults to "auto": CUDA when `torch.cuda.is_available()`, else the CPU."""
 
     def __init__(self, model: str | Path | None = None, **engine_options: Any):
         self.engine = LLMEngine(model, **engine_options)
