@@ -1,10 +1,20 @@
 """JSON Schema benchmark: formwork vs xgrammar, llguidance and outlines-core, side by side.
 
+Two sets of schemas, reported separately (`--corpus`, repeatable):
+
+* `real-world` (the default): the corpora of `corpus.py` — `iglu-central` (660 Snowplow schemas),
+  `schemastore` (vendored SchemaStore schemas) and `test-suite` (every JSON Schema Test Suite
+  schema, five drafts) — each alone or all three; instances from `realworld_cases.py`. Writes
+  `benchmarks/results/grammar_realworld.md`: per corpus and engine the compiled count, then compile
+  and mask percentiles on the schemas every engine compiles, and the slowest masks.
+* `generated`: the schemas in `benchmarks/schemas/` (made by `make_schemas.py`), written to
+  `benchmarks/results/grammar.md` as below.
+
+    .venv/bin/python benchmarks/grammar.py [--corpus iglu-central] [--limit N] [--engines formwork,llguidance]
+
 For every schema in `benchmarks/schemas/` (made by `make_schemas.py`): time to first mask
 (compile + first mask fill, each engine's compiled-grammar cache off) and the per-token mask time
 while replaying each instance's tokens (DeepSeek 129k tokenizer), then the stop token.
-
-    .venv/bin/python benchmarks/grammar.py [--engines formwork,llguidance] [--limit N] [--out PATH]
 
 Writes `benchmarks/results/grammar.md` (machine, versions, summary, per-schema table, targets).
 State-level caches that stay on: formwork's token-mask cache (masks per automaton state, keyed by
@@ -26,6 +36,7 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -105,17 +116,89 @@ NOTES = (
     "whitespace_pattern `[ ]?`.")
 
 
+REAL_NOTES = (
+    "Schemas: {corpora}, each as `corpus.py` loads it (Iglu `$ref`s resolve to the corpus's files "
+    "through formwork's `registry`; the peers get the schema alone, so a schema with such a "
+    "reference counts as compiled by every engine only if they all compile it). Instances: up to "
+    "{examples} per schema from hypothesis-jsonschema, valid by `jsonschema` (`realworld_cases.py`), "
+    "serialised with `json.dumps` separators, members in schema order, non-ASCII text as UTF-8 "
+    "(instances with a lone surrogate left out); a schema without one is compiled and its first mask "
+    "filled only. Compile = compile + first mask, compiled-grammar caches off, one engine after the other "
+    "on each schema; mask = every later fill while replaying the "
+    "instance's tokens (DeepSeek 129k tokenizer), then the stop token, until the end or the first "
+    "refused token. formwork keeps its state-level caches across schemas as a server would (see "
+    "`grammar.md`); xgrammar runs with max_threads=1, any_whitespace=False, strict_mode=False; "
+    "llguidance with whitespace_flexible=False and separators ', ' / ': '. Each engine runs in its own "
+    "worker process; a schema with no result within {timeout:g} s (compile and replay) counts as not "
+    "compiled and the worker is restarted. 'after' is the end of "
+    "the text replayed before the slow mask.")
+
+
+def run_real_world(tok: Tokenized, names: list[str], args: argparse.Namespace) -> None:
+    """The real-world corpora, each reported alone, then all together; each engine in its own
+    worker process (`engine_workers.py`), killed when a schema takes longer than `--timeout`."""
+    from engine_workers import EngineWorker, run_isolated
+    from realworld_cases import load_corpus
+    from realworld_report import corpus_section, refusals
+
+    from grammar_harness import machine_info
+    wanted = [e for e in args.engines.split(",") if e] or ["formwork", "xgrammar", "llguidance"]
+    workers = [EngineWorker(name, tok, lambda e: LLGuidanceSpaced(tok) if e.name == "llguidance" else e)
+               for name in wanted if name != "outlines-core"]
+    start = time.perf_counter()
+    per: dict[str, list] = {}
+    cases: dict = {}
+    for name in names:
+        mine = load_corpus(name, args.limit, examples=args.examples)
+        cases.update((c.name, c) for c in mine)
+        print(f"[grammar] {name}: {len(mine)} schemas", flush=True)
+        per[name] = run_isolated(workers, mine, tok, args.timeout, verbose=args.verbose)
+    for worker in workers:
+        worker.close()
+    took = time.perf_counter() - start
+    lines = [f"# Grammar benchmark: real-world JSON Schemas ({sum(len(v) for v in per.values()) // max(1, len(workers))} "
+             f"schemas)", "", machine_info() + f"; {took:.0f} s in all.", "",
+             REAL_NOTES.format(corpora=", ".join(f"`{n}`" for n in names), examples=args.examples, timeout=args.timeout), ""]
+    for name, results in per.items():
+        lines += corpus_section(name, results, cases, tok)
+    if len(per) > 1:
+        lines += corpus_section("All real-world corpora together", [r for v in per.values() for r in v], cases, tok)
+    lines += refusals([r for v in per.values() for r in v])
+    text = "\n".join(lines)
+    print(text)
+    out = Path(args.out or HERE / "results" / "grammar_realworld.md")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text, encoding="utf-8")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", action="append", default=None,
+                        choices=["real-world", "generated", "iglu-central", "schemastore", "test-suite"],
+                        help="repeatable; default real-world (its three corpora)")
     parser.add_argument("--engines", default="", help="comma-separated subset of engines")
-    parser.add_argument("--limit", type=int, default=None, help="only the first N schemas")
+    parser.add_argument("--limit", type=int, default=None, help="only the first N schemas (of each corpus)")
+    parser.add_argument("--examples", type=int, default=3, help="real-world instances per schema")
+    parser.add_argument("--timeout", type=float, default=12.0,
+                        help="real-world: seconds a schema may take in one engine before its worker is killed")
+    parser.add_argument("--verbose", action="store_true", help="a line per schema and engine")
     parser.add_argument("--outlines-every", type=int, default=6,
                         help="outlines-core (whose compiles take tens of seconds) runs on every K-th schema")
-    parser.add_argument("--out", default=str(HERE / "results" / "grammar.md"))
+    parser.add_argument("--out", default=None, help="the report (default per set, see above)")
     args = parser.parse_args()
+    chosen = args.corpus or ["real-world"]
+    real = [n for n in ("iglu-central", "schemastore", "test-suite") if "real-world" in chosen or n in chosen]
     tok = Tokenized()
-    engines = load_engines(tok, [e for e in args.engines.split(",") if e] or None)
-    engines = [LLGuidanceSpaced(tok) if e.name == "llguidance" else e for e in engines]
+    if real:
+        run_real_world(tok, real, args)
+    if "generated" in chosen:
+        engines = load_engines(tok, [e for e in args.engines.split(",") if e] or None)
+        engines = [LLGuidanceSpaced(tok) if e.name == "llguidance" else e for e in engines]
+        run_generated(engines, tok, args)
+
+
+def run_generated(engines: list, tok: Tokenized, args: argparse.Namespace) -> None:
+    """The generated schemas of `benchmarks/schemas/`, written to grammar.md."""
     cases = load_cases(args.limit)
     fast = [e for e in engines if e.name != "outlines-core"]
     slow = [e for e in engines if e.name == "outlines-core"]
@@ -129,8 +212,14 @@ def main() -> None:
     text = report(results, f"Grammar benchmark: {len(cases)} JSON Schemas", notes)
     text += "\n".join(targets(results)) + "\n"
     print(text)
-    os.makedirs(os.path.dirname(args.out), exist_ok=True)
-    Path(args.out).write_text(text, encoding="utf-8")
+    out = str(HERE / "results" / "grammar.md") if args.out is None or real_too(args) else args.out
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    Path(out).write_text(text, encoding="utf-8")
+
+
+def real_too(args: argparse.Namespace) -> bool:
+    """Whether this run also writes the real-world report (then `--out` names that one)."""
+    return any(c != "generated" for c in args.corpus or ["real-world"])
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ class Case:
     kind: str  # "regex" | "json_schema" | "choice" | "lark"
     spec: Any
     instances: list[str]
+    options: dict[str, Any] = field(default_factory=dict)  # formwork's compile options (registry, draft)
 
 
 @dataclass
@@ -50,6 +51,7 @@ class CaseResult:
     case: str
     ttfm_ms: float | None = None  # compile + first mask
     mask_us: list[float] = field(default_factory=list)
+    mask_at: list[tuple[int, int]] = field(default_factory=list)  # (instance, token index) per mask
     accepted: int = 0  # instances fully accepted (incl. the stop token)
     instances: int = 0
     error: str | None = None
@@ -119,7 +121,8 @@ class FormworkEngine(Engine):
         if case.kind == "json_schema":
             from formwork.grammar import compile_json_schema
 
-            return _compile_json_schema_uncached(compile_json_schema, case.spec, self.compiler)
+            return _compile_json_schema_uncached(compile_json_schema, case.spec, self.compiler,
+                                                 **case.options)
         raise ValueError(f"formwork adapter: unsupported case kind {case.kind}")
 
     def start(self, compiled: Any) -> Any:
@@ -132,10 +135,10 @@ class FormworkEngine(Engine):
         return matcher.accept_token(token)
 
 
-def _compile_json_schema_uncached(fn: Any, schema: Any, compiler: Any) -> Any:
+def _compile_json_schema_uncached(fn: Any, schema: Any, compiler: Any, **options: Any) -> Any:
     """Call the JSON Schema front end with this compiler when it accepts one."""
     try:
-        return fn(schema, compiler.vocab, compiler=compiler)
+        return fn(schema, compiler.vocab, compiler=compiler, **options)
     except TypeError as exc:
         if "compiler" not in str(exc):
             raise
@@ -284,10 +287,15 @@ def load_engines(tok: Tokenized, names: list[str] | None = None) -> list[Engine]
 
 # ---------------------------------------------------------------------------- running
 def run_case(engine: Engine, case: Case, tok: Tokenized, token_lists: list[list[int]]) -> CaseResult:
-    """Compile (timed with the first mask) and replay every instance, timing each mask."""
+    """Compile (timed with the first mask) and replay every instance, timing each mask; a case
+    without instances is compiled and its first mask filled only."""
     result = CaseResult(engine.name, case.name, instances=len(token_lists))
     bitmask = torch.zeros((1, (tok.vocab_size + 31) // 32), dtype=torch.int32)
     try:
+        if not token_lists:
+            start = time.perf_counter()
+            engine.fill(engine.start(engine.compile(case)), bitmask)
+            result.ttfm_ms = (time.perf_counter() - start) * 1e3
         for k, tokens in enumerate(token_lists):
             start = time.perf_counter()
             if k == 0:
@@ -303,6 +311,7 @@ def run_case(engine: Engine, case: Case, tok: Tokenized, token_lists: list[list[
                     t0 = time.perf_counter()
                     engine.fill(matcher, bitmask)
                     result.mask_us.append((time.perf_counter() - t0) * 1e6)
+                    result.mask_at.append((k, j))
                 if not (bitmask[0, token // 32] >> (token % 32)) & 1 or not engine.accept(matcher, token):
                     ok = False
                     break
