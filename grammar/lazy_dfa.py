@@ -102,9 +102,13 @@ class LazyDFA:
             self._known = known
 
     def _expand(self, states: list[int]) -> None:
-        """Compute the rows of `states` (distinct, not yet expanded)."""
-        self._b.write_rows(states, self._rows_k, self._expanded)
-        self._record_new()
+        """Compute the rows of `states` (distinct, not yet expanded).  The states the rows lead
+        to are recorded even when the builder stops on its budget after interning them: a row
+        must never point past `num_states` (a later `materialize` would hand it to `minimize`)."""
+        try:
+            self._b.write_rows(states, self._rows_k, self._expanded)
+        finally:
+            self._record_new()
 
     def ensure(self, states: np.ndarray | list[int]) -> None:
         """Compute the rows of the given states (no-op for the ones already known)."""
@@ -151,8 +155,10 @@ class LazyDFA:
     def state_of(self, state_set: frozenset[int] | tuple[int, ...]) -> int:
         """The DFA state whose NFA state set is `state_set` (closed under epsilon moves)."""
         with self._lock:
-            sid = self._b.intern(tuple(sorted(state_set)))
-            self._record_new()
+            try:
+                sid = self._b.intern(tuple(sorted(state_set)))
+            finally:
+                self._record_new()  # as in `_expand`: interned states are recorded, budget or not
         return sid
 
     def closure(self, nfa_states: list[int]) -> frozenset[int]:
@@ -238,6 +244,8 @@ class LazyDFA:
         known so far in one batch."""
         if self._complete:
             return
+        with self._lock:  # states a native loop interned before it raised (see `record_new`)
+            self._record_new()
         done = 1
         while done < self._known:
             if budget is not None:
