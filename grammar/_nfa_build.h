@@ -24,7 +24,8 @@
  * the budget), and regions' states, which cost nothing until the subset core reaches them.  While
  * building, region state v is written VIRTUAL + v; when the build ends it becomes n + v, so a
  * region's states follow every own state (see `nfab_moves_flat`). */
-enum { EPSILON = -1, MAX_DEPTH = 5000, CHECK_EVERY = 4096, MAX_STATES = INT32_MAX / 4, VIRTUAL = MAX_STATES };
+enum { EPSILON = -1, MAX_DEPTH = 5000, CHECK_EVERY = 4096, MAX_STATES = INT32_MAX / 4, VIRTUAL = MAX_STATES,
+       MAX_IDS = INT32_MAX - 64, MAX_REGION_STATES = MAX_IDS - MAX_STATES }; /* own; in all; regions' */
 
 typedef struct { int32_t lo, hi, target, next; } Move; /* lo EPSILON: an epsilon move */
 typedef struct { int32_t head, tail, n_eps, n_edges; } State;

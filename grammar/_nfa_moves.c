@@ -19,11 +19,11 @@ int nfab_budget_check(Builder *b, int with_time) {
 
 /* Room for the k states of a region, whose moves `_subset.c` makes when it first reaches them:
  * ids only (VIRTUAL + v while building), no memory and nothing counted by the state budget.  The
- * first, or -1 (past MAX_STATES ids in all, or out of time). */
+ * first, or -1 (past MAX_REGION_STATES ids in all, or out of time). */
 int32_t nfab_reserve(Builder *b, Py_ssize_t k) {
-    if (k < 0 || b->nv + k > MAX_STATES) {
+    if (k < 0 || b->nv + k > MAX_REGION_STATES) {
         PyErr_Format(GrammarError, "NFA construction: more than %d NFA states (a repetition's bound is too large)",
-                     (int)MAX_STATES);
+                     (int)MAX_REGION_STATES);
         return -1;
     }
     const int32_t first = VIRTUAL + (int32_t)b->nv;
@@ -59,7 +59,7 @@ int nfab_copy(Builder *b, const Proto *p, int32_t cur, int32_t nxt) {
  * or NULL); region states are numbered after them. */
 PyObject *nfab_moves_flat(const Builder *b) {
     Py_ssize_t e = 0, m = 0;
-    if (b->n + b->nv >= INT32_MAX / 2) {
+    if (b->n + b->nv > MAX_IDS) {
         PyErr_SetString(PyExc_OverflowError, "NFA construction: too many states");
         return NULL;
     }

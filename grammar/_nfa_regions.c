@@ -56,7 +56,7 @@ int nfab_embed(Builder *b, PyObject *node, int32_t s, int32_t e) {
     PyObject *size = dfa ? PyObject_GetAttr(dfa, s_num_states) : NULL;
     Py_ssize_t k = size ? PyLong_AsSsize_t(size) : -1;
     int rc = -1;
-    if (k < 2 || k > MAX_STATES) {
+    if (k < 2 || k > MAX_REGION_STATES) {
         if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "NFA construction: bad embedded DFA size");
     } else if (b->template_of == Py_None) {
         rc = embed_whole(b, dfa, k, s, e);
@@ -134,7 +134,7 @@ int nfab_counted(Builder *b, PyObject *node, PyObject *item, int32_t s, int32_t 
     if (nfab_bounds(node, &lo, &hi) || !(moves = PyObject_GetAttr(item, s_moves)) ||
         (m = flat_num_states(moves)) < 0 || flat_moves_of(moves, m, 0, &start))
         goto done;
-    if (m < 2 || hi < 1 || hi > (MAX_STATES - 1) / (m - 1)) {
+    if (m < 2 || hi < 1 || hi > (MAX_REGION_STATES - 1) / (m - 1)) {
         if (m >= 2 && hi >= 1) PyErr_Format(GrammarError, "NFA construction: a repetition bound of %lld is too large", hi);
         else PyErr_SetString(PyExc_ValueError, "NFA construction: bad counted repetition");
         goto done;

@@ -43,7 +43,7 @@ static inline int pool_push(Pool *p, int32_t x) {
     return 0;
 }
 
-enum { REGION_DFA = 0, REGION_TEMPLATE = 1, REGION_COUNTED = 2 };
+enum { REGION_DFA = 0, REGION_TEMPLATE = 1, REGION_COUNTED = 2, REGION_COUNTED_DFA = 3 };
 
 enum { REGION_KEYS_START = 1, REGION_OPEN = 2 };
 
@@ -55,8 +55,14 @@ typedef struct {
     PyObject *a, *b; /* DFA: per-state byte ranges, accepting bytes; template: its flat moves, unused;
                         counted: its item's flat moves, (lo, hi) */
     int32_t size;    /* template, counted: the number of states of its NFA */
-    int32_t lo, hi, width; /* counted */
+    int32_t lo, hi, width; /* counted; a counted DFA (`counted_dfa.py`): hi and its width, n live states */
+    const uint8_t *accepting, *tick; /* a counted DFA: per state of its product (0 dead, 1..n) */
+    const int32_t *least;
 } Region;
+
+/* Whether r counts (its state first + j * width + o is place o after j counts), and so its
+ * places at every count are one for the budgets. */
+static inline int counts(const Region *r) { return r->kind == REGION_COUNTED || r->kind == REGION_COUNTED_DFA; }
 
 typedef struct {
     PyObject_HEAD

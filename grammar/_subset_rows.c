@@ -110,6 +110,29 @@ static int push_counted_moves(Core *c, const Region *r, int32_t q) {
     return 0;
 }
 
+/* The moves of a counted DFA's place (j, d) (see `counted_dfa.py`): the way out where the pattern
+ * may end, and the product's edges, a character more where one ends, to the places that can
+ * still end within the bound. */
+static int push_counted_dfa_moves(Core *c, const Region *r, int32_t q) {
+    const int32_t n = r->width, j = (q - r->first) / n, d = (q - r->first) % n + 1;
+    Py_ssize_t rows_n, ne;
+    PyObject **rows = items_of(r->a, &rows_n, "region source"), **edges;
+    if (!rows) return -1;
+    if (r->accepting[d] && pool_push(&c->eps_pool, r->end)) return -1;
+    if (!(edges = items_of(rows[d], &ne, "edges"))) return -1;
+    for (Py_ssize_t i = 0; i < ne; i++) {
+        int32_t lo, hi, t;
+        if (read_edge(edges[i], n + 1, &lo, &hi, &t)) return -1;
+        const int64_t next = (int64_t)j + r->tick[t];
+        if (t < 1 || next + r->least[t] > r->hi) continue; /* dead, or cannot end within the bound */
+        if (pool_reserve(&c->edge_pool, 3)) return -1;
+        int32_t *out = c->edge_pool.data + c->edge_pool.len;
+        out[0] = c->class_of_byte[lo], out[1] = c->class_of_byte[hi], out[2] = r->first + (int32_t)next * n + t - 1;
+        c->edge_pool.len += 3;
+    }
+    return 0;
+}
+
 /* Records the moves of NFA state q, at slot k (epsilon targets and edges over byte classes). */
 static int load(Core *c, int32_t q, int32_t k) {
     const Py_ssize_t at = q >= c->num_plain ? region_at(c, q) : -1;
@@ -121,7 +144,8 @@ static int load(Core *c, int32_t q, int32_t k) {
     }
     if (!r ? push_flat_moves(c, NULL, q)
            : r->kind == REGION_DFA ? push_dfa_moves(c, r, q - r->first + 1)
-           : r->kind == REGION_COUNTED ? push_counted_moves(c, r, q) : push_flat_moves(c, r, q - r->first + 2))
+           : r->kind == REGION_COUNTED ? push_counted_moves(c, r, q)
+           : r->kind == REGION_COUNTED_DFA ? push_counted_dfa_moves(c, r, q) : push_flat_moves(c, r, q - r->first + 2))
         return -1;
     c->eps_at[k] = (int32_t)eps_at + 1;
     c->eps_n[k] = (int32_t)(c->eps_pool.len - eps_at);

@@ -78,7 +78,7 @@ static int note_shape(Core *c, const int32_t *a, Py_ssize_t n) {
     int32_t *shape = c->shape_scratch.data;
     for (Py_ssize_t i = 0; i < n; i++) {
         const Py_ssize_t k = a[i] >= c->num_plain ? region_at(c, a[i]) : -1;
-        const Region *r = k >= 0 && c->regions[k].kind == REGION_COUNTED ? &c->regions[k] : NULL;
+        const Region *r = k >= 0 && counts(&c->regions[k]) ? &c->regions[k] : NULL;
         shape[i] = r ? r->first + (a[i] - r->first) % r->width : a[i];
         counted |= r != NULL;
     }
@@ -192,7 +192,7 @@ int32_t subset_new_slot(Core *c, int32_t q) {
     map_insert(c, q, slot);
     c->materialised++;
     const Py_ssize_t k = region_at(c, q);
-    c->counted_slots += k >= 0 && c->regions[k].kind == REGION_COUNTED;
+    c->counted_slots += k >= 0 && counts(&c->regions[k]);
     return slot;
 }
 

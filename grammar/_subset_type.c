@@ -127,6 +127,28 @@ static PyObject *core_repeated(Core *c, PyObject *Py_UNUSED(ignored)) {
     return PyLong_FromSsize_t(c->repeated);
 }
 
+/* Reads a counted DFA region's spec (`CountedDFA.spec`): 0, or -1 with a ValueError. */
+static int counted_dfa_spec(Core *c, Region *r) {
+    PyObject *acc, *tick, *least;
+    Py_ssize_t n = -1;
+    if (PyTuple_Check(r->b) && PyArg_ParseTuple(r->b, "SSSi", &acc, &tick, &least, &r->hi) &&
+        (PyList_Check(r->a) || PyTuple_Check(r->a)))
+        n = PySequence_Fast_GET_SIZE(r->a) - 1;
+    if (n < 1 || PyBytes_GET_SIZE(acc) != n + 1 || PyBytes_GET_SIZE(tick) != n + 1 ||
+        PyBytes_GET_SIZE(least) != 4 * (n + 1) || r->hi < 0 || (int64_t)(r->hi + 1) * n != r->last - r->first) {
+        if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_TypeError)) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ValueError, "subset core: bad counted DFA region");
+        }
+        return -1;
+    }
+    r->width = (int32_t)n;
+    r->accepting = (const uint8_t *)PyBytes_AS_STRING(acc), r->tick = (const uint8_t *)PyBytes_AS_STRING(tick);
+    r->least = (const int32_t *)PyBytes_AS_STRING(least);
+    c->num_counted++;
+    return 0;
+}
+
 static int core_init(Core *c, PyObject *args, PyObject *Py_UNUSED(kwds)) {
     PyObject *moves, *regions, *sets;
     Py_buffer cob = {0};
@@ -148,7 +170,7 @@ static int core_init(Core *c, PyObject *args, PyObject *Py_UNUSED(kwds)) {
         if (v > num_nfa) num_nfa = v;
     }
     if (PyErr_Occurred()) goto done;
-    if (cob.len != 256 * 4 || num_nfa >= INT32_MAX / 2 ||
+    if (cob.len != 256 * 4 || num_nfa > INT32_MAX - 64 ||
         num_classes < 1 || num_classes > 256 || start < 0 || start >= num_plain || final < 0 ||
         final >= num_plain || PyList_GET_SIZE(sets) != 0) {
         PyErr_SetString(PyExc_ValueError, "subset core: inconsistent arguments");
@@ -181,12 +203,13 @@ static int core_init(Core *c, PyObject *args, PyObject *Py_UNUSED(kwds)) {
         }
         if (r->first < num_plain || r->last <= r->first || r->last > num_nfa || r->end < 0 || r->end >= num_plain ||
             r->start < 0 || r->start >= num_plain ||
-            (r->kind != REGION_DFA && r->kind != REGION_TEMPLATE && r->kind != REGION_COUNTED) ||
+            r->kind < REGION_DFA || r->kind > REGION_COUNTED_DFA ||
             (i && r->first < c->regions[i - 1].last) || (r->kind == REGION_DFA && !PyBytes_Check(r->b))) {
             PyErr_SetString(PyExc_ValueError, "subset core: bad region");
             goto done;
         }
-        if (r->kind != REGION_DFA && (r->size = flat_num_states(r->a)) < 0) goto done;
+        if ((r->kind == REGION_TEMPLATE || r->kind == REGION_COUNTED) && (r->size = flat_num_states(r->a)) < 0) goto done;
+        if (r->kind == REGION_COUNTED_DFA && counted_dfa_spec(c, r)) goto done;
         if (r->kind == REGION_COUNTED) {
             c->num_counted++;
             r->width = r->size - 1;

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from formwork.grammar.budget import CompileBudget
+from formwork.grammar.counted_dfa import COUNT_FROM, CountedDFA, counted_intersection, is_prefix_code
 from formwork.grammar.dfa import DFA, complement, product
 from formwork.grammar.errors import RecursionNotSupportedError, UndefinedRuleError
 from formwork.grammar.ir import (
@@ -62,6 +63,7 @@ class AutomatonBuilder:
         self._memo: dict[Node, DFA | LazyDFA] = {}
         self._eager: dict[Node, DFA] = {}
         self._lexemes: dict[Node, LazyDFA] = {}
+        self._counted: dict[Node, CountedDFA] = {}  # see `embedded`
         self._parent: AutomatonBuilder | None = None
 
     def fork(self, budget: CompileBudget) -> "AutomatonBuilder":
@@ -75,7 +77,7 @@ class AutomatonBuilder:
     def adopt(self, child: "AutomatonBuilder") -> None:
         """Keep the automata a finished fork built (where another fork was first, its stay)."""
         for mine, theirs in ((self._memo, child._memo), (self._eager, child._eager),
-                             (self._lexemes, child._lexemes)):
+                             (self._lexemes, child._lexemes), (self._counted, child._counted)):
             for node, got in theirs.items():
                 mine.setdefault(node, got)
 
@@ -105,10 +107,26 @@ class AutomatonBuilder:
         elif isinstance(node, Not):
             out = complement(self.eager(node.a), self.eager(any_text()), self.budget)
         else:
-            nfa = NFA(node, self.budget, self.eager, template_of=self.lexeme_template)
+            nfa = NFA(node, self.budget, self.embedded, template_of=self.lexeme_template)
             out = LazyDFA(SubsetBuilder(nfa, START, FINAL, self.budget, empty=nfa.empty), root=node,
                           standalone=self.lexeme_automaton)
         return out
+
+    def embedded(self, node: Node) -> DFA | CountedDFA:
+        """What a document NFA embeds for an `And` / `Not` node: its complete DFA, or for a
+        language under a large repetition bound (`x & item{lo,hi}`, hi from `COUNT_FROM`, of an
+        item that `is_prefix_code`: what maxLength with a pattern or format lowers to) a
+        `CountedDFA` that counts the repetitions (kept like the DFAs)."""
+        bounded = node.b if isinstance(node, And) else None
+        if (not isinstance(bounded, Repeat) or bounded.max is None or bounded.max < COUNT_FROM
+                or not is_prefix_code(self.eager(bounded.item))):
+            return self.eager(node)
+        got = self._find("_counted", node)
+        if got is None:
+            pattern = node.a if bounded.min == 0 else And(node.a, Repeat(bounded.item, bounded.min, None))
+            chars = self.eager(Repeat(bounded.item, 0, None))
+            got = self._counted[node] = counted_intersection(self.eager(pattern), chars, bounded.max, self.budget)
+        return got
 
     def lexeme_automaton(self, node: Node) -> LazyDFA:
         """The automaton of a lexeme on its own, numbered like its region in any document NFA

@@ -124,6 +124,18 @@ def minimize(table_k: np.ndarray, accepting: np.ndarray, start: int, class_of_by
 def product(a: DFA, b: DFA, op: str, budget: CompileBudget) -> DFA:
     """Intersection (op='and') or union (op='or') of two DFAs by the product construction, over
     the byte classes both operands respect (a row per state pair is a few entries, not 256)."""
+    rows, codes, class_of_byte = product_pairs(a, b, budget)
+    nb = b.num_states
+    acc_a = a.accepting[codes // nb]
+    acc_b = b.accepting[codes % nb]
+    accepting = (acc_a & acc_b) if op == "and" else (acc_a | acc_b)
+    return minimize(rows, accepting, 0, class_of_byte)
+
+
+def product_pairs(a: DFA, b: DFA, budget: CompileBudget) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The reachable state pairs of two DFAs from (START, START), numbered 0, 1, ... breadth-first:
+    (a row of pair numbers per pair over the joint byte classes, each pair's code
+    a_state * b.num_states + b_state, the joint class of each byte)."""
     nb = b.num_states
     class_a, table_a = a.byte_classes()
     class_b, table_b = b.byte_classes()
@@ -136,10 +148,7 @@ def product(a: DFA, b: DFA, op: str, budget: CompileBudget) -> DFA:
         budget.check_time("automaton product")
         budget.check_dfa(budget.max_dfa_states + 1, "an intersection/complement")
     codes = np.frombuffer(pairs, dtype=np.int64)
-    acc_a = a.accepting[codes // nb]
-    acc_b = b.accepting[codes % nb]
-    accepting = (acc_a & acc_b) if op == "and" else (acc_a | acc_b)
-    return minimize(np.frombuffer(rows, dtype=np.int32).reshape(len(codes), -1), accepting, 0, class_of_byte)
+    return np.frombuffer(rows, dtype=np.int32).reshape(len(codes), -1), codes, class_of_byte
 
 
 def complement(a: DFA, universe: DFA, budget: CompileBudget) -> DFA:

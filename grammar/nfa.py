@@ -93,11 +93,14 @@ class NFA:
         """The regions as `_subset.c` reads them: (first, last, end, start, kind, flags, a, b),
         kind 0 an embedded DFA (a: its byte ranges, b: its accepting flags), kind 1 a lexeme
         (a: its template's flat moves, b: None), kind 2 a counted repetition (a: its item's flat
-        moves, b: its bounds); flags: 1 its start keys it, 2 open-ended."""
+        moves, b: its bounds), kind 3 a `CountedDFA` (a: its byte ranges, b: `CountedDFA.spec`);
+        flags: 1 its start keys it, 2 open-ended."""
         out = []
         for first, last, end, start, moves, source, node, open_ended, counted in self.region_tuples:
             if counted:
                 kind, a, b = 2, source.moves, (node.min, node.max)
+            elif getattr(source, "counted_dfa", False):
+                kind, a, b = 3, byte_ranges(source), source.spec()
             else:
                 kind, a, b = (1, source.moves, None) if node is not None else _dfa_spec_tail(source)
             out.append((first, last, end, start, kind, (moves is not None) | 2 * open_ended, a, b))

@@ -71,13 +71,16 @@ class SubsetBuilder:
 
     def region_of(self, i: int) -> tuple[Region, frozenset[int], bool, bool] | None:
         """(region, the set's NFA states inside it, whether it holds the region's start, whether
-        the lexeme may end here) when set `i` lies inside one lexeme region: its other states are
+        the lexeme may end here) when set `i` lies inside one lexeme region (not a `CountedDFA`'s:
+        it has no automaton of its own to share masks through): its other states are
         the region's start (if only the lexeme leaves it) and, if the lexeme may end here, exactly
         the states after it."""
         k = self.core.locate(i) if self._nfa.region_tuples else -1
         if k < 0:
             return None
         states, region = self.sets[i], self._nfa.regions[k]
+        if getattr(region.dfa, "counted_dfa", False):  # no automaton of its own: masks walk the document
+            return None
         first, last = region.first, region.last
         inside = frozenset([x for x in states if first <= x < last])
         at_start = region.start in states

@@ -11,12 +11,13 @@ from hypothesis import given, settings, strategies as st
 
 from formwork.grammar.automaton import AutomatonBuilder
 from formwork.grammar.dfa import DEAD, START
-from formwork.grammar.ir import And, Node, Not, alt, chars, lit, repeat, seq
+from formwork.grammar.ir import And, Node, Not, Repeat, alt, chars, lit, repeat, seq
 from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.lexemes import Region, lexeme
 from formwork.grammar.nfa import NFA, byte_ranges
 
 _MAX_STATES = 400
+_CHAR = alt(chars([("a", "z")]), lit("é"), lit("日"))  # items no one of which is a prefix of another
 
 
 def _moves(nfa: NFA, q: int) -> tuple[tuple[int, ...], tuple[tuple[int, int, int], ...]]:
@@ -29,6 +30,8 @@ def _moves(nfa: NFA, q: int) -> tuple[tuple[int, ...], tuple[tuple[int, int, int
     (region,) = [r for r in nfa.regions if r.first <= q < r.last]
     if region.counted:
         return _counted_moves(region, q)
+    if getattr(region.dfa, "counted_dfa", False):
+        return _counted_dfa_moves(region, q)
     if region.dfa is not None:
         base, d = region.first - 1, q - region.first + 1
         return ((region.end,) if region.dfa.accepting[d] else (),
@@ -59,6 +62,21 @@ def _counted_moves(region: Region, q: int) -> tuple[tuple[int, ...], tuple[tuple
         return (region.end,), ()
     out = (region.end,) if not o and j >= node.min else ()
     return out + tuple(at(t) for t in item.eps[x]), tuple((lo, hi, at(t)) for lo, hi, t in item.edges[x])
+
+
+def _counted_dfa_moves(region: Region, q: int) -> tuple[tuple[int, ...], tuple[tuple[int, int, int], ...]]:
+    """A `CountedDFA`'s place (j, d): the way out where its pattern may end, and its product's
+    edges, one more character where one ends, kept where the place can still end in time."""
+    counted = region.dfa
+    n = counted.live_states
+    j, d = divmod(q - region.first, n)
+    d += 1
+    edges = []
+    for lo, hi, t in byte_ranges(counted)[d]:
+        nxt = j + int(counted.tick[t])
+        if nxt + int(counted.least[t]) <= counted.hi:
+            edges.append((lo, hi, region.first + nxt * n + t - 1))
+    return ((region.end,) if counted.accepting[d] else ()), tuple(edges)
 
 
 def _closure(nfa: NFA, states: set[int]) -> frozenset[int]:
@@ -111,7 +129,7 @@ def _nodes(children: st.SearchStrategy[Node]) -> st.SearchStrategy[Node]:
         st.tuples(children, bounds).map(lambda x: repeat(x[0], x[1][0], max(x[1]) if x[1][1] is not None else None)),
         st.tuples(children, st.integers(1, 3)).map(lambda x: lexeme(repeat(x[0], 0, x[1]))),
         st.tuples(children, st.integers(1, 2), st.integers(0, 3)).map(  # counted, with a minimum
-            lambda x: lexeme(repeat(x[0], x[1], x[1] + x[2]))),
+            lambda x: lexeme(Repeat(x[0], x[1], x[1] + x[2]))),
         st.tuples(children, st.integers(0, 1)).map(lambda x: lexeme(repeat(x[0], x[1], None))),
         st.tuples(children, children).map(lambda x: And(alt(*x), Not(x[1]))),  # an embedded DFA
     )
@@ -146,6 +164,17 @@ def test_lexeme_regions_spliced_from_templates() -> None:
     assert isinstance(dfa, LazyDFA) and len(dfa.nfa.regions) == 2
     _check_against_reference(dfa)
     assert dfa.accepts(b"{ab,c}") and not dfa.accepts(b"{ab,}") and not dfa.accepts(b"{a,d}")
+
+
+def test_counted_dfa_regions_read_by_arithmetic() -> None:
+    """A pattern under a bound from COUNT_FROM is a counted product: its places' moves by
+    arithmetic, only to places that can still end within the bound."""
+    piece = And(repeat(alt(lit("ab"), lit("é")), 1, None), Repeat(_CHAR, 1, 70))
+    dfa = AutomatonBuilder().dfa(seq(lit("<"), piece, lit(">")))
+    assert isinstance(dfa, LazyDFA) and [getattr(r.dfa, "counted_dfa", False) for r in dfa.nfa.regions] == [True]
+    _check_against_reference(dfa)
+    assert dfa.accepts(b"<" + b"ab" * 35 + b">") and not dfa.accepts(b"<" + b"ab" * 35 + b"\xc3\xa9>")
+    assert dfa.accepts("<abé>".encode()) and not dfa.accepts(b"<a>") and not dfa.accepts(b"<>")
 
 
 def test_embedded_dfa_regions_read_by_arithmetic() -> None:

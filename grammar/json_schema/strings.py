@@ -78,9 +78,11 @@ CANONICAL_CHAR = alt(RAW_CHAR, CANONICAL_ESCAPE)
 
 def string_content(min_length: int = 0, max_length: Optional[int] = None,
                    canonical: bool = False) -> Node:
-    """The text between the quotes of a string whose value has min..max code points."""
+    """The text between the quotes of a string whose value has min..max code points: a
+    repetition even for exactly one character (which `repeat` would simplify to the character),
+    since the lowering marks it as a lexeme."""
     char = CANONICAL_CHAR if canonical else GENERAL_CHAR
-    return repeat(char, min_length, max_length)
+    return Repeat(char, 1, 1) if (min_length, max_length) == (1, 1) else repeat(char, min_length, max_length)
 
 
 def quoted(content: Node) -> Node:
