@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import multiprocessing
 import time
-from typing import Any
+from typing import Any, Callable
 
-from grammar_harness import Case, CaseResult, Tokenized, load_engines, run_case
+from grammar_harness import Case, CaseResult, Engine, Tokenized, run_case
 
 
-def _serve(name: str, tok: Tokenized, wrap: Any, conn: Any) -> None:
-    engine = wrap(load_engines(tok, [name])[0])
+def _serve(make: Callable[[], Engine], tok: Tokenized, conn: Any) -> None:
+    engine = make()
     conn.send("ready")
     while True:
         job = conn.recv()
@@ -27,10 +27,10 @@ def _serve(name: str, tok: Tokenized, wrap: Any, conn: Any) -> None:
 
 
 class EngineWorker:
-    """A child process holding one engine; `run` replays one case in it."""
+    """A child process holding one engine (built there by `make`); `run` replays one case in it."""
 
-    def __init__(self, name: str, tok: Tokenized, wrap: Any = lambda e: e):
-        self.name, self.tok, self.wrap = name, tok, wrap
+    def __init__(self, name: str, tok: Tokenized, make: Callable[[], Engine]):
+        self.name, self.tok, self.make = name, tok, make
         self.process: Any = None
         self.conn: Any = None
         self.restarts = 0
@@ -38,7 +38,7 @@ class EngineWorker:
     def _start(self) -> None:
         ctx = multiprocessing.get_context("fork")
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_serve, args=(self.name, self.tok, self.wrap, child), daemon=True)
+        self.process = ctx.Process(target=_serve, args=(self.make, self.tok, child), daemon=True)
         self.process.start()
         if not self.conn.poll(600) or self.conn.recv() != "ready":
             raise RuntimeError(f"{self.name} worker did not start")

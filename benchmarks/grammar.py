@@ -134,6 +134,12 @@ REAL_NOTES = (
     "the text replayed before the slow mask.")
 
 
+def _engine(name: str, tok: Tokenized):
+    """The engine called `name`, llguidance with the separators the others write."""
+    engine = load_engines(tok, [name])[0]
+    return LLGuidanceSpaced(tok) if name == "llguidance" else engine
+
+
 def run_real_world(tok: Tokenized, names: list[str], args: argparse.Namespace) -> None:
     """The real-world corpora, each reported alone, then all together; each engine in its own
     worker process (`engine_workers.py`), killed when a schema takes longer than `--timeout`."""
@@ -143,7 +149,7 @@ def run_real_world(tok: Tokenized, names: list[str], args: argparse.Namespace) -
 
     from grammar_harness import machine_info
     wanted = [e for e in args.engines.split(",") if e] or ["formwork", "xgrammar", "llguidance"]
-    workers = [EngineWorker(name, tok, lambda e: LLGuidanceSpaced(tok) if e.name == "llguidance" else e)
+    workers = [EngineWorker(name, tok, lambda name=name: _engine(name, tok))
                for name in wanted if name != "outlines-core"]
     start = time.perf_counter()
     per: dict[str, list] = {}
