@@ -14,7 +14,7 @@ Deliberate, documented deviations (valid instances rejected):
   without the validation vocabulary; its draft is inferred from the schema's keywords, which are then
   asserted;
 * `optional/format/ecmascript-regex.json`: the `regex` format is the part of ECMA-262 that Python's
-  `re` also accepts (named groups, variable-width lookbehinds, `[]`, `[^]` and `\cA` are not).
+  `re` also accepts (named groups, variable-width lookbehinds, `[]`, `[^]` and `\\cA` are not).
 And accepted invalid instances: none, except draft7's optional `content.json`, whose
 contentMediaType/contentEncoding are annotations in formwork (as in 2019-09 and 2020-12).
 """
