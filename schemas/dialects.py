@@ -77,6 +77,9 @@ def declared_draft(schema: Any, default: Draft, *, pointer: str = "") -> tuple[D
 def _bounds(keyword: str, value: Any, schema: dict[str, Any]) -> tuple[int, int] | None:
     """The range of `ALL_DRAFTS` indices in which `keyword: value` means what it says."""
     newest = len(ALL_DRAFTS) - 1
+    if keyword == "$ref" and isinstance(value, str):
+        draft = known_draft(value.split("#")[0])  # a reference to a draft's meta-schema
+        return (ALL_DRAFTS.index(draft),) * 2 if draft is not None else None
     if keyword == "id":
         return (0, 0) if isinstance(value, str) and "$id" not in schema else None
     if keyword in _EXCLUSIVE:

@@ -131,6 +131,8 @@ def test_unknown_schema_uri_is_inferred_with_a_warning():
     ({"prefixItems": [{}], "$defs": {}}, "2020-12"),
     ({"properties": {"id": {"type": "string"}}}, "2020-12"),  # a property named id is no keyword
     ({"id": "x", "exclusiveMinimum": True, "minimum": 0, "prefixItems": []}, "draft-04"),
+    ({"allOf": [{"$ref": "http://json-schema.org/draft-04/schema#"}]}, "draft-04"),  # its meta-schema
+    ({"$ref": "#/definitions/a", "definitions": {"a": {}}}, "2020-12"),
 ])
 def test_inferred_draft(schema, draft):
     assert infer_draft(schema).name == draft
