@@ -4,7 +4,7 @@ Some peers take minutes on a single real-world schema (XGrammar: 125 s on Schema
 bamboo-spec.json here) and their compiles cannot be interrupted in-process. Each engine lives in a
 forked child; cases are sent one at a time (the engines never run at the same time), and a case
 with no answer within `timeout` seconds has its worker killed and counts as an error ("timeout"),
-the next case starting a fresh worker.
+the next case taking a spare worker started (in the background) right after the kill.
 """
 from __future__ import annotations
 
@@ -33,13 +33,19 @@ class EngineWorker:
         self.name, self.tok, self.make = name, tok, make
         self.process: Any = None
         self.conn: Any = None
+        self.spare: tuple[Any, Any] | None = None
         self.restarts = 0
 
-    def _start(self) -> None:
+    def _spawn(self) -> tuple[Any, Any]:
         ctx = multiprocessing.get_context("fork")
-        self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_serve, args=(self.make, self.tok, child), daemon=True)
-        self.process.start()
+        conn, child = ctx.Pipe()
+        process = ctx.Process(target=_serve, args=(self.make, self.tok, child), daemon=True)
+        process.start()
+        return process, conn
+
+    def _start(self) -> None:
+        self.process, self.conn = self.spare or self._spawn()
+        self.spare = None
         if not self.conn.poll(600) or self.conn.recv() != "ready":
             raise RuntimeError(f"{self.name} worker did not start")
 
@@ -53,6 +59,7 @@ class EngineWorker:
         self.process.join()
         self.process = None
         self.restarts += 1
+        self.spare = self._spawn()
         return CaseResult(self.name, case.name, instances=len(token_lists),
                           error=f"timeout: no result within {timeout:g} s (worker killed)")
 
@@ -60,6 +67,9 @@ class EngineWorker:
         if self.process is not None and self.process.is_alive():
             self.conn.send(None)
             self.process.join(10)
+        if self.spare is not None:
+            self.spare[0].kill()
+            self.spare[0].join()
 
 
 def run_isolated(workers: list[EngineWorker], cases: list[Case], tok: Tokenized, timeout: float,

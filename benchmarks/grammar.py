@@ -122,7 +122,8 @@ REAL_NOTES = (
     "reference counts as compiled by every engine only if they all compile it). Instances: up to "
     "{examples} per schema from hypothesis-jsonschema, valid by `jsonschema` (`realworld_cases.py`), "
     "serialised with `json.dumps` separators, members in schema order, non-ASCII text as UTF-8 "
-    "(instances with a lone surrogate left out); a schema without one is compiled and its first mask "
+    "(instances with a lone surrogate left out); Iglu's self-describing `$schema` is replaced by "
+    "draft-04's for every engine (the peers try to fetch it). A schema without one is compiled and its first mask "
     "filled only. Compile = compile + first mask, compiled-grammar caches off, one engine after the other "
     "on each schema; mask = every later fill while replaying the "
     "instance's tokens (DeepSeek 129k tokenizer), then the stop token, until the end or the first "
@@ -185,7 +186,7 @@ def main() -> None:
     parser.add_argument("--engines", default="", help="comma-separated subset of engines")
     parser.add_argument("--limit", type=int, default=None, help="only the first N schemas (of each corpus)")
     parser.add_argument("--examples", type=int, default=3, help="real-world instances per schema")
-    parser.add_argument("--timeout", type=float, default=12.0,
+    parser.add_argument("--timeout", type=float, default=2.0,
                         help="real-world: seconds a schema may take in one engine before its worker is killed")
     parser.add_argument("--verbose", action="store_true", help="a line per schema and engine")
     parser.add_argument("--outlines-every", type=int, default=6,

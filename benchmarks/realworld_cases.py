@@ -26,6 +26,7 @@ from real_world_corpus import make_validator, valid_instances
 CACHE = Path(os.environ.get("FORMWORK_BENCH_CACHE", Path.home() / ".cache" / "formwork-bench")) \
     / "realworld-instances.json"
 CORPORA = tuple(corpus.CORPORA)
+IGLU_META = "http://iglucentral.com/schemas/com.snowplowanalytics.self-desc/schema/"
 
 
 def _key(name: str, entry: corpus.Entry, examples: int, seed: int) -> str:
@@ -70,8 +71,16 @@ def load_corpus(name: str, limit: int | None = None, examples: int = 3, seed: in
         CACHE.parent.mkdir(parents=True, exist_ok=True)
         CACHE.write_text(json.dumps(_read_cache() | cache))
         print(f"[realworld] {name}: generated in {time.perf_counter() - start:.0f} s", flush=True)
-    return [Case(f"{name}:{e.name}", "json_schema", e.schema, _in_schema_order(e, cache[k]), _options(e))
-            for k, e in zip(keys, entries)]
+    return [Case(f"{name}:{e.name}", "json_schema", _draft4_meta(e.schema), _in_schema_order(e, cache[k]),
+                 _options(e)) for k, e in zip(keys, entries)]
+
+
+def _draft4_meta(schema: Any) -> Any:
+    """An Iglu schema with draft-04's `$schema` instead of Snowplow's self-describing meta-schema
+    (which the peers try to fetch and fail on; `jsonschema` reads Iglu as draft-04 too)."""
+    if isinstance(schema, dict) and str(schema.get("$schema", "")).startswith(IGLU_META):
+        return {**schema, "$schema": "http://json-schema.org/draft-04/schema#"}
+    return schema
 
 
 def _in_schema_order(entry: corpus.Entry, texts: list[str]) -> list[str]:
