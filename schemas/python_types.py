@@ -291,9 +291,7 @@ def field_path(pointer: str) -> str:
             parts.append(("." if parts else "") + following)
         elif token == "prefixItems" and following is not None:
             parts.append(f"[{following}]")
-        elif token in ("anyOf", "oneOf", "allOf") and following is not None:
-            pass
-        else:
+        elif token not in ("anyOf", "oneOf", "allOf") or following is None:  # (a branch and its index add none)
             parts.append({"items": "[]", "additionalItems": "[]", "additionalProperties": "[*]"}.get(token, ""))
             i += 1
             continue

@@ -50,13 +50,16 @@ class Reference:
         self.regions: list[Region] = []
         self.virtual = 0  # region states so far
         self._empty: dict[int, bool] = {}  # by node id (the node is alive while this builds)
-        if self.is_empty(node):
-            pass
-        elif item is not None:
-            self._counted(node, item, 0, 1, False)
-        else:
-            self.build(node, 0, 1)
         self.empty = self.is_empty(node)
+        if not self.empty:  # an empty language builds nothing: the start never reaches the end
+            if item is not None:
+                self._counted(node, item, 0, 1, False)
+            else:
+                self.build(node, 0, 1)
+        self._finish()
+
+    def _finish(self) -> None:
+        """Number the region states after the NFA's own and freeze the moves."""
         n = len(self.eps)
 
         def at(t: int) -> int:
