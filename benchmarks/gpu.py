@@ -179,13 +179,15 @@ def constrained_figures(llm, sizes: Sizes, vocab: int) -> dict:
     free_outs, free_tpot = run(False)
     outs, tpot = run(True)
     finished = [o for o in outs if o.outputs[0].finish_reason == "stop"]
-    valid = 0
-    for out in finished:
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+
+    def is_valid(text: str) -> bool:
         try:
-            jsonschema.validate(json.loads(out.outputs[0].text), SCHEMA)
-            valid += 1
-        except (ValueError, jsonschema.ValidationError):
-            pass
+            return validator.is_valid(json.loads(text))
+        except ValueError:  # not JSON at all
+            return False
+
+    valid = sum(is_valid(out.outputs[0].text) for out in finished)
     return dict(tpot_ms=tpot * 1e3, free_tpot_ms=free_tpot * 1e3, ratio=tpot / free_tpot,
                 finished=len(finished), valid=valid, total=len(outs))
 

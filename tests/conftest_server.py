@@ -1,8 +1,11 @@
-"""Helpers for server tests: run `formwork serve` as a subprocess on a free loopback port.
+"""Helpers for server tests: run `formwork serve` as a subprocess on a free loopback port, or an
+in-process server on the tiny Llama.
 
     server = ServerProcess.start(model_dir, "--api-key", "k")
     server.url  # http://127.0.0.1:PORT
     server.stop()
+
+    with in_process_server(EngineConfig(max_num_seqs=4), "tiny") as (url, engine): ...
 """
 
 from __future__ import annotations
@@ -13,8 +16,12 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -114,3 +121,32 @@ def tiny_server(*extra_args: str) -> ServerProcess:
     from tiny_models import tiny_model_dir
 
     return shared_server(tiny_model_dir("llama"), *TINY_SERVER_ARGS, *extra_args)
+
+
+@contextmanager
+def in_process_server(config: Any, name: str) -> Iterator[tuple[str, Any]]:
+    """An in-process server on the tiny Llama with `config` (an `EngineConfig`), served as `name`:
+    yields its URL and its `EngineClient`; stops both on exit."""
+    import uvicorn
+
+    from formwork.core.async_engine import AsyncLLMEngine
+    from formwork.server.app import ServerConfig, build_app
+    from formwork.server.engine_client import EngineClient
+    from tiny_models import tiny_model_dir
+
+    engine = EngineClient(AsyncLLMEngine(tiny_model_dir("llama"), config))
+    engine.start()
+    server = uvicorn.Server(uvicorn.Config(build_app(engine, ServerConfig(served_model_name=name)),
+                                           host="127.0.0.1", port=free_port(), log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{server.config.port}", engine
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        engine.shutdown()

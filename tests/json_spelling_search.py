@@ -2,7 +2,7 @@
 `benchmarks/corpus.py` and `tests/test_real_world_corpus.py`).
 
 The spellings are those `conftest_grammar_json.spellings` varies (member order, `1.0` as `1`
-where the draft allows, `\\uXXXX` escapes or raw characters) plus exponent-free numbers; the search
+where the draft allows, `\\u00e9`-style escapes or raw characters) plus exponent-free numbers; the search
 runs over the grammar's automaton, keeping the reachable states after each part of the value, so
 a wrong member order is cut at its first key. The text found is confirmed with
 `Matcher.accept_string` and `can_terminate`.

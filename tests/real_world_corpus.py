@@ -17,7 +17,7 @@ import random
 import re
 import signal
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from decimal import Decimal, localcontext
 from pathlib import Path
 from types import SimpleNamespace
@@ -270,15 +270,13 @@ def valid_instances(schema: Any, validator: Any, registry: dict[str, Any], count
             raise _Enough
 
     try:
-        with time_limit(seconds):
+        with time_limit(seconds), suppress(_Enough):  # _Enough: the instances wanted are found
             strategy = from_schema(generation_schema(schema, registry, validator),
                                    custom_formats={"uuid": st.uuids().map(str)})
             test = given(strategy)(collect)
             if seed is not None:
                 test = hypothesis_seed(seed)(test)
             test()
-    except _Enough:
-        pass
     except TimeUp:
         why = f"time limit ({seconds:g} s)"
     except Exception as exc:  # noqa: BLE001 - hypothesis-jsonschema refuses many schemas

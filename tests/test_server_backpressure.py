@@ -5,43 +5,24 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import threading
 import time
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest_server import free_port  # noqa: E402
-from tiny_models import tiny_model_dir  # noqa: E402
+from conftest_server import in_process_server  # noqa: E402
 
-from formwork.core.async_engine import AsyncLLMEngine
 from formwork.core.config import EngineConfig
-from formwork.server.app import ServerConfig, build_app
-from formwork.server.engine_client import EngineClient
 
 MODEL = "tiny-bp"
 
 
 @pytest.fixture(scope="module")
 def served():
-    engine = EngineClient(AsyncLLMEngine(tiny_model_dir("llama"),
-                                         EngineConfig(max_num_seqs=1, max_waiting_requests=1)))
-    engine.start()
-    server = uvicorn.Server(uvicorn.Config(build_app(engine, ServerConfig(served_model_name=MODEL)),
-                                           host="127.0.0.1", port=free_port(), log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{server.config.port}", engine
-    server.should_exit = True
-    thread.join(10)
-    engine.shutdown()
+    with in_process_server(EngineConfig(max_num_seqs=1, max_waiting_requests=1), MODEL) as served:
+        yield served
 
 
 def body(i: int, max_tokens: int, stream: bool) -> dict:

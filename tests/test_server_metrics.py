@@ -4,26 +4,20 @@
 from __future__ import annotations
 
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest_server import free_port  # noqa: E402
-from tiny_models import tiny_model_dir  # noqa: E402
+from conftest_server import in_process_server  # noqa: E402
 
-from formwork.core.async_engine import AsyncLLMEngine  # noqa: E402
 from formwork.core.config import EngineConfig  # noqa: E402
-from formwork.server.app import ServerConfig, build_app  # noqa: E402
-from formwork.server.engine_client import EngineClient  # noqa: E402
 from formwork.server.metrics import METRICS, family  # noqa: E402
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -31,20 +25,8 @@ Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 def serve(name: str) -> Iterator[str]:
     """An in-process server on the tiny Llama, served as `name`; yields its URL."""
-    engine = EngineClient(AsyncLLMEngine(tiny_model_dir("llama"), EngineConfig(max_num_seqs=4)))
-    engine.start()
-    server = uvicorn.Server(uvicorn.Config(build_app(engine, ServerConfig(served_model_name=name)),
-                                           host="127.0.0.1", port=free_port(), log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{server.config.port}"
-    server.should_exit = True
-    thread.join(10)
-    engine.shutdown()
+    with in_process_server(EngineConfig(max_num_seqs=4), name) as (url, _engine):
+        yield url
 
 
 @pytest.fixture(scope="module")
