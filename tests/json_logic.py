@@ -14,16 +14,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest_grammar_json import byte_vocab, spellings  # noqa: E402
+from conftest_grammar_json import byte_vocab  # noqa: E402
+from json_exact import VALIDATORS, matcher_accepts  # noqa: E402
 
 from formwork.grammar import GrammarError  # noqa: E402
 from formwork.grammar.json_schema import compile_json_schema  # noqa: E402
 
-VALIDATORS = {"2020-12": jsonschema.Draft202012Validator, "draft-07": jsonschema.Draft7Validator}
 EMPTY_LANGUAGE = "the constraint matches no string at all"
 
 SCALARS = [None, True, False, 0, 1, 2, -1, 2.0, 1.5, "", "a", "ab", "b"]
@@ -80,15 +79,6 @@ CONDITIONS = st.one_of(
 )
 
 
-def accepts(grammar: Any, instance: Any) -> bool:
-    """Whether the matcher accepts some spelling of `instance` as a whole document."""
-    for text in spellings(instance):
-        m = grammar.matcher()
-        if m.accept_string(text) and m.can_terminate():
-            return True
-    return False
-
-
 def assert_agrees(schema: Any, instances: list[Any] = INSTANCES, draft: str = "2020-12") -> None:
     """Compile `schema`; each instance must be accepted exactly when it is valid."""
     cls = VALIDATORS[draft]
@@ -103,7 +93,7 @@ def assert_agrees(schema: Any, instances: list[Any] = INSTANCES, draft: str = "2
         return
     for instance in instances:
         expected = validator.is_valid(instance)
-        got = accepts(grammar, instance)
+        got = matcher_accepts(grammar, instance)
         assert got == expected, (f"schema {json.dumps(schema)}: instance {json.dumps(instance)} "
                                  f"is {'valid' if expected else 'invalid'} but the matcher "
                                  f"{'accepts' if got else 'rejects'} it")
