@@ -1,4 +1,4 @@
-"""NFA moves per state, packed in the flat layout of `grammar/_nfa_flat.h` (for tests that feed
+"""NFA moves per state, packed in the flat layout of `grammar/native/common/_nfa_flat.h` (for tests that feed
 the C builder and subset core hand-made automata)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DFA minimisation (`grammar/_minimize.c` via `dfa.minimize`): same language, fewest states,
+"""DFA minimisation (`grammar/native/_minimize.c` via `dfa.minimize`): same language, fewest states,
 canonical numbering, malformed input as ValueError."""
 from __future__ import annotations
 

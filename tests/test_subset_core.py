@@ -1,4 +1,4 @@
-"""The C subset core (`grammar/_subset.c`): its own contracts, beyond the row checks of
+"""The C subset core (`grammar/native/subset/_subset.c`): its own contracts, beyond the row checks of
 test_lazy_dfa_rows.py — interning, region lookups, byte cuts, and malformed input as ValueError."""
 from __future__ import annotations
 

@@ -6,8 +6,7 @@
     person = client.generate(messages, output_type=Person)
 
 `LLM` is `formwork.core.llm.LLM` plus typed outputs: without `output_type`, `generate` keeps vLLM's
-behaviour (a list of `RequestOutput`). Output types and errors: see `formwork.sdk_output` and
-`formwork.sdk_errors`; the HTTP clients: `formwork.sdk_client`.
+behaviour (a list of `RequestOutput`).
 """
 from __future__ import annotations
 
@@ -19,20 +18,8 @@ from formwork.core.engine import RequestError
 from formwork.core.llm import LLM as _EngineLLM
 from formwork.core.outputs import RequestOutput
 from formwork.core.sampling_params import SamplingParams
-from formwork.sdk_client import AsyncClient, Client
-from formwork.sdk_errors import (APIConnectionError, APIError, APITimeoutError, AuthenticationError,
-                                 BadRequestError, FormworkError, GenerationError, InternalServerError,
-                                 NotFoundError, OutputValidationError, PermissionDeniedError, RateLimitError,
-                                 ServiceUnavailableError, TruncatedOutputError, UnsupportedOutputTypeError)
-from formwork.sdk_output import Choice, JsonSchema, OutputFormat, PartialText, Regex, output_format
-
-__all__ = [
-    "APIConnectionError", "APIError", "APITimeoutError", "AsyncClient", "AuthenticationError",
-    "BadRequestError", "Choice", "Client", "FormworkError", "GenerationError", "InternalServerError", "JsonSchema",
-    "LLM", "NotFoundError", "OutputFormat", "OutputValidationError", "PartialText", "PermissionDeniedError",
-    "RateLimitError", "Regex", "ServiceUnavailableError", "TruncatedOutputError", "UnsupportedOutputTypeError",
-    "output_format",
-]
+from formwork.sdk.errors import GenerationError
+from formwork.sdk.output_types import OutputFormat, PartialText, output_format
 
 Prompt = str | list[int] | list[dict[str, Any]]
 

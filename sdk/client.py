@@ -21,9 +21,9 @@ from typing import Any
 
 import httpx
 
-from formwork.sdk_errors import (APIConnectionError, APIError, APITimeoutError, OutputValidationError,
+from formwork.sdk.errors import (APIConnectionError, APIError, APITimeoutError, OutputValidationError,
                                  error_from_response)
-from formwork.sdk_output import OutputFormat, PartialText, output_format
+from formwork.sdk.output_types import OutputFormat, PartialText, output_format
 
 __all__ = ["AsyncClient", "Client"]
 

@@ -17,7 +17,7 @@ import os
 import sys
 from typing import Any
 
-from formwork.cli_args import positive_int
+from formwork.cli.args import positive_int
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     """Build the output type, generate, print; returns the exit code."""
     from formwork.core.sampling_params import SamplingParamsError
     from formwork.schemas.errors import SchemaError
-    from formwork.sdk_errors import FormworkError, UnsupportedOutputTypeError
+    from formwork.sdk.errors import FormworkError, UnsupportedOutputTypeError
 
     try:
         output_type = _output_type(args)
@@ -79,7 +79,7 @@ class _BackendError(Exception):
 
 def _output_type(args: argparse.Namespace) -> Any:
     from formwork.schemas import load_schema
-    from formwork.sdk_output import Choice, JsonSchema, Regex, output_format
+    from formwork.sdk.output_types import Choice, JsonSchema, Regex, output_format
 
     if args.schema is not None:
         doc = load_schema(args.schema)
@@ -97,7 +97,7 @@ def _output_type(args: argparse.Namespace) -> Any:
 
 def _generate(args: argparse.Namespace, prompt: Any, output_type: Any, sampling: dict[str, Any]) -> Any:
     if args.url is not None:
-        from formwork.sdk_client import Client
+        from formwork.sdk.client import Client
 
         with Client(args.url, args.api_key, model=args.served_model_name) as client:
             return client.generate(prompt, output_type, **sampling)

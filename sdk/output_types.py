@@ -29,7 +29,7 @@ from formwork.grammar.errors import GrammarError
 from formwork.grammar.json_schema import SchemaLoweringError, lower_json_schema
 from formwork.grammar.regex_parser import parse_regex
 from formwork.schemas.python_types import UnsupportedTypeError, field_path, json_schema_of, type_adapter, type_name
-from formwork.sdk_errors import (GenerationError, OutputValidationError, TruncatedOutputError,
+from formwork.sdk.errors import (GenerationError, OutputValidationError, TruncatedOutputError,
                                  UnsupportedOutputTypeError)
 
 __all__ = ["Choice", "JsonSchema", "OutputFormat", "PartialText", "Regex", "output_format"]

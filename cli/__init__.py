@@ -3,14 +3,13 @@ registers itself through an `add_parser(subparsers)` function listed in `COMMAND
 from __future__ import annotations
 
 import argparse
-import sys
 
-from formwork import sdk_cmd
+from formwork.sdk import generate_cmd
 from formwork.schemas import validate_cmd
 from formwork.server import serve_cmd
 
 #: Modules providing `add_parser(subparsers)`; each sets `func(args) -> int` as its default.
-COMMANDS = [validate_cmd, serve_cmd, sdk_cmd]
+COMMANDS = [validate_cmd, serve_cmd, generate_cmd]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,6 +31,3 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     return args.func(args)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

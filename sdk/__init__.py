@@ -1,0 +1,24 @@
+"""The typed SDK: ask for a type, get an instance of it back.
+
+- `llm`: `LLM`, the in-process engine with typed outputs;
+- `client`: `Client`/`AsyncClient` for any OpenAI-compatible server;
+- `output_types`: how a Python type, `Regex`, `Choice` or `JsonSchema` becomes a constraint and a value;
+- `errors`: the SDK's exceptions; `generate_cmd`: the `formwork generate` command.
+"""
+from __future__ import annotations
+
+from formwork.sdk.client import AsyncClient, Client
+from formwork.sdk.errors import (APIConnectionError, APIError, APITimeoutError, AuthenticationError,
+                                 BadRequestError, FormworkError, GenerationError, InternalServerError,
+                                 NotFoundError, OutputValidationError, PermissionDeniedError, RateLimitError,
+                                 ServiceUnavailableError, TruncatedOutputError, UnsupportedOutputTypeError)
+from formwork.sdk.llm import LLM
+from formwork.sdk.output_types import Choice, JsonSchema, OutputFormat, PartialText, Regex, output_format
+
+__all__ = [
+    "APIConnectionError", "APIError", "APITimeoutError", "AsyncClient", "AuthenticationError",
+    "BadRequestError", "Choice", "Client", "FormworkError", "GenerationError", "InternalServerError", "JsonSchema",
+    "LLM", "NotFoundError", "OutputFormat", "OutputValidationError", "PartialText", "PermissionDeniedError",
+    "RateLimitError", "Regex", "ServiceUnavailableError", "TruncatedOutputError", "UnsupportedOutputTypeError",
+    "output_format",
+]
