@@ -14,7 +14,8 @@ from formwork.grammar.budget import CompileBudget, active_budget
 from formwork.grammar.dfa import DFA
 from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.errors import EmptyLanguageError, GrammarError
-from formwork.grammar.ir import Grammar, Node, alt, lit, regex
+from formwork.grammar.ir import Grammar, Node, alt, lit
+from formwork.grammar.regex_parser import regex
 from formwork.grammar.matcher import Matcher
 from formwork.grammar.stored_mask import StoredMask
 from formwork.grammar.token_mask import TokenMaskCache

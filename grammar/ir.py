@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from functools import lru_cache
 from operator import attrgetter
 from types import MappingProxyType
 
@@ -408,21 +407,3 @@ def any_char() -> Node:
 def any_text() -> Node:
     """Any valid UTF-8 string."""
     return repeat(any_char(), 0, None)
-
-
-def regex(pattern: str, search: bool = False) -> Node:
-    """Parse a regular expression (ECMAScript/Python common subset) into IR.
-
-    search=False: the pattern must match the whole string; search=True: JSON Schema
-    `pattern` semantics, i.e. a match anywhere unless anchored with ^ / $.  Parses are memoised
-    process-wide (IR is immutable): schemas repeat patterns, and numeric ranges lower to regexes.
-    """
-    return _parse_regex(pattern, search)
-
-
-@lru_cache(maxsize=4096)
-def _parse_regex(pattern: str, search: bool) -> Node:
-    from formwork.grammar.regex_parser import parse_regex
-
-    return parse_regex(pattern, search=search)
-

@@ -25,19 +25,20 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
-from typing import TYPE_CHECKING, Any, NamedTuple
-
-import numpy as np
+from typing import Any, NamedTuple, Protocol
 
 from formwork.grammar.dfa import DFA
-from formwork.grammar.follow_exits import exit_seeds_after
 from formwork.grammar.ir import Alt, Node, Repeat, Seq
-from formwork.grammar.native_walk import walk_into
 
-if TYPE_CHECKING:
-    from formwork.grammar.lazy_dfa import LazyDFA
-    from formwork.grammar.token_mask import TokenMaskCache
+class StandaloneAutomaton(Protocol):
+    """What a region needs of a lexeme's own automaton (a `LazyDFA`): its states by NFA-state set."""
+
+    nfa: Any
+
+    def closure(self, states: Any) -> frozenset[int]: ...
+
+    def state_of(self, states: frozenset[int]) -> int: ...
+
 
 _MAX_LEXEMES = 4096
 _LEXEMES: OrderedDict[Node, bool] = OrderedDict()  # lexeme -> whether it is open-ended (below)
@@ -112,7 +113,7 @@ class Region:
                              open_ended=open_ended, counted=counted)
 
     def local_state(self, inside: frozenset[int], at_start: bool, ends: bool,
-                    standalone: Callable[[Node], "LazyDFA"]) -> tuple[DFA | "LazyDFA", int]:
+                    standalone: Callable[[Node], StandaloneAutomaton]) -> tuple[DFA | StandaloneAutomaton, int]:
         """The lexeme automaton and its state for the document's NFA states `inside` the region
         (`at_start`: the set holds `start`; `ends`: the lexeme may end here)."""
         if self.dfa is not None:
@@ -132,7 +133,7 @@ class Region:
         return self.template.num_states - 1
 
     def counted_state(self, inside: frozenset[int], at_start: bool,
-                      standalone: Callable[[Node], "LazyDFA"]) -> "CountedPlace | None":
+                      standalone: Callable[[Node], StandaloneAutomaton]) -> "CountedPlace | None":
         """For a bounded repetition `item{lo,hi}`: the same place in the shared automaton of
         `item{0,HORIZON}` with as many repetitions left (at most HORIZON), which no token staying
         inside the lexeme can tell apart from this one (see `HORIZON`); None elsewhere.  Before
@@ -149,7 +150,7 @@ class Region:
         return CountedPlace(counted, counted_place(counted, k, offsets), done >= node.min)
 
 
-def counted_place(counted: "LazyDFA", done: int, offsets: frozenset[int] | None = None) -> int:
+def counted_place(counted: StandaloneAutomaton, done: int, offsets: frozenset[int] | None = None) -> int:
     """The state of the shared automaton `item{0,HORIZON}` (a counted region from NFA state 2)
     after `done` repetitions, between repetitions (`offsets` None) or at the given item state
     offsets inside the next one."""
@@ -159,13 +160,6 @@ def counted_place(counted: "LazyDFA", done: int, offsets: frozenset[int] | None 
     else:
         states = [2 + done * width + o for o in offsets]
     return counted.state_of(counted.closure(states))
-
-
-def warm_counted_masks(cache: "TokenMaskCache", counted: "LazyDFA") -> None:
-    """Compute the token masks of `item{0,HORIZON}` between repetitions, for every count left:
-    once per vocabulary, since every bounded repetition of `item` in any grammar shares them."""
-    for done in range(HORIZON, -1, -1):  # most left last: its walk reuses the states built before
-        cache.lexeme_base(counted, counted_place(counted, done))
 
 
 #: Repetitions no token can count past: a bounded repetition with more than this many left acts,
@@ -192,7 +186,7 @@ def _position(first: int, width: int, inside: frozenset[int],
 class CountedPlace(NamedTuple):
     """A place in the shared automaton of a bounded repetition (see `Region.counted_state`)."""
 
-    automaton: "LazyDFA"
+    automaton: StandaloneAutomaton
     state: int
     past_min: bool  # the lexeme may end where the shared automaton says so (else: inside only)
 
@@ -202,31 +196,8 @@ class LexemeState(NamedTuple):
     after the lexeme, and whether the lexeme may end here (the document state then holds the
     state after it too).  (A named tuple: one is made per such state, on a mask miss.)"""
 
-    automaton: DFA | "LazyDFA"
+    automaton: DFA | StandaloneAutomaton
     state: int
     after: int
     ends: bool
     counted: CountedPlace | None = None
-
-
-def lexeme_mask_into(words: np.ndarray, cache: "TokenMaskCache", dfa: "LazyDFA", where: LexemeState,
-                     max_seconds: float | None, deadline: float | None) -> np.ndarray:
-    """The packed mask of a document state inside a lexeme: the tokens inside the lexeme (the
-    lexeme's own mask, returned) and, written into `words` (all zero), the tokens that leave it
-    part way and (where it may end here) the mask of the state after it."""
-    trie = cache.vocab.trie
-    automaton, state = where.automaton, where.state
-    counted = where.counted if trie.max_depth <= HORIZON else None
-    inside = cache.lexeme_base(*((counted.automaton, counted.state) if counted else (automaton, state)), max_seconds)
-    if where.ends:
-        cache.stored(dfa, where.after, max_seconds).or_into(words)
-    if counted is not None and counted.past_min:  # ends where the shared automaton ends: its exits
-        automaton, state = counted.automaton, counted.state
-    nodes: list[int] = []
-    states: list[int] = []
-    for byte, found in exit_seeds_after(trie, automaton, state, dfa.live_bytes(where.after)):
-        nodes += found
-        states += [dfa.walk(where.after, bytes((byte,)))] * len(found)
-    if nodes:
-        walk_into(trie, dfa, np.array(nodes), np.array(states), words, deadline)
-    return inside

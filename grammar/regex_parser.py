@@ -20,6 +20,8 @@ flags and possessive quantifiers raise `UnsupportedRegexError`; malformed patter
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 from formwork.grammar.errors import RegexSyntaxError, UnsupportedRegexError
 from formwork.grammar.ir import EMPTY, Node, alt, any_text, chars, lit
 from formwork.grammar.regex_lookaround import Look, make_alt, make_repeat, make_seq, resolve
@@ -373,3 +375,18 @@ def parse_regex(pattern: str, search: bool = False) -> Node:
     if parser.i != len(pattern):
         raise parser.syntax("unexpected character")
     return node
+
+
+def regex(pattern: str, search: bool = False) -> Node:
+    """Parse a regular expression (ECMAScript/Python common subset) into IR.
+
+    search=False: the pattern must match the whole string; search=True: JSON Schema
+    `pattern` semantics, i.e. a match anywhere unless anchored with ^ / $.  Parses are memoised
+    process-wide (IR is immutable): schemas repeat patterns, and numeric ranges lower to regexes.
+    """
+    return _parse_regex(pattern, search)
+
+
+@lru_cache(maxsize=4096)
+def _parse_regex(pattern: str, search: bool) -> Node:
+    return parse_regex(pattern, search=search)

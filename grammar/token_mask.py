@@ -15,7 +15,7 @@ import numpy as np
 
 from formwork.grammar.dfa import DFA
 from formwork.grammar.lazy_dfa import LazyDFA
-from formwork.grammar.lexemes import lexeme_mask_into
+from formwork.grammar.lexeme_masks import lexeme_mask_into
 from formwork.grammar.native_walk import walk_state
 from formwork.grammar.packed import pack_token_ids
 from formwork.grammar.slices import JSON_STRING_CHARS, TokenSlice

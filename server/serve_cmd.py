@@ -9,7 +9,7 @@ import re
 import time
 from pathlib import Path
 
-from formwork.cli_args import positive_int
+from formwork.cli.args import positive_int
 
 DEVICE_HELP = "auto (CUDA when available, else the CPU), cpu, cuda or cuda:N"
 

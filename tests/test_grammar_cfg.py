@@ -22,7 +22,8 @@ from formwork.grammar import (  # noqa: E402
 from formwork.grammar.cfg import EmptyLanguageError, compile_cfg  # noqa: E402
 from formwork.grammar.cfg.lark_frontend import EbnfSyntaxError  # noqa: E402
 from formwork.grammar.dfa import START  # noqa: E402
-from formwork.grammar.ir import Grammar, RuleRef, alt, lit, regex, seq  # noqa: E402
+from formwork.grammar.ir import Grammar, RuleRef, alt, lit, seq  # noqa: E402
+from formwork.grammar.regex_parser import regex
 from formwork.grammar.packed import pack_token_ids  # noqa: E402
 
 

@@ -15,8 +15,9 @@ from formwork.grammar import (
 from formwork.grammar.automaton import compile_dfa
 from formwork.grammar.ir import (
     EMPTY, NOTHING, And, Bytes, ByteRange, Grammar, Not, Repeat, RuleRef, alt, any_char, chars, lit,
-    regex, repeat, seq,
+    repeat, seq,
 )
+from formwork.grammar.regex_parser import regex
 
 # (pattern, alphabet for random strings); \d and \w are compared under re.ASCII (our semantics).
 PATTERNS = [
@@ -223,7 +224,7 @@ def test_lazy_dfa_accepts_a_string_that_grows_its_state_arrays():
     # A fresh lazy DFA knows only a few states; a long walk creates many more, which replaces the
     # arrays that hold the accepting flags. accepts() must read the flags after the walk.
     from formwork.grammar.automaton import compile_dfa
-    from formwork.grammar.ir import regex
+    from formwork.grammar.regex_parser import regex
 
     dfa = compile_dfa(regex("a{300}"))
     assert dfa.accepts(b"a" * 300)

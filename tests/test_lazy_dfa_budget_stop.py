@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 from formwork.grammar.automaton import AutomatonBuilder
 from formwork.grammar.budget import CompileBudget
 from formwork.grammar.errors import GrammarBudgetError
-from formwork.grammar.ir import regex
+from formwork.grammar.regex_parser import regex
 
 
 def _rows_in_range(lazy) -> bool:

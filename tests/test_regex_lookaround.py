@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest_grammar_json import byte_vocab  # noqa: E402
 
 from formwork.grammar.errors import UnsupportedRegexError  # noqa: E402
-from formwork.grammar.ir import regex  # noqa: E402
+from formwork.grammar.regex_parser import regex  # noqa: E402
 from formwork.grammar.json_schema import UnsupportedSchemaError, compile_json_schema, lower_json_schema  # noqa: E402
 from formwork.grammar.json_schema.automata import SHARED, accepts  # noqa: E402
 from formwork.schemas.keywords import DRAFT_2020_12, KeywordKind, classify, regex_problem  # noqa: E402

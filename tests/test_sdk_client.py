@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from formwork import sdk
-from formwork.sdk_errors import (APIConnectionError, APITimeoutError, AuthenticationError, BadRequestError,
+from formwork.sdk.errors import (APIConnectionError, APITimeoutError, AuthenticationError, BadRequestError,
                                  InternalServerError, NotFoundError, OutputValidationError, RateLimitError,
                                  ServiceUnavailableError, TruncatedOutputError, UnsupportedOutputTypeError)
 

@@ -18,7 +18,7 @@ from pydantic import Field, TypeAdapter
 
 from formwork.core.demo import DEMO_MODEL_DIR
 from formwork.grammar import Vocabulary, allocate_token_bitmask, compile_json_schema
-from formwork.sdk_output import OutputFormat, output_format
+from formwork.sdk.output_types import OutputFormat, output_format
 
 VOCAB = Vocabulary.from_pretrained(DEMO_MODEL_DIR)
 CLOSERS = set(b'"]},')
@@ -193,7 +193,7 @@ def demo_llm():
 def test_values_the_llm_returns_satisfy_pydantic(demo_llm, tp, seed):
     """Through `LLM.generate` on the demo model, sampled: the value is valid to pydantic (a value that
     were not would raise OutputValidationError), or the output ran into max_tokens."""
-    from formwork.sdk_errors import TruncatedOutputError
+    from formwork.sdk.errors import TruncatedOutputError
 
     try:
         value = demo_llm.generate("Give me one:", output_type=tp, temperature=1.0, seed=seed, max_tokens=48)

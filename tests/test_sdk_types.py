@@ -1,5 +1,5 @@
 """Python types -> JSON Schema by pydantic (`formwork.schemas.python_types`) and output formats
-(`formwork.sdk_output`): schemas, refusals naming the field, values built by pydantic."""
+(`formwork.sdk.output_types`): schemas, refusals naming the field, values built by pydantic."""
 from __future__ import annotations
 
 import dataclasses
@@ -25,9 +25,9 @@ from conftest_sdk import to_json  # noqa: E402
 
 from formwork.grammar.json_schema import lower_json_schema
 from formwork.schemas.python_types import FORMAT_PATTERNS, UnsupportedTypeError, field_path, json_schema_of
-from formwork.sdk_errors import (GenerationError, OutputValidationError, TruncatedOutputError,
+from formwork.sdk.errors import (GenerationError, OutputValidationError, TruncatedOutputError,
                                  UnsupportedOutputTypeError)
-from formwork.sdk_output import Choice, JsonSchema, Regex, loc_path, output_format
+from formwork.sdk.output_types import Choice, JsonSchema, Regex, loc_path, output_format
 
 
 class Color(enum.Enum):

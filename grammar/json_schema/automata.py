@@ -19,7 +19,8 @@ from formwork.grammar.dfa import START, DFA
 from formwork.grammar.ir import Grammar, Node, Repeat
 from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.follow_exits import follow_trie
-from formwork.grammar.lexemes import HORIZON, warm_counted_masks
+from formwork.grammar.lexeme_masks import warm_counted_masks
+from formwork.grammar.lexemes import HORIZON
 
 if TYPE_CHECKING:
     from formwork.grammar.token_mask import TokenMaskCache

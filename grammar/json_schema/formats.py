@@ -23,7 +23,8 @@ ajv-formats asserts; ``1.0`` is the integer 1 but the grammar spells integers ca
 """
 from __future__ import annotations
 
-from formwork.grammar.ir import And, Node, Not, alt, lit, regex, seq
+from formwork.grammar.ir import And, Node, Not, alt, lit, seq
+from formwork.grammar.regex_parser import regex
 from formwork.grammar.json_schema.regex_format import REGEX_FORMAT
 
 HEX = "[0-9a-fA-F]"

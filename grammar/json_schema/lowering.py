@@ -13,7 +13,8 @@ from typing import Any, Collection, Optional
 
 from formwork.grammar.budget import check_budget
 from formwork.grammar.errors import GrammarError, RecursionNotSupportedError
-from formwork.grammar.ir import NOTHING, And, Node, Not, Nothing, RuleRef, alt, lit, regex
+from formwork.grammar.ir import NOTHING, And, Node, Not, Nothing, RuleRef, alt, lit
+from formwork.grammar.regex_parser import regex
 from formwork.grammar.json_schema.arrays import lower_array
 from formwork.grammar.json_schema.automata import SHARED, accepts
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError

@@ -21,7 +21,8 @@ from fractions import Fraction
 from typing import Optional
 
 from formwork.grammar.errors import GrammarBudgetError
-from formwork.grammar.ir import And, Node, alt, regex, seq
+from formwork.grammar.ir import And, Node, alt, seq
+from formwork.grammar.regex_parser import regex
 from formwork.grammar.json_schema.numbers import JSON_INTEGER, class_for_digits
 
 MAX_MODULUS = 64

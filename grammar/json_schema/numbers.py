@@ -1,7 +1,7 @@
 """Regular expressions for JSON numbers restricted to a range (multiples: `multiples.py`).
 
 Every function returns a regex *string* in the common ECMAScript/Python subset (so it can be checked
-with Python's ``re`` and parsed by :func:`formwork.grammar.ir.regex`).  The spellings produced:
+with Python's ``re`` and parsed by :func:`formwork.grammar.regex_parser.regex`).  The spellings produced:
 
 * integers: canonical JSON integers ``0``, ``[1-9][0-9]*``, ``-[1-9][0-9]*`` (no ``-0``, no exponent,
   no ``1.0``);

@@ -17,8 +17,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from formwork.grammar.ir import (
-    ByteSet, Node, Nothing, RuleRef, alt, any_text, children, lit, regex, seq,
+    ByteSet, Node, Nothing, RuleRef, alt, any_text, children, lit, seq,
 )
+from formwork.grammar.regex_parser import regex
 from formwork.grammar.json_schema.automata import SHARED
 from formwork.grammar.json_schema.expand import Alternative, Sub
 from formwork.grammar.json_schema.strings import quoted, string_content

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import functools
 
-from formwork.grammar.ir import Node, regex
+from formwork.grammar.ir import Node
+from formwork.grammar.regex_parser import regex
 from formwork.grammar.json_schema import formats
 from formwork.grammar.json_schema.strings import encode_decoded
 from formwork.grammar.json_schema.values import freeze

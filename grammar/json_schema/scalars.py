@@ -12,7 +12,8 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Optional
 
 from formwork.grammar.errors import GrammarBudgetError
-from formwork.grammar.ir import NOTHING, And, Node, alt, lit, regex
+from formwork.grammar.ir import NOTHING, And, Node, alt, lit
+from formwork.grammar.regex_parser import regex
 from formwork.grammar.json_schema import formats, multiples, numbers
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
 from formwork.grammar.json_schema.expand import Sub

@@ -6,7 +6,8 @@ import math
 from typing import Any
 
 from formwork.grammar.errors import GrammarError
-from formwork.grammar.ir import And, Node, RuleRef, alt, lit, regex, repeat, seq
+from formwork.grammar.ir import And, Node, RuleRef, alt, lit, repeat, seq
+from formwork.grammar.regex_parser import regex
 from formwork.grammar.json_schema.numbers import JSON_NUMBER
 from formwork.grammar.json_schema.options import Whitespace
 from formwork.grammar.json_schema.strings import QUOTE, literal_content, quoted, string_content

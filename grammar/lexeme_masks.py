@@ -1,0 +1,55 @@
+"""Token masks of document states inside a lexeme (see `formwork.grammar.lexemes`): the lexeme's
+own shared mask plus the tokens that leave it part way, and the warm-up of counted lexemes' masks."""
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from formwork.grammar.dfa import DFA
+from formwork.grammar.follow_exits import exit_seeds_after
+from formwork.grammar.lazy_dfa import LazyDFA
+from formwork.grammar.lexemes import HORIZON, LexemeState, counted_place
+from formwork.grammar.native_walk import walk_into
+from formwork.grammar.stored_mask import StoredMask
+from formwork.grammar.vocabulary import Vocabulary
+
+
+class MaskSource(Protocol):
+    """What these functions need of a `TokenMaskCache`."""
+
+    vocab: Vocabulary
+
+    def lexeme_base(self, automaton: DFA | LazyDFA, state: int, max_seconds: float | None = None) -> np.ndarray: ...
+
+    def stored(self, dfa: LazyDFA, state: int, max_seconds: float | None = None) -> StoredMask: ...
+
+
+def warm_counted_masks(cache: MaskSource, counted: LazyDFA) -> None:
+    """Compute the token masks of `item{0,HORIZON}` between repetitions, for every count left:
+    once per vocabulary, since every bounded repetition of `item` in any grammar shares them."""
+    for done in range(HORIZON, -1, -1):  # most left last: its walk reuses the states built before
+        cache.lexeme_base(counted, counted_place(counted, done))
+
+
+def lexeme_mask_into(words: np.ndarray, cache: MaskSource, dfa: LazyDFA, where: LexemeState,
+                     max_seconds: float | None, deadline: float | None) -> np.ndarray:
+    """The packed mask of a document state inside a lexeme: the tokens inside the lexeme (the
+    lexeme's own mask, returned) and, written into `words` (all zero), the tokens that leave it
+    part way and (where it may end here) the mask of the state after it."""
+    trie = cache.vocab.trie
+    automaton, state = where.automaton, where.state
+    counted = where.counted if trie.max_depth <= HORIZON else None
+    inside = cache.lexeme_base(*((counted.automaton, counted.state) if counted else (automaton, state)), max_seconds)
+    if where.ends:
+        cache.stored(dfa, where.after, max_seconds).or_into(words)
+    if counted is not None and counted.past_min:  # ends where the shared automaton ends: its exits
+        automaton, state = counted.automaton, counted.state
+    nodes: list[int] = []
+    states: list[int] = []
+    for byte, found in exit_seeds_after(trie, automaton, state, dfa.live_bytes(where.after)):
+        nodes += found
+        states += [dfa.walk(where.after, bytes((byte,)))] * len(found)
+    if nodes:
+        walk_into(trie, dfa, np.array(nodes), np.array(states), words, deadline)
+    return inside
