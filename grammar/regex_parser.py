@@ -1,7 +1,8 @@
 """Regular expressions (the ECMAScript/Python common subset) to grammar IR.
 
 Supported: literals, escapes (\\n \\t \\r \\f \\v \\0 \\xHH \\uHHHH \\u{H..} \\UHHHHHHHH and escaped
-punctuation), classes `[...]` with negation and ranges, `\\d \\w \\s \\D \\W \\S`, `.`,
+punctuation), classes `[...]` with negation and ranges, `\\d \\w \\s \\D \\W \\S`, Unicode property
+escapes `\\p{..} \\P{..}` (general categories; see `unicode_properties`), `.`,
 quantifiers `* + ? {m} {m,} {m,n}` and their lazy variants (same language), groups
 `( )`, `(?: )`, named groups `(?P<n> )` / `(?<n> )`, alternation, and `^` / `$` anchors at the
 start / end of a top-level alternative.
@@ -25,6 +26,7 @@ from functools import lru_cache
 from formwork.grammar.errors import RegexSyntaxError, UnsupportedRegexError
 from formwork.grammar.ir import EMPTY, Node, alt, any_text, chars, lit
 from formwork.grammar.regex_lookaround import Look, make_alt, make_repeat, make_seq, resolve
+from formwork.grammar.unicode_properties import property_ranges
 
 CodeRanges = list[tuple[int, int]]
 
@@ -298,10 +300,23 @@ class _Parser:
         if c == "U":
             return self.hex_escape(8, start)
         if c in "pP":
-            raise self.unsupported("Unicode property escapes are not supported", start)
+            return self.property_escape(negated=c == "P", start=start)
         if c.isalnum():
             raise self.syntax(f"unknown escape \\{c}", start)
         return [(ord(c), ord(c))], False
+
+    def property_escape(self, negated: bool, start: int) -> tuple[CodeRanges, bool]:
+        """`\\p{Name}` / `\\P{Name}` (self.i after the letter): see `unicode_properties`."""
+        end = self.p.find("}", self.i)
+        if self.peek() != "{" or end < 0:
+            raise self.syntax("a Unicode property escape needs braces: \\p{Name}", start)
+        name = self.p[self.i + 1:end]
+        ranges = property_ranges(name)
+        if ranges is None:
+            raise self.unsupported(f"Unicode property \\p{{{name}}} is not supported (general categories, "
+                                   "Any, ASCII and Assigned are; scripts are not)", start)
+        self.i = end + 1
+        return ranges, negated
 
     def hex_escape(self, n: int, start: int) -> tuple[CodeRanges, bool]:
         digits = self.p[self.i:self.i + n]

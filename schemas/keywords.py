@@ -170,16 +170,20 @@ class Verdict:
     reason: str = ""
 
 
+#: A Unicode property escape `\p{Name}`/`\P{Name}` (not after an escaping backslash).
+_PROPERTY_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\[pP]\{[^{}\\]*\}")
+
+
 def regex_problem(pattern: str) -> str | None:
     """Why `pattern` is not a regular expression formwork can compile, or None if it is."""
     if _BACKREFERENCE.search(pattern):
         return ("backreferences are not regular; the pattern cannot be compiled to an automaton "
                 "(lookarounds can)")
     try:
-        re.compile(pattern)
+        re.compile(_PROPERTY_ESCAPE.sub(r"\1a", pattern))  # Python's re lacks \p{..}; the compiler has it
     except re.error as error:
         return (f"not in the supported regex syntax (the ECMAScript/Python common subset; "
-                f"e.g. \\p{{...}} and \\cX are not): {error}")
+                f"e.g. \\cX and inline flags are not): {error}")
     return None
 
 
