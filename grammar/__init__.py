@@ -1,4 +1,4 @@
-"""formwork.grammar: constraints (regex, choice, IR grammars, JSON Schema) as token masks.
+"""formwork.grammar: constraints (regex, choice, IR grammars, JSON Schema, tagged regions) as token masks.
 
     vocab = Vocabulary.from_pretrained(tokenizer_or_path, vocab_size=None)
     g = compile_regex(r"\\d{3}-\\d{4}", vocab)
@@ -29,7 +29,7 @@ __all__ = [
     "GrammarError", "Matcher", "RecursionNotSupportedError", "RegexSyntaxError", "RollbackError",
     "UndefinedRuleError", "UnsupportedRegexError", "Vocabulary", "VocabularyError",
     "allocate_token_bitmask", "compile_choice", "compile_ebnf", "compile_grammar",
-    "compile_regex",
+    "compile_regex", "compile_tags",
 ]
 
 
@@ -39,4 +39,8 @@ def __getattr__(name: str) -> Any:
         from formwork.grammar.json_schema import compile_json_schema
 
         return compile_json_schema
+    if name == "compile_tags":
+        from formwork.grammar.tags import compile_tags
+
+        return compile_tags
     raise AttributeError(f"module 'formwork.grammar' has no attribute {name!r}")

@@ -6,7 +6,7 @@ from formwork.grammar.counted_dfa import COUNT_FROM, CountedDFA, counted_interse
 from formwork.grammar.dfa import DFA, complement, product
 from formwork.grammar.errors import RecursionNotSupportedError, UndefinedRuleError
 from formwork.grammar.ir import (
-    And, Grammar, Node, Not, Repeat, RuleRef, any_text, map_children,
+    And, Grammar, Node, Not, Repeat, RuleRef, any_bytes, any_text, map_children,
 )
 from formwork.grammar.gc_pause import paused_gc
 from formwork.grammar.lazy_dfa import LazyDFA
@@ -105,7 +105,8 @@ class AutomatonBuilder:
         elif isinstance(node, And):
             out = product(self.eager(node.a), self.eager(node.b), "and", self.budget)
         elif isinstance(node, Not):
-            out = complement(self.eager(node.a), self.eager(any_text()), self.budget)
+            universe = any_bytes() if node.over_bytes else any_text()
+            out = complement(self.eager(node.a), self.eager(universe), self.budget)
         else:
             nfa = NFA(node, self.budget, self.embedded, template_of=self.lexeme_template)
             out = LazyDFA(SubsetBuilder(nfa, START, FINAL, self.budget, empty=nfa.empty), root=node,

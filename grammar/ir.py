@@ -153,9 +153,11 @@ class And(Node):
 
 @_node
 class Not(Node):
-    """Complement of `a` with respect to all valid UTF-8 strings."""
+    """Complement of `a` with respect to all valid UTF-8 strings (`over_bytes`: to all byte
+    strings, e.g. free text that only has to avoid some strings)."""
 
     a: Node
+    over_bytes: bool = False
 
 
 @_node
@@ -347,7 +349,7 @@ def map_children(node: Node, f: Callable[[Node], Node]) -> Node:
     if isinstance(node, And):
         return And(f(node.a), f(node.b))
     if isinstance(node, Not):
-        return Not(f(node.a))
+        return Not(f(node.a), node.over_bytes)
     return node
 
 
@@ -407,3 +409,8 @@ def any_char() -> Node:
 def any_text() -> Node:
     """Any valid UTF-8 string."""
     return repeat(any_char(), 0, None)
+
+
+def any_bytes() -> Node:
+    """Any byte string."""
+    return repeat(ByteRange(0, 255), 0, None)

@@ -1,0 +1,77 @@
+"""Compiling a `tags` spec (and a reasoning model's thinking before a constraint) for a vocabulary."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from formwork.grammar.compiler import CompiledGrammar, GrammarCompiler, default_compiler
+from formwork.grammar.errors import GrammarBudgetError, GrammarError
+from formwork.grammar.ir import Grammar, Node, RuleRef, seq
+from formwork.grammar.json_schema import lower_json_schema
+from formwork.grammar.json_schema.cache import compile_cached
+from formwork.grammar.regex_parser import regex
+from formwork.grammar.tags.language import WHITESPACE, Region, tags_language
+from formwork.grammar.tags.spec import Tag, TagSpecError, TagsSpec, parse_tags_spec
+
+THINK_END = "</think>"
+
+
+@dataclass
+class Lowered:
+    """IR (a `Grammar` when recursive) plus the warnings of lenient lowering."""
+
+    node: Node | Grammar
+    warnings: list[str] = field(default_factory=list)
+
+
+def lower_tags(spec: TagsSpec) -> Lowered:
+    """The IR of a checked spec; a constraint that does not compile is a `TagSpecError` naming it."""
+    warnings: list[str] = []
+    regions = []
+    for i, tag in enumerate(spec.tags):
+        body = _lower_constraint(tag, f"tags[{i}].{tag.kind}", warnings)
+        regions.append(Region(tag.trigger, tag.begin, body, tag.end))
+    node = tags_language(regions, spec.triggers, free_text=spec.free_text, at_least_one=spec.at_least_one,
+                         stop_after_first=spec.stop_after_first)
+    return Lowered(node, warnings)
+
+
+def _lower_constraint(tag: Tag, where: str, warnings: list[str]) -> Node | Grammar:
+    try:
+        if tag.kind == "schema":
+            lowered = lower_json_schema(tag.constraint)
+            warnings.extend(f"{where}: {w}" for w in lowered.warnings)
+            return lowered.node
+        if tag.kind == "regex":
+            return regex(tag.constraint)
+        from formwork.grammar.cfg.ebnf import ebnf_grammar
+
+        return ebnf_grammar(tag.constraint)
+    except GrammarBudgetError:
+        raise
+    except GrammarError as exc:
+        raise TagSpecError(where, str(exc)) from exc
+
+
+def thinking_then(answer: Node | Grammar) -> Node | Grammar:
+    """A reasoning model's output: free thinking (its `<think>` opening may be in the prompt or
+    written first), `</think>`, optional whitespace, then `answer`; nothing may end it earlier."""
+    if isinstance(answer, Grammar):
+        answer = Grammar({**answer.rules, "<answer>": seq(WHITESPACE, RuleRef(answer.start))}, "<answer>")
+    else:
+        answer = seq(WHITESPACE, answer)
+    return tags_language([Region(THINK_END, THINK_END, answer, "")], [THINK_END], at_least_one=True,
+                         stop_after_first=True)
+
+
+def compile_tags(spec: Any, vocab: Any, *, compiler: GrammarCompiler | None = None) -> CompiledGrammar:
+    """Compile a `tags` spec (see `formwork.grammar.tags`) for `vocab`; cached by its canonical text."""
+    parsed = parse_tags_spec(spec)
+    return compile_lowered(("tags", parsed.key), lambda: lower_tags(parsed), vocab, compiler)
+
+
+def compile_lowered(key: tuple, lower: Callable[[], Any], vocab: Any,
+                    compiler: GrammarCompiler | None = None) -> CompiledGrammar:
+    """Compile what `lower()` returns (`.node`, `.warnings`) with the shared sub-automata, cached by `key`."""
+    return compile_cached(compiler or default_compiler(vocab), lambda: key, lower)
