@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from formwork.grammar._subset import SubsetCore, edge_cuts, table_ranges
 from formwork.grammar.automaton import AutomatonBuilder
@@ -163,7 +163,7 @@ def reference_ranges(table: np.ndarray) -> list[list[tuple[int, int, int]]]:
 
 @given(st.integers(1, 5).flatmap(lambda n: st.lists(st.integers(0, n - 1), min_size=n * 256, max_size=n * 256)
                                  .map(lambda xs: np.array(xs, dtype=np.int32).reshape(n, 256))))
-@settings(max_examples=50)
+@settings(max_examples=50, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 def test_table_ranges_are_the_runs_of_each_row(table):
     table[:, 100:180] = table[:, 100:101]  # long runs too
     got = table_ranges(table, len(table))
