@@ -19,7 +19,7 @@ $(VENV)/.installed: pyproject.toml $(shell find grammar/native -name "*.[ch]") $
 	touch $@
 
 $(VENV)/.installed-test: pyproject.toml $(shell find grammar/native -name "*.[ch]") $(VENV)/.torch
-	$(PIP) install -e '.[test]'
+	$(PIP) install -e '.[test,ray]'
 	touch $@
 
 serve: $(VENV)/.installed

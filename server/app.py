@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
+from prometheus_client import CollectorRegistry
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -64,7 +65,11 @@ class OpenAIServer:
         self.engine = engine
         self.config = config
         self.created = int(time.time())
-        self.metrics_registry = metrics_registry(engine, config.served_model_name)  # this server's own
+        self.metrics_registry = self.build_metrics_registry()  # this server's own
+
+    def build_metrics_registry(self) -> CollectorRegistry:
+        """The registry `/metrics` renders (a replica router's merges its replicas)."""
+        return metrics_registry(self.engine, self.config.served_model_name)
 
     # ---- plumbing ---------------------------------------------------------------------------------
 
@@ -292,9 +297,9 @@ async def _unexpected_error(http: Request, exc: Exception) -> Response:
     return InternalError(f"internal server error: {type(exc).__name__}: {exc}").to_response()
 
 
-def build_app(engine: EngineClient, config: ServerConfig) -> Starlette:
-    """The ASGI app serving `engine` under `config.served_model_name`."""
-    server = OpenAIServer(engine, config)
+def build_app(engine: EngineClient, config: ServerConfig, server_type: type[OpenAIServer] = OpenAIServer) -> Starlette:
+    """The ASGI app serving `engine` under `config.served_model_name` with `server_type`'s handlers."""
+    server = server_type(engine, config)
     routes = [
         Route("/v1/completions", server.completions, methods=["POST"]),
         Route("/v1/chat/completions", server.chat_completions, methods=["POST"]),

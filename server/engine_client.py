@@ -1,5 +1,7 @@
 """The server's view of the engine: tokenization, chat rendering, constraint checks and request streams.
 
+`PromptTools` is the engine-free half (what a replica router needs too); `EngineClient` adds one engine.
+
 `EngineClient` wraps the core `AsyncLLMEngine` and turns its errors into API errors: an engine
 refusal (bad prompt, duplicate id) is a 400, a full waiting queue a 503 with Retry-After, a dead
 engine a 503, a request that fails inside the engine a 500.
@@ -16,7 +18,8 @@ from formwork.core.async_engine import AsyncLLMEngine, EngineDeadError, EngineOv
 from formwork.core.config import EngineConfig
 from formwork.core.engine import PromptTooLongError, RequestError
 from formwork.core.events import RequestFailedError
-from formwork.core.model_files import ChatTemplateError
+from formwork.core.grammar_backend import GrammarBackend
+from formwork.core.model_files import ChatTemplateError, ModelFiles
 from formwork.core.outputs import RequestOutput
 from formwork.core.sampling_params import SamplingParams
 from formwork.server.constraints import ConstraintValidator
@@ -27,19 +30,50 @@ from formwork.server.metrics import structured_output_metrics
 _END = object()
 
 
-class EngineClient:
+class PromptTools:
+    """The engine-free half of the server's view: tokenization, chat rendering, token bytes and
+    constraint checks over one model's files and grammar backend (a replica router has these
+    without an engine of its own)."""
+
+    def __init__(self, files: ModelFiles, max_model_len: int, backend: GrammarBackend, compile_max_seconds: float):
+        self.files = files
+        self.tokenizer = files.tokenizer
+        self.max_model_len = max_model_len
+        self.vocab = backend.vocab
+        self.validator = ConstraintValidator(lambda spec: backend.compile(spec, compile_max_seconds))
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(self.tokenizer(text).input_ids)
+
+    def decode(self, token_ids: list[int]) -> str:
+        return self.tokenizer.decode(token_ids)
+
+    def render_chat(self, messages: list[dict[str, Any]]) -> tuple[str, list[int]]:
+        """The conversation rendered with the model's chat template, and its token ids."""
+        try:
+            text = self.files.apply_chat_template(messages, add_generation_prompt=True)
+        except ChatTemplateError as exc:
+            raise InvalidRequestError(str(exc), param="messages") from None
+        return text, list(self.tokenizer(text, add_special_tokens=False).input_ids)
+
+    def token_bytes(self, token_id: int, text: str) -> bytes:
+        """The exact bytes of a generated token (its text's UTF-8 for special tokens)."""
+        raw = self.vocab.token_bytes[token_id] if 0 <= token_id < self.vocab.vocab_size else None
+        return raw if raw is not None else text.encode()
+
+    def check_constraint(self, spec: dict[str, Any], param: str) -> list[str]:
+        return self.validator.check(spec, param)
+
+
+class EngineClient(PromptTools):
     """Everything the routes ask of the engine (an `AsyncLLMEngine`)."""
 
     def __init__(self, engine: AsyncLLMEngine):
         self.engine = engine
         core = engine.engine  # the LLMEngine: model files, tokenizer, limits
-        self.files = core.files
-        self.tokenizer = core.tokenizer
-        self.max_model_len: int = core.max_model_len
         self.structured_output = so = core.structured_output
-        backend = so.backend  # built now (vocabulary, token trie), not on the first constrained request
-        self.vocab = backend.vocab
-        self.validator = ConstraintValidator(lambda spec: backend.compile(spec, so.compile_max_seconds))
+        # the backend is built now (vocabulary, token trie), not on the first constrained request
+        super().__init__(core.files, core.max_model_len, so.backend, so.compile_max_seconds)
 
     @classmethod
     def from_model(cls, model_dir: str | Path, **options: Any) -> "EngineClient":
@@ -85,30 +119,6 @@ class EngineClient:
     def abort(self, request_ids: list[str]) -> None:
         """Cancel requests now (unknown or finished ids are ignored); frees their KV blocks."""
         self.engine.abort(request_ids)
-
-    # ---- prompts ----------------------------------------------------------------------------------
-
-    def tokenize(self, text: str) -> list[int]:
-        return list(self.tokenizer(text).input_ids)
-
-    def decode(self, token_ids: list[int]) -> str:
-        return self.tokenizer.decode(token_ids)
-
-    def render_chat(self, messages: list[dict[str, Any]]) -> tuple[str, list[int]]:
-        """The conversation rendered with the model's chat template, and its token ids."""
-        try:
-            text = self.files.apply_chat_template(messages, add_generation_prompt=True)
-        except ChatTemplateError as exc:
-            raise InvalidRequestError(str(exc), param="messages") from None
-        return text, list(self.tokenizer(text, add_special_tokens=False).input_ids)
-
-    def token_bytes(self, token_id: int, text: str) -> bytes:
-        """The exact bytes of a generated token (its text's UTF-8 for special tokens)."""
-        raw = self.vocab.token_bytes[token_id] if 0 <= token_id < self.vocab.vocab_size else None
-        return raw if raw is not None else text.encode()
-
-    def check_constraint(self, spec: dict[str, Any], param: str) -> list[str]:
-        return self.validator.check(spec, param)
 
     def describe(self) -> str:
         """One line for the startup log: the model, its limits and the KV pool."""

@@ -41,6 +41,17 @@ def fraction(text: str) -> float:
     return value
 
 
+def resource_amount(text: str) -> float:
+    """A non-negative number of CPUs or GPUs, e.g. 1 or 0.5."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text!r}")
+    return value
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "serve", help="serve a model over the OpenAI-compatible HTTP API",
@@ -75,30 +86,39 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--max-body-bytes", type=parse_size, default=None, help="request body limit (413)")
     parser.add_argument("--max-schema-bytes", type=parse_size, default=None, help="constraint size limit (400)")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    replicas = parser.add_argument_group("data parallelism (Ray Serve; pip install 'formwork[ray]')")
+    replicas.add_argument("--data-parallel-size", type=positive_int, default=1,
+                          help="engine replicas, each a Ray Serve replica behind this server's routes, "
+                               "routed by prompt prefix then load (default 1: one in-process engine)")
+    replicas.add_argument("--ray-address", default=None,
+                          help="join this Ray cluster (e.g. ray://head:10001 or auto) instead of starting a "
+                               "local Ray instance; replicas go through Ray even with --data-parallel-size 1")
+    replicas.add_argument("--cpus-per-replica", type=resource_amount, default=1.0,
+                          help="Ray CPUs each replica reserves; also its torch threads (default 1)")
+    replicas.add_argument("--gpus-per-replica", type=resource_amount, default=None,
+                          help="Ray GPUs each replica reserves (default: 1 when --device is cuda*, or auto "
+                               "with CUDA on this machine; else 0)")
     parser.set_defaults(func=run)
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
     """Load the model, build the app and run uvicorn until interrupted; returns the exit code."""
-    import uvicorn
-
     from formwork.core.config import ConfigError
     from formwork.core.model_files import ModelLoadError
-    from formwork.server.app import ServerConfig, build_app
+    from formwork.server.app import build_app
     from formwork.server.engine_client import EngineClient
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.data_parallel_size > 1 or args.ray_address is not None:
+        from formwork.server.replicas.serve_replicas import run_replicas
+
+        return run_replicas(args)
     try:
-        model_dir, default_name = _resolve_model(args.model)
+        model_dir, default_name = resolve_model(args.model)
         started = time.perf_counter()
         logger.info("loading model from %s ...", model_dir)
-        engine = EngineClient.from_model(
-            model_dir, max_model_len=args.max_model_len, max_num_seqs=args.max_num_seqs,
-            max_num_batched_tokens=args.max_num_batched_tokens, kv_cache_memory=args.kv_cache_memory,
-            max_waiting_requests=args.max_waiting_requests, enable_prefix_caching=not args.no_prefix_caching,
-            seed=args.seed, device=args.device, dtype=args.dtype, gpu_memory_utilization=args.gpu_memory_utilization,
-            cuda_graphs=args.cuda_graphs, warmup=args.warmup)
+        engine = EngineClient.from_model(model_dir, **engine_options(args))
     except ConfigError as exc:
         logger.error("invalid engine option: %s", exc)
         return 2
@@ -111,22 +131,49 @@ def run(args: argparse.Namespace) -> int:
     logger.info("device %s, CUDA graphs %s, warm-up %s", core_config.device,
                 "on" if core_config.use_cuda_graphs else "off", "done" if core_config.use_warmup else "off")
     freeze_startup_heap()
+    config = server_config(args, default_name, model_dir)
+    app = build_app(engine, config)
+    engine.start()
+    try:
+        serve_http(app, args, config)
+    finally:
+        engine.shutdown()
+    return 0
+
+
+def engine_options(args: argparse.Namespace) -> dict:
+    """The `EngineConfig` fields the command line sets (None means the engine's default); with
+    --data-parallel-size every replica's engine gets the same (tensor_parallel_size included: each
+    replica then reserves that many GPUs)."""
+    return dict(max_model_len=args.max_model_len, max_num_seqs=args.max_num_seqs,
+                max_num_batched_tokens=args.max_num_batched_tokens, kv_cache_memory=args.kv_cache_memory,
+                max_waiting_requests=args.max_waiting_requests, enable_prefix_caching=not args.no_prefix_caching,
+                seed=args.seed, device=args.device, dtype=args.dtype,
+                gpu_memory_utilization=args.gpu_memory_utilization, cuda_graphs=args.cuda_graphs,
+                warmup=args.warmup)
+
+
+def server_config(args: argparse.Namespace, default_name: str, model_dir: Path):
+    """The HTTP layer's settings from the command line."""
+    from formwork.server.app import ServerConfig
+
     config = ServerConfig(served_model_name=args.served_model_name or default_name, api_key=args.api_key,
                           model_root=str(model_dir))
     if args.max_body_bytes:
         config.max_body_bytes = args.max_body_bytes
     if args.max_schema_bytes:
         config.max_schema_bytes = args.max_schema_bytes
-    app = build_app(engine, config)
+    return config
+
+
+def serve_http(app, args: argparse.Namespace, config) -> None:
+    """Run uvicorn on `app` until interrupted."""
+    import uvicorn
+
     logger.info("serving %r on http://%s:%d (auth %s)", config.served_model_name, args.host, args.port,
                 "on" if args.api_key else "off")
-    engine.start()
-    try:
-        uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level,
-                                      timeout_graceful_shutdown=5)).run()
-    finally:
-        engine.shutdown()
-    return 0
+    uvicorn.Server(uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level,
+                                  timeout_graceful_shutdown=5)).run()
 
 
 def freeze_startup_heap() -> int:
@@ -139,7 +186,7 @@ def freeze_startup_heap() -> int:
     return gc.get_freeze_count()
 
 
-def _resolve_model(model: str | None) -> tuple[Path, str]:
+def resolve_model(model: str | None) -> tuple[Path, str]:
     """The model directory and its default served name."""
     if model is not None:
         return Path(model), model

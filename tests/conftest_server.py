@@ -61,7 +61,7 @@ class ServerProcess:
         self.log_path = log_path
 
     @classmethod
-    def start(cls, model: str | Path | None, *args: str) -> "ServerProcess":
+    def start(cls, model: str | Path | None, *args: str, startup_timeout: float = STARTUP_TIMEOUT) -> "ServerProcess":
         port = free_port()
         log = Path(tempfile.mkstemp(prefix="formwork-serve-", suffix=".log")[1])
         cmd = [sys.executable, "-m", "formwork.cli", "serve", "--port", str(port), "--log-level", "info", *args]
@@ -72,14 +72,14 @@ class ServerProcess:
             proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=REPO_ROOT, env=env,
                                     preexec_fn=_die_with_parent if sys.platform == "linux" else None)
         server = cls(proc, port, log)
-        server.wait_ready()
+        server.wait_ready(startup_timeout)
         return server
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def wait_ready(self) -> None:
-        deadline = time.monotonic() + STARTUP_TIMEOUT
+    def wait_ready(self, timeout: float = STARTUP_TIMEOUT) -> None:
+        deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"formwork serve exited with {self.proc.returncode}:\n{self.log()}")
@@ -90,7 +90,7 @@ class ServerProcess:
                 pass
             time.sleep(0.2)
         self.stop()
-        raise RuntimeError(f"formwork serve did not become healthy in {STARTUP_TIMEOUT}s:\n{self.log()}")
+        raise RuntimeError(f"formwork serve did not become healthy in {timeout}s:\n{self.log()}")
 
     def stop(self) -> None:
         if self.proc.poll() is None:
