@@ -143,7 +143,7 @@ class AsyncLLMEngine:
 
     @property
     def is_healthy(self) -> bool:
-        return self._error is None
+        return self._error is None and self.engine.is_healthy
 
     @property
     def is_running(self) -> bool:

@@ -35,6 +35,10 @@ class EngineConfig:
 
     Start-up: `warmup` runs every kernel variant once before serving (None: on for CUDA); `cuda_graphs`
     captures decode steps as CUDA graphs per padded batch size (None: on for CUDA; True on CPU is refused).
+
+    `tensor_parallel_size=N > 1` shards the model over N processes (`formwork.core.distributed`): on
+    CUDA rank r uses cuda:r (N GPUs needed, device "cuda" or "auto"), on the CPU gloo over loopback.
+    CUDA graphs are off with N > 1 (True is refused).
     """
 
     block_size: int = 16
@@ -56,6 +60,7 @@ class EngineConfig:
     overlap_mask_fill: bool | None = None
     grammar_compile_budget_s: float = 10.0
     grammar_step_budget_s: float = 5.0
+    tensor_parallel_size: int = 1
 
     def __post_init__(self) -> None:
         _positive_int("block_size", self.block_size)
@@ -85,6 +90,7 @@ class EngineConfig:
             raise ConfigError(f"dtype must be auto, float32, float16 or bfloat16, got {self.dtype!r}")
         self.device = resolve_device(self.device)
         self._check_gpu_options()
+        self._check_tensor_parallel()
 
     def _check_gpu_options(self) -> None:
         on_cuda = self.device.startswith("cuda")
@@ -105,14 +111,36 @@ class EngineConfig:
         if self.num_gpu_blocks is not None or self.kv_cache_memory is not None:
             raise ConfigError("give one of num_gpu_blocks, kv_cache_memory or gpu_memory_utilization, not several")
 
+    def _check_tensor_parallel(self) -> None:
+        size = self.tensor_parallel_size
+        _positive_int("tensor_parallel_size", size)
+        if size == 1:
+            return
+        if self.cuda_graphs:
+            raise ConfigError("cuda_graphs with tensor_parallel_size > 1 is not supported (use --no-cuda-graphs)")
+        if not self.on_cuda:
+            return
+        if self.device != "cuda":
+            raise ConfigError(f"with tensor_parallel_size={size} give device 'cuda' or 'auto' (rank r uses "
+                              f"cuda:r), not {self.device!r}")
+        count = torch.cuda.device_count()
+        if count < size:
+            raise ConfigError(f"tensor_parallel_size={size} needs {size} CUDA devices; this machine has {count}")
+
+    def rank_device(self, rank: int) -> str:
+        """The device of tensor-parallel rank `rank`: cuda:rank on CUDA with several ranks, else `device`."""
+        return f"cuda:{rank}" if self.on_cuda and self.tensor_parallel_size > 1 else self.device
+
     @property
     def on_cuda(self) -> bool:
         return self.device.startswith("cuda")
 
     @property
     def use_cuda_graphs(self) -> bool:
-        """Whether decode steps replay CUDA graphs (default: on CUDA)."""
-        return self.on_cuda if self.cuda_graphs is None else self.cuda_graphs
+        """Whether decode steps replay CUDA graphs (default: on CUDA with one rank)."""
+        if self.cuda_graphs is None:
+            return self.on_cuda and self.tensor_parallel_size == 1
+        return self.cuda_graphs
 
     @property
     def use_warmup(self) -> bool:

@@ -14,6 +14,7 @@ import torch
 from formwork.core.block_manager import BlockManager
 from formwork.core.config import EngineConfig
 from formwork.core.detokenizer import IncrementalDetokenizer
+from formwork.core.distributed.runner import TensorParallelRunner
 from formwork.core.metrics import EngineMetrics, now
 from formwork.core.model_files import ModelFiles
 from formwork.core.model_runner import ModelRunner
@@ -69,7 +70,10 @@ class LLMEngine:
         self.tokenizer = self.files.tokenizer
         bs = config.block_size
         max_model_len = config.resolve_max_model_len(self.files.max_model_len)
-        self.runner = ModelRunner.for_engine(self.files, config, max_model_len)
+        if config.tensor_parallel_size > 1:
+            self.runner = TensorParallelRunner(self.files, config, max_model_len)
+        else:
+            self.runner = ModelRunner.for_engine(self.files, config, max_model_len)
         num_blocks = self.runner.num_blocks
         if num_blocks * bs < max_model_len:
             logger.warning("KV pool holds %d tokens; max_model_len lowered from %d", num_blocks * bs, max_model_len)
@@ -94,6 +98,16 @@ class LLMEngine:
             warm_up(self)  # every kernel variant compiled before the first request
         if config.use_cuda_graphs:
             self.runner.capture_cuda_graphs(config.max_num_seqs)
+
+    @property
+    def is_healthy(self) -> bool:
+        """False once a tensor-parallel worker has died (the engine cannot run another step)."""
+        return not isinstance(self.runner, TensorParallelRunner) or self.runner.healthy
+
+    def close(self) -> None:
+        """Stop the tensor-parallel workers, if any (also done when the engine is garbage-collected)."""
+        if isinstance(self.runner, TensorParallelRunner):
+            self.runner.close()
 
     # ---- requests -------------------------------------------------------------------------------
 

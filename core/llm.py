@@ -21,8 +21,9 @@ Conversation = list[dict[str, Any]]
 
 class LLM:
     """A model plus an engine for batch generation. `model=None` loads the embedded demo model;
-    `engine_options` are `EngineConfig` fields (device, dtype, block_size, max_num_seqs, ...); the device
-    defaults to "auto": CUDA when `torch.cuda.is_available()`, else the CPU."""
+    `engine_options` are `EngineConfig` fields (device, dtype, block_size, max_num_seqs,
+    tensor_parallel_size, ...); the device defaults to "auto": CUDA when `torch.cuda.is_available()`,
+    else the CPU."""
 
     def __init__(self, model: str | Path | None = None, **engine_options: Any):
         self.engine = LLMEngine(model, **engine_options)
@@ -31,6 +32,11 @@ class LLM:
     @property
     def tokenizer(self):
         return self.engine.tokenizer
+
+    def close(self) -> None:
+        """Stop the engine's tensor-parallel workers, if any (`tensor_parallel_size > 1`); the LLM cannot
+        generate afterwards. Garbage collection and interpreter exit do the same."""
+        self.engine.close()
 
     def generate(self, prompts: PromptType | SequenceABC[PromptType],
                  sampling_params: SamplingParams | SequenceABC[SamplingParams] | None = None,

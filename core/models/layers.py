@@ -1,12 +1,17 @@
-"""Building blocks shared by the Llama-family models: linear layers (plain and fused), RMSNorm, SwiGLU,
-embeddings. Parameters are allocated uninitialised (``torch.empty``): the loader fills every one of them
-from the checkpoint, so random initialisation would be wasted work."""
+"""Building blocks shared by the Llama-family models, split Megatron-style over a tensor-parallel group
+(`sharding`): column- and row-parallel linear layers, RMSNorm, SwiGLU, a vocabulary-parallel embedding
+that doubles as the lm_head. With one rank each is the plain layer. Parameters are allocated
+uninitialised (``torch.empty``): the loader fills every one of them from the checkpoint (``shard_of``
+says which slice of which checkpoint tensor), so random initialisation would be wasted work."""
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from formwork.core.distributed.group import TensorParallelGroup
+from formwork.core.models.sharding import Shard, vocab_shard
 
 
 class WeightShapeError(ValueError):
@@ -24,41 +29,59 @@ def copy_checked(target: torch.Tensor, tensor: torch.Tensor) -> None:
     target.copy_(tensor)
 
 
-class Linear(nn.Module):
-    """``y = x W^T + b`` with ``W`` stored as [out_features, in_features] like ``nn.Linear``."""
+class ColumnParallelLinear(nn.Module):
+    """Linear layers over the same input fused into one matmul (q/k/v, gate/up), split by output rows
+    over the tensor-parallel ranks: part ``name`` holds rows ``shards[name]`` of the checkpoint's
+    ``name`` weight. The output stays split; a `RowParallelLinear` consumes it."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool, *, dtype: torch.dtype, device):
+    def __init__(self, in_features: int, shards: dict[str, Shard], bias: bool, *, dtype: torch.dtype, device):
         super().__init__()
-        self.weight = _empty(out_features, in_features, dtype=dtype, device=device)
-        self.bias = _empty(out_features, dtype=dtype, device=device) if bias else None
+        self.shards = dict(shards)
+        self.out_sizes = [shard.length for shard in self.shards.values()]
+        self.offsets = dict(zip(self.shards, (sum(self.out_sizes[:i]) for i in range(len(self.shards)))))
+        self.weight = _empty(sum(self.out_sizes), in_features, dtype=dtype, device=device)
+        self.bias = _empty(sum(self.out_sizes), dtype=dtype, device=device) if bias else None
+
+    @property
+    def shard_names(self) -> list[str]:
+        """Checkpoint names of the fused parts (e.g. ``q_proj``), in output order."""
+        return list(self.shards)
+
+    def shard_of(self, param_name: str, part: str | None) -> tuple[torch.Tensor, Shard]:
+        """Where checkpoint part ``part``'s ``param_name`` ("weight" or "bias") goes, and its slice."""
+        param = self.weight if param_name == "weight" else self.bias
+        if param is None:
+            raise WeightShapeError(f"the model has no {param_name} for this layer")
+        shard = self.shards[part]
+        return param.data.narrow(0, self.offsets[part], shard.length), shard
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.linear(x, self.weight, self.bias)
 
-
-class MergedLinear(Linear):
-    """Several linear layers over the same input fused into one matmul (q/k/v, gate/up).
-
-    ``shard_names[i]`` is the checkpoint name of the i-th part (e.g. ``q_proj``), of ``out_sizes[i]`` rows.
-    """
-
-    def __init__(self, in_features: int, out_sizes: list[int], shard_names: list[str], bias: bool, *,
-                 dtype: torch.dtype, device):
-        super().__init__(in_features, sum(out_sizes), bias, dtype=dtype, device=device)
-        self.out_sizes = list(out_sizes)
-        self.shard_names = list(shard_names)
-        self.offsets = [sum(out_sizes[:i]) for i in range(len(out_sizes))]
-
-    def load_shard(self, shard_name: str, kind: str, tensor: torch.Tensor) -> None:
-        """Copy the checkpoint tensor of part ``shard_name`` (``kind`` = "weight" or "bias") into place."""
-        i = self.shard_names.index(shard_name)
-        param = self.weight if kind == "weight" else self.bias
-        if param is None:
-            raise WeightShapeError(f"the model has no {kind} for this layer")
-        copy_checked(param.data.narrow(0, self.offsets[i], self.out_sizes[i]), tensor)
-
     def split(self, y: torch.Tensor) -> list[torch.Tensor]:
         return list(y.split(self.out_sizes, dim=-1))
+
+
+class RowParallelLinear(nn.Module):
+    """``y = x W^T + b`` split by input columns over the ranks: each rank multiplies its slice of the
+    (split) input by its columns of ``W``, one all-reduce sums the parts, then the bias is added once."""
+
+    def __init__(self, in_features: int, out_features: int, bias: bool, tp: TensorParallelGroup, *,
+                 dtype: torch.dtype, device):
+        super().__init__()
+        self.tp = tp
+        self.columns = Shard.even(1, in_features, tp)
+        self.weight = _empty(out_features, self.columns.length, dtype=dtype, device=device)
+        self.bias = _empty(out_features, dtype=dtype, device=device) if bias else None
+
+    def shard_of(self, param_name: str, part: str | None) -> tuple[torch.Tensor, Shard | None]:
+        if param_name == "weight":
+            return self.weight.data, self.columns
+        return self.bias.data, None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.tp.all_reduce(F.linear(x, self.weight))
+        return y if self.bias is None else y + self.bias
 
 
 class RMSNorm(nn.Module):
@@ -77,25 +100,48 @@ class RMSNorm(nn.Module):
 
 
 class SwiGLUMLP(nn.Module):
-    """``down(silu(gate(x)) * up(x))`` with gate and up fused into one matmul."""
+    """``down(silu(gate(x)) * up(x))``: gate and up fused into one column-parallel matmul, down row-parallel."""
 
-    def __init__(self, hidden_size: int, intermediate_size: int, bias: bool, *, dtype: torch.dtype, device):
+    def __init__(self, hidden_size: int, intermediate_size: int, bias: bool, tp: TensorParallelGroup, *,
+                 dtype: torch.dtype, device):
         super().__init__()
-        self.gate_up_proj = MergedLinear(hidden_size, [intermediate_size, intermediate_size],
-                                         ["gate_proj", "up_proj"], bias, dtype=dtype, device=device)
-        self.down_proj = Linear(intermediate_size, hidden_size, bias, dtype=dtype, device=device)
+        columns = Shard.even(0, intermediate_size, tp)
+        self.gate_up_proj = ColumnParallelLinear(hidden_size, {"gate_proj": columns, "up_proj": columns}, bias,
+                                                 dtype=dtype, device=device)
+        self.down_proj = RowParallelLinear(intermediate_size, hidden_size, bias, tp, dtype=dtype, device=device)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gate, up = self.gate_up_proj.split(self.gate_up_proj(x))
         return self.down_proj(F.silu(gate) * up)
 
 
-class Embedding(nn.Module):
-    """Token embedding table [vocab_size, hidden_size]; doubles as a tied lm_head."""
+class VocabParallelEmbedding(nn.Module):
+    """Token embedding table [vocab_size, hidden_size] split by rows (tokens) over the ranks; doubles as
+    the (tied or own) lm_head. Each rank allocates the same padded row count (`vocab_shard`)."""
 
-    def __init__(self, vocab_size: int, hidden_size: int, *, dtype: torch.dtype, device):
+    def __init__(self, vocab_size: int, hidden_size: int, tp: TensorParallelGroup, *, dtype: torch.dtype, device):
         super().__init__()
-        self.weight = _empty(vocab_size, hidden_size, dtype=dtype, device=device)
+        self.tp, self.vocab_size = tp, vocab_size
+        self.rows, padded = vocab_shard(vocab_size, tp)
+        self.weight = _empty(padded, hidden_size, dtype=dtype, device=device)
+        self.weight.data[self.rows.length:].zero_()
+
+    def shard_of(self, param_name: str, part: str | None) -> tuple[torch.Tensor, Shard]:
+        return self.weight.data.narrow(0, 0, self.rows.length), self.rows
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        return F.embedding(input_ids, self.weight)
+        if self.tp.size == 1:
+            return F.embedding(input_ids, self.weight)
+        local = input_ids - self.rows.start
+        mine = (local >= 0) & (local < self.rows.length)
+        hidden = F.embedding(torch.where(mine, local, 0), self.weight) * mine.unsqueeze(-1).to(self.weight.dtype)
+        return self.tp.all_reduce(hidden)
+
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor | None:
+        """float32 logits [rows, vocab_size] of ``hidden`` against this table, gathered on rank 0 (None on
+        the other ranks)."""
+        parts = self.tp.gather_on_first(F.linear(hidden, self.weight))
+        if parts is None:
+            return None
+        logits = parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)[:, :self.vocab_size]
+        return logits.float()

@@ -14,8 +14,16 @@ import torch
 from torch import nn
 
 from formwork import kernels
+from formwork.core.distributed.group import SINGLE, TensorParallelGroup
 from formwork.core.forward_batch import ForwardBatch
-from formwork.core.models.layers import Embedding, Linear, MergedLinear, RMSNorm, SwiGLUMLP, copy_checked
+from formwork.core.models.layers import (
+    ColumnParallelLinear,
+    RMSNorm,
+    RowParallelLinear,
+    SwiGLUMLP,
+    VocabParallelEmbedding,
+    copy_checked,
+)
 from formwork.core.models.rope import (
     RotaryEmbedding,
     UnsupportedRopeError,
@@ -23,6 +31,7 @@ from formwork.core.models.rope import (
     compute_inv_freq,
     rope_parameters,
 )
+from formwork.core.models.sharding import Shard, check_divisible, kv_head_shard
 
 
 class UnsupportedConfigError(ValueError):
@@ -104,13 +113,21 @@ def sliding_windows(config) -> tuple[int | None, ...]:
 
 
 class LlamaAttention(nn.Module):
-    def __init__(self, args: LlamaArgs, layer_idx: int, *, dtype: torch.dtype, device):
+    """Self-attention over this rank's query heads and the KV heads they read (all of them on one rank):
+    q/k/v column-parallel by heads, o_proj row-parallel."""
+
+    def __init__(self, args: LlamaArgs, layer_idx: int, tp: TensorParallelGroup, *, dtype: torch.dtype, device):
         super().__init__()
-        self.num_heads, self.num_kv_heads, self.head_dim = args.num_heads, args.num_kv_heads, args.head_dim
-        q_size, kv_size = self.num_heads * self.head_dim, self.num_kv_heads * self.head_dim
-        self.qkv_proj = MergedLinear(args.hidden_size, [q_size, kv_size, kv_size], ["q_proj", "k_proj", "v_proj"],
-                                     args.qkv_bias, dtype=dtype, device=device)
-        self.o_proj = Linear(q_size, args.hidden_size, args.o_bias, dtype=dtype, device=device)
+        d = self.head_dim = args.head_dim
+        q_heads = Shard.even(0, args.num_heads, tp)
+        kv_start, self.num_kv_heads = kv_head_shard(args.num_kv_heads, tp)
+        self.num_heads = q_heads.length
+        kv = Shard(0, kv_start * d, self.num_kv_heads * d, args.num_kv_heads * d)
+        shards = {"q_proj": Shard(0, q_heads.start * d, q_heads.length * d, args.num_heads * d),
+                  "k_proj": kv, "v_proj": kv}
+        self.qkv_proj = ColumnParallelLinear(args.hidden_size, shards, args.qkv_bias, dtype=dtype, device=device)
+        self.o_proj = RowParallelLinear(args.num_heads * d, args.hidden_size, args.o_bias, tp, dtype=dtype,
+                                        device=device)
         self.scale = self.head_dim ** -0.5
         self.sliding_window = args.sliding_windows[layer_idx]
 
@@ -129,12 +146,12 @@ class LlamaAttention(nn.Module):
 
 
 class LlamaDecoderLayer(nn.Module):
-    def __init__(self, args: LlamaArgs, layer_idx: int, *, dtype: torch.dtype, device):
+    def __init__(self, args: LlamaArgs, layer_idx: int, tp: TensorParallelGroup, *, dtype: torch.dtype, device):
         super().__init__()
         self.input_layernorm = RMSNorm(args.hidden_size, args.rms_norm_eps, dtype=dtype, device=device)
-        self.self_attn = LlamaAttention(args, layer_idx, dtype=dtype, device=device)
+        self.self_attn = LlamaAttention(args, layer_idx, tp, dtype=dtype, device=device)
         self.post_attention_layernorm = RMSNorm(args.hidden_size, args.rms_norm_eps, dtype=dtype, device=device)
-        self.mlp = SwiGLUMLP(args.hidden_size, args.intermediate_size, args.mlp_bias, dtype=dtype, device=device)
+        self.mlp = SwiGLUMLP(args.hidden_size, args.intermediate_size, args.mlp_bias, tp, dtype=dtype, device=device)
 
     def forward(self, hidden, cos, sin, batch, k_cache, v_cache) -> torch.Tensor:
         hidden = hidden + self.self_attn(self.input_layernorm(hidden), cos, sin, batch, k_cache, v_cache)
@@ -142,10 +159,10 @@ class LlamaDecoderLayer(nn.Module):
 
 
 class LlamaModel(nn.Module):
-    def __init__(self, args: LlamaArgs, *, dtype: torch.dtype, device):
+    def __init__(self, args: LlamaArgs, tp: TensorParallelGroup, *, dtype: torch.dtype, device):
         super().__init__()
-        self.embed_tokens = Embedding(args.vocab_size, args.hidden_size, dtype=dtype, device=device)
-        self.layers = nn.ModuleList(LlamaDecoderLayer(args, i, dtype=dtype, device=device)
+        self.embed_tokens = VocabParallelEmbedding(args.vocab_size, args.hidden_size, tp, dtype=dtype, device=device)
+        self.layers = nn.ModuleList(LlamaDecoderLayer(args, i, tp, dtype=dtype, device=device)
                                     for i in range(args.num_layers))
         self.norm = RMSNorm(args.hidden_size, args.rms_norm_eps, dtype=dtype, device=device)
         self.rotary_emb = RotaryEmbedding(args.head_dim, args.rope, args.max_positions, device=device)
@@ -159,17 +176,22 @@ class LlamaModel(nn.Module):
 
 
 class LlamaForCausalLM(nn.Module):
-    """Llama 1/2/3 (incl. Llama 3.1 rope scaling); the base of the Qwen2 and Mistral variants."""
+    """Llama 1/2/3 (incl. Llama 3.1 rope scaling); the base of the Qwen2 and Mistral variants. Built for
+    one rank of `tp` it holds that rank's shard (`sharding`) and its KV cache holds `num_kv_heads` heads."""
 
     packed_modules = {"q_proj": "qkv_proj", "k_proj": "qkv_proj", "v_proj": "qkv_proj",
                       "gate_proj": "gate_up_proj", "up_proj": "gate_up_proj"}
 
-    def __init__(self, hf_config, *, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu"):
+    def __init__(self, hf_config, *, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu",
+                 tp: TensorParallelGroup = SINGLE):
         super().__init__()
         self.args = self.make_args(hf_config)
-        self.model = LlamaModel(self.args, dtype=dtype, device=device)
-        self.lm_head = None if self.args.tie_word_embeddings else Linear(
-            self.args.hidden_size, self.args.vocab_size, False, dtype=dtype, device=device)
+        check_divisible(self.args.num_heads, self.args.num_kv_heads, self.args.intermediate_size, tp.size)
+        self.tp = tp
+        self.num_kv_heads = kv_head_shard(self.args.num_kv_heads, tp)[1]
+        self.model = LlamaModel(self.args, tp, dtype=dtype, device=device)
+        self.lm_head = None if self.args.tie_word_embeddings else VocabParallelEmbedding(
+            self.args.vocab_size, self.args.hidden_size, tp, dtype=dtype, device=device)
 
     @classmethod
     def make_args(cls, hf_config) -> LlamaArgs:
@@ -177,19 +199,20 @@ class LlamaForCausalLM(nn.Module):
 
     def untie_lm_head(self, weight: torch.Tensor) -> None:
         """Give a tied model its own lm_head (a checkpoint that stores a different ``lm_head.weight`` despite
-        ``tie_word_embeddings``; transformers then uses the stored one too)."""
+        ``tie_word_embeddings``; transformers then uses the stored one too). ``weight`` is this rank's rows."""
         embed = self.model.embed_tokens.weight
-        self.lm_head = Linear(embed.shape[1], embed.shape[0], False, dtype=embed.dtype, device=embed.device)
-        copy_checked(self.lm_head.weight.data, weight)
+        self.lm_head = VocabParallelEmbedding(self.args.vocab_size, self.args.hidden_size, self.tp,
+                                              dtype=embed.dtype, device=embed.device)
+        copy_checked(self.lm_head.shard_of("weight", None)[0], weight)
 
     def forward(self, batch: ForwardBatch, kv_caches: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
         """Final hidden states [num_tokens, hidden_size] of every new token in the batch."""
         return self.model(batch, kv_caches)
 
-    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
-        """float32 logits [rows, vocab_size] for the given hidden-state rows."""
-        weight = self.model.embed_tokens.weight if self.lm_head is None else self.lm_head.weight
-        return torch.nn.functional.linear(hidden, weight).float()
+    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor | None:
+        """float32 logits [rows, vocab_size] for the given hidden-state rows, on rank 0 (None on the others)."""
+        head = self.model.embed_tokens if self.lm_head is None else self.lm_head
+        return head.logits(hidden)
 
 
 class Qwen2ForCausalLM(LlamaForCausalLM):
