@@ -6,6 +6,7 @@ process that serves the same tokenizer and logit width.
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import time
 from typing import Any
@@ -13,6 +14,11 @@ from typing import Any
 from formwork import grammar
 from formwork.core.jump_forward import ForcedTokenizer
 from formwork.grammar import CompileBudget, CompiledGrammar, GrammarCompiler, Vocabulary
+from formwork.grammar.cfg.ebnf import ebnf_grammar
+from formwork.grammar.ir import alt, lit
+from formwork.grammar.json_schema import lower_json_schema
+from formwork.grammar.regex_parser import regex
+from formwork.grammar.tags import Lowered, compile_lowered, compile_tags, lower_tags, parse_tags_spec, thinking_then
 
 
 class GrammarBackend:
@@ -30,7 +36,8 @@ class GrammarBackend:
 
     def compile(self, spec: dict[str, Any], max_seconds: float | None = None, *,
                 budget: CompileBudget | None = None) -> CompiledGrammar:
-        """Compile one `structured_outputs` spec (cached by its canonical form) under `budget`
+        """Compile one `structured_outputs` spec (cached by its canonical form; with a `reasoning`
+        key set, free thinking up to `</think>` comes before the constraint) under `budget`
         (default: `max_seconds` of the compile's own CPU time; cancel the budget to stop it).
         Raises `GrammarError`."""
         if budget is None:
@@ -51,18 +58,48 @@ class GrammarBackend:
 
 
 def _compile(spec: dict[str, Any], vocab: Vocabulary, compiler: GrammarCompiler) -> CompiledGrammar:
+    if spec.get("reasoning"):  # thinking first (the manager adds this key for `SamplingParams.reasoning`)
+        answer = {key: value for key, value in spec.items() if key != "reasoning"}
+        key = ("reasoning", json.dumps(answer, sort_keys=True, ensure_ascii=False))
+        return compile_lowered(key, lambda: _thinking_then(answer), vocab, compiler)
     if spec.get("json") is not None or spec.get("json_object"):
-        json_object = spec.get("json") is None  # any JSON object, nested without a depth bound
-        return grammar.compile_json_schema(
-            {"type": "object"} if json_object else spec["json"], vocab, compiler=compiler,
-            forbid_additional_properties=bool(spec.get("disable_additional_properties")),
-            whitespace="compact" if spec.get("disable_any_whitespace") else "default",
-            max_nesting_depth=None if json_object else "auto")
+        return grammar.compile_json_schema(_schema_of(spec), vocab, compiler=compiler, **_json_options(spec))
     if spec.get("regex") is not None:
         return compiler.compile_regex(spec["regex"])
     if spec.get("choice") is not None:
         return compiler.compile_choice(list(spec["choice"]))
+    if spec.get("tags") is not None:
+        return compile_tags(spec["tags"], vocab, compiler=compiler)
     return compiler.compile_ebnf(spec["grammar"])
+
+
+def _schema_of(spec: dict[str, Any]) -> Any:
+    """The schema of a `json` / `json_object` spec (`json_object`: any JSON object)."""
+    return {"type": "object"} if spec.get("json") is None else spec["json"]
+
+
+def _json_options(spec: dict[str, Any]) -> dict[str, Any]:
+    json_object = spec.get("json") is None  # any JSON object, nested without a depth bound
+    return {"forbid_additional_properties": bool(spec.get("disable_additional_properties")),
+            "whitespace": "compact" if spec.get("disable_any_whitespace") else "default",
+            "max_nesting_depth": None if json_object else "auto"}
+
+
+def _thinking_then(spec: dict[str, Any]) -> Lowered:
+    """The IR of free thinking followed by the constraint `spec`."""
+    if spec.get("json") is not None or spec.get("json_object"):
+        answer = lower_json_schema(_schema_of(spec), **_json_options(spec))
+        return Lowered(thinking_then(answer.node), answer.warnings)
+    if spec.get("tags") is not None:
+        answer = lower_tags(parse_tags_spec(spec["tags"]))
+        return Lowered(thinking_then(answer.node), answer.warnings)
+    if spec.get("regex") is not None:
+        node = regex(spec["regex"])
+    elif spec.get("choice") is not None:
+        node = alt(*(lit(choice) for choice in spec["choice"]))
+    else:
+        node = ebnf_grammar(spec["grammar"])
+    return Lowered(thinking_then(node))
 
 
 def _encoder(tokenizer: Any):

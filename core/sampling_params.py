@@ -6,9 +6,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from formwork.grammar.tags.spec import TagSpecError, parse_tags_spec
+
 GREEDY_EPSILON = 1e-5  # temperatures below this are treated as greedy (0)
 MAX_LOGPROBS = 20
-STRUCTURED_OUTPUT_CONSTRAINTS = ("json", "regex", "choice", "grammar", "json_object")
+STRUCTURED_OUTPUT_CONSTRAINTS = ("json", "regex", "choice", "grammar", "json_object", "tags")
 STRUCTURED_OUTPUT_OPTIONS = ("disable_any_whitespace", "disable_additional_properties", "whitespace_pattern")
 
 
@@ -28,7 +30,9 @@ class SamplingParams:
     `include_stop_str_in_output`); `stop_token_ids` end it like EOS. `max_tokens=None` generates up
     to the model's context limit. `logprobs=N` returns the sampled token's logprob plus the top N.
     `structured_outputs` holds exactly one constraint (`json`, `regex`, `choice`, `grammar`,
-    `json_object`) for the structured-output manager.
+    `json_object`, `tags`: tagged regions, see `formwork.grammar.tags`) for the structured-output
+    manager. `reasoning=True` lets a reasoning model think freely first: the output is thinking up
+    to `</think>` (its `<think>` may be in the prompt), then the constraint.
     """
 
     n: int = 1
@@ -50,6 +54,7 @@ class SamplingParams:
     include_stop_str_in_output: bool = False
     skip_special_tokens: bool = True
     structured_outputs: dict[str, Any] | None = None
+    reasoning: bool = False
     stop_strings: list[str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -83,7 +88,7 @@ class SamplingParams:
             _check_int("logprobs", self.logprobs, minimum=0)
             if self.logprobs > MAX_LOGPROBS:
                 raise SamplingParamsError(f"logprobs must be at most {MAX_LOGPROBS}, got {self.logprobs}")
-        for name in ("ignore_eos", "include_stop_str_in_output", "skip_special_tokens"):
+        for name in ("ignore_eos", "include_stop_str_in_output", "skip_special_tokens", "reasoning"):
             if not isinstance(getattr(self, name), bool):
                 raise SamplingParamsError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if self.structured_outputs is not None:
@@ -176,10 +181,15 @@ def _check_structured_outputs(spec: object) -> None:
         )
     kind, value = given[0], spec[given[0]]
     expected = {"json": (dict, bool, str), "regex": str, "grammar": str, "choice": (list, tuple),
-                "json_object": bool}[kind]
+                "json_object": bool, "tags": dict}[kind]
     if not isinstance(value, expected):
         raise SamplingParamsError(f"structured_outputs[{kind!r}] has the wrong type ({type(value).__name__})")
     if kind == "choice" and (not value or not all(isinstance(c, str) for c in value)):
         raise SamplingParamsError("structured_outputs['choice'] must be a non-empty list of strings")
     if kind in ("regex", "grammar") and not value:
         raise SamplingParamsError(f"structured_outputs[{kind!r}] must not be empty")
+    if kind == "tags":
+        try:
+            parse_tags_spec(value)
+        except TagSpecError as exc:
+            raise SamplingParamsError(f"structured_outputs['tags'].{exc}") from None

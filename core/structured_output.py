@@ -126,6 +126,8 @@ class StructuredOutputManager:
         spec = request.params.structured_outputs
         if spec is None:
             return
+        if request.params.reasoning:  # free thinking first (see GrammarBackend.compile)
+            spec = {**spec, "reasoning": True}
         job = self._compiles.submit(spec)
         jump = self.enable_jump_forward and request.params.logprobs is None
         request.structured_output = StructuredOutputRequest(spec, job, jump)

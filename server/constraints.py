@@ -1,7 +1,7 @@
 """Output constraints from `response_format` / `structured_outputs`, checked before admission.
 
 The request's constraint becomes `SamplingParams.structured_outputs` (one of `json`, `regex`,
-`choice`, `grammar`, `json_object`, as vLLM names them). `ConstraintValidator` compiles it once up
+`choice`, `grammar`, `json_object`, as vLLM names them, or formwork's `tags`). `ConstraintValidator` compiles it once up
 front with the engine's grammar backend, so an invalid or unsupported schema/regex/grammar is a
 synchronous 400 that names the keyword and JSON pointer, and the compiled grammar is cached for the
 engine.
@@ -19,6 +19,7 @@ from formwork.core.metrics import LATENCY_BUCKETS, Histogram
 from formwork.core.sampling_params import STRUCTURED_OUTPUT_CONSTRAINTS, STRUCTURED_OUTPUT_OPTIONS
 from formwork.grammar import GrammarError
 from formwork.grammar.json_schema import SchemaLoweringError
+from formwork.grammar.tags import TagSpecError
 from formwork.server.errors import InvalidConstraintError, InvalidRequestError, InvalidTypeError
 from formwork.server.fields import Fields
 
@@ -75,7 +76,8 @@ def _from_structured_outputs(spec: dict[str, Any] | None) -> dict[str, Any] | No
                                   f"got {given or 'none'}", param="structured_outputs",
                                   code="multiple_constraints" if given else "missing_required_parameter")
     kind, value = given[0], spec[given[0]]
-    expected = {"json": (dict, bool, str), "regex": str, "grammar": str, "choice": list, "json_object": bool}[kind]
+    expected = {"json": (dict, bool, str), "regex": str, "grammar": str, "choice": list, "json_object": bool,
+                "tags": dict}[kind]
     if not isinstance(value, expected) or (kind == "choice" and not all(isinstance(c, str) for c in value)):
         raise InvalidTypeError(f"'structured_outputs.{kind}' has the wrong type ({type(value).__name__})",
                                param=f"structured_outputs.{kind}")
@@ -123,6 +125,8 @@ class ConstraintValidator:
             where = exc.pointer or "#"
             reason = exc.reason.removeprefix(f"at {where}: ")
             raise InvalidConstraintError(f"{param}: {exc.keyword} at {where}: {reason}", param=param) from None
+        except TagSpecError as exc:
+            raise InvalidConstraintError(f"{param}.{exc}", param=f"{param}.{exc.field}") from None
         except GrammarError as exc:
             raise InvalidConstraintError(f"{param}: {exc}", param=param) from None
         finally:
