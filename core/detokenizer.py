@@ -1,16 +1,91 @@
 """Incremental detokenization and stop-string matching for one completion.
 
-Text is decoded over a sliding window of tokens: the window's text before and after the new token is
-compared and only the difference is appended, and nothing is appended while the window ends in an
-incomplete UTF-8 sequence (U+FFFD). The window starts on the last prompt tokens so word-initial
-spaces of the first generated token are kept (SentencePiece tokenizers drop them at a text start).
+Fast (Rust-backed) tokenizers decode through `tokenizers.decoders.DecodeStream`, about 1 µs a token: it
+keeps the bytes of an incomplete UTF-8 character until a later token completes it. Other tokenizers
+decode over a sliding window of tokens: the window's text before and after the new token is compared
+and only the difference is appended, and nothing is appended while the window ends in an incomplete
+UTF-8 sequence (U+FFFD). Both start from the last prompt tokens so word-initial spaces of the first
+generated token are kept (SentencePiece tokenizers drop them at a text start).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from tokenizers.decoders import DecodeStream
+
 INITIAL_WINDOW = 5  # prompt tokens used as decoding context for the first generated tokens
+
+
+class _StreamDecoder:
+    """Text of generated tokens through the fast tokenizer's own `DecodeStream`."""
+
+    def __init__(self, backend: Any, context: list[int], skip_special_tokens: bool):
+        self._backend = backend
+        self._skip = skip_special_tokens
+        self._stream = self._primed(context)
+        self._pending: list[int] = []  # tokens whose text the stream still holds back
+
+    def _primed(self, context: list[int]) -> DecodeStream:
+        """A stream that has read the prompt's tail, cut before a trailing incomplete character (its
+        bytes belong to the prompt; generated text starts after them)."""
+        stream = DecodeStream(skip_special_tokens=self._skip)
+        complete = 0
+        for i, token_id in enumerate(context):
+            if stream.step(self._backend, token_id) is not None:
+                complete = i + 1
+        if complete == len(context):
+            return stream
+        return self._primed(context[:complete]) if complete else DecodeStream(skip_special_tokens=self._skip)
+
+    def append(self, token_id: int) -> str:
+        chunk = self._stream.step(self._backend, token_id)
+        if chunk is None:
+            self._pending.append(token_id)
+            return ""
+        self._pending.clear()
+        return chunk
+
+    def flush(self) -> str:
+        text = self._backend.decode(self._pending, skip_special_tokens=self._skip) if self._pending else ""
+        self._pending.clear()
+        return text
+
+
+class _WindowDecoder:
+    """Text of generated tokens by decoding a short window before and after each new token."""
+
+    def __init__(self, tokenizer: Any, context: list[int], skip_special_tokens: bool):
+        self._decode = tokenizer.decode
+        self._skip = skip_special_tokens
+        self._window = list(context)
+        self._prefix_offset = 0
+        self._read_offset = len(self._window)
+
+    def _new_text(self) -> str:
+        prefix_text = self._decode(self._window[self._prefix_offset:self._read_offset], skip_special_tokens=self._skip)
+        full_text = self._decode(self._window[self._prefix_offset:], skip_special_tokens=self._skip)
+        return full_text[len(prefix_text):] if len(full_text) > len(prefix_text) else ""
+
+    def append(self, token_id: int) -> str:
+        self._window.append(token_id)
+        new_text = self._new_text()
+        if not new_text or new_text.endswith("\ufffd"):
+            return ""
+        self._prefix_offset = self._read_offset
+        self._read_offset = len(self._window)
+        if self._prefix_offset > 0:  # keep the window short: drop what no longer affects decoding
+            del self._window[:self._prefix_offset]
+            self._read_offset -= self._prefix_offset
+            self._prefix_offset = 0
+        return new_text
+
+    def flush(self) -> str:
+        if self._read_offset >= len(self._window):
+            return ""
+        new_text = self._new_text()
+        self._read_offset = len(self._window)
+        return new_text
 
 
 class IncrementalDetokenizer:
@@ -22,9 +97,10 @@ class IncrementalDetokenizer:
         self.skip_special_tokens = skip_special_tokens
         self.stop = list(stop or [])
         self.include_stop_str_in_output = include_stop_str_in_output
-        self._window: list[int] = list(prompt_token_ids[-INITIAL_WINDOW:])
-        self._prefix_offset = 0
-        self._read_offset = len(self._window)
+        context = list(prompt_token_ids[-INITIAL_WINDOW:])
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        self._decoder = (_StreamDecoder(backend, context, skip_special_tokens) if backend is not None
+                         else _WindowDecoder(tokenizer, context, skip_special_tokens))
         self.output_text = ""
         self._holdback = 0 if include_stop_str_in_output or not self.stop else max(map(len, self.stop)) - 1
 
@@ -34,33 +110,13 @@ class IncrementalDetokenizer:
 
     def append(self, token_id: int) -> str:
         """Add a generated token; returns the text it completed (possibly empty)."""
-        self._window.append(token_id)
-        decode = self.tokenizer.decode
-        prefix_text = decode(self._window[self._prefix_offset:self._read_offset],
-                             skip_special_tokens=self.skip_special_tokens)
-        full_text = decode(self._window[self._prefix_offset:], skip_special_tokens=self.skip_special_tokens)
-        if len(full_text) <= len(prefix_text) or full_text.endswith("\ufffd"):
-            return ""
-        new_text = full_text[len(prefix_text):]
-        self._prefix_offset = self._read_offset
-        self._read_offset = len(self._window)
-        if self._prefix_offset > 0:  # keep the window short: drop what no longer affects decoding
-            del self._window[:self._prefix_offset]
-            self._read_offset -= self._prefix_offset
-            self._prefix_offset = 0
+        new_text = self._decoder.append(token_id)
         self.output_text += new_text
         return new_text
 
     def flush(self) -> str:
         """At the end of generation, append text still held back for an incomplete character."""
-        if self._read_offset >= len(self._window):
-            return ""
-        decode = self.tokenizer.decode
-        prefix_text = decode(self._window[self._prefix_offset:self._read_offset],
-                             skip_special_tokens=self.skip_special_tokens)
-        full_text = decode(self._window[self._prefix_offset:], skip_special_tokens=self.skip_special_tokens)
-        new_text = full_text[len(prefix_text):]
-        self._read_offset = len(self._window)
+        new_text = self._decoder.flush()
         self.output_text += new_text
         return new_text
 
