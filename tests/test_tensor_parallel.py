@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest_model import variant_dir  # noqa: E402
 
 from formwork.core import LLM, SamplingParams  # noqa: E402
+from formwork.core.distributed.runner import TensorParallelError  # noqa: E402
 
 OPTIONS = dict(device="cpu", dtype="float32", block_size=4, num_gpu_blocks=128, max_num_seqs=8)
 PROMPTS = ["Hello world", "The quick brown fox jumps over", "{\"name\": \"Alice\",", "Numbers: 0 1 2 3 4 5 6 7"]
@@ -26,7 +27,7 @@ SCHEMA = {"type": "object", "properties": {"name": {"type": "string", "maxLength
 
 class Pair:
     """A TP=2 engine and a TP=1 engine on the same model and options, both recording the logits the
-    sampler receives at every step."""
+    sampler receives for every sequence. Both get the same calls, so their request ids match."""
 
     def __init__(self, variant: str, **options):
         self.ref = LLM(variant_dir(variant), **OPTIONS, **options)
@@ -34,15 +35,18 @@ class Pair:
         self.logits = {"ref": _record_logits(self.ref), "tp": _record_logits(self.tp)}
 
     def generate(self, prompts, params: SamplingParams):
-        """Outputs of both engines, after checking their logits agree at every step and their tokens match."""
+        """Outputs of both engines, after checking each sequence's logits agree at every sampled position
+        and their tokens match. (Steps may batch differently: grammars compile on a thread.)"""
         for seen in self.logits.values():
             seen.clear()
         ref = self.ref.generate(prompts, params, use_tqdm=False)
         tp = self.tp.generate(prompts, params, use_tqdm=False)
-        assert len(self.logits["tp"]) == len(self.logits["ref"]) > 0
-        for step, (a, b) in enumerate(zip(self.logits["ref"], self.logits["tp"])):
-            assert a.shape == b.shape, step
-            assert (a - b).abs().max().item() <= 1e-5, step
+        assert self.logits["tp"].keys() == self.logits["ref"].keys() and self.logits["ref"]
+        for seq, rows in self.logits["ref"].items():
+            theirs = self.logits["tp"][seq]
+            assert len(theirs) == len(rows), seq
+            for a, b in zip(rows, theirs):
+                assert (a - b).abs().max().item() <= 1e-5, seq
         assert [[c.token_ids for c in o.outputs] for o in tp] == [[c.token_ids for c in o.outputs] for o in ref]
         assert all(o.error is None for o in tp)
         return ref, tp
@@ -51,13 +55,15 @@ class Pair:
         self.tp.close()
 
 
-def _record_logits(llm: LLM) -> list[torch.Tensor]:
-    seen: list[torch.Tensor] = []
+def _record_logits(llm: LLM) -> dict[tuple[str, int], list[torch.Tensor]]:
+    """Every logits row the sampler gets, by (request id, sequence index), in order."""
+    seen: dict[tuple[str, int], list[torch.Tensor]] = {}
     sampler = llm.engine.sampler
 
-    def recording(logits, *args):
-        seen.append(logits.clone())
-        return sampler(logits, *args)
+    def recording(logits, seqs, *args):
+        for row, seq in zip(logits, seqs):
+            seen.setdefault((seq.request_id, seq.index), []).append(row.clone())
+        return sampler(logits, seqs, *args)
 
     llm.engine.sampler = recording
     return seen
@@ -147,3 +153,19 @@ class TestReplicatedKVHeadWithoutPrefixCaching:
         assert [r["kv_cache"][4] for r in reports] == [1, 1] == [whole["kv_cache"][4]] * 2
         qkv = [r["parameters"]["model.layers.0.self_attn.qkv_proj.weight"] for r in reports]
         assert qkv == [(32 + 16 + 16, 64)] * 2  # 2 of 4 query heads, the whole KV head
+
+    def test_last_a_worker_whose_parent_is_gone_exits_and_the_engine_reports_it(self, pair):
+        """Runs last in its class: it ends the shared engine. Rank 0's end of a worker's socket closes
+        (what rank 0's death does): the idle worker exits on its own, the engine turns unhealthy before
+        any step, and requests then fail with TensorParallelError instead of hanging."""
+        engine = pair.tp.engine
+        assert engine.is_healthy
+        (worker,) = engine.runner._workers
+        worker.conn.close()
+        assert worker.process.wait(60) == 0
+        assert not engine.is_healthy
+        with pytest.raises(TensorParallelError, match=f"worker rank 1 \\(pid {worker.process.pid}\\) exited with status 0"):
+            pair.tp.generate(["Hello", "The cat"], GREEDY, use_tqdm=False)
+        assert not engine.requests  # the failed batch was aborted, not left queued
+        with pytest.raises(TensorParallelError, match="has stopped"):
+            pair.tp.generate("Hello", GREEDY, use_tqdm=False)

@@ -51,6 +51,7 @@ from formwork.core.models.sharding import check_divisible
 STORE_HOST = "127.0.0.1"
 STARTUP_TIMEOUT_S = 300.0  # for a worker to start, join the group and load its shard
 STOP_TIMEOUT_S = 5.0  # for a worker to exit after "stop" before it is killed
+EXIT_GRACE_S = 2.0  # after a failed step, for a dead worker's exit status to show
 
 
 class TensorParallelError(RuntimeError):
@@ -207,6 +208,7 @@ class TensorParallelRunner:
                 worker.conn.send(("step", step.items, step.logits_for))
             return self.local.forward(step.batch)
         except Exception as exc:
+            self._await_exit(EXIT_GRACE_S)  # a collective that failed on a dead peer: name that worker
             raise self._fail(f"a step failed: {type(exc).__name__}: {exc}") from exc
         except BaseException:  # interrupted inside a collective: the ranks are out of step
             self._fail("a step was interrupted")
@@ -247,6 +249,13 @@ class TensorParallelRunner:
             reason = worker.exit_reason()
             if reason is not None:
                 raise self._fail(reason)
+
+    def _await_exit(self, seconds: float) -> None:
+        """Wait up to `seconds` for some worker to have exited (its exit status shows a moment after its
+        sockets close)."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline and all(w.process.poll() is None for w in self._workers):
+            time.sleep(0.01)
 
     def _fail(self, reason: str) -> TensorParallelError:
         """Record why the engine stopped (a worker's own reason first), stop every worker; the error to raise."""
