@@ -17,6 +17,7 @@ from formwork.grammar.budget import CompileBudget
 from formwork.grammar.dfa import DFA
 from formwork.grammar.ir import Node, Repeat
 from formwork.grammar.lexemes import Region, lexeme_marks
+from formwork.grammar.shared_nodes import shared_marks
 
 START, FINAL = 0, 1  # every NFA's start and end states
 _INT32_PAIR = struct.Struct("=ii")  # two native int32 words of the flat moves (`_nfa_flat.h`)
@@ -44,7 +45,8 @@ class NFA:
     def __init__(self, node: Node, budget: CompileBudget, dfa_of: Callable[[Node], DFA],
                  template_of: Callable[[Node], "NFA"] | None = None, positions: bool = False):
         item = _counted_item(node, budget, dfa_of) if positions else None
-        moves, regions, total, empty, cuts = build(node, budget, dfa_of, template_of, _whole, lexeme_marks(), item)
+        moves, regions, total, empty, cuts = build(node, budget, dfa_of, template_of, _whole, lexeme_marks(),
+                                                      shared_marks(), item)
         self.moves: bytes = moves  # see `_nfa_flat.h`; `eps` and `edges` spell it out
         self.num_states: int = _INT32_PAIR.unpack_from(moves)[0]  # the NFA's own states (not regions')
         self.total_states: int = total  # and the regions' states after them

@@ -20,7 +20,7 @@ import formwork.grammar.automaton as automaton
 from formwork.grammar.automaton import AutomatonBuilder
 from formwork.grammar.budget import CompileBudget
 from formwork.grammar.cfg.automaton import compile_cfg
-from formwork.grammar.dfa import DFA, DEAD, START
+from formwork.grammar.dfa import DFA, DEAD, START, product_pairs
 from formwork.grammar.errors import GrammarError
 from formwork.grammar.ir import (
     Alt, And, ByteSet, Bytes, Empty, Grammar, Node, Not, Nothing, Repeat, RuleRef, Seq, chars, children,
@@ -28,6 +28,7 @@ from formwork.grammar.ir import (
 from formwork.grammar.json_schema import lower_json_schema
 from formwork.grammar.lexemes import _LEXEMES, _LEXEMES_LOCK, Region, is_lexeme, is_open_ended, lexeme
 from formwork.grammar.nfa import NFA, byte_ranges
+from formwork.grammar.shared_nodes import is_shared, share
 
 SCHEMAS = Path(__file__).resolve().parents[1] / "benchmarks" / "schemas"
 
@@ -50,6 +51,7 @@ class Reference:
         self.regions: list[Region] = []
         self.virtual = 0  # region states so far
         self._empty: dict[int, bool] = {}  # by node id (the node is alive while this builds)
+        self._joins: dict[tuple[Node, int], int] = {}  # (shared node, end state) -> its entry state
         self.empty = self.is_empty(node)
         if not self.empty:  # an empty language builds nothing: the start never reaches the end
             if item is not None:
@@ -115,6 +117,8 @@ class Reference:
         kind = type(node)
         if kind is Repeat and self.record_regions and is_lexeme(node):
             self._splice(node, s, e)
+        elif kind is Repeat and is_shared(node):
+            self._shared(node, s, e)
         elif kind is Empty:
             self.eps[s].append(e)
         elif kind is Bytes:
@@ -136,6 +140,16 @@ class Reference:
             raise GrammarError(f"unresolved rule reference {node.name!r} (compile a Grammar, not a bare node)")
         else:
             raise GrammarError(f"unknown IR node {kind.__name__}")
+
+    def _shared(self, node: Repeat, s: int, e: int) -> None:
+        """A shared node: built once per end state, from an entry state each use moves into."""
+        entry = self._joins.get((node, e))
+        if entry is not None:
+            self.eps[s].append(entry)
+            return
+        entry = self._joins[node, e] = self.new_state()
+        self.eps[s].append(entry)
+        self.build(node.item, entry, e)
 
     def _splice(self, node: Repeat, s: int, e: int) -> None:
         template = self.template_of(node)
@@ -378,3 +392,21 @@ def test_a_two_state_dfa_is_a_region() -> None:
     want = Reference(node, CompileBudget(), builder.eager, builder.lexeme_template)
     assert len(got.regions) == 1
     assert (got.eps, got.edges, got.regions) == (tuple(want.eps), tuple(want.edges), want.regions)
+
+
+@settings(deadline=None, max_examples=50)
+@given(TREES, TREES, st.lists(st.binary(min_size=1, max_size=2), min_size=2, max_size=4), st.booleans())
+def test_shared_suffixes_are_built_once(tail: Node, inner: Node, heads: list[bytes], document: bool) -> None:
+    """Alternatives ending with one shared node: the NFA is the reference's (the node built once,
+    each use an epsilon move into it) and has the language of the unshared tree."""
+    joined = share(Seq((inner, tail)))
+    node = Seq((Bytes(b"<"), Alt(tuple(Seq((Bytes(h), joined)) for h in heads)), Bytes(b">")))
+    plain = Seq((Bytes(b"<"), Alt(tuple(Seq((Bytes(h), Seq((inner, tail)))) for h in heads)), Bytes(b">")))
+    builder = AutomatonBuilder()
+    template_of = builder.lexeme_template if document else None
+    got = NFA(node, CompileBudget(), builder.eager, template_of)
+    want = Reference(node, CompileBudget(), builder.eager, template_of)
+    assert (got.eps, got.edges, got.regions) == (tuple(want.eps), tuple(want.edges), want.regions)
+    a, b = builder.eager(node), builder.eager(plain)
+    _, codes, _ = product_pairs(a, b, CompileBudget())
+    assert (a.accepting[codes // b.num_states] == b.accepting[codes % b.num_states]).all()

@@ -37,10 +37,6 @@ REFUSED: dict[str, tuple[str, str]] = {
     # whose `enum` wants uniqueItems over unbounded items, which formwork does not enforce yet
     "com.snowplowanalytics.self-desc/schema/jsonschema/1-0-0": (
         "UnsupportedSchemaError", "/properties/enum/uniqueItems"),
-    # many bounded strings (77 x maxLength 4096 in 2-0-0) and formats: the automaton outgrows the
-    # 100,000-state DFA budget (2-0-0 hit the NFA's repetition bound in the 07:38 UTC benchmark run)
-    "com.iterable/system_webhook/jsonschema/1-0-0": ("GrammarBudgetError", "max_dfa_states"),
-    "com.iterable/system_webhook/jsonschema/2-0-0": ("GrammarBudgetError", "max_dfa_states"),
 }
 
 

@@ -21,7 +21,8 @@ from formwork.grammar.json_schema.strings import (
     QUOTE, canonical_content_except, literal_content, string_content,
 )
 from formwork.grammar.json_schema.unevaluated import plain_unevaluated
-from formwork.grammar.json_schema.values import container, freeze
+from formwork.grammar.json_schema.values import container
+from formwork.grammar.shared_nodes import share
 
 if TYPE_CHECKING:
     from formwork.grammar.json_schema.lowering import Lowerer
@@ -168,9 +169,8 @@ class ObjectLowering:
         members = self.declared_members()
         if members is None:
             return NOTHING
-        chain = _MemberChain(members, self.extra_member(), self.ws.comma(self.depth),
-                             self.min_props, self.max_props)
-        body = chain.rest(0, 0, True)
+        body = _MemberChain(members, self.extra_member(), self.ws.comma(self.depth),
+                            self.min_props, self.max_props).body()
         may_be_empty = not self.required and self.min_props == 0
         if isinstance(body, Nothing):
             return lit("{}") if may_be_empty else NOTHING
@@ -180,47 +180,48 @@ class ObjectLowering:
 class _MemberChain:
     """The members inside an object's braces: the declared `members` in order, each optional
     unless required, then any number of `extra` members (None: none allowed), their count within
-    min/maxProperties.  A class rather than recursive closures, which are reference cycles left
-    for the garbage collector."""
+    min/maxProperties.  Required members are always there, so only the others are counted, and
+    only up to `cap` (past it, more members change nothing).  A cell (next member, count so far)
+    is reached by many paths: each is built once (`share`), so the automaton grows with members
+    x cap, not with the paths.  A class rather than recursive closures, which are reference cycles
+    left for the garbage collector."""
 
     def __init__(self, members: list[tuple[Node, bool]], extra: Optional[Node], comma: Node,
                  min_props: int, max_props: Optional[int]):
         self.members = members
         self.extra = extra
         self.comma = comma
-        self.min_props = min_props
-        self.max_props = max_props
-        self.cap = (max_props + 1) if max_props is not None else min_props
+        fixed = sum(required for _, required in members)
+        self.min_props = max(0, min_props - fixed)  # of the optional and extra members
+        self.max_props = None if max_props is None else max_props - fixed
+        self.cap = (self.max_props + 1) if self.max_props is not None else self.min_props
         self.memo: dict[tuple[int, int, bool], Node] = {}
 
+    def body(self) -> Node:
+        """The non-empty member list (NOTHING when the counts allow none)."""
+        if self.max_props is not None and self.max_props < 0:
+            return NOTHING
+        return self.rest(0, 0, True)
+
     def rest(self, k: int, count: int, first: bool) -> Node:
-        """Members from declared index k on, `count` emitted so far; `first`: none yet and at
+        """Members from declared index k on, `count` counted so far; `first`: none yet and at
         least one must follow."""
         key = (k, count, first)
         memo = self.memo
         if key in memo:
             return memo[key]
-        cap, comma = self.cap, self.comma
         if k == len(self.members):
             node = self.tail(count, first)
         else:
             member, required = self.members[k]
-            after = self.rest(k + 1, min(count + 1, cap), False)
-            if count == cap and not first:
-                # without counting (or once the count saturates at `cap`), skipping k leads to
-                # the same remainder: factor it out (so frozen counters nest at most `cap` deep)
-                lead = seq(comma, member)
-                node = seq(lead if required else alt(lead, EMPTY), after)
-            else:
-                if cap:
-                    after = freeze(after)
-                take = seq(member, after) if first else seq(comma, member, after)
-                node = take if required else alt(take, self.rest(k + 1, count, first))
-        memo[key] = node
+            after = self.rest(k + 1, count if required else min(count + 1, self.cap), False)
+            take = seq(member, after) if first else seq(self.comma, member, after)
+            node = take if required else alt(take, self.rest(k + 1, count, first))
+        node = memo[key] = share(node)
         return node
 
     def tail(self, count: int, first: bool) -> Node:
-        """Extra members only, `count` emitted so far (`first` as in `rest`)."""
+        """Extra members only, `count` counted so far (`first` as in `rest`)."""
         lo = max(0, self.min_props - count)
         hi = None if self.max_props is None else self.max_props - count
         if first:

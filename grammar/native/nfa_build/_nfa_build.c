@@ -170,6 +170,27 @@ static int byte_set(Builder *b, PyObject *node, int32_t s, int32_t e) {
     return rc;
 }
 
+/* A node marked by `shared_nodes.share` (a Repeat{1,1}): built once per end state e, from a fresh
+ * entry state that s has an epsilon move into; a later use with the same end state gets an epsilon
+ * move into that entry state (the language from it on is the same). */
+static int shared(Builder *b, PyObject *node, int32_t s, int32_t e) {
+    PyObject *key = Py_BuildValue("(Oi)", node, e), *item = NULL, *entry = NULL;
+    if (!key) return -1;
+    int rc = -1;
+    PyObject *got = PyDict_GetItemWithError(b->joins, key);
+    if (got) {
+        rc = add(b, s, EPSILON, 0, (int32_t)PyLong_AsLong(got));
+    } else if (!PyErr_Occurred()) {
+        const int32_t q = new_state(b);
+        rc = q < 0 || !(item = get_field(node, F_ITEM, s_item)) || !(entry = PyLong_FromLong(q)) ||
+             PyDict_SetItem(b->joins, key, entry) || add(b, s, EPSILON, 0, q) || nfab_build(b, item, q, e) ? -1 : 0;
+    }
+    Py_XDECREF(entry);
+    Py_XDECREF(item);
+    Py_DECREF(key);
+    return rc;
+}
+
 int nfab_build(Builder *b, PyObject *node, int32_t s, int32_t e) {
     int rc = is_empty(b, node);
     if (rc) return rc < 0 ? -1 : 0;
@@ -184,6 +205,8 @@ int nfab_build(Builder *b, PyObject *node, int32_t s, int32_t e) {
         Py_DECREF(lexeme);
     } else if (PyErr_Occurred()) {
         rc = -1;
+    } else if (kind == Repeat && PyDict_GET_SIZE(b->shared) && (rc = PyDict_Contains(b->shared, node))) {
+        rc = rc < 0 ? -1 : shared(b, node, s, e);
     } else if (kind == Empty) {
         rc = add(b, s, EPSILON, 0, e);
     } else if (kind == Bytes) {
@@ -210,12 +233,13 @@ int nfab_build(Builder *b, PyObject *node, int32_t s, int32_t e) {
 }
 
 PyDoc_STRVAR(build_doc,
-"build(node, budget, dfa_of, template_of, whole, lexemes, item) -> (moves, regions, total, empty, cuts)\n\n"
+"build(node, budget, dfa_of, template_of, whole, lexemes, shared, item) -> (moves, regions, total, empty, cuts)\n\n"
 "The NFA of IR `node` from state 0 to state 1.  `dfa_of(node)`: the DFA of an And / Not node;\n"
 "`template_of(node)`: the template NFA of a lexeme (a Repeat in the dict `lexemes`, whose value\n"
 "says it is open-ended; its `counted` (an item NFA or None) and `moves` are read), spliced in as a\n"
 "region; None: a standalone NFA, whose DFAs are embedded whole from `whole(dfa)` = (byte ranges\n"
-"per state, accepting flags as bytes).  `budget`: a CompileBudget.  `item`: None, or the NFA of\n"
+"per state, accepting flags as bytes).  `shared`: the dict whose keys are the marked Repeat{1,1}\n"
+"nodes built once per end state (`shared_nodes`).  `budget`: a CompileBudget.  `item`: None, or the NFA of\n"
 "`node`'s item (`node` a bounded Repeat), which `node` then counts over as one region.  Returns\n"
 "the moves of the builder's own states in the flat layout of `_nfa_flat.h` (bytes), the regions\n"
 "as (first, last, end, start, start moves or None, dfa, template or item NFA, node, open-ended,\n"
@@ -226,12 +250,14 @@ PyDoc_STRVAR(build_doc,
 static PyObject *py_build(PyObject *Py_UNUSED(module), PyObject *args) {
     Builder b = {0};
     PyObject *node, *item, *moves = NULL, *regions = NULL, *out = NULL;
-    if (!PyArg_ParseTuple(args, "OOOOOO!O", &node, &b.budget, &b.dfa_of, &b.template_of, &b.whole,
-                          &PyDict_Type, &b.lexemes, &item))
+    if (!PyArg_ParseTuple(args, "OOOOOO!O!O", &node, &b.budget, &b.dfa_of, &b.template_of, &b.whole,
+                          &PyDict_Type, &b.lexemes, &PyDict_Type, &b.shared, &item))
         return NULL;
     int empty = -1;
     b.cuts[0] = b.cuts[256] = 1;
-    if (nfab_load_kinds() || !(b.regions = PyList_New(0)) || new_state(&b) < 0 || new_state(&b) < 0) goto done;
+    if (nfab_load_kinds() || !(b.regions = PyList_New(0)) || !(b.joins = PyDict_New()) || new_state(&b) < 0 ||
+        new_state(&b) < 0)
+        goto done;
     if (item != Py_None && Py_TYPE(node) != Repeat) {
         PyErr_SetString(PyExc_ValueError, "NFA construction: only a repetition counts over an item");
         goto done;
@@ -247,6 +273,7 @@ done:
     Py_XDECREF(moves);
     Py_XDECREF(regions);
     Py_XDECREF(b.regions);
+    Py_XDECREF(b.joins);
     free(b.states);
     free(b.moves);
     free(b.saved);

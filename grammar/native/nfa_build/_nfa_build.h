@@ -37,6 +37,7 @@ typedef struct {
     Py_ssize_t n, cap, nm, mcap, ns, scap, nv; /* nv: region states so far */
     unsigned char cuts[257]; /* 1 at every byte where a byte edge starts, and just past where one ends */
     PyObject *budget, *dfa_of, *template_of, *whole, *lexemes, *regions;
+    PyObject *shared, *joins; /* marks of shared nodes (see `shared`); (node, end) -> entry state */
     int depth;
 } Builder;
 
