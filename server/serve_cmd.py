@@ -80,6 +80,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--warmup", action=argparse.BooleanOptionalAction, default=True,
                         help="run every kernel variant once before serving, so no request pays a compile "
                              "(default: on)")
+    parser.add_argument("--tensor-parallel-size", type=positive_int, default=1,
+                        help="shard the model over N processes (Megatron-style; N GPUs on CUDA, gloo on the CPU)")
     parser.add_argument("--no-prefix-caching", action="store_true", help="disable the prefix cache")
     parser.add_argument("--seed", type=int, default=0, help="engine seed for unseeded requests")
     parser.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY' on /v1 routes")
@@ -150,7 +152,7 @@ def engine_options(args: argparse.Namespace) -> dict:
                 max_waiting_requests=args.max_waiting_requests, enable_prefix_caching=not args.no_prefix_caching,
                 seed=args.seed, device=args.device, dtype=args.dtype,
                 gpu_memory_utilization=args.gpu_memory_utilization, cuda_graphs=args.cuda_graphs,
-                warmup=args.warmup)
+                warmup=args.warmup, tensor_parallel_size=args.tensor_parallel_size)
 
 
 def server_config(args: argparse.Namespace, default_name: str, model_dir: Path):

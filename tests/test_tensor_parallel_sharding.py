@@ -13,12 +13,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest_model import model_files  # noqa: E402
 from tiny_models import tiny_model_dir  # noqa: E402
 
+from formwork.cli import build_parser, main  # noqa: E402
 from formwork.core import LLM  # noqa: E402
 from formwork.core.config import ConfigError, EngineConfig  # noqa: E402
 from formwork.core.distributed.group import TensorParallelGroup  # noqa: E402
 from formwork.core.loader import load_model  # noqa: E402
 from formwork.core.model_files import ModelFiles  # noqa: E402
 from formwork.core.models.sharding import check_divisible, kv_head_shard, vocab_shard  # noqa: E402
+from formwork.server.serve_cmd import engine_options  # noqa: E402
 
 
 def _rows(t: torch.Tensor, heads, head_dim: int) -> torch.Tensor:
@@ -132,3 +134,13 @@ def test_tensor_parallel_options(monkeypatch):
     config = EngineConfig(device="auto", tensor_parallel_size=2)
     assert not config.use_cuda_graphs and [config.rank_device(r) for r in range(2)] == ["cuda:0", "cuda:1"]
     assert EngineConfig(device="cuda").use_cuda_graphs
+
+
+def test_serve_flag_reaches_the_engine(caplog):
+    assert engine_options(build_parser().parse_args(["serve", "--tensor-parallel-size", "2"]))[
+        "tensor_parallel_size"] == 2
+    assert build_parser().parse_args(["serve"]).tensor_parallel_size == 1
+    assert main(["serve", "--tensor-parallel-size", "0"]) == 2
+    model = str(model_files("llama").path)
+    assert main(["serve", "--model", model, "--device", "cpu", "--tensor-parallel-size", "3"]) == 2
+    assert "invalid engine option" in caplog.text and "tensor_parallel_size=3 does not divide" in caplog.text
