@@ -20,7 +20,7 @@ _EXPORTS = {
         "FormworkError", "UnsupportedOutputTypeError", "TruncatedOutputError", "OutputValidationError",
         "GenerationError", "APIError", "BadRequestError", "AuthenticationError", "NotFoundError",
         "RateLimitError", "ServiceUnavailableError", "InternalServerError", "APIConnectionError",
-        "APITimeoutError",
+        "APITimeoutError", "Tool", "ToolCall", "ToolCalls",
     ],
     "formwork.core": ["SamplingParams", "EngineConfig", "LLMEngine", "AsyncLLMEngine", "RequestOutput",
                       "CompletionOutput"],

@@ -177,12 +177,14 @@ class ModelFiles:
             weight_files=weight_files,
         )
 
-    def apply_chat_template(self, messages: list[dict], add_generation_prompt: bool = True) -> str:
-        """Render chat ``messages`` ([{"role": ..., "content": ...}]) to the prompt text."""
+    def apply_chat_template(self, messages: list[dict], add_generation_prompt: bool = True,
+                            tools: list[dict] | None = None) -> str:
+        """Render chat ``messages`` ([{"role": ..., "content": ...}]) to the prompt text; ``tools`` (OpenAI
+        tool definitions) reach the template as its ``tools`` variable."""
         if not self.chat_template:
             raise ChatTemplateError(f"{self.path} has no chat template (tokenizer_config.json or chat_template.jinja)")
         try:
             return self.tokenizer.apply_chat_template(messages, chat_template=self.chat_template, tokenize=False,
-                                                      add_generation_prompt=add_generation_prompt)
+                                                      add_generation_prompt=add_generation_prompt, tools=tools)
         except Exception as exc:  # jinja2 errors, raise_exception() inside templates, bad message shapes
             raise ChatTemplateError(f"chat template failed: {exc}") from exc

@@ -3,6 +3,7 @@
 - `llm`: `LLM`, the in-process engine with typed outputs;
 - `client`: `Client`/`AsyncClient` for any OpenAI-compatible server;
 - `output_types`: how a Python type, `Regex`, `Choice` or `JsonSchema` becomes a constraint and a value;
+- `tools`: functions and pydantic models as tools, typed calls back (`ToolCall`, `ToolCalls`);
 - `errors`: the SDK's exceptions; `generate_cmd`: the `formwork generate` command.
 """
 from __future__ import annotations
@@ -14,11 +15,12 @@ from formwork.sdk.errors import (APIConnectionError, APIError, APITimeoutError, 
                                  ServiceUnavailableError, TruncatedOutputError, UnsupportedOutputTypeError)
 from formwork.sdk.llm import LLM
 from formwork.sdk.output_types import Choice, JsonSchema, OutputFormat, PartialText, Regex, output_format
+from formwork.sdk.tools import Tool, ToolCall, ToolCalls, as_tool
 
 __all__ = [
     "APIConnectionError", "APIError", "APITimeoutError", "AsyncClient", "AuthenticationError",
     "BadRequestError", "Choice", "Client", "FormworkError", "GenerationError", "InternalServerError", "JsonSchema",
     "LLM", "NotFoundError", "OutputFormat", "OutputValidationError", "PartialText", "PermissionDeniedError",
-    "RateLimitError", "Regex", "ServiceUnavailableError", "TruncatedOutputError", "UnsupportedOutputTypeError",
-    "output_format",
+    "RateLimitError", "Regex", "ServiceUnavailableError", "Tool", "ToolCall", "ToolCalls", "TruncatedOutputError",
+    "UnsupportedOutputTypeError", "as_tool", "output_format",
 ]

@@ -24,6 +24,7 @@ import httpx
 from formwork.sdk.errors import (APIConnectionError, APIError, APITimeoutError, OutputValidationError,
                                  error_from_response)
 from formwork.sdk.output_types import OutputFormat, PartialText, output_format
+from formwork.sdk.tools import ToolSet
 
 __all__ = ["AsyncClient", "Client"]
 
@@ -42,6 +43,7 @@ class _Call:
     fmt: OutputFormat | None
     max_tokens: int | None
     chat: bool
+    tools: ToolSet | None = None
 
     def choice_text(self, choice: dict[str, Any], streaming: bool) -> str:
         if not self.chat:
@@ -52,8 +54,17 @@ class _Call:
     def result(self, text: str, finish_reason: str | None) -> Any:
         return text if self.fmt is None else self.fmt.result(text, finish_reason, self.max_tokens)
 
+    def value(self, choice: dict[str, Any]) -> Any:
+        """The value of a whole response's choice: typed tool calls when tools were offered."""
+        if self.tools is None:
+            return self.result(self.choice_text(choice, streaming=False), choice.get("finish_reason"))
+        message = choice.get("message") or {}
+        raw = [(c.get("id"), c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or []]
+        return self.tools.calls(raw, message.get("content"), choice.get("finish_reason"), self.max_tokens)
 
-def _build_call(model: str, prompt: Prompt, output_type: Any, sampling: dict[str, Any], stream: bool) -> _Call:
+
+def _build_call(model: str, prompt: Prompt, output_type: Any, sampling: dict[str, Any], stream: bool,
+                tools: ToolSet | None = None) -> _Call:
     reserved = sorted(set(sampling) & set(_RESERVED))
     if reserved:
         raise TypeError(f"generate() does not take {reserved}: the client sets them itself")
@@ -61,6 +72,10 @@ def _build_call(model: str, prompt: Prompt, output_type: Any, sampling: dict[str
     body: dict[str, Any] = {"model": model, **sampling}
     chat = _is_messages(prompt)
     body["messages" if chat else "prompt"] = prompt
+    if tools is not None:
+        if not chat or fmt is not None or stream:
+            raise TypeError("tools need a list of chat messages, no output_type and no streaming")
+        body.update(tools.request_fields())
     if fmt is not None:
         response_format = fmt.response_format()
         if response_format is not None:
@@ -69,7 +84,7 @@ def _build_call(model: str, prompt: Prompt, output_type: Any, sampling: dict[str
             body["structured_outputs"] = fmt.structured_outputs
     if stream:
         body["stream"] = True
-    return _Call("/chat/completions" if chat else "/completions", body, fmt, body.get("max_tokens"), chat)
+    return _Call("/chat/completions" if chat else "/completions", body, fmt, body.get("max_tokens"), chat, tools)
 
 
 def _is_messages(prompt: Prompt) -> bool:
@@ -197,9 +212,15 @@ class Client:
         """The ids of the models the server serves."""
         return [entry["id"] for entry in self._get("/models").get("data", [])]
 
-    def generate(self, prompt: Prompt, output_type: Any = None, **sampling: Any) -> Any:
-        """One completion parsed as `output_type` (the text itself when None). Raises
-        `TruncatedOutputError` at the token limit, `APIError` subclasses for server errors."""
+    def generate(self, prompt: Prompt, output_type: Any = None, *, tools: Sequence[Any] | None = None,
+                 tool_choice: Any = "auto", parallel_tool_calls: bool = True, **sampling: Any) -> Any:
+        """One completion parsed as `output_type` (the text itself when None); with `tools` (functions or
+        pydantic models), the reply's typed `ToolCalls`. Raises `TruncatedOutputError` at the token limit,
+        `APIError` subclasses for server errors."""
+        if tools is not None:
+            tool_set = ToolSet.build(tools, tool_choice, parallel_tool_calls)
+            call = _build_call(self.model, prompt, output_type, sampling, stream=False, tools=tool_set)
+            return call.value(_first_choice(self._post(call)))
         return self._generate_with(self.model, prompt, output_type, sampling)
 
     def generate_batch(self, prompts: Sequence[Prompt], output_type: Any = None, **sampling: Any) -> list[Any]:
@@ -229,8 +250,7 @@ class Client:
 
     def _generate_with(self, model: str, prompt: Prompt, output_type: Any, sampling: dict[str, Any]) -> Any:
         call = _build_call(model, prompt, output_type, sampling, stream=False)
-        choice = _first_choice(self._post(call))
-        return call.result(call.choice_text(choice, streaming=False), choice.get("finish_reason"))
+        return call.value(_first_choice(self._post(call)))
 
     def _post(self, call: _Call) -> Any:
         with _transport_errors():
@@ -279,10 +299,11 @@ class AsyncClient:
     async def models(self) -> list[str]:
         return [entry["id"] for entry in (await self._get("/models")).get("data", [])]
 
-    async def generate(self, prompt: Prompt, output_type: Any = None, **sampling: Any) -> Any:
-        call = _build_call(await self.model(), prompt, output_type, sampling, stream=False)
-        choice = _first_choice(await self._post(call))
-        return call.result(call.choice_text(choice, streaming=False), choice.get("finish_reason"))
+    async def generate(self, prompt: Prompt, output_type: Any = None, *, tools: Sequence[Any] | None = None,
+                       tool_choice: Any = "auto", parallel_tool_calls: bool = True, **sampling: Any) -> Any:
+        tool_set = ToolSet.build(tools, tool_choice, parallel_tool_calls) if tools is not None else None
+        call = _build_call(await self.model(), prompt, output_type, sampling, stream=False, tools=tool_set)
+        return call.value(_first_choice(await self._post(call)))
 
     async def generate_batch(self, prompts: Sequence[Prompt], output_type: Any = None,
                              **sampling: Any) -> list[Any]:

@@ -20,6 +20,9 @@ from formwork.core.outputs import RequestOutput
 from formwork.core.sampling_params import SamplingParams
 from formwork.sdk.errors import GenerationError
 from formwork.sdk.output_types import OutputFormat, PartialText, output_format
+from formwork.sdk.tools import ToolCalls, ToolSet
+from formwork.server.tools.calling import ToolCalling
+from formwork.server.tools.formats import detect_format
 
 Prompt = str | list[int] | list[dict[str, Any]]
 
@@ -33,9 +36,16 @@ class LLM(_EngineLLM):
     _stream_ids = itertools.count()
 
     def generate(self, prompts: Any, sampling_params: Any = None, use_tqdm: bool = True,
-                 priority: Sequence[int] | None = None, *, output_type: Any = None, **sampling: Any) -> Any:
+                 priority: Sequence[int] | None = None, *, output_type: Any = None, tools: Sequence[Any] | None = None,
+                 tool_choice: Any = "auto", parallel_tool_calls: bool = True, **sampling: Any) -> Any:
         """With `output_type` (also accepted in `sampling_params`' place): one prompt or conversation
-        -> a value of that type. Without: vLLM's `generate` (a list of `RequestOutput`)."""
+        -> a value of that type. With `tools` (functions or pydantic models): one conversation -> its
+        typed `ToolCalls` (see `formwork.sdk.tools`). Without: vLLM's `generate` (a list of `RequestOutput`)."""
+        if tools is not None:
+            if output_type is not None:
+                raise TypeError("give either output_type or tools, not both")
+            return self._call_tools(prompts, ToolSet.build(tools, tool_choice, parallel_tool_calls),
+                                    sampling_params, sampling)
         if output_type is None and sampling_params is not None and not _is_params(sampling_params):
             output_type, sampling_params = sampling_params, None
         if output_type is None:
@@ -86,6 +96,32 @@ class LLM(_EngineLLM):
         if final is None:
             raise GenerationError(f"request {request_id} vanished from the engine before it finished")
         yield _value(final, fmt, params)
+
+    def _call_tools(self, messages: Any, tool_set: ToolSet, given: SamplingParams | None,
+                    sampling: dict[str, Any]) -> ToolCalls:
+        """One conversation with tools offered through the chat template; calls constrained to their schemas."""
+        if not (isinstance(messages, list) and messages and all(isinstance(m, dict) for m in messages)):
+            raise TypeError("tools need one conversation (a non-empty list of chat messages)")
+        fmt = detect_format(self.engine.files.chat_template)
+        request = tool_set.tools_request()
+        params = self._params(given, sampling)
+        if params.n != 1:
+            raise ValueError("a generate with tools returns the calls of one reply; n must be 1")
+        if request.calls_allowed:
+            params = params.clone(structured_outputs=request.constraint(fmt))
+        text = self.engine.files.apply_chat_template(messages, add_generation_prompt=True,
+                                                     tools=[t.to_template() for t in request.tools])
+        ids = list(self.tokenizer(text, add_special_tokens=False).input_ids)
+        output = super().generate([ids], params, use_tqdm=False)[0]
+        if output.error is not None:
+            raise GenerationError(f"the engine failed request {output.request_id}: {output.error}")
+        completion = output.outputs[0]
+        if not request.calls_allowed:
+            return tool_set.calls([], completion.text or None, completion.finish_reason, params.max_tokens)
+        message, reason = ToolCalling(fmt, tuple(t.name for t in request.callable)).message(
+            completion.text, completion.finish_reason)
+        raw = [(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in message["tool_calls"]]
+        return tool_set.calls(raw, message["content"], reason, params.max_tokens)
 
     def _prompt_ids(self, prompt: Prompt) -> list[int]:
         """Token ids of a text prompt or of a conversation rendered with the chat template (token ids

@@ -30,14 +30,17 @@ from formwork.core.sampling_params import SamplingParams
 from formwork.server.auth import BearerAuthMiddleware
 from formwork.server.engine_client import EngineClient, merge_streams
 from formwork.server.errors import (APIError, ContextLengthError, EngineUnavailableError, InternalError,
-                                    InvalidJSONBodyError, MethodNotAllowedError, ModelNotFoundError,
+                                    InvalidJSONBodyError, InvalidRequestError, MethodNotAllowedError, ModelNotFoundError,
                                     PayloadTooLargeError, RouteNotFoundError)
 from formwork.server.metrics import CONTENT_TYPE, metrics_registry, render
 from formwork.server.protocol import (ChatCompletionRequest, CompletionRequest, GenerationRequest,
                                       parse_chat_request, parse_completion_request)
+from formwork.server.reasoning import ReasoningParser
 from formwork.server.responses import (TokenBytes, chat_body, chat_choice, completion_body,
                                        completion_choice)
 from formwork.server.streaming import EventStreamResponse, chat_chunks, completion_chunks
+from formwork.server.tools import ToolFormatError, detect_format
+from formwork.server.tools.calling import ToolCalling
 from formwork.server.warnings_header import with_warnings
 
 logger = logging.getLogger(__name__)
@@ -56,6 +59,7 @@ class ServerConfig:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_schema_bytes: int = DEFAULT_MAX_SCHEMA_BYTES
     model_root: str | None = None
+    reasoning_parser: str | None = None  # see `formwork.server.reasoning`
 
 
 class OpenAIServer:
@@ -65,6 +69,7 @@ class OpenAIServer:
         self.engine = engine
         self.config = config
         self.created = int(time.time())
+        self.reasoning = ReasoningParser(config.reasoning_parser) if config.reasoning_parser else None
         self.metrics_registry = self.build_metrics_registry()  # this server's own
 
     def build_metrics_registry(self) -> CollectorRegistry:
@@ -171,13 +176,39 @@ class OpenAIServer:
         request = parse_chat_request(await self._json_body(http), self.config.max_schema_bytes)
         self._check_model(request)
         self._check_healthy()
+        tool_calling = await self._tool_calling(request)
+        if self.reasoning is not None:  # free thinking first; the constraint holds after it
+            request.sampling["reasoning"] = True
         params = request.sampling_params(request.max_tokens, request.num_logprobs)
-        text, ids = self.engine.render_chat(request.messages)
+        tools = [t.to_template() for t in request.tools.tools] if request.tools is not None else None
+        text, ids = self.engine.render_chat(request.messages, tools=tools)
         self._check_context([ids], request.max_tokens, "messages")
         warnings = await self._check_constraint(request)
         return with_warnings(await self._generate(
             http, request, "chatcmpl", [ids], [text], params,
-            ChatRenderer(request, self.config.served_model_name, self.engine.token_bytes)), warnings)
+            ChatRenderer(request, self.config.served_model_name, self.engine.token_bytes, tool_calling,
+                         self.reasoning)), warnings)
+
+    async def _tool_calling(self, request: ChatCompletionRequest) -> ToolCalling | None:
+        """Check the offered tools against the model's chat template; where calls are allowed, constrain
+        the reply to calls in the template's format (each arguments schema is compiled first, so one
+        that cannot be enforced is a 400 naming it) and say how to read them back."""
+        tools = request.tools
+        if tools is None:
+            return None
+        try:
+            fmt = detect_format(self.engine.files.chat_template)
+        except ToolFormatError as exc:
+            raise InvalidRequestError(str(exc), param="tools", code="unsupported_tools") from None
+        if not tools.calls_allowed:
+            return None
+        for i, tool in enumerate(tools.tools):
+            await anyio.to_thread.run_sync(self.engine.check_constraint, {"json": tool.parameters},
+                                           f"tools.{i}.function.parameters")
+        request.constraint, request.constraint_param = tools.constraint(fmt), "tools"
+        if fmt.trigger in self.engine.tokenizer.all_special_tokens:  # keep the call markers in the text
+            request.sampling["skip_special_tokens"] = False
+        return ToolCalling(fmt, tuple(t.name for t in tools.callable))
 
     # ---- other routes -----------------------------------------------------------------------------
 
@@ -232,18 +263,22 @@ class CompletionRenderer:
 class ChatRenderer:
     """`/v1/chat/completions` output: SSE chunks or a `chat.completion` body."""
 
-    def __init__(self, request: ChatCompletionRequest, model: str, token_bytes: TokenBytes):
+    def __init__(self, request: ChatCompletionRequest, model: str, token_bytes: TokenBytes,
+                 tool_calling: ToolCalling | None = None, reasoning: ReasoningParser | None = None):
         self.request, self.model, self.token_bytes = request, model, token_bytes
+        self.tool_calling = tool_calling
+        self.reasoning = reasoning
 
     def chunks(self, updates: AsyncIterator[tuple[int, RequestOutput]], response_id: str,
                created: int) -> AsyncIterator[str]:
         r = self.request
         return chat_chunks(updates, response_id=response_id, created=created, model=self.model, n=r.n,
-                           top_logprobs=r.num_logprobs, include_usage=r.include_usage, token_bytes=self.token_bytes)
+                           top_logprobs=r.num_logprobs, include_usage=r.include_usage, token_bytes=self.token_bytes,
+                           tool_calling=self.tool_calling, reasoning=self.reasoning)
 
     def body(self, finals: list[RequestOutput], response_id: str, created: int) -> dict[str, Any]:
-        choices = [chat_choice(c, top_logprobs=self.request.num_logprobs, token_bytes=self.token_bytes)
-                   for c in finals[0].outputs]
+        choices = [chat_choice(c, top_logprobs=self.request.num_logprobs, token_bytes=self.token_bytes,
+                               tool_calling=self.tool_calling, reasoning=self.reasoning) for c in finals[0].outputs]
         return chat_body(response_id, created, self.model, choices, finals)
 
 

@@ -48,10 +48,11 @@ class PromptTools:
     def decode(self, token_ids: list[int]) -> str:
         return self.tokenizer.decode(token_ids)
 
-    def render_chat(self, messages: list[dict[str, Any]]) -> tuple[str, list[int]]:
-        """The conversation rendered with the model's chat template, and its token ids."""
+    def render_chat(self, messages: list[dict[str, Any]],
+                    tools: list[dict[str, Any]] | None = None) -> tuple[str, list[int]]:
+        """The conversation (and the offered `tools`) rendered with the model's chat template, and its token ids."""
         try:
-            text = self.files.apply_chat_template(messages, add_generation_prompt=True)
+            text = self.files.apply_chat_template(messages, add_generation_prompt=True, tools=tools)
         except ChatTemplateError as exc:
             raise InvalidRequestError(str(exc), param="messages") from None
         return text, list(self.tokenizer(text, add_special_tokens=False).input_ids)

@@ -15,6 +15,7 @@ from formwork.core.sampling_params import SamplingParams, SamplingParamsError
 from formwork.server.constraints import parse_constraint
 from formwork.server.errors import (InvalidRequestError, InvalidTypeError, UnsupportedFieldError)
 from formwork.server.fields import Fields
+from formwork.server.tools import ToolsRequest, parse_tools, tool_message_fields
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +73,7 @@ class ChatCompletionRequest(GenerationRequest):
     messages: list[dict[str, Any]] = field(default_factory=list)
     logprobs: bool = False
     top_logprobs: int | None = None
+    tools: ToolsRequest | None = None
 
     @property
     def num_logprobs(self) -> int | None:
@@ -107,12 +109,13 @@ def parse_chat_request(body: dict[str, Any], max_schema_bytes: int) -> ChatCompl
     else:
         max_tokens_field = "max_tokens"
     common = _parse_common(f, max_schema_bytes, default_max_tokens=None, max_tokens_field=max_tokens_field)
-    for name in ("tools", "functions"):
-        if f.raw(name):
-            raise UnsupportedFieldError(f"'{name}' (tool calling) is not supported", param=name)
-    tool_choice = f.raw("tool_choice")
-    if tool_choice not in (None, "none"):
-        raise UnsupportedFieldError("'tool_choice' is not supported", param="tool_choice")
+    if f.raw("functions"):
+        raise UnsupportedFieldError("'functions' (deprecated) is not supported; use 'tools'", param="functions")
+    tools = parse_tools(f, max_schema_bytes)
+    if tools is not None and tools.calls_allowed and common["constraint"] is not None:
+        raise UnsupportedFieldError(f"'{common['constraint_param']}' together with tool calls is not supported; "
+                                    "set 'tool_choice' to 'none' or drop the constraint",
+                                    param=common["constraint_param"])
     logprobs = f.bool("logprobs", False)
     top_logprobs = f.int("top_logprobs")
     if top_logprobs is not None:
@@ -122,7 +125,7 @@ def parse_chat_request(body: dict[str, Any], max_schema_bytes: int) -> ChatCompl
         if top_logprobs < 0:
             raise InvalidRequestError(f"'top_logprobs' must be >= 0, got {top_logprobs}", param="top_logprobs")
     request = ChatCompletionRequest(**common, messages=_parse_messages(f), logprobs=logprobs,
-                                    top_logprobs=top_logprobs)
+                                    top_logprobs=top_logprobs, tools=tools)
     _warn_unread(f)
     return request
 
@@ -182,11 +185,13 @@ def _parse_prompts(f: Fields) -> list[str | list[int]]:
 
 
 def _parse_messages(f: Fields) -> list[dict[str, Any]]:
-    """`messages` as `[{"role", "content": str}]` for the chat template (text content parts only)."""
+    """`messages` as `[{"role", "content": str}]` for the chat template (text content parts only), with
+    assistant `tool_calls` and tool messages' `tool_call_id`."""
     messages = f.required("messages")
     if not isinstance(messages, list) or not messages:
         raise InvalidTypeError("'messages' must be a non-empty array", param="messages")
     out = []
+    call_names: dict[str, str] = {}
     for i, message in enumerate(messages):
         param = f"messages.{i}"
         if not isinstance(message, dict):
@@ -199,6 +204,7 @@ def _parse_messages(f: Fields) -> list[dict[str, Any]]:
                  "content": _message_text(message.get("content"), f"{param}.content")}
         if isinstance(message.get("name"), str):
             entry["name"] = message["name"]
+        entry.update(tool_message_fields(message, param, call_names))
         out.append(entry)
     return out
 

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from formwork.core.outputs import CompletionOutput, Logprob, RequestOutput
+from formwork.server.reasoning import ReasoningParser
+from formwork.server.tools.calling import ToolCalling
 
 # JSON has no -inf; like vLLM, clamp log-probabilities of impossible tokens.
 MIN_LOGPROB = -9999.0
@@ -87,13 +89,22 @@ def completion_choice(index: int, output: CompletionOutput, *, prefix: str, logp
             "finish_reason": finish_reason(output), "stop_reason": output.stop_reason}
 
 
-def chat_choice(output: CompletionOutput, *, top_logprobs: int | None, token_bytes: TokenBytes) -> dict:
+def chat_choice(output: CompletionOutput, *, top_logprobs: int | None, token_bytes: TokenBytes,
+                tool_calling: ToolCalling | None = None, reasoning: ReasoningParser | None = None) -> dict:
+    """One chat choice; with `reasoning` the thinking goes to `reasoning_content`, with `tool_calling`
+    the rest is read for tool calls."""
     lp = None
     if top_logprobs is not None and output.logprobs is not None:
         lp = chat_logprobs(output.token_ids, output.logprobs, top_logprobs, token_bytes)
-    return {"index": output.index,
-            "message": {"role": "assistant", "content": output.text, "refusal": None, "tool_calls": []},
-            "logprobs": lp, "finish_reason": finish_reason(output), "stop_reason": output.stop_reason}
+    message = {"role": "assistant", "content": output.text, "refusal": None, "tool_calls": []}
+    if reasoning is not None:
+        message["reasoning_content"], message["content"] = reasoning.split(output.text)
+    reason = finish_reason(output)
+    if tool_calling is not None:
+        parts, reason = tool_calling.message(message["content"] or "", reason)
+        message.update(parts)
+    return {"index": output.index, "message": message, "logprobs": lp, "finish_reason": reason,
+            "stop_reason": output.stop_reason}
 
 
 def completion_body(response_id: str, created: int, model: str, choices: list[dict],

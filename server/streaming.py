@@ -18,8 +18,10 @@ from starlette.types import Receive, Scope, Send
 
 from formwork.core.outputs import CompletionOutput, RequestOutput
 from formwork.server.errors import APIError
+from formwork.server.reasoning import ReasoningParser
 from formwork.server.responses import (TokenBytes, chat_logprobs, completion_logprobs, finish_reason,
                                        usage)
+from formwork.server.tools.calling import ToolCalling
 
 DONE = "data: [DONE]\n\n"
 
@@ -91,9 +93,13 @@ async def completion_chunks(updates: AsyncIterator[tuple[int, RequestOutput]], *
 
 async def chat_chunks(updates: AsyncIterator[tuple[int, RequestOutput]], *, response_id: str, created: int,
                       model: str, n: int, top_logprobs: int | None, include_usage: bool,
-                      token_bytes: TokenBytes) -> AsyncIterator[str]:
-    """`chat.completion.chunk`s: a role chunk per choice, content deltas, usage if asked, then [DONE]."""
+                      token_bytes: TokenBytes, tool_calling: ToolCalling | None = None,
+                      reasoning: ReasoningParser | None = None) -> AsyncIterator[str]:
+    """`chat.completion.chunk`s: a role chunk per choice, content (or, with `tool_calling`, tool call)
+    deltas (with `reasoning`, `reasoning_content` deltas of the thinking first), usage if asked, then [DONE]."""
     state = StreamState(n)
+    thinking = reasoning.stream() if reasoning is not None else None
+    tool_stream = tool_calling.stream() if tool_calling is not None else None
     base = {"id": response_id, "object": "chat.completion.chunk", "created": created, "model": model,
             "system_fingerprint": None}
     extra = {"usage": None} if include_usage else {}
@@ -118,10 +124,23 @@ async def chat_chunks(updates: AsyncIterator[tuple[int, RequestOutput]], *, resp
                     lp = chat_logprobs(new_tokens, completion.logprobs[progress.tokens:], top_logprobs, token_bytes)
                 progress.finished = reason is not None
                 progress.text_chars, progress.tokens = len(completion.text), len(completion.token_ids)
-                delta = {"content": text} if text or not reason else {}
-                yield sse({**base, "choices": [{"index": index, "delta": delta, "logprobs": lp,
-                                                "finish_reason": reason, "stop_reason": completion.stop_reason}],
-                           **extra})
+                thought = ""
+                if thinking is not None:
+                    thought, text = thinking.split(index, text, final=reason is not None)
+                    if not (thought or text or reason or lp is not None):
+                        continue  # all of it may start a tag: held back
+                deltas = [{"content": text} if text or not reason else {}]
+                if tool_stream is not None:
+                    deltas, reason = tool_stream.deltas(index, text, reason)
+                    deltas = deltas or ([{}] if lp is not None else [])
+                if thought:
+                    deltas = [{"reasoning_content": thought}, *(d for d in deltas if d != {"content": ""})]
+                for k, delta in enumerate(deltas):
+                    last = k == len(deltas) - 1
+                    yield sse({**base, "choices": [{"index": index, "delta": delta, "logprobs": lp if k == 0 else None,
+                                                    "finish_reason": reason if last else None,
+                                                    "stop_reason": completion.stop_reason if last else None}],
+                               **extra})
         if include_usage:
             yield sse({**base, "choices": [], "usage": usage(_ordered(state.latest))})
         yield DONE

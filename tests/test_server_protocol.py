@@ -95,7 +95,8 @@ def test_bad_values_name_the_field(fields, param):
 def test_missing_and_unsupported_fields():
     assert isinstance(error_of(parse_chat_request, {"messages": MSG}, LIMIT), MissingFieldError)
     assert error_of(parse_completion_request, {"model": "m"}, LIMIT).param == "prompt"
-    assert isinstance(error_of(chat, tools=[{"type": "function"}]), UnsupportedFieldError)
+    assert error_of(chat, tools=[{"type": "function"}]).param == "tools.0.function"
+    assert isinstance(error_of(chat, functions=[{"name": "f"}]), UnsupportedFieldError)
     assert isinstance(error_of(completion, suffix="x"), UnsupportedFieldError)
     assert error_of(completion, best_of=3).param == "best_of"
     part = [{"type": "image_url", "image_url": {"url": "x"}}]
