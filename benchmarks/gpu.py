@@ -325,14 +325,28 @@ def render(device_name: str, fw: dict, hf: dict, parity: float, cons: dict, cold
     return "\n".join(lines) + "\n"
 
 
+def engine_options(smoke: bool, tensor_parallel_size: int) -> dict:
+    """formwork's engine options beside the device: warm-up on the CPU too (on by default on CUDA), half
+    the GPU left to transformers' run, and the tensor-parallel size."""
+    options = {"warmup": True} if smoke else {"gpu_memory_utilization": 0.5}
+    return {**options, "tensor_parallel_size": tensor_parallel_size}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke", action="store_true", help="run every piece on a tiny model on the CPU")
     parser.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "gpu.md"))
+    parser.add_argument("--tensor-parallel-size", type=int, default=1,
+                        help="shard formwork's model over N GPUs (N processes; with --smoke, gloo on the CPU)")
     args = parser.parse_args(argv)
     if not args.smoke and not torch.cuda.is_available():
         print("benchmarks/gpu.py needs a CUDA GPU, and torch.cuda.is_available() is False here "
               f"(torch {torch.__version__}); `--smoke` runs its pieces on a tiny model on the CPU.", file=sys.stderr)
+        return 2
+    tp = args.tensor_parallel_size
+    if tp < 1 or (not args.smoke and torch.cuda.device_count() < tp):
+        print(f"--tensor-parallel-size {tp} needs {tp} CUDA GPUs; this machine has {torch.cuda.device_count()}",
+              file=sys.stderr)
         return 2
     device = "cpu" if args.smoke else "cuda"
     if args.smoke:
@@ -345,18 +359,18 @@ def main(argv: list[str] | None = None) -> int:
 
         vocab = AutoConfig.from_pretrained(model_dir).vocab_size
         memory = [] if args.smoke else ["--gpu-memory-utilization", "0.5"]
-        cold = cold_start(model_dir, device, memory)
+        cold = cold_start(model_dir, device, memory + ["--tensor-parallel-size", str(tp)])
         print(f"cold start: {cold}", flush=True)
         from formwork.core import LLM
 
-        options = {"warmup": True} if args.smoke else {"gpu_memory_utilization": 0.5}  # warm-up: on for CUDA
-        llm = LLM(model_dir, device=device, max_num_seqs=sizes.requests, **options)
+        llm = LLM(model_dir, device=device, max_num_seqs=sizes.requests, **engine_options(args.smoke, tp))
         warmed = (triton_binaries(), variant_log.seen())
         fw = formwork_figures(llm, sizes, vocab, device)
         cons = constrained_figures(llm, sizes, vocab)
         cons["new_binaries"] = triton_binaries() - warmed[0]
         cons["new_variants"] = len(variant_log.seen() - warmed[1])
         print(f"formwork: {fw}; constrained: {cons}", flush=True)
+        llm.close()
         del llm
         gc.collect()
         if device == "cuda":
@@ -367,6 +381,8 @@ def main(argv: list[str] | None = None) -> int:
     cons["graph_parity"] = graph_parity(device) if device == "cuda" else None
     copy, kernel_rows = kernel_figures(device, args.smoke)
     name = torch.cuda.get_device_name() if device == "cuda" else "CPU smoke run"
+    if tp > 1:
+        name += f"; formwork with tensor_parallel_size {tp}"
     text = render(name, fw, hf, parity, cons, cold, copy, kernel_rows, sizes, args.smoke)
     text += f"\nThe whole run took {time.perf_counter() - started:.0f} s.\n"
     print(text)

@@ -38,7 +38,8 @@ class EngineConfig:
 
     `tensor_parallel_size=N > 1` shards the model over N processes (`formwork.core.distributed`): on
     CUDA rank r uses cuda:r (N GPUs needed, device "cuda" or "auto"), on the CPU gloo over loopback.
-    CUDA graphs are off with N > 1 (True is refused).
+    The KV budget above is each rank's (a rank's block holds its KV heads only). CUDA graphs are off with
+    N > 1 (True is refused).
     """
 
     block_size: int = 16

@@ -27,6 +27,17 @@ def test_without_a_gpu_it_exits_with_a_message(capsys, tmp_path):
     assert not (tmp_path / "gpu.md").exists()
 
 
+def test_tensor_parallel_size_reaches_the_engine_and_needs_as_many_gpus(capsys, tmp_path, monkeypatch):
+    module = _load()
+    assert module.engine_options(False, 4)["tensor_parallel_size"] == 4
+    assert module.engine_options(True, 2) == {"warmup": True, "tensor_parallel_size": 2}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert module.main(["--tensor-parallel-size", "2", "--out", str(tmp_path / "gpu.md")]) == 2
+    assert "--tensor-parallel-size 2 needs 2 CUDA GPUs; this machine has 1" in capsys.readouterr().err
+    assert not (tmp_path / "gpu.md").exists()
+
+
 def test_smoke_run_writes_every_figure(tmp_path):
     out = tmp_path / "gpu.md"
     assert _load().main(["--smoke", "--out", str(out)]) == 0
