@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from formwork.cli.args import positive_int
+from formwork.server.reasoning import REASONING_PARSERS
 
 DEVICE_HELP = "auto (CUDA when available, else the CPU), cpu, cuda or cuda:N"
 
@@ -88,6 +89,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--max-body-bytes", type=parse_size, default=None, help="request body limit (413)")
     parser.add_argument("--max-schema-bytes", type=parse_size, default=None, help="constraint size limit (400)")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    parser.add_argument("--reasoning-parser", default=None, choices=list(REASONING_PARSERS),
+                        help="the model thinks first (<think>...</think>): chat replies carry the thinking as "
+                             "reasoning_content, and response_format constrains only the answer after it")
     replicas = parser.add_argument_group("data parallelism (Ray Serve; pip install 'formwork[ray]')")
     replicas.add_argument("--data-parallel-size", type=positive_int, default=1,
                           help="engine replicas, each a Ray Serve replica behind this server's routes, "
@@ -160,7 +164,7 @@ def server_config(args: argparse.Namespace, default_name: str, model_dir: Path):
     from formwork.server.app import ServerConfig
 
     config = ServerConfig(served_model_name=args.served_model_name or default_name, api_key=args.api_key,
-                          model_root=str(model_dir))
+                          model_root=str(model_dir), reasoning_parser=args.reasoning_parser)
     if args.max_body_bytes:
         config.max_body_bytes = args.max_body_bytes
     if args.max_schema_bytes:

@@ -124,9 +124,10 @@ def tiny_server(*extra_args: str) -> ServerProcess:
 
 
 @contextmanager
-def in_process_server(config: Any, name: str) -> Iterator[tuple[str, Any]]:
-    """An in-process server on the tiny Llama with `config` (an `EngineConfig`), served as `name`:
-    yields its URL and its `EngineClient`; stops both on exit."""
+def in_process_server(config: Any, name: str, **server_options: Any) -> Iterator[tuple[str, Any]]:
+    """An in-process server on the tiny Llama with `config` (an `EngineConfig`), served as `name`
+    (other `ServerConfig` fields from `server_options`): yields its URL and its `EngineClient`;
+    stops both on exit."""
     import uvicorn
 
     from formwork.core.async_engine import AsyncLLMEngine
@@ -136,7 +137,7 @@ def in_process_server(config: Any, name: str) -> Iterator[tuple[str, Any]]:
 
     engine = EngineClient(AsyncLLMEngine(tiny_model_dir("llama"), config))
     engine.start()
-    server = uvicorn.Server(uvicorn.Config(build_app(engine, ServerConfig(served_model_name=name)),
+    server = uvicorn.Server(uvicorn.Config(build_app(engine, ServerConfig(served_model_name=name, **server_options)),
                                            host="127.0.0.1", port=free_port(), log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()

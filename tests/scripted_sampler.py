@@ -3,7 +3,8 @@ constraints whose interesting part a random tiny model would seldom write (a tri
 
     engine.sampler = ScriptedSampler(engine.sampler, {"req-1": "thinking</think>"}, engine.tokenize)
 
-The script's tokens get a large logit bonus before the token mask applies, so a masked token of the
+The script of key None applies to every request without its own (e.g. a server's requests, whose ids
+the test does not know).  The script's tokens get a large logit bonus before the token mask applies, so a masked token of the
 script is never sampled: the constraint, not the script, decides.
 """
 from __future__ import annotations
@@ -18,13 +19,13 @@ BONUS = 60.0
 class ScriptedSampler:
     """Calls `sampler` after adding `BONUS` to the logit of the next script token of each row."""
 
-    def __init__(self, sampler, scripts: dict[str, str], tokenize: Callable[[str], list[int]]):
+    def __init__(self, sampler, scripts: dict[str | None, str], tokenize: Callable[[str], list[int]]):
         self.sampler = sampler
         self.scripts = {request_id: _without_bos(tokenize(text), tokenize) for request_id, text in scripts.items()}
 
     def __call__(self, logits: torch.Tensor, seqs, *args, **kwargs):
         for row, seq in enumerate(seqs):
-            script = self.scripts.get(seq.request_id, [])
+            script = self.scripts.get(seq.request_id, self.scripts.get(None, []))
             if seq.num_output_tokens < len(script):
                 logits[row, script[seq.num_output_tokens]] += BONUS
         return self.sampler(logits, seqs, *args, **kwargs)
