@@ -6,6 +6,7 @@ import time
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -20,6 +21,9 @@ from formwork.grammar.matcher import Matcher
 from formwork.grammar.stored_mask import StoredMask
 from formwork.grammar.token_mask import TokenMaskCache
 from formwork.grammar.vocabulary import Vocabulary
+
+if TYPE_CHECKING:
+    from formwork.grammar.unique_tracker import UniqueArrays
 
 
 def allocate_token_bitmask(batch_size: int, vocab_size: int) -> torch.Tensor:
@@ -41,6 +45,7 @@ class CompiledGrammar:
         self.spec = spec
         self.warnings: list[str] = []
         self.state_masks: dict[int, StoredMask] = {}  # filled by matchers: state id -> mask
+        self.unique: "UniqueArrays | None" = None  # arrays whose items matchers compare (JSON Schema)
         if dfa.is_empty():
             raise EmptyLanguageError("the constraint matches no string at all")
 

@@ -10,6 +10,7 @@ import torch
 from formwork.grammar.dfa import DEAD, START
 from formwork.grammar.errors import GrammarError, RollbackError
 from formwork.grammar.stored_mask import StoredMask
+from formwork.grammar.unique_tracker import UniqueTracker
 
 if TYPE_CHECKING:
     from formwork.grammar.compiler import CompiledGrammar
@@ -23,7 +24,8 @@ class Matcher:
 
     A step is one accepted token (or one accepted string); `rollback(n)` undoes n steps.
     A stop token is accepted only where the grammar can end; afterwards the matcher is
-    terminated and accepts nothing (its mask is all zeros).
+    terminated and accepts nothing (its mask is all zeros).  A grammar with unique arrays
+    (`grammar.unique`) also compares their items (`unique_tracker`): one attribute check elsewhere.
     """
 
     def __init__(self, grammar: "CompiledGrammar", max_step_seconds: float | None = 1.0):
@@ -36,6 +38,7 @@ class Matcher:
         self._terminated = False
         self._history: list[tuple[int, bool]] = []
         self._words = (self.vocab.vocab_size + 31) // 32
+        self._unique = None if grammar.unique is None else UniqueTracker(grammar.unique, self.vocab)
 
     # ------------------------------------------------------------ masks
     def fill_next_token_bitmask(self, bitmask: torch.Tensor, index: int = 0) -> None:
@@ -45,6 +48,8 @@ class Matcher:
             view[index] = 0
         else:
             self._stored_mask().write(view, index)
+            if self._unique is not None:
+                self._unique.filter(view, index)
 
     def _numpy_view(self, bitmask: torch.Tensor) -> np.ndarray:
         """A numpy alias of the (CPU, int32, (batch, words)) bitmask, checked once per tensor:
@@ -66,6 +71,11 @@ class Matcher:
 
     def next_token_mask(self) -> np.ndarray:
         """Packed int32 mask words of the current state (read-only)."""
+        if self._unique is not None:
+            out = np.zeros((1, self._words), dtype=np.int32)
+            self._stored_mask().write(out, 0)
+            self._unique.filter(out, 0)
+            return out[0]
         return self._stored_mask().dense()
 
     def _stored_mask(self) -> StoredMask:
@@ -86,25 +96,31 @@ class Matcher:
         if token_id in self._stops:
             if not self._dfa.accepting[self._state]:
                 return False
+            if self._unique is not None:
+                self._unique.hold()
             self._push(self._state, True)
             return True
         data = self.vocab.token_bytes[token_id]
         if data is None:
             return False
-        nxt = self._dfa.walk(self._state, data)
-        if nxt == DEAD:
-            return False
-        self._push(nxt, False)
-        return True
+        return self._advance(data)
 
     def accept_string(self, text: str | bytes) -> bool:
         """Advance by the bytes of `text` as one step (all or nothing)."""
         if self._terminated:
             return False
         data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        return self._advance(data)
+
+    def _advance(self, data: bytes) -> bool:
         nxt = self._dfa.walk(self._state, data)
         if nxt == DEAD:
             return False
+        if self._unique is not None:
+            advanced = self._unique.advance(data)
+            if advanced is None:
+                return False
+            self._unique.commit(advanced)
         self._push(nxt, False)
         return True
 
@@ -119,11 +135,15 @@ class Matcher:
         if num_tokens:
             self._state, self._terminated = self._history[-num_tokens]
             del self._history[-num_tokens:]
+            if self._unique is not None:
+                self._unique.rollback(num_tokens)
 
     def reset(self) -> None:
         """Back to the start state with an empty history."""
         self._state, self._terminated = START, False
         self._history.clear()
+        if self._unique is not None:
+            self._unique.reset()
 
     # ------------------------------------------------------------ queries
     def is_terminated(self) -> bool:

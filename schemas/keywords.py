@@ -28,7 +28,7 @@ SUPPORTED_KEYWORDS = frozenset({
     "properties", "required", "additionalProperties", "patternProperties",
     "minProperties", "maxProperties", "propertyNames", "dependentRequired", "dependentSchemas",
     # arrays
-    "items", "prefixItems", "additionalItems", "minItems", "maxItems",
+    "items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems",
     "contains", "minContains", "maxContains",
     # strings
     "minLength", "maxLength", "pattern", "format",
@@ -57,10 +57,6 @@ ANNOTATION_KEYWORDS = frozenset({
 
 #: Keywords formwork cannot enforce, with the reason reported to the user.
 UNSUPPORTED_KEYWORDS: dict[str, str] = {
-    "uniqueItems": "uniqueItems: true is enforced only where every element has a finite domain "
-                   "(enum, const, boolean, null or a bounded integer range in items/prefixItems); "
-                   "comparing arbitrary elements with each other is not a regular or "
-                   "context-free constraint",
     "dependencies": "dependencies: not a keyword of this draft (dependentRequired and "
                     "dependentSchemas replace it), yet validators commonly honour it: refused "
                     "rather than silently ignored",
@@ -203,29 +199,6 @@ def classify(keyword: str, value: Any, draft: str, siblings: dict[str, Any] | No
     return verdict
 
 
-def _finite_elements(siblings: dict[str, Any]) -> bool:
-    """Whether every element schema beside `uniqueItems` visibly has a finite domain."""
-    schemas = list(siblings.get("prefixItems", []))
-    rest = siblings.get("items")
-    if isinstance(rest, list):  # positional items (drafts before 2020-12)
-        schemas += rest
-        rest = siblings.get("additionalItems")
-    return rest is not None and all(map(_finite_schema, [*schemas, rest]))
-
-
-def _finite_schema(schema: Any) -> bool:
-    if schema is False:
-        return True
-    if not isinstance(schema, dict):
-        return False
-    types = schema.get("type")
-    types = {types} if isinstance(types, str) else set(types or ["any"])
-    bounded = any(k in schema for k in ("minimum", "exclusiveMinimum")) and \
-        any(k in schema for k in ("maximum", "exclusiveMaximum"))
-    return "enum" in schema or "const" in schema or types <= {"boolean", "null"} or \
-        (types <= {"boolean", "null", "integer"} and bounded)
-
-
 def _classify(keyword: str, value: Any, draft: str, siblings: dict[str, Any]) -> Verdict:
     if keyword not in DRAFT_KEYWORDS[draft]:
         return Verdict(KeywordKind.UNKNOWN, f"{keyword!r} is not a {draft} keyword; JSON Schema "
@@ -255,8 +228,8 @@ def _classify(keyword: str, value: Any, draft: str, siblings: dict[str, Any]) ->
                                                 "supported (put one of them in an allOf)")
     if keyword == "uniqueItems" and value is False:
         return Verdict(KeywordKind.IGNORED)
-    if keyword == "uniqueItems" and _finite_elements(siblings):
-        return Verdict(KeywordKind.SUPPORTED)  # the lowering enumerates the domains
+    if keyword == "uniqueItems":  # finite domains: an automaton; else the matcher compares items
+        return Verdict(KeywordKind.SUPPORTED)  # (the lowering refuses what it cannot track)
     if keyword in ("then", "else") and "if" not in siblings:
         return Verdict(KeywordKind.IGNORED, f"{keyword!r} without 'if' has no effect")
     if keyword == "if" and "then" not in siblings and "else" not in siblings:

@@ -1,16 +1,16 @@
 """`uniqueItems: true` over finite element domains: the matcher agrees with jsonschema on random
-schemas and arrays (duplicates included); the refusals' messages."""
+schemas and arrays (duplicates included); other elements go to the matcher's comparison
+(`test_json_unique_unbounded`)."""
 import sys
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
 from json_exact import assert_exact  # noqa: E402
 
-from formwork.grammar.json_schema import UnsupportedSchemaError, lower_json_schema  # noqa: E402
+from formwork.grammar.json_schema import lower_json_schema  # noqa: E402
 
 VALUES = st.one_of(st.integers(-1, 4), st.sampled_from(["a", "b"]), st.booleans(), st.none(),
                    st.sampled_from([[1], [1, 2], {"a": 1}, 1.0]))
@@ -65,29 +65,24 @@ def test_draft07_positional_items():
                  draft="draft-07")
 
 
-def test_elements_without_a_finite_domain_are_refused():
-    with pytest.raises(UnsupportedSchemaError) as err:
-        lower_json_schema({"type": "array", "items": {"type": "string"}, "uniqueItems": True})
-    assert err.value.pointer == "/uniqueItems"
-    assert str(err.value) == (
-        "uniqueItems at /uniqueItems: uniqueItems: true is enforced only where every element has "
-        "a finite domain (enum, const, boolean, null or a bounded integer range in "
-        "items/prefixItems); comparing arbitrary elements with each other is not a regular or "
-        "context-free constraint")
+def test_elements_without_a_finite_domain_are_tagged_for_the_matcher():
+    lowered = lower_json_schema({"type": "array", "items": {"type": "string"}, "uniqueItems": True})
+    assert lowered.unique_arrays == ("/uniqueItems",) and lowered.warnings == []
 
 
 def test_a_domain_behind_a_reference_is_decided_by_the_lowering():
     schema = {"$defs": {"s": {"type": "string"}}, "items": {"$ref": "#/$defs/s"}, "uniqueItems": True}
-    lowered = lower_json_schema(schema, lenient=True)
-    assert ("uniqueItems at /uniqueItems: enforced only where every element has a finite domain "
-            "(enum, const, boolean, null or a bounded integer range); comparing arbitrary elements "
-            "with each other is not a regular or context-free constraint") in lowered.warnings
-    # the schema front end only sees plain item schemas: lenient lets the lowering decide
+    assert lower_json_schema(schema).unique_arrays == ("/uniqueItems",)
+    # the schema front end only sees plain item schemas: the lowering finds the finite domain
+    lowered = lower_json_schema({"$defs": {"b": {"type": "boolean"}}, "items": {"allOf": [{"$ref": "#/$defs/b"}]},
+                                 "prefixItems": [{"const": 3}], "uniqueItems": True})
+    assert lowered.unique_arrays == ()
     assert_exact({"$defs": {"b": {"type": "boolean"}}, "items": {"allOf": [{"$ref": "#/$defs/b"}]},
                   "prefixItems": [{"const": 3}], "uniqueItems": True},
-                 [[3, True, False], [3, True, True], [3, 3]], lenient=True)
+                 [[3, True, False], [3, True, True], [3, 3]])
 
 
-def test_too_many_sets_of_items_are_refused():
-    with pytest.raises(UnsupportedSchemaError, match="20 distinct element values make 1048576 sets"):
-        lower_json_schema({"items": {"enum": list(range(20))}, "uniqueItems": True})
+def test_too_many_sets_of_items_leave_the_comparison_to_the_matcher():
+    schema = {"items": {"enum": list(range(20))}, "uniqueItems": True}
+    assert lower_json_schema(schema).unique_arrays == ("/uniqueItems",)
+    assert_exact(schema, [list(range(20)), [1, 2, 1], [19, 0, 19], [3, 30]])

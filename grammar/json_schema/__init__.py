@@ -78,6 +78,10 @@ class LoweredSchema:
     warnings: list[str] = field(default_factory=list)
 
 
+    #: the uniqueItems pointers of the arrays tagged for the matcher (`unique_arrays`), and whether
+    #: a refusal of theirs is a warning
+    unique_arrays: tuple[str, ...] = ()
+    lenient: bool = False
 def _load(schema: Any, registry: Optional[Mapping[str, Any]], draft: Optional[str]) -> Any:
     if isinstance(schema, (bytes, bytearray)):
         schema = schema.decode("utf-8")
@@ -149,7 +153,7 @@ def _lower(schema: Any, whitespace: WhitespaceOption, max_whitespace: int,
     node = lowerer.lower_root()
     if lowerer.rules:  # $ref cycles or unbounded any-JSON: a recursive grammar
         node = Grammar({**lowerer.rules, ROOT_RULE: node}, ROOT_RULE)
-    return LoweredSchema(node, lowerer.warnings)
+    return LoweredSchema(node, lowerer.warnings, tuple(lowerer.unique_arrays), options.lenient)
 
 
 def compile_json_schema(schema: Any, vocab: Any, *, whitespace: WhitespaceOption = "default",

@@ -4,11 +4,12 @@ Element i obeys every subschema's positional schema for i (``prefixItems``, or d
 as a list), else its schema for the remaining elements (``items``, ``additionalItems`` or a plain
 ``unevaluatedItems``); ``minItems``/``maxItems`` bound the length, and the first position no value
 can take caps it.  ``contains`` counts matching elements (`contains`); ``uniqueItems: true``
-tracks the set of items seen over finite element domains (`unique_items`).
+tracks the set of items seen over finite element domains (`unique_items`), and otherwise tags the
+array for the matcher, which compares its items (`unique_arrays`).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from formwork.grammar.ir import EMPTY, NOTHING, Node, Nothing, alt, lit, repeat, seq
 from formwork.grammar.json_schema.contains import (
@@ -16,6 +17,7 @@ from formwork.grammar.json_schema.contains import (
 )
 from formwork.grammar.json_schema.expand import Sub
 from formwork.grammar.json_schema.unevaluated import plain_unevaluated
+from formwork.grammar.json_schema.unique_arrays import tagged
 from formwork.grammar.json_schema.unique_items import finite_domain, unique_items
 from formwork.grammar.json_schema.values import container
 from formwork.schemas.pointer import child
@@ -90,12 +92,19 @@ def lower_array(lw: "Lowerer", subs: list[Sub], depth: int) -> Node:
             if not isinstance(made, str):
                 items, may_be_empty = made
                 return _bracketed(lw, depth, items, may_be_empty)
-            reason = made
-        else:
-            reason = ("enforced only where every element has a finite domain (enum, const, "
-                      "boolean, null or a bounded integer range); comparing arbitrary elements "
-                      "with each other is not a regular or context-free constraint")
-        lw.report("uniqueItems", child(unique[0].pointer, "uniqueItems"), reason)
+        # the matcher compares the items (`unique_arrays`): the array is tagged as unique
+        lw.unique_arrays.append(child(unique[0].pointer, "uniqueItems"))
+        return tagged(_plain_array(lw, subs, depth, element_subs, positions, tail_elem, longest,
+                                   min_items, max_items))
+    return _plain_array(lw, subs, depth, element_subs, positions, tail_elem, longest, min_items,
+                        max_items)
+
+
+def _plain_array(lw: "Lowerer", subs: list[Sub], depth: int, element_subs: Any,
+                 positions: list[Node], tail_elem: Node, longest: int, min_items: int,
+                 max_items: Optional[int]) -> Node:
+    """The array of the merged keywords but uniqueness: contains counts, or plain elements."""
+    comma = lw.ws.comma(depth)
     specs = contains_specs(lw, subs, depth + 1)
     may_be_empty = min_items == 0
     if specs:

@@ -13,6 +13,7 @@ from formwork.grammar.compiler import CompiledGrammar, GrammarCompiler
 from formwork.grammar.gc_pause import paused_gc
 from formwork.grammar.ir import Grammar
 from formwork.grammar.json_schema.automata import SHARED
+from formwork.grammar.json_schema.unique_arrays import settle_unique_arrays
 
 _CACHES: "weakref.WeakKeyDictionary[GrammarCompiler, OrderedDict]" = weakref.WeakKeyDictionary()
 _LOCK = threading.Lock()
@@ -35,13 +36,18 @@ def compile_cached(compiler: GrammarCompiler, key: Callable[[], Hashable], lower
     budget = active_budget() or compiler.budget.fresh()  # the caller's (a server request's), if any
     with paused_gc(), budget.active():  # lowering and $ref expansion check it too
         lowered = lower()
-        if isinstance(lowered.node, Grammar):  # recursive schema: the Earley automaton
-            dfa = SHARED.compile_cfg(lowered.node, budget)
+        node, unique = lowered.node, None
+        if getattr(lowered, "unique_arrays", ()):  # arrays whose items the matcher compares
+            node, unique = settle_unique_arrays(
+                lowered, lambda tagged: SHARED.compile(tagged, budget, keep=False), budget)
+        if isinstance(node, Grammar):  # recursive schema: the Earley automaton
+            dfa = SHARED.compile_cfg(node, budget)
         else:
-            dfa = SHARED.compile(lowered.node, budget, keep=False)  # no compiled-grammar cache here
+            dfa = SHARED.compile(node, budget, keep=False)  # no compiled-grammar cache here
     grammar = CompiledGrammar(dfa, compiler.vocab, compiler.mask_cache,
                               time.perf_counter() - start, spec)
     grammar.warnings = list(lowered.warnings)
+    grammar.unique = unique
     if spec is not None:
         with _LOCK:
             cache[spec] = grammar

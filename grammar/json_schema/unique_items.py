@@ -8,13 +8,13 @@ The reachable sets are bounded (`MAX_SETS`); other elements are refused with the
 """
 from __future__ import annotations
 
-import json
 from math import comb
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from formwork.grammar.ir import EMPTY, Node, alt, seq
 from formwork.grammar.json_schema.expand import Sub
 from formwork.grammar.json_schema.values import value_node
+from formwork.grammar.unique_scan import value_key
 
 if TYPE_CHECKING:
     from formwork.grammar.json_schema.lowering import Lowerer
@@ -22,19 +22,6 @@ if TYPE_CHECKING:
 MAX_RANGE = 64   # integers enumerated from one bounded range
 MAX_SETS = 4096  # reachable sets of distinct items
 _FINITE_TYPES = {"null": [None], "boolean": [False, True]}
-
-
-def value_key(value: Any) -> str:
-    """A key equal for values JSON Schema calls equal (1 == 1.0; true != 1; member order free)."""
-    def norm(v: Any) -> Any:
-        if isinstance(v, float) and v.is_integer():
-            return int(v)
-        if isinstance(v, list):
-            return [norm(x) for x in v]
-        if isinstance(v, dict):
-            return {k: norm(x) for k, x in v.items()}
-        return v
-    return json.dumps(norm(value), sort_keys=True)
 
 
 def _candidates(lw: "Lowerer", alternative: list[Sub]) -> Optional[list[Any]]:

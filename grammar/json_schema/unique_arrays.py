@@ -1,0 +1,130 @@
+"""``uniqueItems: true`` over unbounded items: tag the unique arrays, check the matcher can tell
+them apart, and compile the automata the matcher needs.
+
+The lowering writes each such array as usual, preceded by the byte `TAG` (`tagged`).  The grammar
+proper is that IR without tags (the language with no uniqueness: its token masks as always); the
+*tagged* automaton, compiled beside it, tells the matcher which `[` opens a unique array, and the
+matcher compares the items (`formwork.grammar.unique_tracker`).  That needs:
+
+* a regular schema (refused in a recursive one: the Earley automaton has no such tracking);
+* no tag under a complement or an intersection of two different languages (``oneOf`` branches
+  minus each other), where removing the tags would not commute with the operation;
+* no place where one `[` may open either a unique array or another one (``anyOf`` branches that
+  disagree on ``uniqueItems`` at the same position): the tagged automaton has a state with a move
+  on `TAG` and one on ``[`` (`ambiguous`).  Each is refused naming the ``uniqueItems`` pointers.
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from formwork.grammar.budget import CompileBudget
+from formwork.grammar.dfa import DEAD
+from formwork.grammar.ir import EMPTY, And, Bytes, Grammar, Node, Not, children, map_children, seq
+from formwork.grammar.json_schema.errors import UnsupportedSchemaError
+from formwork.grammar.unique_scan import TAG
+
+_TAG = Bytes(bytes([TAG]))
+
+
+def tagged(array: Node) -> Node:
+    """The array node `array` marked as one whose items must be distinct."""
+    return seq(_TAG, array)
+
+
+def strip_tags(node: Node | Grammar) -> Node | Grammar:
+    """The IR without its tags (sub-nodes without tags are kept as they are)."""
+    memo: dict[int, Node] = {}
+
+    def strip(n: Node) -> Node:
+        got = memo.get(id(n))
+        if got is None:
+            if isinstance(n, Bytes):
+                got = (Bytes(n.value.replace(_TAG.value, b"")) if n.value != _TAG.value else EMPTY) \
+                    if _TAG.value in n.value else n
+            else:
+                got = map_children(n, strip)
+                if got == n:
+                    got = n
+            memo[id(n)] = got
+        return got
+
+    if isinstance(node, Grammar):
+        return Grammar({name: strip(body) for name, body in node.rules.items()}, node.start)
+    return strip(node)
+
+
+def misplaced(node: Node) -> Optional[str]:
+    """Why the tags of `node` cannot be tracked (a tag under a complement or under an
+    intersection of two different languages), or None."""
+    memo: dict[int, bool] = {}
+
+    def has_tag(n: Node) -> bool:
+        got = memo.get(id(n))
+        if got is None:
+            got = _TAG.value in n.value if isinstance(n, Bytes) else any(map(has_tag, children(n)))
+            memo[id(n)] = got
+        return got
+
+    def find(n: Node, seen: set[int]) -> Optional[str]:
+        if id(n) in seen or not has_tag(n):
+            return None
+        seen.add(id(n))
+        if isinstance(n, Not):
+            return "a unique array under a complement (not, if/else, or overlapping oneOf branches)"
+        if isinstance(n, And) and n.a != n.b:
+            return "a unique array inside an intersection (overlapping oneOf branches)"
+        for c in children(n):
+            reason = find(c, seen)
+            if reason:
+                return reason
+        return None
+
+    return find(node, set())
+
+
+def ambiguous(dfa: Any, budget: CompileBudget) -> bool:
+    """Whether some state of the tagged automaton moves both on `TAG` and on ``[``: one prefix
+    then opens a unique array or another one."""
+    if getattr(dfa, "lazy", False):
+        dfa.expand_all(budget)
+    class_of_byte, rows = dfa.byte_classes()
+    return bool(np.any((rows[:, class_of_byte[TAG]] != DEAD) & (rows[:, class_of_byte[0x5B]] != DEAD)))
+
+
+def unique_arrays(node: Node | Grammar, pointers: tuple[str, ...], compile_node: Any,
+                  budget: CompileBudget) -> tuple[Node | Grammar, Any]:
+    """(the grammar's IR without tags, what its matchers need), or an `UnsupportedSchemaError`
+    naming the first pointer; `compile_node(node)` compiles the tagged IR."""
+    from formwork.grammar.unique_tracker import UniqueArrays  # the matcher's side
+
+    where = pointers[0]
+    more = f" (and {len(pointers) - 1} more)" if len(pointers) > 1 else ""
+    if isinstance(node, Grammar):
+        raise UnsupportedSchemaError("uniqueItems", where, (
+            f"distinct items over unbounded values are tracked in regular schemas only; this "
+            f"schema is recursive{more}"))
+    reason = misplaced(node)
+    if reason:
+        raise UnsupportedSchemaError("uniqueItems", where, f"distinct items cannot be tracked in "
+                                                           f"{reason}{more}")
+    tagged_dfa = compile_node(node)
+    if ambiguous(tagged_dfa, budget):
+        raise UnsupportedSchemaError("uniqueItems", where, (
+            f"an array at the same place may have to have distinct items or not (anyOf/oneOf/"
+            f"if branches disagree on uniqueItems){more}"))
+    return strip_tags(node), UniqueArrays(tagged_dfa, pointers)
+
+
+def settle_unique_arrays(lowered: Any, compile_node: Any, budget: CompileBudget
+                         ) -> tuple[Node | Grammar, Any]:
+    """`unique_arrays` for a lowered schema (`lowered.node`, `.unique_arrays`): when lenient, a
+    refusal becomes a warning of `lowered` and the arrays' items are not compared."""
+    try:
+        return unique_arrays(lowered.node, lowered.unique_arrays, compile_node, budget)
+    except UnsupportedSchemaError as exc:
+        if not lowered.lenient:
+            raise
+        lowered.warnings.append(str(exc))
+        return strip_tags(lowered.node), None

@@ -1,0 +1,319 @@
+"""Whether the item of a unique array in progress can still end as a new value (`uniqueItems`).
+
+The matcher walks a *tagged* automaton: the language of the schema without uniqueness, where the
+`[` of each array whose items must be distinct is preceded by the byte `TAG` (never in a token).
+A *node* is (automaton state, scanner state relative to one unique array: its frame first, then
+the containers open inside the current item).  The nodes reachable from a node before the array
+closes form its *region*; an edge there may start, end or separate items (boundary edges).
+
+A node is *good* when the array can be closed from it with every item it still ends new, whatever
+the items before: the region reaches the array's close such that each item on the way passes an
+*inexhaustible* part — a cycle (not crossing item boundaries) through a byte that changes the value
+(`unique_scan.CHANGES`); going round it n times spells n different values, so one of them is new.
+A node that is not good is decided exactly by a bounded depth-first search for a completion whose
+items are all new (`fresh`); the search gives up after `SEARCH_STEPS` steps and then answers no,
+which masks a token rather than risk a dead end.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator
+
+from formwork.grammar.dfa import DEAD
+from formwork.grammar.unique_scan import CHANGES, SPACE, SPELLING, TAG, State, step, value_key
+
+MAX_REGION = 50_000  # nodes of one region analysed; past it every node of the region is "not good"
+SEARCH_STEPS = 4_000
+_EXIT = ("exit",)
+_KINDS = {"s": "start", "e": "end", "x": "after", "c": "exit"}  # scanner events of frame 0
+# the order the search tries bytes in: closers first (short completions), separators last
+_ORDER = sorted(range(256), key=lambda b: (b not in b"]}\"", b in b",", b in b" \t\n\r", b))
+
+Node = tuple[int, State]
+
+
+class TaggedMoves:
+    """The live moves of each state of the tagged automaton: (byte, next state, opens a unique
+    array), the tag followed through where a `[` needs it."""
+
+    def __init__(self, dfa: Any):
+        self.dfa = dfa
+        self._moves: dict[int, list[tuple[int, int, bool]]] = {}
+        self._tables: dict[int, dict[int, tuple[int, bool]]] = {}
+
+    def moves(self, t: int) -> list[tuple[int, int, bool]]:
+        got = self._moves.get(t)
+        if got is None:
+            row = self.dfa.row(t).tolist()
+            got = [(b, row[b], False) for b in _ORDER if row[b] != DEAD and b != TAG]
+            if row[TAG] != DEAD:
+                after = self.dfa.row(row[TAG])[0x5B]  # the tag comes right before the bracket
+                if after != DEAD:
+                    got.append((0x5B, int(after), True))
+            self._moves[t] = got
+        return got
+
+    def next(self, t: int, b: int) -> tuple[int, bool]:
+        """(next state, whether a unique array opens) for byte `b` ((DEAD, False): no move)."""
+        table = self._tables.get(t)
+        if table is None:
+            table = self._tables[t] = {byte: (nxt, unique) for byte, nxt, unique in self.moves(t)}
+        return table.get(b, (DEAD, False))
+
+
+def _edge(state: State, b: int, unique: bool) -> tuple[State, tuple[str, ...], int]:
+    """Scanner step relative to the array (frame 0): (next state, boundary kinds, flags)."""
+    after, events, flags = step(state, b, unique)
+    kinds = tuple(_KINDS[kind] for kind, index in events if index == 0)
+    if not kinds and state[0] == "V" and len(state[1]) == 1 and b == 0x2C:
+        kinds = ("comma",)
+    if flags & SPACE and len(state[1]) == 1:
+        flags = 0  # space around the items is no part of a value
+    return after, kinds, flags
+
+
+class Regions:
+    """The analysis of the regions of one tagged automaton, memoised per node (shared by every
+    matcher of a grammar)."""
+
+    def __init__(self, moves: TaggedMoves):
+        self.moves = moves
+        self._good: dict[tuple[Node, bool], bool] = {}
+        self._all_good: dict[tuple[Node, bool], bool] = {}
+        self._canonical: dict[Node, bool] = {}
+
+    # ------------------------------------------------------------ graph
+    def edges(self, node: Node) -> Iterator[tuple[int, Any, tuple[str, ...], int]]:
+        """(byte, next node or _EXIT, boundary kinds, flags) of each live move of `node`."""
+        t, state = node
+        for b, nt, unique in self.moves.moves(t):
+            after, kinds, flags = _edge(state, b, unique)
+            yield b, (_EXIT if "exit" in kinds else (nt, after)), kinds, flags
+
+    def _analyse(self, root: Node) -> None:
+        """Explore the region of `root` and record good / all good / canonical for its nodes."""
+        succ: dict[Node, list[tuple[Any, tuple[str, ...], int]]] = {}
+        todo = [root]
+        overflow = False
+        while todo:
+            node = todo.pop()
+            if node in succ:
+                continue
+            if len(succ) >= MAX_REGION:
+                overflow = True
+                break
+            out = {(nxt, kinds, flags) for _, nxt, kinds, flags in self.edges(node)}
+            succ[node] = list(out)
+            todo.extend(nxt for nxt, _, _ in out if nxt is not _EXIT and nxt not in succ)
+        if overflow:
+            for node in succ:
+                for bit in (False, True):
+                    self._good.setdefault((node, bit), False)
+                    self._all_good.setdefault((node, bit), False)
+                self._canonical.setdefault(node, False)
+            return
+        self._product(succ, _hot_nodes(succ))
+        self._spellings(succ)
+
+    def _product(self, succ: dict, hot: set) -> None:
+        """good/all good over (node, the current item has passed a hot node: it can be new)."""
+        moves: dict[tuple, list[tuple]] = {}
+        for node, out in succ.items():
+            for bit in (False, True):
+                here = bit or node in hot
+                targets = []
+                for nxt, kinds, _ in out:
+                    got = _through(here, kinds, nxt, hot)
+                    if got is not None:
+                        targets.append(got)
+                moves[(node, bit)] = targets
+        reverse: dict[Any, list[tuple]] = {}
+        for src, targets in moves.items():
+            for dst in targets:
+                reverse.setdefault(dst, []).append(src)
+        good = _backward({_EXIT}, reverse)
+        bad = [s for s in moves if s not in good]
+        reaches_bad = _backward(set(bad), reverse)
+        for s in moves:
+            self._good[s] = s in good
+            self._all_good[s] = s not in reaches_bad
+
+    def _spellings(self, succ: dict) -> None:
+        """canonical: no byte reachable within the current item offers a second spelling of one
+        value (a fraction, an exponent, member order, space inside the item)."""
+        reverse: dict[Node, list[Node]] = {}
+        tainted: set[Node] = set()
+        for node, out in succ.items():
+            for nxt, kinds, flags in out:
+                if flags & (SPELLING | SPACE):
+                    tainted.add(node)
+                if nxt is not _EXIT and "end" not in kinds:
+                    reverse.setdefault(nxt, []).append(node)
+        reached = _backward(tainted, reverse)
+        for node in succ:
+            self._canonical[node] = node not in reached
+
+    # ------------------------------------------------------------ queries
+    def _ensure(self, node: Node) -> None:
+        if node not in self._canonical:
+            self._analyse(node)
+
+    def good(self, node: Node, new_item: bool) -> bool:
+        """Whether the array can close from `node` with every item new, whatever the items seen;
+        `new_item`: no item is in progress (or its prefix is of no concern)."""
+        self._ensure(node)
+        return self._good[(node, new_item)]
+
+    def all_good(self, node: Node, new_item: bool) -> bool:
+        """Whether every node reachable from `node` in its region is good."""
+        self._ensure(node)
+        return self._all_good[(node, new_item)]
+
+    def canonical(self, node: Node) -> bool:
+        self._ensure(node)
+        return self._canonical[node]
+
+    def fresh(self, node: Node, prefix: bytes | None, seen: tuple[str, ...]) -> bool:
+        """Whether the array can close from `node` with every item new: the item in progress
+        (spelled `prefix` so far; None: none) and every later one differing from `seen` and
+        from each other (value keys, `value_key`)."""
+        if self.good(node, prefix is None):
+            return True
+        return _search(self, node, prefix, seen)
+
+
+def _through(here: bool, kinds: tuple[str, ...], nxt: Any, hot: set) -> Any:
+    """The product state an edge leads to from a node where the item has passed a hot node
+    (`here`), or None if the edge would end an item that has not."""
+    bit = here
+    for kind in kinds:
+        if kind in ("end", "after"):
+            if not bit:
+                return None
+            bit = True
+        elif kind == "start":
+            bit = False
+        elif kind == "exit":
+            return _EXIT if bit else None
+        else:  # a comma: no item in progress
+            bit = True
+    if nxt is _EXIT:
+        return _EXIT
+    return (nxt, bit or nxt in hot)
+
+
+def _backward(sources: set, reverse: dict) -> set:
+    seen = set(sources)
+    todo = list(sources)
+    while todo:
+        for src in reverse.get(todo.pop(), ()):
+            if src not in seen:
+                seen.add(src)
+                todo.append(src)
+    return seen
+
+
+def _hot_nodes(succ: dict) -> set:
+    """The nodes on a cycle (inside one item) through a byte that changes the value: the strongly
+    connected components of the edges that cross no item boundary with such an inner edge."""
+    inner = {node: [nxt for nxt, kinds, _ in out if not kinds and nxt is not _EXIT]
+             for node, out in succ.items()}
+    component = _components(inner)
+    hot_components = {component[node] for node, out in succ.items()
+                      for nxt, kinds, flags in out
+                      if not kinds and flags & CHANGES and nxt is not _EXIT
+                      and component[nxt] == component[node]}
+    return {n for n in succ if component[n] in hot_components}
+
+
+def _components(graph: dict) -> dict:
+    """Strongly connected components (iterative Tarjan): node -> component id."""
+    index: dict = {}
+    low: dict = {}
+    on_stack: set = set()
+    stack: list = []
+    component: dict = {}
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(graph[root]))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, it = work[-1]
+            advanced = False
+            for nxt in it:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(graph[nxt])))
+                    advanced = True
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component[member] = index[node]
+                    if member == node:
+                        break
+    return component
+
+
+def _search(regions: Regions, node: Node, prefix: bytes | None, seen: tuple[str, ...]) -> bool:
+    """Depth first, at most SEARCH_STEPS moves: a way to close the array with every item new
+    (paths visit a node at most once per item)."""
+    budget = SEARCH_STEPS
+    stack = [(regions.edges(node), prefix, frozenset(seen), {node})]
+    while stack:
+        edges, text, keys, visited = stack[-1]
+        for b, nxt, kinds, _ in edges:
+            budget -= 1
+            if budget <= 0:
+                return False
+            got = _follow(text, keys, b, kinds)
+            if got is None:
+                continue
+            new_text, new_keys, ended = got
+            if nxt is _EXIT:
+                return True
+            if nxt in visited and not ended:
+                continue
+            stack.append((regions.edges(nxt), new_text, new_keys,
+                          {nxt} if ended else visited | {nxt}))
+            break
+        else:
+            stack.pop()
+    return False
+
+
+def _follow(text: bytes | None, keys: frozenset, b: int, kinds: tuple[str, ...]
+            ) -> tuple[bytes | None, frozenset, bool] | None:
+    """(item text, keys seen, whether an item ended) after byte `b`, or None for a duplicate."""
+    ended = False
+    for kind in kinds:
+        if kind == "start":
+            text = bytes([b])
+        elif kind in ("end", "after"):
+            value = text + bytes([b]) if kind == "end" else text
+            key = value_key(json.loads(value))
+            if key in keys:
+                return None
+            keys = keys | {key}
+            text, ended = None, True
+    if text is not None and not kinds:
+        text += bytes([b])
+    return text, keys, ended
+

@@ -1,0 +1,274 @@
+"""`uniqueItems` in the matcher: the items of each open unique array, checked token by token.
+
+A grammar with unique arrays over unbounded items carries `UniqueArrays`: the tagged automaton
+(`unique_regions`) and its analysis.  Each matcher keeps a `UniqueTracker`, which walks every
+accepted byte through the tagged automaton and a JSON scanner (`unique_scan`), and keeps, per open
+unique array, the value keys (`value_key`: 1 == 1.0, member order free, escapes decoded) and
+spellings of its items so far.
+
+The rule (what is masked, and why no dead end is reachable).  A token is refused when
+(1) it ends an item equal to an earlier item of its array — a string ends at its closing quote, a
+container at its closing bracket, a literal at its last letter, a number at the byte after it; or
+(2) after it, some open unique array can no longer be closed with every item new: the item in
+progress, and the items the array still needs, must be completable to values seen nowhere before
+(`Regions.fresh`: exact where an item passes an inexhaustible cycle, else a bounded search).
+(2) holds before every step the matcher takes (the start holds it: no array is open), and a
+completion that keeps it exists after the next byte of the completion that witnessed it; so the
+matcher can always finish, and every document it finishes has distinct items in every unique
+array.  `accept_token` and the mask apply the same rule: the mask tests only the tokens that can
+end an item or open a unique array (by the bytes they hold, per scanner context), plus — where
+some node of the region is not good — the tokens that spell a prefix of an earlier item
+(canonical spellings) or else every allowed token.
+"""
+from __future__ import annotations
+
+import json
+import weakref
+from typing import Any, Optional
+
+import numpy as np
+
+from formwork.grammar.dfa import DEAD, START
+from formwork.grammar.unique_regions import Regions, TaggedMoves
+from formwork.grammar.unique_scan import START_STATE, State, integral, step, value_key
+
+# bits of a token's signature (`_signature`): what in it can end or open an item
+_QUOTE, _TWO_QUOTES, _CLOSE, _OPEN, _COMMA, _SPACE, _LITERAL, _NUMBER_END = 1, 2, 4, 8, 16, 32, 64, 128
+_ANY = 0xFF
+_SPACES = b" \t\n\r"
+
+Level = tuple[int, int, tuple[str, ...], tuple[Any, ...]]  # frame index, item start, keys, values
+Snapshot = tuple[int, State, tuple[Level, ...], int]  # tagged state, scanner state, levels, bytes
+
+
+class _VocabTables:
+    """Per vocabulary: each token's signature, and the ids of each token text."""
+
+    def __init__(self, token_bytes: list[Optional[bytes]]):
+        signature = np.zeros(len(token_bytes), dtype=np.uint8)
+        self.ids: dict[bytes, list[int]] = {}
+        for i, data in enumerate(token_bytes):
+            if data is None:
+                continue
+            self.ids.setdefault(data, []).append(i)
+            signature[i] = _signature(data)
+        self.signature = signature
+
+
+def _signature(data: bytes) -> int:
+    """Which bytes of `data` can end or open an item: a quote, two quotes (a whole string), a
+    closing or opening bracket, a comma, a space, a literal's start (then maybe its end), or a
+    digit followed by what ends a number."""
+    bits = 0
+    quotes = data.count(b'"')
+    bits |= (_QUOTE if quotes else 0) | (_TWO_QUOTES if quotes > 1 else 0)
+    bits |= _CLOSE if b"]" in data or b"}" in data else 0
+    bits |= (_OPEN if b"[" in data else 0) | (_COMMA if b"," in data else 0)
+    bits |= _SPACE if any(b in _SPACES for b in data) else 0
+    stripped = data.lstrip(_SPACES)
+    bits |= _LITERAL if stripped[:1] in (b"t", b"f", b"n") else 0
+    digits = [i for i, b in enumerate(data) if 0x30 <= b <= 0x39]
+    if digits and any(b in b" \t\n\r,]}" for b in data[digits[0]:]):
+        bits |= _NUMBER_END
+    return bits
+
+
+_TABLES: "weakref.WeakKeyDictionary[Any, _VocabTables]" = weakref.WeakKeyDictionary()
+
+
+class UniqueArrays:
+    """What a compiled grammar carries for its unique arrays (shared by its matchers)."""
+
+    def __init__(self, tagged_dfa: Any, pointers: tuple[str, ...]):
+        self.moves = TaggedMoves(tagged_dfa)
+        self.regions = Regions(self.moves)
+        self.pointers = pointers  # the schema's uniqueItems keywords enforced this way
+        self._quiet: dict[tuple[int, State], tuple[int, ...]] = {}  # see UniqueTracker.filter
+
+    def tables(self, vocab: Any) -> _VocabTables:
+        got = _TABLES.get(vocab)
+        if got is None:
+            got = _TABLES[vocab] = _VocabTables(vocab.token_bytes)
+        return got
+
+
+class UniqueTracker:
+    """The unique-array state of one matcher, with one snapshot per accepted step."""
+
+    def __init__(self, unique: UniqueArrays, vocab: Any):
+        self.unique = unique
+        self.vocab = vocab
+        self._buf = bytearray()
+        self._snap: Snapshot = (START, START_STATE, (), 0)
+        self._history: list[Snapshot] = []
+
+    # ------------------------------------------------------------ steps
+    def advance(self, data: bytes) -> Optional[tuple[Snapshot, bytes]]:
+        """The snapshot after `data` (and the bytes to keep), or None if the rule refuses it."""
+        t, state, levels, size = self._snap
+        moves = self.unique.moves
+        local = bytearray()
+        for b in data:
+            t, unique = moves.next(t, b)
+            if t == DEAD:
+                return None
+            state, events, _ = step(state, b, unique)
+            pos = size + len(local)
+            local.append(b)
+            for kind, frame in events:
+                at = _level_at(levels, frame)
+                if at < 0:
+                    continue
+                index, start, keys, values = levels[at]
+                if kind == "s":
+                    levels = _replace(levels, at, (index, pos, keys, values))
+                elif kind == "c":
+                    levels = levels[:at] + levels[at + 1:]
+                else:  # an item ends: with this byte ("e") or before it ("x")
+                    text = self._text(start, pos + 1 if kind == "e" else pos, local, size)
+                    value = json.loads(text)
+                    key = value_key(value)
+                    if key in keys:
+                        return None
+                    levels = _replace(levels, at, (index, -1, keys + (key,), values + (value,)))
+            if unique:
+                levels = levels + ((len(state[1]) - 1, -1, (), ()),)
+        end = size + len(local)
+        regions = self.unique.regions
+        for index, start, keys, _ in levels:
+            node = (t, (state[0], state[1][index:], state[2]))
+            prefix = self._text(start, end, local, size) if start >= 0 else None
+            if not regions.fresh(node, prefix, keys):
+                return None
+        return (t, state, levels, end), bytes(local)
+
+    def _text(self, start: int, end: int, local: bytearray, size: int) -> bytes:
+        if start >= size:
+            return bytes(local[start - size:end - size])
+        return bytes(self._buf[start:size]) + bytes(local[:end - size])
+
+    def commit(self, advanced: tuple[Snapshot, bytes]) -> None:
+        snap, data = advanced
+        self._history.append(self._snap)
+        del self._buf[self._snap[3]:]
+        self._buf += data
+        self._snap = snap
+
+    def hold(self) -> None:
+        """A step that adds no bytes (a stop token)."""
+        self._history.append(self._snap)
+
+    def rollback(self, steps: int) -> None:
+        if steps:
+            self._snap = self._history[-steps]
+            del self._history[-steps:]
+
+    def reset(self) -> None:
+        self._snap = (START, START_STATE, (), 0)
+        self._history.clear()
+        self._buf.clear()
+
+    # ------------------------------------------------------------ masks
+    def filter(self, view: np.ndarray, index: int) -> None:
+        """Clear, in row `index` of `view` (the grammar's mask), the tokens the rule refuses."""
+        t, state, levels, _ = self._snap
+        if not levels:  # only a token that opens a unique array can matter: the same everywhere
+            key = (t, state)
+            refused = self.unique._quiet.get(key)
+            if refused is None:
+                refused = self.unique._quiet[key] = tuple(self._refused(view[index], _OPEN, set(), False))
+        else:
+            bits, extra, everything = self._candidates(t, state, levels)
+            refused = self._refused(view[index], bits, extra, everything)
+        if refused:
+            words = view[index].view(np.uint32)
+            for token in refused:
+                words[token >> 5] &= np.uint32(~(1 << (token & 31)) & 0xFFFFFFFF)
+
+    def _candidates(self, t: int, state: State, levels: tuple[Level, ...]
+                    ) -> tuple[int, set[int], bool]:
+        """(signature bits of the tokens to test, more token ids to test, test every token)."""
+        regions = self.unique.regions
+        tables = self.unique.tables(self.vocab)
+        bits = _OPEN
+        extra: set[int] = set()
+        size = self._snap[3]
+        for index, start, _, values in levels:
+            rel = (state[0], state[1][index:], state[2])
+            bits |= _context_bits(rel)
+            node = (t, rel)
+            if regions.all_good(node, start < 0):
+                continue
+            rests = None
+            if regions.canonical(node) and regions.good(node, True):
+                rests = _rests(rel, bytes(self._buf[start:size]) if start >= 0 else b"", values)
+            if rests is None:
+                return bits, extra, True
+            for rest in rests:
+                for k in range(1, len(rest) + 1):
+                    extra.update(tables.ids.get(rest[:k], ()))
+        return bits, extra, False
+
+    def _refused(self, words: np.ndarray, bits: int, extra: set[int], everything: bool) -> list[int]:
+        allowed = np.unpackbits(np.ascontiguousarray(words).view(np.uint8),
+                                bitorder="little")[: self.vocab.vocab_size].astype(bool)
+        if everything:
+            chosen = allowed
+        else:
+            chosen = allowed & ((self.unique.tables(self.vocab).signature & bits) != 0)
+            for token in extra:
+                chosen[token] = chosen[token] or allowed[token]
+        token_bytes = self.vocab.token_bytes
+        return [int(token) for token in np.flatnonzero(chosen)
+                if token_bytes[token] is not None and self.advance(token_bytes[token]) is None]
+
+
+def _context_bits(rel: State) -> int:
+    """What a token must hold to end an item (or open a unique array) from scanner state `rel`."""
+    mode, frames, _ = rel
+    if mode in ("S", "E", "U"):
+        return _QUOTE  # the string must close first
+    if len(frames) > 1:
+        return _CLOSE | _OPEN  # inside a container of the item: it must close
+    if mode == "N":
+        return _COMMA | _CLOSE | _SPACE
+    if mode == "L":
+        return _ANY
+    return _TWO_QUOTES | _CLOSE | _OPEN | _COMMA | _LITERAL | _NUMBER_END  # a whole item, or a comma
+
+
+def _rests(rel: State, prefix: bytes, values: tuple[Any, ...]) -> Optional[list[bytes]]:
+    """Where the item (spelled `prefix` so far) is a scalar in a region with one spelling per
+    value: the rest of the spelling of each earlier item it may still equal — only a token that
+    spells a prefix of one may lead to a duplicate without ending the item; None elsewhere."""
+    mode, frames, _ = rel
+    if len(frames) != 1:
+        return None
+    if mode == "V":
+        return [_spelling(v) for v in values]
+    if mode == "N":
+        return [s[len(prefix):] for s in map(_spelling, values) if s.startswith(prefix)]
+    if mode == "S":
+        try:
+            so_far = json.loads(prefix + b'"')
+        except ValueError:  # inside a UTF-8 sequence
+            return None
+        return [_spelling(v[len(so_far):])[1:] for v in values
+                if isinstance(v, str) and v.startswith(so_far)]
+    return None
+
+
+def _spelling(value: Any) -> bytes:
+    """The one spelling a region without second spellings gives `value` (compact, raw UTF-8)."""
+    return json.dumps(integral(value), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _level_at(levels: tuple[Level, ...], frame: int) -> int:
+    for at, level in enumerate(levels):
+        if level[0] == frame:
+            return at
+    return -1
+
+
+def _replace(levels: tuple[Level, ...], at: int, level: Level) -> tuple[Level, ...]:
+    return levels[:at] + (level,) + levels[at + 1:]
