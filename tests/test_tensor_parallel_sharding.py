@@ -13,6 +13,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest_model import model_files  # noqa: E402
 from tiny_models import tiny_model_dir  # noqa: E402
 
+import formwork.sdk  # noqa: E402
 from formwork.cli import build_parser, main  # noqa: E402
 from formwork.core import LLM  # noqa: E402
 from formwork.core.config import ConfigError, EngineConfig  # noqa: E402
@@ -114,8 +115,9 @@ def test_models_that_do_not_split_are_refused():
     with pytest.raises(ConfigError, match="intermediate_size 130"):
         check_divisible(8, 8, 130, 4)
     check_divisible(8, 1, 128, 4)  # one KV head, replicated on every rank
-    with pytest.raises(ConfigError, match="tensor_parallel_size=3 does not divide"):
-        LLM(model_files("llama").path, device="cpu", tensor_parallel_size=3)
+    for llm_class in (LLM, formwork.sdk.LLM):  # the option reaches the engine through either API
+        with pytest.raises(ConfigError, match="tensor_parallel_size=3 does not divide"):
+            llm_class(model_files("llama").path, device="cpu", tensor_parallel_size=3)
 
 
 def test_tensor_parallel_options(monkeypatch):
