@@ -159,11 +159,11 @@ class TensorParallelRunner:
             self.local = ModelRunner.for_engine(files, config, max_model_len, tp)
             for worker in self._workers:
                 worker.expect("ready", deadline)
-        except Exception as exc:
+        except BaseException as exc:  # Ctrl-C included: no worker outlives a failed start
             reasons = [r for r in (w.exit_reason() for w in self._workers) if r is not None]
             self._finalizer.detach()
             _stop_workers(self._workers, graceful=False)
-            if reasons and not isinstance(exc, TensorParallelError):
+            if reasons and isinstance(exc, Exception) and not isinstance(exc, TensorParallelError):
                 raise TensorParallelError(f"tensor-parallel start-up failed: {'; '.join(reasons)}") from exc
             raise
 
@@ -215,7 +215,8 @@ class TensorParallelRunner:
             raise
 
     def shard_reports(self) -> list[dict]:
-        """`ModelRunner.shard_report` of every rank, in rank order."""
+        """`ModelRunner.shard_report` of every rank, in rank order (call it from the thread that steps the
+        engine: it shares the workers' sockets)."""
         self._check_workers()
         reports = [self.local.shard_report()]
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
