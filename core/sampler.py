@@ -32,6 +32,9 @@ class SamplerOutput:
     sampled_ranks: list[int | None]
 
 
+SPARSE_MASK_SHARE = 8  # rows are masked token by token when at most 1 word in this many forbids a token
+
+
 class Sampler:
     """Samples one next token per row of logits [rows, vocab], one row per sequence in `seqs`."""
 
@@ -132,12 +135,26 @@ class Sampler:
 
 
 def _mask_rows_cpu(logits: torch.Tensor, bitmask: torch.Tensor, rows: list[int]) -> None:
-    """In place: -inf for the tokens a packed int32 `bitmask` row forbids, in the given rows only."""
+    """In place: -inf for the tokens a packed int32 `bitmask` row forbids, in the given rows only.
+    Where few words forbid anything (free text between tagged regions forbids a handful of tokens),
+    only those tokens are set; otherwise the rows are masked whole."""
     if not rows:
         return
     vocab = logits.shape[1]
-    words = np.ascontiguousarray(bitmask.numpy()[rows])
+    words = bitmask.numpy()[rows]
+    row_of, word_of = np.nonzero(words != -1)  # the words with a forbidden token
+    if len(row_of) * SPARSE_MASK_SHARE <= words.size:
+        bits = np.unpackbits(words[row_of, word_of].view(np.uint8).reshape(-1, 4), axis=1, bitorder="little")
+        which, bit = np.nonzero(bits == 0)
+        tokens = word_of[which] * 32 + bit
+        inside = tokens < vocab
+        row_ids = np.asarray(rows, dtype=np.int64)[row_of[which][inside]]
+        logits[torch.from_numpy(row_ids), torch.from_numpy(tokens[inside])] = float("-inf")
+        return
     bits = np.unpackbits(words.view(np.uint8), axis=1, bitorder="little")[:, :vocab]
     forbidden = torch.from_numpy(bits) == 0
+    if rows == list(range(logits.shape[0])):
+        logits.masked_fill_(forbidden, float("-inf"))
+        return
     index = torch.tensor(rows, dtype=torch.long)
     logits[index] = logits[index].masked_fill(forbidden, float("-inf"))

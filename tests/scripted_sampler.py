@@ -4,8 +4,8 @@ constraints whose interesting part a random tiny model would seldom write (a tri
     engine.sampler = ScriptedSampler(engine.sampler, {"req-1": "thinking</think>"}, engine.tokenize)
 
 The script of key None applies to every request without its own (e.g. a server's requests, whose ids
-the test does not know).  The script's tokens get a large logit bonus before the token mask applies, so a masked token of the
-script is never sampled: the constraint, not the script, decides.
+the test does not know).  The script's tokens get a large logit bonus before the token mask applies,
+so a masked token of the script is never sampled: the constraint, not the script, decides.
 """
 from __future__ import annotations
 
