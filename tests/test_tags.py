@@ -366,3 +366,31 @@ def test_bad_specs_name_the_field(spec, field):
         compile_tags(spec, byte_vocab())
     assert err.value.field == field
     assert str(err.value).startswith(field)
+
+
+# ---- a real tokenizer ---------------------------------------------------------------------------
+
+def test_deepseek_tokenizer_free_text_and_a_call():
+    """On DeepSeek's 129k vocabulary: free text masks only special tokens and those that write the
+    trigger and then leave the call's begin; a tokenized reply with a call walks through."""
+    from conftest_grammar import deepseek_tokenizer, deepseek_vocab
+
+    vocab = deepseek_vocab()
+    begin = '<tool_call>\n{"name": "get_weather", "arguments": '
+    spec = {"tags": [{"begin": begin, "schema": CITY, "end": "}\n</tool_call>"}], "triggers": ["<tool_call>"]}
+    matcher = compile_tags(spec, vocab).matcher()
+    got = allowed(matcher, vocab)
+    rest = begin.encode()[len(b"<tool_call>"):]
+    for token_id, token in enumerate(vocab.token_bytes):
+        if token is None:
+            expected = token_id in vocab.stop_token_ids
+        elif b"<tool_call>" in token:
+            after = token.split(b"<tool_call>", 1)[1]
+            expected = rest.startswith(after)
+        else:
+            expected = True
+        assert got[token_id] == expected, token
+    reply = 'Sure, let me look. ' + begin + '{"city": "Paris", "days": 2}' + '}\n</tool_call> Anything else?'
+    for token_id in deepseek_tokenizer().encode(reply, add_special_tokens=False).ids:
+        assert allowed(matcher, vocab)[token_id] and matcher.accept_token(token_id)
+    assert matcher.can_terminate()
