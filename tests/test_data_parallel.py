@@ -26,8 +26,12 @@ REPLICAS = (0, 1)
 
 @pytest.fixture(scope="module")
 def server():
-    server = ServerProcess.start(None, "--data-parallel-size", "2", "--no-warmup", "--kv-cache-memory", "32MiB",
-                                 "--max-num-seqs", "16", startup_timeout=STARTUP_TIMEOUT)
+    with pytest.MonkeyPatch.context() as env:
+        # Ray's memory monitor kills workers when the whole machine nears full memory, which on a shared
+        # box other jobs cause; only the replica this module kills should die.
+        env.setenv("RAY_memory_monitor_refresh_ms", "0")
+        server = ServerProcess.start(None, "--data-parallel-size", "2", "--no-warmup", "--kv-cache-memory",
+                                     "32MiB", "--max-num-seqs", "16", startup_timeout=STARTUP_TIMEOUT)
     yield server
     server.stop()
 
@@ -100,6 +104,12 @@ def test_a_repeated_prefix_lands_on_the_replica_that_cached_it(server, client):
         cached_on = routed.index(2)
         assert delta["formwork:replica_prefix_routed_total"][cached_on] == 1, delta
         assert delta["formwork:replica_prefix_cache_hits_total"][cached_on] >= 32, delta  # two blocks or more
+
+
+def test_a_replica_refusal_reaches_the_client_as_its_api_error(client):
+    with pytest.raises(openai.BadRequestError) as refused:  # token ids past the vocabulary: the engine refuses
+        client.completions.create(model=DEMO_MODEL_NAME, prompt=[5, 10 ** 6], max_tokens=2)
+    assert refused.value.status_code == 400 and "vocabulary" in str(refused.value)
 
 
 def test_a_client_disconnect_cancels_the_request_on_its_replica(server):
