@@ -11,10 +11,13 @@ from pathlib import Path
 
 import httpx
 import pytest
+import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).parent))
+from conftest_model import variant_dir  # noqa: E402
 from conftest_server import in_process_server  # noqa: E402
 
+from formwork.core import LLM  # noqa: E402
 from formwork.core.config import EngineConfig  # noqa: E402
 from formwork.core.distributed.runner import TensorParallelError  # noqa: E402
 
@@ -78,3 +81,28 @@ def test_a_dead_worker_fails_every_request_and_the_health_check():
             assert not engine.is_healthy and _gone(pid)
         finally:
             engine.close()
+
+
+# Stands in for `python -m formwork.core.distributed.worker FD` (argv[3] is FD): a worker that fails at once.
+FAILING_WORKER = """#!{python}
+import sys
+from multiprocessing.connection import Connection
+conn = Connection(int(sys.argv[3]))
+conn.recv_bytes()  # the spec, unread: unpickling it would import torch
+{action}
+"""
+
+
+@pytest.mark.parametrize("action, message", [
+    ("conn.send(('error', 'RuntimeError: no device for rank 1')); sys.exit(1)",
+     "worker rank 1 failed: RuntimeError: no device for rank 1"),
+    ("sys.exit(3)", "worker rank 1 \\(pid \\d+\\) exited with status 3"),
+])
+def test_a_worker_that_fails_at_start_up_stops_the_start_with_its_reason(action, message, tmp_path, monkeypatch):
+    fake = tmp_path / "python"
+    fake.write_text(FAILING_WORKER.format(python=sys.executable, action=action))
+    fake.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(fake))
+    with pytest.raises(TensorParallelError, match=message):
+        LLM(variant_dir("llama"), device="cpu", tensor_parallel_size=2)
+    assert not dist.is_initialized()  # the group was never joined: a next engine may start

@@ -51,7 +51,7 @@ from formwork.core.models.sharding import check_divisible
 STORE_HOST = "127.0.0.1"
 STARTUP_TIMEOUT_S = 300.0  # for a worker to start, join the group and load its shard
 STOP_TIMEOUT_S = 5.0  # for a worker to exit after "stop" before it is killed
-EXIT_GRACE_S = 2.0  # after a failed step, for a dead worker's exit status to show
+EXIT_GRACE_S = 5.0  # after a failed step, for a dead worker's exit status to show
 
 
 class TensorParallelError(RuntimeError):
@@ -98,8 +98,11 @@ class _Worker:
             if self.conn.poll(0.05):
                 try:
                     got, payload = self.conn.recv()
-                except EOFError:
-                    got, payload = "error", "its connection closed"
+                except EOFError:  # a worker closes its socket only by exiting: wait for its status
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        self.process.wait(max(deadline - time.monotonic(), 0.0))
+                    raise TensorParallelError(self.exit_reason() or
+                                              f"tensor-parallel worker rank {self.rank} closed its connection")
                 if got == kind:
                     return payload
                 raise TensorParallelError(f"tensor-parallel worker rank {self.rank} failed: {payload}")
