@@ -24,13 +24,14 @@ from typing import Any, Iterator
 from formwork.grammar.compiler import GrammarCompiler
 from formwork.grammar.errors import EmptyLanguageError, GrammarError
 from formwork.grammar.json_schema import compile_json_schema
+from formwork.grammar.json_schema.options import BOUNDED_NESTING_DEPTH
 from formwork.grammar.vocabulary import Vocabulary
 
 REPO = Path(__file__).resolve().parent.parent
 SUITE_DIRS = [REPO / "tests" / "data" / "json-schema-test-suite",
               Path("/work/shared/data/json-schema-test-suite")]
 MAX_SPELLINGS = 256
-NESTING = 2  # bound on any-JSON values (the "auto" default inside constrained schemas)
+NESTING = BOUNDED_NESTING_DEPTH  # bound on any-JSON values (the "auto" default inside constrained schemas)
 DRAFTS = {"draft2020-12": "2020-12", "draft2019-09": "2019-09", "draft7": "draft-07",
           "draft6": "draft-06", "draft4": "draft-04"}
 

@@ -1,5 +1,6 @@
 """Nesting of any-JSON values: exact for open schemas and the engine's json_object, bounded inside
-constrained schemas by default, exact or bounded on request."""
+constrained schemas by default (`BOUNDED_NESTING_DEPTH` levels, 2 under an indent policy), exact or
+bounded on request."""
 from __future__ import annotations
 
 import json
@@ -15,7 +16,9 @@ from formwork.core.grammar_backend import _compile  # noqa: E402
 from formwork.grammar import GrammarCompiler, GrammarError, allocate_token_bitmask  # noqa: E402
 from formwork.grammar.ir import Grammar  # noqa: E402
 from formwork.grammar.json_schema import IndentSpec, compile_json_schema, lower_json_schema  # noqa: E402
-from formwork.grammar.json_schema.options import is_open_schema, resolve_nesting_depth  # noqa: E402
+from formwork.grammar.json_schema.options import (  # noqa: E402
+    BOUNDED_NESTING_DEPTH, SHALLOW_NESTING_DEPTH, is_open_schema, resolve_nesting_depth,
+)
 
 
 def nested(depth: int) -> dict:
@@ -62,7 +65,10 @@ def test_constrained_schemas_keep_the_bounded_default(compiler):
     schema = {"type": "object", "properties": {"a": {}}, "required": ["a"]}
     g = compile_json_schema(schema, compiler.vocab, compiler=compiler)
     assert not isinstance(lower_json_schema(schema).node, Grammar)
-    assert accepts(g, '{"a": [[1]]}') and not accepts(g, '{"a": [[[1]]]}')
+    depth = BOUNDED_NESTING_DEPTH
+    assert accepts(g, '{"a": ' + "[" * depth + "1" + "]" * depth + "}")
+    assert accepts(g, json.dumps({"a": nested(depth)["root"]})) and not accepts(g, '{"a": ' + DEEP + "}")
+    assert not accepts(g, '{"a": ' + "[" * (depth + 1) + "1" + "]" * (depth + 1) + "}")
     exact = compile_json_schema(schema, compiler.vocab, compiler=compiler, max_nesting_depth=None)
     assert accepts(exact, '{"a": ' + DEEP + "}") and not accepts(exact, '{"a": [1,]}')
     bounded = compile_json_schema({"type": "object"}, compiler.vocab, compiler=compiler, max_nesting_depth=2)
@@ -72,8 +78,9 @@ def test_constrained_schemas_keep_the_bounded_default(compiler):
 def test_auto_resolution():
     assert resolve_nesting_depth("auto", {"type": "object"}, "default") is None
     assert resolve_nesting_depth("auto", True, "compact") is None
-    assert resolve_nesting_depth("auto", {"type": "object"}, IndentSpec(2)) == 2  # recursion needs no indent
-    assert resolve_nesting_depth("auto", {"type": "object", "maxProperties": 3}, "default") == 2
+    assert resolve_nesting_depth("auto", {"type": "object"}, IndentSpec(2)) == SHALLOW_NESTING_DEPTH
+    assert resolve_nesting_depth("auto", {"properties": {}}, IndentSpec(2)) == SHALLOW_NESTING_DEPTH
+    assert resolve_nesting_depth("auto", {"type": "object", "maxProperties": 3}, "default") == BOUNDED_NESTING_DEPTH
     assert resolve_nesting_depth(1, {}, "default") == 1
     assert resolve_nesting_depth(None, {"properties": {}}, "free") is None
     assert not is_open_schema(False) and not is_open_schema({"$ref": "#"})

@@ -34,8 +34,10 @@ under indented whitespace, raises `RecursionNotSupportedError`, and a cycle with
 containers deep; `max_nesting_depth=None` makes them exact (a recursive any-JSON rule).  The
 default ``"auto"`` is exact for an *open* schema (``{}``, ``true``, ``{"type": "object"}``: any
 JSON of some types, e.g. ``response_format: json_object``) and bounds open values inside a
-constrained schema at 2 levels (they keep the schema one regular automaton, whose token masks are
-cached per state; the context-free path costs them about 3x per mask).
+constrained schema at `options.BOUNDED_NESTING_DEPTH` (6) levels, 2 under an indent policy (they
+keep the schema one regular automaton, whose token masks are cached per state and, inside an open
+value, shared by every schema; on the iglu-central corpus the context-free path has masks past
+1 s where the bounded automaton has none).
 """
 from __future__ import annotations
 
@@ -52,7 +54,8 @@ from formwork.grammar.json_schema.cache import compile_cached
 from formwork.grammar.json_schema.expand import plain_unevaluated
 from formwork.grammar.json_schema.lowering import Lowerer
 from formwork.grammar.json_schema.options import (
-    IndentSpec, JsonSchemaOptions, NestingOption, WhitespaceOption, resolve_nesting_depth,
+    SHALLOW_NESTING_DEPTH, IndentSpec, JsonSchemaOptions, NestingOption, WhitespaceOption,
+    resolve_nesting_depth,
 )
 from formwork.schemas import load_schema
 from formwork.schemas.errors import SchemaError
@@ -138,6 +141,7 @@ def _lower(schema: Any, whitespace: WhitespaceOption, max_whitespace: int,
     options = JsonSchemaOptions(whitespace, max_whitespace, forbid_additional_properties, lenient,
                                 resolve_nesting_depth(max_nesting_depth, doc.schema, whitespace))
     lowerer = Lowerer(doc, options)
+    open_values = lowerer.any_value.calls
     for problem in doc.unsupported():
         if _handled_here(doc, problem):
             continue
@@ -151,6 +155,11 @@ def _lower(schema: Any, whitespace: WhitespaceOption, max_whitespace: int,
         elif problem.severity is Severity.WARNING:
             lowerer.warnings.append(f"{problem.keyword} at {problem.pointer or '#'}: {problem.reason}")
     node = lowerer.lower_root()
+    levels = options.max_nesting_depth
+    if max_nesting_depth == "auto" and levels is not None and levels > SHALLOW_NESTING_DEPTH and \
+            lowerer.any_value.calls > open_values and lowerer.any_value.in_product(node, levels):
+        return _lower(schema, whitespace, max_whitespace, forbid_additional_properties, lenient,
+                      SHALLOW_NESTING_DEPTH, registry, draft)
     if lowerer.rules:  # $ref cycles or unbounded any-JSON: a recursive grammar
         node = Grammar({**lowerer.rules, ROOT_RULE: node}, ROOT_RULE)
     return LoweredSchema(node, lowerer.warnings, tuple(lowerer.unique_arrays), options.lenient)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from formwork.grammar.automaton import AutomatonBuilder
 from formwork.grammar.budget import CompileBudget
 from formwork.grammar.cfg import compile_cfg
-from formwork.grammar.dfa import START, DFA
+from formwork.grammar.dfa import DEAD, START, DFA
 from formwork.grammar.ir import Grammar, Node, Repeat
 from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.follow_exits import follow_trie
@@ -42,7 +42,7 @@ class SharedAutomata:
         self._uses += 1
         if self._uses > self.max_compilations:
             old, self._builder, self._uses = self._builder, AutomatonBuilder(), 1
-            self._builder.take_eager(old, _format_nodes())
+            self._builder.take_eager(old, _format_nodes() + [_any_value_node()])
         return self._builder
 
     def compile(self, node: Node, budget: CompileBudget | None = None, keep: bool = True) -> DFA:
@@ -84,6 +84,19 @@ class SharedAutomata:
         for byte in b'",}]':  # the pruned tries of the bytes that end JSON lexemes (lexeme exits)
             follow_trie(cache.vocab.trie, byte)
 
+    def warm_any_values(self, cache: "TokenMaskCache") -> None:
+        """The automaton of the bounded any-JSON value of the default whitespace policy (what
+        ``{}``, ``true`` and untyped members inside a constrained schema lower to; ~0.4 s at the
+        default bound), kept when the builder is renewed, and the token masks of its start and of
+        the states one byte into a container: a document's first mask at such a value is the
+        shared mask of the state it is in plus the tokens that finish the value part way."""
+        with self._lock:
+            self._builder.budget = CompileBudget().start()  # the warm-up's own (compiles fork theirs)
+            dfa = self._builder.eager(_any_value_node())
+        for state in (START, dfa.walk(START, b"["), dfa.walk(START, b"{")):
+            if state != DEAD:
+                cache.lexeme_base(dfa, state)
+
     def warm_formats(self) -> None:
         """The automata of every supported `format` (they depend on no schema; the first use of
         some, such as email's intersections, costs tens of milliseconds), kept when the builder
@@ -101,6 +114,15 @@ def _format_nodes() -> list[Node]:
     from formwork.grammar.json_schema.pieces import encoded_format
 
     return [encoded_format(name) for name in sorted(SUPPORTED)]
+
+
+def _any_value_node() -> Node:
+    """The frozen IR of the bounded any-JSON value under the default options (see
+    `lowering.Lowerer.unconstrained`)."""
+    from formwork.grammar.json_schema.lowering import _shared_any_value
+    from formwork.grammar.json_schema.options import BOUNDED_NESTING_DEPTH, JsonSchemaOptions
+
+    return _shared_any_value(JsonSchemaOptions())(BOUNDED_NESTING_DEPTH, 0)
 
 
 SHARED = SharedAutomata()

@@ -31,7 +31,14 @@ class IndentSpec:
 WhitespaceOption = Union[str, IndentSpec]
 NestingOption = Union[int, None, Literal["auto"]]
 
-BOUNDED_NESTING_DEPTH = 2
+#: The "auto" bound on any-JSON values inside a constrained schema: their automaton is shared by
+#: every schema of a whitespace policy (about 6,300 states, built once per process in ~0.4 s, see
+#: `automata.SharedAutomata.warm_any_values`); each level more doubles it.
+BOUNDED_NESTING_DEPTH = 6
+#: The "auto" bound under an indent policy (every depth of an open value has its own automaton)
+#: and where open values lie inside an intersection or a complement (``not``, overlapping
+#: ``oneOf``, ``contains``: built as complete automata, whose size the bound multiplies).
+SHALLOW_NESTING_DEPTH = 2
 # keywords that leave a schema's language "any JSON value of these types"
 _OPEN_KEYWORDS = frozenset({"type", "$schema", "$id", "$comment", "title", "description",
                             "examples", "default", "deprecated", "readOnly", "writeOnly"})
@@ -47,13 +54,14 @@ def resolve_nesting_depth(max_nesting_depth: NestingOption, schema: Any,
                           whitespace: WhitespaceOption) -> int | None:
     """The nesting bound of any-JSON values: ``"auto"`` is exact (None) for an open schema (its
     whole language is any JSON of some types, and the recursive any-JSON rule compiles and masks
-    as fast as the bounded automaton) and `BOUNDED_NESTING_DEPTH` elsewhere (open values inside a
-    constrained schema keep the schema one regular automaton) or under an indent policy."""
+    as fast as the bounded automaton), `BOUNDED_NESTING_DEPTH` elsewhere (open values inside a
+    constrained schema keep the schema one regular automaton) and `SHALLOW_NESTING_DEPTH` under
+    an indent policy (the lowering also falls back to it where open values lie in a product)."""
     if max_nesting_depth != "auto":
         return max_nesting_depth  # type: ignore[return-value]
-    if is_open_schema(schema) and not isinstance(whitespace, IndentSpec):
-        return None
-    return BOUNDED_NESTING_DEPTH
+    if isinstance(whitespace, IndentSpec):
+        return SHALLOW_NESTING_DEPTH
+    return None if is_open_schema(schema) else BOUNDED_NESTING_DEPTH
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from formwork.grammar.errors import GrammarError
-from formwork.grammar.ir import And, Node, RuleRef, alt, lit, repeat, seq
+from formwork.grammar.ir import And, Node, Not, RuleRef, alt, children, lit, repeat, seq
 from formwork.grammar.regex_parser import regex
 from formwork.grammar.json_schema.numbers import JSON_NUMBER
 from formwork.grammar.json_schema.options import Whitespace
@@ -76,10 +76,12 @@ class AnyValue:
         self.ws = ws
         self.indent_sensitive = indent_sensitive
         self._memo: dict[tuple[int, int], Node] = {}
+        self.calls = 0  # grows with every value asked for (by any lowering: a hint, not a count)
         self.scalar = alt(lit("null"), lit("true"), lit("false"), regex(JSON_NUMBER),
                           quoted(string_content()))
 
     def __call__(self, levels: int, depth: int) -> Node:
+        self.calls += 1
         key = (levels, depth if self.indent_sensitive else 0)
         got = self._memo.get(key)
         if got is not None:
@@ -96,6 +98,29 @@ class AnyValue:
                               container(ws, depth, "{", "}", members, True)))
         self._memo[key] = node
         return node
+
+    def in_product(self, root: Node, levels: int) -> bool:
+        """Whether a value of this many `levels` lies inside an operand of an intersection or a
+        complement in `root` (other than its own frozen form): operands are built as complete
+        automata, whose size grows with the levels."""
+        values = {node for (n, _), node in self._memo.items() if n == levels}
+        contains: dict[int, bool] = {}
+        stack: list[tuple[Node, bool]] = [(root, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if id(node) in contains:
+                continue
+            if node in values:
+                contains[id(node)] = True
+            elif not expanded:
+                stack.append((node, True))
+                stack.extend((c, False) for c in children(node) if id(c) not in contains)
+            else:
+                inside = any(contains[id(c)] for c in children(node))
+                if inside and isinstance(node, (And, Not)):
+                    return True
+                contains[id(node)] = inside
+        return False
 
 
 
