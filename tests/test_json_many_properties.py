@@ -78,3 +78,13 @@ def test_the_automaton_grows_linearly_with_the_properties():
     for keywords in ({}, {"minProperties": 3}, {"maxProperties": 4, "required": ["field_0"]}):
         sizes = [_nfa_states(n, **keywords) for n in (20, 40, 80)]
         assert sizes[1] <= 2.2 * sizes[0] and sizes[2] <= 2.2 * sizes[1], (keywords, sizes)
+
+
+def test_long_anyof_lists_compile_and_are_exact():
+    """An anyOf of hundreds of consts beside other keywords is as many alternatives as it lists
+    (past the 256 a product of alternatives may give), and exact; so is a large enum."""
+    words = [f"option-{i:03d}" for i in range(400)]
+    listed = {"type": "string", "anyOf": [{"const": w} for w in words]}
+    samples = [words[0], words[399], words[123], "option-400", "option-12", 7]
+    assert_exact({"properties": {"kind": listed}}, [{"kind": w} for w in samples])
+    assert_exact({"properties": {"kind": {"enum": words}}}, [{"kind": w} for w in samples])

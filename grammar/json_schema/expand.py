@@ -28,6 +28,9 @@ from formwork.schemas.pointer import child
 
 MAX_ALTERNATIVES = 256
 _PRUNED_FACTOR = 8  # a product this many times larger is still made, and its empty ones dropped
+#: Alternatives a product of one alternative with a list may give: the list's, as many as the
+#: schema spells out (an anyOf of hundreds of consts), so they grow with the schema, not past it.
+MAX_LISTED_ALTERNATIVES = 4096
 
 #: Keywords consumed by the expansion; everything else is "local".
 APPLICATORS = ("$ref", "$dynamicRef", "allOf", "anyOf", "oneOf", "if", "then", "else", *DEPENDENCY_KEYWORDS)
@@ -219,12 +222,13 @@ class Expander:
         """Every conjunction of one alternative of each side, but those a discriminator member
         makes empty (`discriminators`: n conditionals on one member give n + 1, not 2**n)."""
         count = len(left) * len(right)
-        if count <= MAX_ALTERNATIVES * _PRUNED_FACTOR:
+        limit = MAX_LISTED_ALTERNATIVES if min(len(left), len(right)) == 1 else MAX_ALTERNATIVES
+        if count <= max(limit, MAX_ALTERNATIVES * _PRUNED_FACTOR):
             out = [a + b for a, b in product(left, right)]
             if count > 1:
                 out = [a for a in out if consistent(a)]
-            if len(out) <= MAX_ALTERNATIVES:
+            if len(out) <= limit:
                 return out
         raise GrammarBudgetError(
-            f"the schema at {sub.pointer or '#'} expands into more than {MAX_ALTERNATIVES} "
+            f"the schema at {sub.pointer or '#'} expands into more than {limit} "
             "alternatives (allOf/anyOf/oneOf combinations)")

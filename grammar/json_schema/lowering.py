@@ -54,9 +54,7 @@ _LEAF_KEYWORDS = frozenset({
     "multipleOf", "minLength", "maxLength", "pattern", "format", "minItems", "maxItems",
     "minProperties", "maxProperties", "required"}) | _LOCAL_FREE
 _LEAF_VALUES = _LEAF_KEYWORDS - set(APPLICATORS)
-#: Keywords of documentation only, left out of a shared leaf's key.
-_DOCUMENTATION = frozenset({"title", "description", "$comment", "examples", "default",
-                            "deprecated", "readOnly", "writeOnly"})
+_LEAF_KEYED = _LEAF_KEYWORDS - _LOCAL_FREE  # what a shared leaf's key spells out
 MAX_SHARED_LEAVES = 4096
 MAX_NESTED_SCHEMAS = 64  # conjunctions lowered inside one another
 
@@ -303,8 +301,8 @@ class Lowerer:
         return node
 
     def _shared_leaf_key(self, subs: list[Sub], depth: int) -> Optional[tuple]:
-        """All the lowering of the leaf conjunction `subs` depends on (its keywords but for
-        documentation, by `repr`: exact for JSON values, 1, 1.0 and True included, unlike `==`;
+        """All the lowering of the leaf conjunction `subs` depends on (its value keywords, by
+        `repr`: exact for JSON values, 1, 1.0 and True included, unlike `==`;
         the draft, options and, when indenting, depth), or None when it may depend on more
         (other keywords, say)."""
         if self._leaf_context is None:
@@ -314,9 +312,9 @@ class Lowerer:
             schema = s.schema
             if not _LEAF_KEYWORDS.issuperset(schema):
                 return None
-            if not _DOCUMENTATION.isdisjoint(schema):
-                schema = {k: v for k, v in schema.items() if k not in _DOCUMENTATION}
-            texts.append(repr(schema))
+            # value keywords only: applicators are expanded into the conjunction already (an
+            # anyOf of n consts would otherwise be spelled out in each of its n leaves' keys)
+            texts.append(repr({k: v for k, v in schema.items() if k in _LEAF_KEYED}))
         return (self._leaf_context, depth if self._indent else 0, *texts)
 
     def unconstrained(self, depth: int) -> Node:
