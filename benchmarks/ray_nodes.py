@@ -63,7 +63,8 @@ class RayNodes:
 
     def start(self) -> str:
         """Start the nodes; returns the head's address. `ray start` clusters use token authentication,
-        so this process (the driver) is switched to it too (the token is Ray's, in ~/.ray)."""
+        so this process (the driver) is switched to it too (the token is Ray's, in ~/.ray); Ray reads
+        the setting when it is imported, so call this before `import ray`."""
         os.environ["RAY_AUTH_MODE"] = "token"
         self._start("--head", "--port", str(self.port), "--include-dashboard", "false", "--temp-dir", self.temp_dir)
         deadline = time.monotonic() + START_TIMEOUT_S

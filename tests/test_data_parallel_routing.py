@@ -30,11 +30,21 @@ def test_a_prompt_whose_blocks_were_routed_goes_back_to_that_replica(prompts, re
     for prompt in prompts:
         first = router.route(prompt)
         router.finished(first.replica)
-        again = router.route(prompt + [7])
+        again = router.route(prompt)
         router.finished(again.replica)
         if len(prompt) >= BLOCK:
             assert again.replica == first.replica and again.matched_blocks == len(prompt) // BLOCK
         assert all(r.in_flight == 0 for r in router.replicas)
+
+
+def test_a_longer_prompt_follows_its_cached_prefix():
+    router = PrefixRouter(2, BLOCK)
+    prefix = list(range(12))
+    owner = router.route(prefix).replica
+    router.finished(owner)
+    router.finished(router.route([50] * 8).replica)  # the other replica's turn goes elsewhere
+    longer = router.route(prefix + [60, 61, 62, 63, 64])
+    assert (longer.replica, longer.matched_blocks) == (owner, 3)
 
 
 def test_idle_replicas_take_turns_for_unrelated_prompts():

@@ -36,7 +36,7 @@ from formwork.server.replicas.pool import ReplicaPool
 from formwork.server.replicas.replica import replica_deployment
 
 ENGINE_FIELDS = frozenset(f.name for f in dataclasses.fields(EngineConfig))
-BUILD_ARGS = frozenset({"model", "data_parallel_size", "cpus_per_replica", "gpus_per_replica",
+BUILD_ARGS = frozenset({"model", "data_parallel_size", "cpus_per_replica", "gpus_per_replica", "ingress_cpus",
                         "served_model_name", "api_key", "engine"})
 
 
@@ -57,8 +57,9 @@ class FormworkIngress:
 
 def build(args: dict[str, Any]) -> serve.Application:
     """The application from `serve run` arguments: `model` (default: the demo model),
-    `data_parallel_size` (1), `cpus_per_replica` (1), `gpus_per_replica` (0), `served_model_name`,
-    `api_key`, and `engine`: `EngineConfig` fields for every replica."""
+    `data_parallel_size` (1), `cpus_per_replica` (1), `gpus_per_replica` (0), `ingress_cpus` (0: the
+    routes only route; Serve's default of 1 would leave it unscheduled on a node the replicas fill),
+    `served_model_name`, `api_key`, and `engine`: `EngineConfig` fields for every replica."""
     unknown = set(args) - BUILD_ARGS
     if unknown:
         raise ValueError(f"unknown arguments {sorted(unknown)}; expected some of {sorted(BUILD_ARGS)}")
@@ -79,4 +80,5 @@ def build(args: dict[str, Any]) -> serve.Application:
                for i in range(int(args.get("data_parallel_size", 1)))]
     config = {"served_model_name": args.get("served_model_name") or name, "api_key": args.get("api_key"),
               "model_root": model_dir}
-    return FormworkIngress.bind(model_dir, config, *engines)
+    ingress = FormworkIngress.options(ray_actor_options={"num_cpus": float(args.get("ingress_cpus", 0))})
+    return ingress.bind(model_dir, config, *engines)
