@@ -66,9 +66,9 @@ def uniform_from_bits(bits: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(numerator * np.float32(1.0 / 16777216.0))
 
 
-def row_gumbel_noise(seed: int, step: int, token_ids: np.ndarray) -> torch.Tensor:
-    """Standard Gumbel noise -log(-log(u)) of one row, keyed by (seed, step, token id), float32 on CPU."""
-    words = philox_words(np.uint64(seed % 2**64), token_ids.astype(np.uint64), np.uint64(step % 2**64))
+def gumbel_noise(seeds: torch.Tensor, steps: torch.Tensor, token_ids: torch.Tensor) -> torch.Tensor:
+    """Standard Gumbel noise -log(-log(u)) keyed by (seed, step, token id), elementwise over three int64
+    tensors of one shape; float32 on token_ids' device."""
+    words = philox_words(*(_as_uint64(t) for t in (seeds, token_ids, steps)))
     u = uniform_from_bits(np.atleast_1d(words))
-    return u.log_().neg_().log_().neg_()
-
+    return u.log_().neg_().log_().neg_().to(token_ids.device)

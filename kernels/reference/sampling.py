@@ -17,6 +17,10 @@ the best score found so far. Candidates are the tokens with s_j >= -(GUMBEL_MAX 
 they lose to the max token); truncation is decided on them alone (they are an upper set of x, so the
 top-k and top-p thresholds fall inside them or below all of them). Noise is drawn first for the highest
 candidates, and then only for the others that can still beat the best score among those.
+
+Every step runs on all sampled rows at once (masks over [rows, vocab], the top-p candidates sorted in a
+padded [rows, most candidates] block, the noise of every (row, token) pair in one Philox call), so the
+cost per step does not grow with a Python loop over rows.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import numpy as np
 import torch
 
 from formwork.kernels.reference.bitmask import apply_token_bitmask
-from formwork.kernels.reference.philox import GUMBEL_MAX, GUMBEL_MIN, row_gumbel_noise
+from formwork.kernels.reference.philox import GUMBEL_MAX, GUMBEL_MIN, gumbel_noise
 from formwork.kernels.sampling_tensors import SamplingTensors
 
 NEG_INF = float("-inf")
@@ -51,16 +55,14 @@ def sample(
         apply_token_bitmask(x, bitmask)
     row_max, token_ids = x.max(dim=1)  # the first maximal index on ties
     has_allowed = row_max > NEG_INF
-    random_rows = ((params.temperature > 0) & has_allowed).nonzero().squeeze(1).tolist()
-    if random_rows:
-        inv_temp = 1.0 / params.temperature
-        top_k, min_p = params.top_k.tolist(), params.min_p.tolist()
-        seeds, steps = params.seeds.tolist(), params.steps.tolist()
-        for row in random_rows:
-            scaled = (x[row] - row_max[row]) * inv_temp[row]
-            candidates = _truncated_candidates(x[row], row_max[row], scaled, top_k[row], params.top_p[row],
-                                               min_p[row])
-            token_ids[row] = _gumbel_argmax(scaled, candidates, seeds[row], steps[row])
+    random_rows = ((params.temperature > 0) & has_allowed).nonzero().squeeze(1)
+    if random_rows.numel():
+        rows_x, rows_max = x[random_rows], row_max[random_rows]
+        scaled = (rows_x - rows_max.unsqueeze(1)) * (1.0 / params.temperature[random_rows]).unsqueeze(1)
+        keep = _truncate(rows_x, rows_max, scaled, params.top_k[random_rows], params.top_p[random_rows],
+                         params.min_p[random_rows])
+        token_ids[random_rows] = _gumbel_argmax(scaled, keep, params.seeds[random_rows],
+                                                params.steps[random_rows]).to(token_ids.device)
     token_ids = torch.where(has_allowed, token_ids, torch.full_like(token_ids, -1))
     safe_max = torch.where(has_allowed, row_max, 0.0)
     log_norm = safe_max + _exp(x - safe_max.unsqueeze(1)).sum(dim=1).log_()
@@ -69,55 +71,89 @@ def sample(
     return token_ids, logprobs
 
 
-def _truncated_candidates(
-    x: torch.Tensor, row_max: torch.Tensor, scaled: torch.Tensor, top_k: int, top_p: torch.Tensor, min_p: float
-) -> torch.Tensor:
-    """Ids of the tokens of one row that survive top-k, top-p and min-p and could win the Gumbel-max.
+def _truncate(x: torch.Tensor, row_max: torch.Tensor, scaled: torch.Tensor, top_k: torch.Tensor,
+              top_p: torch.Tensor, min_p: torch.Tensor) -> torch.Tensor:
+    """[rows, vocab] mask of the tokens that survive top-k, top-p and min-p and could win the Gumbel-max.
 
-    `top_p` is a 0-d float32 tensor (the mass target is float32 math, as in the Triton kernel).
+    The mass target of top-p is float32 math, as in the Triton kernel.
     """
-    vocab = x.shape[0]
+    vocab = x.shape[1]
     keep = scaled >= _NEVER_WINS  # also drops the masked (-inf) tokens
-    floor = None
-    if 0 < top_k < vocab:
-        floor = torch.topk(x, top_k, sorted=False).values.min()
-        keep &= x >= floor
-    if top_p < 1.0:
-        rel_prob = _exp(scaled)
-        total = (rel_prob if floor is None else torch.where(x >= floor, rel_prob, 0.0)).sum()
-        gap = 1.0 - float(top_p)
-        if gap >= _TOP_P_PRUNE_MIN_GAP:
-            keep &= rel_prob >= gap * float(total) / (2 * vocab)
-    ids = _flat_nonzero(keep)
-    if top_p < 1.0:
-        ids = ids[x[ids].argsort(descending=True)]
-        mass = rel_prob[ids].cumsum(dim=0)
-        cut = int((mass < top_p * total).sum())
-        if cut < ids.shape[0]:  # else the threshold lies below every candidate
-            ids = ids[x[ids] >= x[ids[cut]]]
-    if min_p > 0.0:
-        ids = ids[(torch.exp(scaled[ids]) >= min_p) | (x[ids] == row_max)]
-    return ids
+    k_rows = ((top_k > 0) & (top_k < vocab)).nonzero().squeeze(1)
+    floor = torch.full_like(row_max, NEG_INF)
+    if k_rows.numel():
+        k = top_k[k_rows].long()
+        largest = torch.topk(x[k_rows], int(k.max()), dim=1).values  # sorted: the k-th largest is at k - 1
+        floor[k_rows] = largest.gather(1, (k - 1).unsqueeze(1)).squeeze(1)
+        keep &= x >= floor.unsqueeze(1)
+    p_rows = (top_p < 1.0).nonzero().squeeze(1)
+    if p_rows.numel():
+        _top_p(keep, p_rows, x[p_rows], scaled[p_rows], floor[p_rows], top_p[p_rows])
+    m_rows = (min_p > 0.0).nonzero().squeeze(1)
+    if m_rows.numel():
+        likely = torch.exp(scaled[m_rows]) >= min_p[m_rows].unsqueeze(1)
+        keep[m_rows] &= likely | (x[m_rows] == row_max[m_rows].unsqueeze(1))
+    return keep
 
 
-def _gumbel_argmax(scaled: torch.Tensor, ids: torch.Tensor, seed: int, step: int) -> int:
-    """argmax over `ids` of scaled + Gumbel noise (lowest id on ties).
+def _top_p(keep: torch.Tensor, p_rows: torch.Tensor, x: torch.Tensor, scaled: torch.Tensor, floor: torch.Tensor,
+           top_p: torch.Tensor) -> None:
+    """Narrow `keep` at `p_rows` (x, scaled, floor, top_p: those rows) to each row's top-p set, in place."""
+    vocab = x.shape[1]
+    rel_prob = _exp(scaled)
+    total = torch.where(x >= floor.unsqueeze(1), rel_prob, 0.0).sum(dim=1)
+    gap = 1.0 - top_p.double()
+    prunable = gap >= _TOP_P_PRUNE_MIN_GAP
+    least = torch.where(prunable, gap * total.double() / (2 * vocab), NEG_INF).float()
+    row_keep = keep[p_rows] & (rel_prob >= least.unsqueeze(1))
+    # The candidates of each row, sorted by logit (descending), then the others (past `counts`).
+    counts = row_keep.sum(dim=1)
+    width = int(counts.max())
+    block_x, order = torch.where(row_keep, x, NEG_INF).topk(width, dim=1)
+    block_p = rel_prob.gather(1, order)
+    mass = block_p.cumsum(dim=1)
+    inside = torch.arange(width, device=x.device).unsqueeze(0) < counts.unsqueeze(1)
+    cut = ((mass < (top_p * total).unsqueeze(1)) & inside).sum(dim=1)
+    # where cut == count the threshold lies below every candidate
+    threshold = torch.where(cut < counts, block_x.gather(1, cut.clamp(max=width - 1).unsqueeze(1)).squeeze(1),
+                            NEG_INF)
+    keep[p_rows] = row_keep & (x >= threshold.unsqueeze(1))
 
-    Noise is drawn for the _HEAD highest candidates first; the others only if they can reach the best
-    score among those.
+
+def _gumbel_argmax(scaled: torch.Tensor, keep: torch.Tensor, seeds: torch.Tensor,
+                   steps: torch.Tensor) -> torch.Tensor:
+    """Per row, argmax over the kept tokens of scaled + Gumbel noise (lowest id on ties); int64 [rows].
+
+    Noise is drawn for each row's _HEAD highest candidates first; the others only if they can reach the
+    best score among those.
     """
-    candidate_scaled = scaled[ids]
-    if ids.shape[0] > _HEAD:
-        first = torch.topk(candidate_scaled, _HEAD, sorted=False).indices
-        scores = candidate_scaled[first] + _noise(seed, step, ids[first])
-        reachable = candidate_scaled >= float(scores.max()) - GUMBEL_MAX - _SCORE_SLACK
-        reachable[first] = False
-        rest = _flat_nonzero(reachable)
-        ids = torch.cat([ids[first], ids[rest]])
-        scores = torch.cat([scores, candidate_scaled[rest] + _noise(seed, step, ids[_HEAD:])])
+    num_rows, vocab = scaled.shape
+    if int(keep.sum(dim=1).max()) <= _HEAD:
+        rows, ids = _row_major_pairs(keep)
+        scores = scaled[rows, ids] + gumbel_noise(seeds[rows], steps[rows], ids)
     else:
-        scores = candidate_scaled + _noise(seed, step, ids)
-    return int(ids[scores == scores.max()].min())
+        candidates = torch.where(keep, scaled, NEG_INF)
+        head = torch.topk(candidates, _HEAD, dim=1, sorted=False).indices
+        head_rows = torch.arange(num_rows, device=scaled.device).unsqueeze(1).expand_as(head)
+        in_head = keep[head_rows, head]
+        rows, ids = head_rows[in_head], head[in_head]
+        scores = scaled[rows, ids] + gumbel_noise(seeds[rows], steps[rows], ids)
+        best = torch.full((num_rows,), NEG_INF, device=scaled.device).scatter_reduce_(0, rows, scores, "amax")
+        reachable = candidates >= (best.double() - GUMBEL_MAX - _SCORE_SLACK).float().unsqueeze(1)
+        reachable[head_rows, head] = False
+        rest_rows, rest_ids = _row_major_pairs(reachable)
+        rest_scores = scaled[rest_rows, rest_ids] + gumbel_noise(seeds[rest_rows], steps[rest_rows], rest_ids)
+        rows, ids, scores = torch.cat([rows, rest_rows]), torch.cat([ids, rest_ids]), torch.cat([scores, rest_scores])
+    best = torch.full((num_rows,), NEG_INF, device=scaled.device).scatter_reduce_(0, rows, scores, "amax")
+    winners = scores == best[rows]
+    lowest = torch.full((num_rows,), vocab, dtype=torch.int64, device=scaled.device)
+    return lowest.scatter_reduce_(0, rows[winners], ids[winners], "amin")
+
+
+def _row_major_pairs(mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """(row, column) int64 indices of the True entries of a 2-D mask, in row-major order."""
+    flat = _flat_nonzero(mask.view(-1))
+    return flat // mask.shape[1], flat % mask.shape[1]
 
 
 def _flat_nonzero(mask: torch.Tensor) -> torch.Tensor:
@@ -130,7 +166,3 @@ def _flat_nonzero(mask: torch.Tensor) -> torch.Tensor:
 def _exp(values: torch.Tensor) -> torch.Tensor:
     """exp(values) for sums that include a term of 1.0 (see _EXP_FLOOR)."""
     return values.clamp(min=_EXP_FLOOR).exp_()
-
-
-def _noise(seed: int, step: int, ids: torch.Tensor) -> torch.Tensor:
-    return row_gumbel_noise(seed, step, ids.cpu().numpy()).to(ids.device)
