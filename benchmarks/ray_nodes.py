@@ -14,6 +14,7 @@ processes of those sessions.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -81,7 +82,8 @@ class RayNodes:
         return self.address
 
     def stop(self) -> None:
-        """SIGTERM every process of the nodes' sessions, then SIGKILL what is left after 10 s."""
+        """SIGTERM every process of the nodes' sessions, SIGKILL what is left after 10 s, and remove the
+        nodes' temporary directory (sessions, logs)."""
         sessions = {node.pid for node in self.nodes}
         for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 0.0)):
             pids = [int(p) for p in os.listdir("/proc") if p.isdigit() and _session_of(int(p)) in sessions]
@@ -95,6 +97,7 @@ class RayNodes:
                 time.sleep(0.2)
         for node in self.nodes:
             node.wait()
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
 
     def __enter__(self) -> str:
         return self.start()
