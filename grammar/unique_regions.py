@@ -17,6 +17,7 @@ which masks a token rather than risk a dead end.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any, Iterator
 
 from formwork.grammar.dfa import DEAD
@@ -61,6 +62,7 @@ class TaggedMoves:
         return table.get(b, (DEAD, False))
 
 
+@lru_cache(maxsize=1 << 16)
 def _edge(state: State, b: int, unique: bool) -> tuple[State, tuple[str, ...], int]:
     """Scanner step relative to the array (frame 0): (next state, boundary kinds, flags)."""
     after, events, flags = step(state, b, unique)
@@ -81,6 +83,7 @@ class Regions:
         self._good: dict[tuple[Node, bool], bool] = {}
         self._all_good: dict[tuple[Node, bool], bool] = {}
         self._canonical: dict[Node, bool] = {}
+        self._in_text: dict[Node, bool] = {}
 
     # ------------------------------------------------------------ graph
     def edges(self, node: Node) -> Iterator[tuple[int, Any, tuple[str, ...], int]]:
@@ -168,6 +171,25 @@ class Regions:
         """Whether every node reachable from `node` in its region is good."""
         self._ensure(node)
         return self._all_good[(node, new_item)]
+
+    def good_in_text(self, node: Node) -> bool:
+        """Whether `node` (inside a string of the item) and every node its string's characters
+        reach (no quote, no backslash) is good with the item in progress: a token without a quote
+        or backslash cannot be refused there."""
+        got = self._in_text.get(node)
+        if got is None:
+            seen = {node}
+            todo = [node]
+            got = True
+            while todo and got:
+                here = todo.pop()
+                got = here[1][0] == "S" and self.good(here, False)
+                for b, nxt, _, _ in self.edges(here):
+                    if b not in (0x22, 0x5C) and nxt not in seen and nxt is not _EXIT:
+                        seen.add(nxt)
+                        todo.append(nxt)
+            self._in_text[node] = got
+        return got
 
     def canonical(self, node: Node) -> bool:
         self._ensure(node)

@@ -23,7 +23,6 @@ some node of the region is not good — the tokens that spell a prefix of an ear
 from __future__ import annotations
 
 import json
-import weakref
 from typing import Any, Optional
 
 import numpy as np
@@ -31,49 +30,12 @@ import numpy as np
 from formwork.grammar.dfa import DEAD, START
 from formwork.grammar.unique_regions import Regions, TaggedMoves
 from formwork.grammar.unique_scan import START_STATE, State, integral, step, value_key
-
-# bits of a token's signature (`_signature`): what in it can end or open an item
-_QUOTE, _TWO_QUOTES, _CLOSE, _OPEN, _COMMA, _SPACE, _LITERAL, _NUMBER_END = 1, 2, 4, 8, 16, 32, 64, 128
-_ANY = 0xFF
-_SPACES = b" \t\n\r"
+from formwork.grammar.unique_vocab import (
+    ANY, BACKSLASH, CLOSE, COMMA, LITERAL, NUMBER_END, OPEN, QUOTE, SPACE, TWO_QUOTES, vocab_tables,
+)
 
 Level = tuple[int, int, tuple[str, ...], tuple[Any, ...]]  # frame index, item start, keys, values
 Snapshot = tuple[int, State, tuple[Level, ...], int]  # tagged state, scanner state, levels, bytes
-
-
-class _VocabTables:
-    """Per vocabulary: each token's signature, and the ids of each token text."""
-
-    def __init__(self, token_bytes: list[Optional[bytes]]):
-        signature = np.zeros(len(token_bytes), dtype=np.uint8)
-        self.ids: dict[bytes, list[int]] = {}
-        for i, data in enumerate(token_bytes):
-            if data is None:
-                continue
-            self.ids.setdefault(data, []).append(i)
-            signature[i] = _signature(data)
-        self.signature = signature
-
-
-def _signature(data: bytes) -> int:
-    """Which bytes of `data` can end or open an item: a quote, two quotes (a whole string), a
-    closing or opening bracket, a comma, a space, a literal's start (then maybe its end), or a
-    digit followed by what ends a number."""
-    bits = 0
-    quotes = data.count(b'"')
-    bits |= (_QUOTE if quotes else 0) | (_TWO_QUOTES if quotes > 1 else 0)
-    bits |= _CLOSE if b"]" in data or b"}" in data else 0
-    bits |= (_OPEN if b"[" in data else 0) | (_COMMA if b"," in data else 0)
-    bits |= _SPACE if any(b in _SPACES for b in data) else 0
-    stripped = data.lstrip(_SPACES)
-    bits |= _LITERAL if stripped[:1] in (b"t", b"f", b"n") else 0
-    digits = [i for i, b in enumerate(data) if 0x30 <= b <= 0x39]
-    if digits and any(b in b" \t\n\r,]}" for b in data[digits[0]:]):
-        bits |= _NUMBER_END
-    return bits
-
-
-_TABLES: "weakref.WeakKeyDictionary[Any, _VocabTables]" = weakref.WeakKeyDictionary()
 
 
 class UniqueArrays:
@@ -84,12 +46,6 @@ class UniqueArrays:
         self.regions = Regions(self.moves)
         self.pointers = pointers  # the schema's uniqueItems keywords enforced this way
         self._quiet: dict[tuple[int, State], tuple[int, ...]] = {}  # see UniqueTracker.filter
-
-    def tables(self, vocab: Any) -> _VocabTables:
-        got = _TABLES.get(vocab)
-        if got is None:
-            got = _TABLES[vocab] = _VocabTables(vocab.token_bytes)
-        return got
 
 
 class UniqueTracker:
@@ -176,46 +132,63 @@ class UniqueTracker:
             key = (t, state)
             refused = self.unique._quiet.get(key)
             if refused is None:
-                refused = self.unique._quiet[key] = tuple(self._refused(view[index], _OPEN, set(), False))
+                refused = self.unique._quiet[key] = tuple(self._refused(view[index], OPEN, set(), False,
+                                                                        False))
         else:
-            bits, extra, everything = self._candidates(t, state, levels)
-            refused = self._refused(view[index], bits, extra, everything)
+            refused = self._refused(view[index], *self._candidates(t, state, levels))
         if refused:
             words = view[index].view(np.uint32)
             for token in refused:
                 words[token >> 5] &= np.uint32(~(1 << (token & 31)) & 0xFFFFFFFF)
 
     def _candidates(self, t: int, state: State, levels: tuple[Level, ...]
-                    ) -> tuple[int, set[int], bool]:
-        """(signature bits of the tokens to test, more token ids to test, test every token)."""
+                    ) -> tuple[int, set[int], bool, bool]:
+        """(signature bits of the tokens to test, more token ids to test, whether to test the
+        tokens with more than a separator after their first quote, whether to test every token)."""
         regions = self.unique.regions
-        tables = self.unique.tables(self.vocab)
-        bits = _OPEN
+        tables = vocab_tables(self.vocab)
+        bits = 0 if state[0] in ("S", "E", "U") else OPEN  # in a string, `[` is a character
         extra: set[int] = set()
+        structured = False
         size = self._snap[3]
         for index, start, _, values in levels:
             rel = (state[0], state[1][index:], state[2])
-            bits |= _context_bits(rel)
+            prefix = bytes(self._buf[start:size]) if start >= 0 else b""
+            so_far = _string_so_far(rel, prefix)
+            if so_far is None:
+                bits |= _context_bits(rel)
+            else:  # a string item: only the rest of an earlier value's characters ends a duplicate
+                structured = True
+                for value in values:
+                    if isinstance(value, str) and value.startswith(so_far):
+                        extra.update(tables.closing.get(value[len(so_far):], ()))
             node = (t, rel)
             if regions.all_good(node, start < 0):
                 continue
+            if state[0] == "S" and regions.good_in_text(node):  # only leaving the string matters
+                bits |= QUOTE | BACKSLASH
+                continue
             rests = None
             if regions.canonical(node) and regions.good(node, True):
-                rests = _rests(rel, bytes(self._buf[start:size]) if start >= 0 else b"", values)
+                rests = _rests(rel, prefix, values)
             if rests is None:
-                return bits, extra, True
+                return bits, extra, structured, True
             for rest in rests:
                 for k in range(1, len(rest) + 1):
                     extra.update(tables.ids.get(rest[:k], ()))
-        return bits, extra, False
+        return bits, extra, structured, False
 
-    def _refused(self, words: np.ndarray, bits: int, extra: set[int], everything: bool) -> list[int]:
+    def _refused(self, words: np.ndarray, bits: int, extra: set[int], structured: bool,
+                 everything: bool) -> list[int]:
         allowed = np.unpackbits(np.ascontiguousarray(words).view(np.uint8),
                                 bitorder="little")[: self.vocab.vocab_size].astype(bool)
         if everything:
             chosen = allowed
         else:
-            chosen = allowed & ((self.unique.tables(self.vocab).signature & bits) != 0)
+            tables = vocab_tables(self.vocab)
+            chosen = allowed & ((tables.signature & bits) != 0)
+            if structured:
+                chosen |= allowed & tables.structured
             for token in extra:
                 chosen[token] = chosen[token] or allowed[token]
         token_bytes = self.vocab.token_bytes
@@ -227,14 +200,24 @@ def _context_bits(rel: State) -> int:
     """What a token must hold to end an item (or open a unique array) from scanner state `rel`."""
     mode, frames, _ = rel
     if mode in ("S", "E", "U"):
-        return _QUOTE  # the string must close first
+        return QUOTE  # the string must close first
     if len(frames) > 1:
-        return _CLOSE | _OPEN  # inside a container of the item: it must close
+        return CLOSE | OPEN  # inside a container of the item: it must close
     if mode == "N":
-        return _COMMA | _CLOSE | _SPACE
+        return COMMA | CLOSE | SPACE
     if mode == "L":
-        return _ANY
-    return _TWO_QUOTES | _CLOSE | _OPEN | _COMMA | _LITERAL | _NUMBER_END  # a whole item, or a comma
+        return ANY
+    return TWO_QUOTES | CLOSE | OPEN | COMMA | LITERAL | NUMBER_END  # a whole item, or a comma
+
+
+def _string_so_far(rel: State, prefix: bytes) -> Optional[str]:
+    """The characters of a string item so far (between whole characters), else None."""
+    if rel[0] != "S" or len(rel[1]) != 1:
+        return None
+    try:
+        return json.loads(prefix + b'"')
+    except ValueError:  # inside a UTF-8 sequence
+        return None
 
 
 def _rests(rel: State, prefix: bytes, values: tuple[Any, ...]) -> Optional[list[bytes]]:
@@ -249,9 +232,8 @@ def _rests(rel: State, prefix: bytes, values: tuple[Any, ...]) -> Optional[list[
     if mode == "N":
         return [s[len(prefix):] for s in map(_spelling, values) if s.startswith(prefix)]
     if mode == "S":
-        try:
-            so_far = json.loads(prefix + b'"')
-        except ValueError:  # inside a UTF-8 sequence
+        so_far = _string_so_far(rel, prefix)
+        if so_far is None:
             return None
         return [_spelling(v[len(so_far):])[1:] for v in values
                 if isinstance(v, str) and v.startswith(so_far)]

@@ -20,6 +20,9 @@ from conftest_grammar_json import byte_vocab  # noqa: E402
 
 from formwork.grammar.compiler import GrammarCompiler, allocate_token_bitmask  # noqa: E402
 from formwork.grammar.json_schema import UnsupportedSchemaError, compile_json_schema  # noqa: E402
+from formwork.grammar.unique_vocab import (  # noqa: E402
+    BACKSLASH, CLOSE, COMMA, LITERAL, NUMBER_END, OPEN, QUOTE, SPACE, TWO_QUOTES, signatures,
+)
 from formwork.grammar.vocabulary import Vocabulary  # noqa: E402
 
 _PIECES = [b'","', b'"]', b'["', b'"a"', b'"b"', b'1,', b'},{', b'"}', b'a"', b'ab', b'null', b'true',
@@ -219,3 +222,23 @@ def test_unique_arrays_in_separate_branches_by_type_compile():
 def test_grammars_without_unique_arrays_carry_nothing():
     grammar = compile_json_schema({"type": "array", "items": {"type": "string"}}, byte_vocab())
     assert grammar.unique is None and grammar.matcher()._unique is None
+
+
+def _plain_signature(data: bytes) -> int:
+    quotes = data.count(b'"')
+    bits = (QUOTE if quotes else 0) | (TWO_QUOTES if quotes > 1 else 0)
+    bits |= (CLOSE if b"]" in data or b"}" in data else 0) | (OPEN if b"[" in data else 0)
+    bits |= (COMMA if b"," in data else 0) | (SPACE if any(b in b" \t\n\r" for b in data) else 0)
+    bits |= LITERAL if data.lstrip(b" \t\n\r")[:1] in (b"t", b"f", b"n") else 0
+    digits = [i for i, b in enumerate(data) if b in b"0123456789"]
+    if digits and any(b in b" \t\n\r,]}" for b in data[digits[0]:]):
+        bits |= NUMBER_END
+    return bits | (BACKSLASH if b"\\" in data else 0)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.binary(min_size=1, max_size=6),
+                          st.text(alphabet=' "[]{},0123456789tfnelx\t', min_size=1, max_size=6)
+                          .map(str.encode)), max_size=20))
+def test_token_signatures_say_what_can_end_or_open_an_item(tokens):
+    assert signatures(tokens).tolist() == [_plain_signature(t) if t else 0 for t in tokens]
