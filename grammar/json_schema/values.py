@@ -5,6 +5,7 @@ import json
 import math
 from typing import Any
 
+from formwork.grammar.budget import check_budget
 from formwork.grammar.errors import GrammarError
 from formwork.grammar.ir import And, Node, Not, RuleRef, alt, children, lit, repeat, seq
 from formwork.grammar.regex_parser import regex
@@ -103,7 +104,8 @@ class AnyValue:
         """Whether a value of this many `levels` lies inside an operand of an intersection or a
         complement in `root` (other than its own frozen form): operands are built as complete
         automata, whose size grows with the levels."""
-        values = {node for (n, _), node in self._memo.items() if n == levels}
+        # a snapshot of the memo: other compiles add to it meanwhile
+        values = {node for (n, _), node in tuple(self._memo.items()) if n == levels}
         contains: dict[int, bool] = {}
         stack: list[tuple[Node, bool]] = [(root, False)]
         while stack:
@@ -113,6 +115,7 @@ class AnyValue:
             if node in values:
                 contains[id(node)] = True
             elif not expanded:
+                check_budget("finding open values in products")
                 stack.append((node, True))
                 stack.extend((c, False) for c in children(node) if id(c) not in contains)
             else:
