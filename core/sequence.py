@@ -26,7 +26,7 @@ class SequenceStatus(enum.Enum):
 
     @property
     def is_finished(self) -> bool:
-        return self in _FINISHED
+        return self._value_ in _FINISHED
 
     @property
     def finish_reason(self) -> str | None:
@@ -34,8 +34,8 @@ class SequenceStatus(enum.Enum):
         return self.value if self.is_finished else None
 
 
-_FINISHED = {SequenceStatus.FINISHED_STOPPED, SequenceStatus.FINISHED_LENGTH,
-             SequenceStatus.FINISHED_ABORTED, SequenceStatus.FINISHED_ERROR}
+_FINISHED = {status.value for status in (SequenceStatus.FINISHED_STOPPED, SequenceStatus.FINISHED_LENGTH,
+                                          SequenceStatus.FINISHED_ABORTED, SequenceStatus.FINISHED_ERROR)}
 
 _seq_ids = itertools.count()
 

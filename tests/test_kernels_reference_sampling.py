@@ -103,3 +103,31 @@ def test_apply_bitmask_every_float_width_and_strided_rows(dtype):
     assert torch.equal(logits.isnan(), expected.isnan())
     assert torch.equal(torch.nan_to_num(logits), torch.nan_to_num(expected))
     assert torch.equal(wide[:, 87:], untouched)
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_batched_rows_equal_each_row_sampled_alone(case):
+    """The reference samples all rows at once (padded top-p blocks, one flat Gumbel-max): a row's token
+    and logprob must not depend on the other rows, whose candidate counts and truncations differ."""
+    rng = random.Random(100 + case)
+    gen = torch.Generator().manual_seed(100 + case)
+    rows, vocab = 9, rng.choice([300, 2000])
+    spread = torch.tensor([rng.choice([0.05, 1.0, 4.0, 20.0]) for _ in range(rows)]).unsqueeze(1)
+    logits = torch.randn(rows, vocab, generator=gen) * spread  # some rows with every token a candidate
+    if case % 2:
+        logits = logits.round()
+    params = SamplingTensors.from_lists(
+        [rng.choice([0.0, 0.5, 1.0, 1.5]) for _ in range(rows)],
+        [rng.choice([0, 1, 7, 300, vocab]) for _ in range(rows)],
+        [rng.choice([1.0, 0.9, 0.3, 0.9999]) for _ in range(rows)],
+        [rng.choice([0.0, 0.05]) for _ in range(rows)],
+        [rng.randrange(-(2**63), 2**63) for _ in range(rows)],
+        [rng.randrange(2**40) for _ in range(rows)],
+    )
+    allowed, packed = random_bitmask(gen, rows, vocab, rng.choice([0.2, 1.0]))
+    tokens, logprobs = reference.sample(logits, params, packed)
+    for r in range(rows):
+        one = SamplingTensors(*(t[r:r + 1] for t in (params.temperature, params.top_k, params.top_p, params.min_p,
+                                                     params.seeds, params.steps)))
+        token, logprob = reference.sample(logits[r:r + 1], one, packed[r:r + 1])
+        assert (token.item(), logprob.item()) == (tokens[r].item(), logprobs[r].item()), f"row {r}"

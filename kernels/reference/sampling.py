@@ -112,9 +112,8 @@ def _top_p(keep: torch.Tensor, p_rows: torch.Tensor, x: torch.Tensor, scaled: to
     block_x, order = torch.where(row_keep, x, NEG_INF).topk(width, dim=1)
     block_p = rel_prob.gather(1, order)
     mass = block_p.cumsum(dim=1)
-    inside = torch.arange(width, device=x.device).unsqueeze(0) < counts.unsqueeze(1)
-    cut = ((mass < (top_p * total).unsqueeze(1)) & inside).sum(dim=1)
-    # where cut == count the threshold lies below every candidate
+    cut = (mass < (top_p * total).unsqueeze(1)).sum(dim=1)  # mass never falls: the first place it reaches p
+    # where cut >= count the threshold lies below every candidate
     threshold = torch.where(cut < counts, block_x.gather(1, cut.clamp(max=width - 1).unsqueeze(1)).squeeze(1),
                             NEG_INF)
     keep[p_rows] = row_keep & (x >= threshold.unsqueeze(1))
