@@ -16,9 +16,11 @@ progress, and the items the array still needs, must be completable to values see
 completion that keeps it exists after the next byte of the completion that witnessed it; so the
 matcher can always finish, and every document it finishes has distinct items in every unique
 array.  `accept_token` and the mask apply the same rule: the mask tests only the tokens that can
-end an item or open a unique array (by the bytes they hold, per scanner context), plus — where
-some node of the region is not good — the tokens that spell a prefix of an earlier item
-(canonical spellings) or else every allowed token.
+end an item or open a unique array (by the bytes they hold, per scanner context: `unique_vocab`;
+in a string item, only the tokens that end it as an earlier value, or hold more after the quote),
+plus — where some node of the region is not good — the tokens that leave the current string
+(when every character of it leads to good nodes), else those that spell a prefix of an earlier
+item (canonical spellings), else every allowed token.
 """
 from __future__ import annotations
 

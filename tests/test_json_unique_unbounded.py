@@ -85,7 +85,7 @@ def test_random_walks_complete_valid_documents_and_never_dead_end(schema, data):
         return
     validator = jsonschema.Draft202012Validator(schema)
     for _ in range(3):
-        matcher = grammar.matcher()
+        matcher = grammar.matcher(max_step_seconds=None)  # no wall-clock budget on a loaded box
         text = b""
         for _ in range(60):
             allowed = _allowed(matcher)
@@ -116,7 +116,7 @@ def test_rollback_restores_the_masks(schema, data):
     except Exception as exc:
         assert type(exc).__name__ == "EmptyLanguageError", exc
         return
-    matcher = grammar.matcher()
+    matcher = grammar.matcher(max_step_seconds=None)  # no wall-clock budget on a loaded box
     masks, steps = [], []
     for _ in range(data.draw(st.integers(1, 30))):
         allowed = [t for t in _allowed(matcher) if t != STOP]
@@ -130,7 +130,7 @@ def test_rollback_restores_the_masks(schema, data):
     matcher.rollback(back)
     if back:
         assert _allowed(matcher) == masks[len(steps) - back]
-    replay = grammar.matcher()
+    replay = grammar.matcher(max_step_seconds=None)
     for token in steps[: len(steps) - back]:
         assert replay.accept_token(token)
     assert _allowed(replay) == _allowed(matcher)
@@ -151,26 +151,26 @@ def test_escapes_and_spellings_are_decoded():
     grammar = compile_json_schema({"type": "array", "items": {"type": "string"}, "uniqueItems": True},
                                   byte_vocab())
     for text, ok in [('["a","\\u0061"]', False), ('["\\n","\\u000a"]', False), ('["a","\\u0062"]', True)]:
-        matcher = grammar.matcher()
+        matcher = grammar.matcher(max_step_seconds=None)  # no wall-clock budget on a loaded box
         assert (matcher.accept_string(text) and matcher.can_terminate()) is ok, text
     grammar = compile_json_schema({"type": "array", "items": {"type": "number"}, "uniqueItems": True},
                                   byte_vocab())
     for text, ok in [("[1,1.0]", False), ("[1,1e0]", False), ("[10,1e1]", False), ("[1,1.5]", True)]:
-        matcher = grammar.matcher()
+        matcher = grammar.matcher(max_step_seconds=None)  # no wall-clock budget on a loaded box
         assert (matcher.accept_string(text) and matcher.can_terminate()) is ok, text
 
 
 def test_a_complete_duplicate_is_masked_where_its_value_is_fixed():
     grammar = compile_json_schema({"type": "array", "items": {"type": "integer"}, "uniqueItems": True},
                                   byte_vocab())
-    matcher = grammar.matcher()
+    matcher = grammar.matcher(max_step_seconds=None)  # no wall-clock budget on a loaded box
     assert matcher.accept_string("[0,")
     assert ord("0") not in _allowed_bytes(matcher)  # 0 cannot grow into another integer
     assert matcher.accept_string("1")
     assert ord(",") in _allowed_bytes(matcher)
     grammar = compile_json_schema({"type": "array", "items": {"type": "string", "pattern": "^[ab]$"},
                                    "uniqueItems": True, "minItems": 2}, byte_vocab())
-    matcher = grammar.matcher()
+    matcher = grammar.matcher(max_step_seconds=None)  # no wall-clock budget on a loaded box
     assert matcher.accept_string('["a",')
     assert matcher.accept_string('"')
     assert set(_allowed_bytes(matcher)) == {ord("b")}  # "a" again would be a dead end

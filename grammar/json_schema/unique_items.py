@@ -4,7 +4,8 @@ Where every element position has a finite domain (``enum``/``const``, booleans a
 integer range; each value kept only if `jsonschema` accepts it against the position's subschemas),
 the array is a sequence of distinct domain values: its state is the set of values used so far
 (which also fixes the position, and the `contains` counts, decided per value with `jsonschema`).
-The reachable sets are bounded (`MAX_SETS`); other elements are refused with the reason.
+The reachable sets are bounded (`MAX_SETS`); past that, and for other elements, the array is
+tagged and the matcher compares its items (`unique_arrays`).
 """
 from __future__ import annotations
 
