@@ -20,6 +20,7 @@ from formwork.grammar.regex_parser import regex
 from formwork.grammar.matcher import Matcher
 from formwork.grammar.stored_mask import StoredMask
 from formwork.grammar.token_mask import TokenMaskCache
+from formwork.grammar.unique_vocab import vocab_tables
 from formwork.grammar.vocabulary import Vocabulary
 
 if TYPE_CHECKING:
@@ -87,6 +88,7 @@ class GrammarCompiler:
         from formwork.grammar.json_schema.automata import SHARED
 
         self.mask_cache.prepare()
+        vocab_tables(self.vocab)  # which tokens can end an item of a unique array (uniqueItems)
         SHARED.warm_string_masks(self.mask_cache)
         SHARED.warm_formats()
         SHARED.warm_any_values(self.mask_cache)
