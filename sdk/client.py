@@ -59,7 +59,8 @@ class _Call:
         if self.tools is None:
             return self.result(self.choice_text(choice, streaming=False), choice.get("finish_reason"))
         message = choice.get("message") or {}
-        raw = [(c.get("id"), c["function"]["name"], c["function"]["arguments"]) for c in message.get("tool_calls") or []]
+        raw = [(c.get("id"), c["function"]["name"], c["function"]["arguments"])
+               for c in message.get("tool_calls") or []]
         return self.tools.calls(raw, message.get("content"), choice.get("finish_reason"), self.max_tokens)
 
 

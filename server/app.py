@@ -30,8 +30,8 @@ from formwork.core.sampling_params import SamplingParams
 from formwork.server.auth import BearerAuthMiddleware
 from formwork.server.engine_client import EngineClient, merge_streams
 from formwork.server.errors import (APIError, ContextLengthError, EngineUnavailableError, InternalError,
-                                    InvalidJSONBodyError, InvalidRequestError, MethodNotAllowedError, ModelNotFoundError,
-                                    PayloadTooLargeError, RouteNotFoundError)
+                                    InvalidJSONBodyError, InvalidRequestError, MethodNotAllowedError,
+                                    ModelNotFoundError, PayloadTooLargeError, RouteNotFoundError)
 from formwork.server.metrics import CONTENT_TYPE, metrics_registry, render
 from formwork.server.protocol import (ChatCompletionRequest, CompletionRequest, GenerationRequest,
                                       parse_chat_request, parse_completion_request)

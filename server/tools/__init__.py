@@ -2,7 +2,8 @@
 format read off its chat template (`formats`), calls read out of the completion (`parser`) and
 tool turns of the conversation (`messages`)."""
 
-from formwork.server.tools.formats import FORMATS, HERMES, LLAMA3_JSON, MISTRAL, ToolCallFormat, ToolFormatError, detect_format
+from formwork.server.tools.formats import (FORMATS, HERMES, LLAMA3_JSON, MISTRAL, ToolCallFormat, ToolFormatError,
+                                           detect_format)
 from formwork.server.tools.messages import tool_message_fields
 from formwork.server.tools.parser import ParsedCall, ToolCallParser, parse_completion
 from formwork.server.tools.request import FunctionTool, ToolsRequest, parse_tools
