@@ -108,7 +108,6 @@ class StructuredOutputManager:
         self._pending: dict[str, Request] = {}
         self._bitmask: torch.Tensor | None = None
         self._bitmask_np: np.ndarray | None = None
-        self._scratch: torch.Tensor | None = None
         self._text_words: np.ndarray | None = None  # mask words with every stop-token bit cleared
 
     # ---- compiling ------------------------------------------------------------------------------
@@ -272,18 +271,16 @@ class StructuredOutputManager:
             return True
         if not matcher.can_terminate():
             return False
-        scratch = self._scratch_row()
         with self.backend.mask_lock:
-            matcher.fill_next_token_bitmask(scratch, 0)
-        return not np.any(scratch.numpy()[0] & self._text_words)
+            words = matcher.next_token_mask()  # the state's stored mask: no bitmask row to fill
+        return not np.any(words & self._text_mask_words())
 
-    def _scratch_row(self) -> torch.Tensor:
-        if self._scratch is None:
-            self._scratch = allocate_token_bitmask(1, self.vocab_size)
-            text = np.full(self._scratch.shape[1], -1, dtype=np.int32)
+    def _text_mask_words(self) -> np.ndarray:
+        if self._text_words is None:
+            text = np.full((self.vocab_size + 31) // 32, -1, dtype=np.int32)
             _set_bits(text, self.backend.vocab.stop_token_ids, False)
             self._text_words = text
-        return self._scratch
+        return self._text_words
 
     def jump_forward(self, seq: Sequence, max_tokens: int) -> list[int]:
         """Accept and return up to `max_tokens` tokens the grammar forces next (safe ones only)."""

@@ -5,6 +5,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from formwork.grammar.cfg.ebnf import ebnf_grammar
 from formwork.grammar.compiler import CompiledGrammar, GrammarCompiler, default_compiler
 from formwork.grammar.errors import GrammarBudgetError, GrammarError
 from formwork.grammar.ir import Grammar, Node, RuleRef, seq
@@ -45,8 +46,6 @@ def _lower_constraint(tag: Tag, where: str, warnings: list[str]) -> Node | Gramm
             return lowered.node
         if tag.kind == "regex":
             return regex(tag.constraint)
-        from formwork.grammar.cfg.ebnf import ebnf_grammar
-
         return ebnf_grammar(tag.constraint)
     except GrammarBudgetError:
         raise
