@@ -19,7 +19,7 @@ from jsonschema import FormatChecker
 Predicate = Callable[[Any], bool]
 
 #: Keywords that never constrain an instance.
-_ANNOTATIONS = frozenset({"$schema", "$id", "$comment", "title", "description", "default",
+_ANNOTATIONS = frozenset({"$schema", "$id", "id", "$comment", "title", "description", "default",
                           "deprecated", "readOnly", "writeOnly", "examples", "$defs",
                           "definitions"})
 _SIMPLE_TYPES: dict[str, Predicate] = {
@@ -29,6 +29,9 @@ _SIMPLE_TYPES: dict[str, Predicate] = {
     "boolean": lambda x: isinstance(x, bool),
     "null": lambda x: x is None,
 }
+
+
+_SCALARS = (str, int, float, type(None))  # bool is an int
 
 
 class UnsupportedMetaSchemaError(ValueError):
@@ -174,17 +177,42 @@ class _Compiler:
     def kw_uniqueItems(self, unique: bool, _: dict) -> Predicate:  # noqa: N802
         if not unique:
             return _always
-        # strings only: their equality is plain; anything else is left to jsonschema
+        # scalars only: Python's == equates every pair JSON Schema does (1 and 1.0; also True
+        # and 1, which it does not), so items distinct here are distinct there; containers are
+        # left to jsonschema
         return lambda x: not isinstance(x, list) or (
-            all(isinstance(item, str) for item in x) and len(set(x)) == len(x))
+            all(isinstance(item, _SCALARS) for item in x) and len(set(x)) == len(x))
 
-    def kw_minimum(self, bound: float, _: dict) -> Predicate:
+    def kw_minimum(self, bound: float, node: dict) -> Predicate:
         number = self.is_type("number")
+        if node.get("exclusiveMinimum") is True:  # draft-04: the boolean makes `minimum` strict
+            return lambda x: not number(x) or x > bound
         return lambda x: not number(x) or x >= bound
 
-    def kw_exclusiveMinimum(self, bound: float, _: dict) -> Predicate:  # noqa: N802
+    def kw_exclusiveMinimum(self, bound: float | bool, _: dict) -> Predicate:  # noqa: N802
+        if isinstance(bound, bool):  # draft-04's flag on `minimum` (see kw_minimum)
+            return _always
         number = self.is_type("number")
         return lambda x: not number(x) or x > bound
+
+    def kw_dependencies(self, dependencies: dict[str, Any], _: dict) -> Predicate:
+        """draft-04/06/07 `dependencies`: a present key needs the listed keys (array form) or
+        the object to match the subschema."""
+        needs = []
+        for key, dependency in dependencies.items():
+            if isinstance(dependency, list):
+                needs.append((key, lambda x, names=tuple(dependency): all(n in x for n in names)))
+            else:
+                needs.append((key, self.schema(dependency)))
+
+        def check(x: Any) -> bool:
+            if isinstance(x, dict):
+                for key, pred in needs:
+                    if key in x and not pred(x):
+                        return False
+            return True
+
+        return check
 
     def kw_pattern(self, pattern: str, _: dict) -> Predicate:
         compiled = re.compile(pattern)

@@ -9,7 +9,7 @@ from jsonschema import FormatChecker
 from jsonschema.exceptions import ValidationError
 
 from formwork.schemas.dialects import SOURCE_LAYOUTS
-from formwork.schemas.drafts import Draft
+from formwork.schemas.drafts import DRAFT_04, DRAFT_06, Draft
 from formwork.schemas.errors import MetaSchemaError
 from formwork.schemas.fast_metaschema import inlined_2020_12_metaschema
 from formwork.schemas.keywords import DRAFT_07, DRAFT_2020_12, SUBSCHEMA_KEYWORDS, Shape
@@ -50,12 +50,12 @@ def _fast_validator(draft: Draft) -> Any:
 @lru_cache(maxsize=None)
 def _predicate(draft: Draft) -> Predicate | None:
     """The meta-schema compiled to a certainly-valid predicate (see `meta_predicate`), if it can be."""
-    if draft.name not in (DRAFT_2020_12, DRAFT_07):
-        return None  # the older drafts are checked by jsonschema alone
+    if draft.name not in (DRAFT_2020_12, DRAFT_07, DRAFT_06, DRAFT_04):
+        return None  # 2019-09 ($recursiveRef) is checked by jsonschema alone
     meta = inlined_2020_12_metaschema() if draft.name == DRAFT_2020_12 else draft.validator.META_SCHEMA
     try:
         return compile_meta_schema(meta, draft.validator, _format_checker(draft),
-                                   draft07=draft.name == DRAFT_07)
+                                   draft07=draft.name != DRAFT_2020_12)  # $ref siblings ignored
     except UnsupportedMetaSchemaError:
         return None
 
