@@ -17,6 +17,7 @@ from formwork.grammar import CompileBudget, CompiledGrammar, GrammarCompiler, Vo
 from formwork.grammar.cfg.ebnf import ebnf_grammar
 from formwork.grammar.ir import alt, lit
 from formwork.grammar.json_schema import lower_json_schema
+from formwork.grammar.json_schema.unique_arrays import embedded_node
 from formwork.grammar.regex_parser import regex
 from formwork.grammar.tags import Lowered, compile_lowered, compile_tags, lower_tags, parse_tags_spec, thinking_then
 
@@ -89,7 +90,8 @@ def _thinking_then(spec: dict[str, Any]) -> Lowered:
     """The IR of free thinking followed by the constraint `spec`."""
     if spec.get("json") is not None or spec.get("json_object"):
         answer = lower_json_schema(_schema_of(spec), **_json_options(spec))
-        return Lowered(thinking_then(answer.node), answer.warnings)
+        node = embedded_node(answer, "after reasoning")
+        return Lowered(thinking_then(node), answer.warnings)
     if spec.get("tags") is not None:
         answer = lower_tags(parse_tags_spec(spec["tags"]))
         return Lowered(thinking_then(answer.node), answer.warnings)

@@ -128,3 +128,18 @@ def settle_unique_arrays(lowered: Any, compile_node: Any, budget: CompileBudget
             raise
         lowered.warnings.append(str(exc))
         return strip_tags(lowered.node), None
+
+
+def embedded_node(lowered: Any, context: str) -> Node | Grammar:
+    """The IR of a lowered schema that becomes part of a larger language (`context`: a tagged region,
+    the answer after reasoning): its unique arrays' items cannot be compared there (the matcher's
+    scanner reads whole JSON documents), so they are refused, or dropped with a warning if lenient."""
+    if not lowered.unique_arrays:
+        return lowered.node
+    where = lowered.unique_arrays[0]
+    error = UnsupportedSchemaError("uniqueItems", where, f"distinct items over unbounded values are tracked "
+                                                         f"in whole JSON documents only, not {context}")
+    if not lowered.lenient:
+        raise error
+    lowered.warnings.append(str(error))
+    return strip_tags(lowered.node)

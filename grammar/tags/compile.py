@@ -10,6 +10,7 @@ from formwork.grammar.compiler import CompiledGrammar, GrammarCompiler, default_
 from formwork.grammar.errors import GrammarBudgetError, GrammarError
 from formwork.grammar.ir import Grammar, Node, RuleRef, seq
 from formwork.grammar.json_schema import lower_json_schema
+from formwork.grammar.json_schema.unique_arrays import embedded_node
 from formwork.grammar.json_schema.cache import compile_cached
 from formwork.grammar.regex_parser import regex
 from formwork.grammar.tags.language import WHITESPACE, Region, tags_language
@@ -42,8 +43,9 @@ def _lower_constraint(tag: Tag, where: str, warnings: list[str]) -> Node | Gramm
     try:
         if tag.kind == "schema":
             lowered = lower_json_schema(tag.constraint)
+            node = embedded_node(lowered, "inside a tagged region")
             warnings.extend(f"{where}: {w}" for w in lowered.warnings)
-            return lowered.node
+            return node
         if tag.kind == "regex":
             return regex(tag.constraint)
         return ebnf_grammar(tag.constraint)
