@@ -79,12 +79,12 @@ class LoweredSchema:
 
     node: Node | Grammar
     warnings: list[str] = field(default_factory=list)
-
-
     #: the uniqueItems pointers of the arrays tagged for the matcher (`unique_arrays`), and whether
     #: a refusal of theirs is a warning
     unique_arrays: tuple[str, ...] = ()
     lenient: bool = False
+
+
 def _load(schema: Any, registry: Optional[Mapping[str, Any]], draft: Optional[str]) -> Any:
     if isinstance(schema, (bytes, bytearray)):
         schema = schema.decode("utf-8")

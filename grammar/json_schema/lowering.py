@@ -106,9 +106,9 @@ class Lowerer:
         self._indent = isinstance(options.whitespace, IndentSpec)
         # conjunctions being lowered -> (pointer, number): their rule name if a $ref cycle returns
         self._frames: dict[tuple[int, ...], tuple[str, int]] = {}
-        self.unique_arrays: list[str] = []  # uniqueItems pointers of arrays tagged for the matcher
         self._referenced: set[tuple[str, int]] = set()
         self.rules: dict[str, Node] = {}  # recursive rules ($ref cycles, unbounded any-JSON)
+        self.unique_arrays: list[str] = []  # uniqueItems pointers of arrays tagged for the matcher
         self._rule_ids = itertools.count()
         self._memo: dict[tuple, Node] = {}
         self._pattern_dfas: dict[str, Any] = {}
