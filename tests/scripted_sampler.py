@@ -10,8 +10,10 @@ so a masked token of the script is never sampled: the constraint, not the script
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
+from conftest_structured import run_requests
 
 BONUS = 60.0
 
@@ -38,3 +40,14 @@ def _without_bos(ids: list[int], tokenize: Callable[[str], list[int]]) -> list[i
     """`ids` without the special tokens the tokenizer puts before any text."""
     lead = len(tokenize(""))
     return ids[lead:]
+
+
+def run_scripted(engine: Any, prompt: str, requests: dict[str, Any], scripts: dict[str, str]) -> dict:
+    """Run `requests` (id -> SamplingParams) on `prompt` to the end with the engine's sampler leaning
+    toward `scripts`; the finished outputs by request id."""
+    plain = engine.sampler
+    engine.sampler = ScriptedSampler(plain, scripts, engine.tokenize)
+    try:
+        return run_requests(engine, {request_id: (prompt, params) for request_id, params in requests.items()})
+    finally:
+        engine.sampler = plain

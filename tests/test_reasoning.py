@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest_grammar import unpack_mask  # noqa: E402
 from conftest_grammar_json import byte_vocab  # noqa: E402
-from scripted_sampler import ScriptedSampler  # noqa: E402
+from scripted_sampler import run_scripted  # noqa: E402
 from tiny_models import tiny_model_dir  # noqa: E402
 
 from formwork.core.engine import LLMEngine  # noqa: E402
@@ -85,22 +85,6 @@ def engine():
     return LLMEngine(tiny_model_dir("llama"), block_size=8, max_num_seqs=8)
 
 
-def _run(engine: LLMEngine, requests: dict[str, SamplingParams], scripts: dict[str, str]) -> dict:
-    plain = engine.sampler
-    engine.sampler = ScriptedSampler(plain, scripts, engine.tokenize)
-    try:
-        for request_id, params in requests.items():
-            engine.add_request(request_id, "Question: who? Answer:", params)
-        done = {}
-        while engine.has_unfinished_requests():
-            for output in engine.step():
-                if output.finished:
-                    done[output.request_id] = output
-        return done
-    finally:
-        engine.sampler = plain
-
-
 def test_engine_thinks_then_answers_in_the_schema(engine):
     scripts = {"opened": "<think>The user asks who. Maybe Bob.</think>",
                "in prompt": "hmm, the quick brown fox</think>",
@@ -108,7 +92,7 @@ def test_engine_thinks_then_answers_in_the_schema(engine):
     requests = {name: SamplingParams(structured_outputs={"json": PERSON}, reasoning=True, temperature=1.0, seed=i,
                                      max_tokens=120 if name != "never closed" else 12)
                 for i, name in enumerate(scripts)}
-    done = _run(engine, requests, scripts)
+    done = run_scripted(engine, "Question: who? Answer:", requests, scripts)
     for name in ("opened", "in prompt"):
         out = done[name].outputs[0]
         thinking, end, answer = out.text.partition("</think>")
@@ -124,7 +108,7 @@ def test_engine_reasoning_with_a_choice_and_without_a_constraint(engine):
     requests = {"choice": SamplingParams(structured_outputs={"choice": ["yes", "no"]}, reasoning=True,
                                          temperature=0.0, max_tokens=40),
                 "free": SamplingParams(reasoning=True, temperature=0.0, max_tokens=6)}
-    done = _run(engine, requests, scripts)
+    done = run_scripted(engine, "Question: who? Answer:", requests, scripts)
     choice = done["choice"].outputs[0]
     assert choice.text.partition("</think>")[2].strip() in ("yes", "no") and choice.finish_reason == "stop"
     assert len(done["free"].outputs[0].token_ids) == 6  # nothing to constrain: the model runs free

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+from conftest_structured import run_requests  # noqa: E402
 from tiny_models import tiny_model_dir  # noqa: E402
 
 from formwork.core.engine import LLMEngine  # noqa: E402
@@ -18,15 +19,9 @@ FRESH = {"regex": r"zq[0-9]{2}(zq|qz)"}
 
 
 def _run(engine: LLMEngine, specs: dict) -> dict:
-    for request_id, spec in specs.items():
-        engine.add_request(request_id, "Answer:", SamplingParams(structured_outputs=spec, temperature=0.0,
-                                                                 max_tokens=12))
-    done = {}
-    while engine.has_unfinished_requests():
-        for output in engine.step():
-            if output.finished:
-                done[output.request_id] = output
-    return done
+    return run_requests(engine, {request_id: ("Answer:", SamplingParams(structured_outputs=spec, temperature=0.0,
+                                                                        max_tokens=12))
+                                 for request_id, spec in specs.items()})
 
 
 def test_slow_mask_fails_its_request_alone_beside_a_constrained_one():

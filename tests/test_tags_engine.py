@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from scripted_sampler import ScriptedSampler  # noqa: E402
+from scripted_sampler import run_scripted  # noqa: E402
 from tiny_models import tiny_model_dir  # noqa: E402
 
 from formwork.core.engine import LLMEngine  # noqa: E402
@@ -28,22 +28,6 @@ def engine():
     return LLMEngine(tiny_model_dir("llama"), block_size=8, max_num_seqs=8)
 
 
-def _run(engine: LLMEngine, requests: dict[str, SamplingParams], scripts: dict[str, str]) -> dict:
-    plain = engine.sampler
-    engine.sampler = ScriptedSampler(plain, scripts, engine.tokenize)
-    try:
-        for request_id, params in requests.items():
-            engine.add_request(request_id, "What is the weather?", params)
-        done = {}
-        while engine.has_unfinished_requests():
-            for output in engine.step():
-                if output.finished:
-                    done[output.request_id] = output
-        return done
-    finally:
-        engine.sampler = plain
-
-
 def _calls(text: str) -> tuple[list[dict], list[str]]:
     """The arguments of each closed call in `text` (shortest close) and the text around them; an
     unclosed call at the end is left out."""
@@ -60,7 +44,7 @@ def test_free_text_then_a_call_whose_arguments_validate(engine):
     scripts = {f"r{i}": "Let me check. <tool_call>" for i in range(3)}
     requests = {name: SamplingParams(structured_outputs={"tags": {**SPEC, "stop_after_first": True}},
                                      temperature=1.0, seed=i, max_tokens=120) for i, name in enumerate(scripts)}
-    done = _run(engine, requests, scripts)
+    done = run_scripted(engine, "What is the weather?", requests, scripts)
     for name, output in done.items():
         text = output.outputs[0].text
         assert text.startswith("Let me check. " + BEGIN), text
@@ -74,7 +58,7 @@ def test_only_calls_when_free_text_is_off(engine):
     spec = {**SPEC, "free_text": False, "at_least_one": True}
     requests = {f"r{i}": SamplingParams(structured_outputs={"tags": spec}, temperature=1.0, seed=i, max_tokens=120)
                 for i in range(3)}
-    done = _run(engine, requests, {})
+    done = run_scripted(engine, "What is the weather?", requests, {})
     num_calls = 0
     for output in done.values():
         calls, free = _calls(output.outputs[0].text)
