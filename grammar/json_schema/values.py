@@ -103,29 +103,48 @@ class AnyValue:
     def in_product(self, root: Node, levels: int) -> bool:
         """Whether a value of this many `levels` lies inside an operand of an intersection or a
         complement in `root` (other than its own frozen form): operands are built as complete
-        automata, whose size grows with the levels."""
+        automata, whose size grows with the levels.  One pass finds the products outside the
+        memoised values of at most `levels` (which hold no deeper value); only those are searched."""
         # a snapshot of the memo: other compiles add to it meanwhile
-        values = {node for (n, _), node in tuple(self._memo.items()) if n == levels}
-        contains: dict[int, bool] = {}
-        stack: list[tuple[Node, bool]] = [(root, False)]
-        while stack:
-            node, expanded = stack.pop()
-            if id(node) in contains:
-                continue
-            if node in values:
-                contains[id(node)] = True
-            elif not expanded:
-                check_budget("finding open values in products")
-                stack.append((node, True))
-                stack.extend((c, False) for c in children(node) if id(c) not in contains)
-            else:
-                inside = any(contains[id(c)] for c in children(node))
-                if inside and isinstance(node, (And, Not)):
-                    return True
-                contains[id(node)] = inside
-        return False
+        memo = tuple(self._memo.items())
+        values = {id(node) for (n, _), node in memo if n == levels}
+        products = _products(root, {id(node) for (n, _), node in memo if n <= levels})
+        return any(_holds(product, values) for product in products)
 
 
+def _products(root: Node, skip: set[int]) -> list[Node]:
+    """The `And` / `Not` nodes in `root`, not searching inside the nodes whose ids are in `skip`."""
+    stack: list[Node] = [] if id(root) in skip else [root]
+    seen = skip | {id(root)}
+    products: list[Node] = []
+    popped = 0
+    while stack:
+        popped += 1
+        if popped & 0xFF == 0:
+            check_budget("finding open values in products")
+        node = stack.pop()
+        if isinstance(node, (And, Not)):
+            products.append(node)
+        for child in children(node):
+            if id(child) not in seen:
+                seen.add(id(child))
+                stack.append(child)
+    return products
+
+
+def _holds(root: Node, values: set[int]) -> bool:
+    """Whether a node whose id is in `values` lies strictly inside `root`."""
+    seen = {id(root)}
+    stack = [root]
+    while stack:
+        check_budget("finding open values in products")
+        for child in children(stack.pop()):
+            if id(child) in values:
+                return True
+            if id(child) not in seen:
+                seen.add(id(child))
+                stack.append(child)
+    return False
 
 
 ANY_JSON_RULE = "<any JSON value>"
