@@ -127,8 +127,7 @@ class Reference:
         elif kind is ByteSet:
             self.edges[s].extend([(lo, hi, e) for lo, hi in node.ranges])
         elif kind is Seq:
-            for (cur, nxt), item in zip(self._links(s, e, len(node.items)), node.items):
-                self.build(item, cur, nxt)
+            self._seq(node.items, s, e)
         elif kind is Alt:
             for item in node.items:
                 self.build(item, s, e)
@@ -140,6 +139,32 @@ class Reference:
             raise GrammarError(f"unresolved rule reference {node.name!r} (compile a Grammar, not a bare node)")
         else:
             raise GrammarError(f"unknown IR node {kind.__name__}")
+
+    def _seq(self, items: tuple[Node, ...], s: int, e: int) -> None:
+        """One item after another through fresh states, but `x item{0,}`: x ends at the loop state."""
+        if not items:
+            self.eps[s].append(e)
+        cur, i, n = s, 0, len(items)
+        while i < n:
+            star = self._star_item(items[i + 1]) if i + 1 < n else None
+            step = 1 if star is None else 2
+            nxt = e if i + step == n else self.new_state()
+            if star is None:
+                self.build(items[i], cur, nxt)
+            else:
+                loop = self.new_state()
+                self.build(items[i], cur, loop)
+                self.build(star, loop, loop)
+                self.eps[loop].append(nxt)
+            cur, i = nxt, i + step
+
+    def _star_item(self, node: Node) -> Node | None:
+        """The item of a plain star item{0,} of a non-empty item (not a lexeme or shared mark)."""
+        if type(node) is not Repeat or (self.record_regions and is_lexeme(node)) or is_shared(node):
+            return None
+        if node.min != 0 or node.max is not None or self.is_empty(node.item):
+            return None
+        return node.item
 
     def _shared(self, node: Repeat, s: int, e: int) -> None:
         """A shared node: built once per end state, from an entry state each use moves into."""

@@ -20,6 +20,7 @@ from formwork.grammar.json_schema.unevaluated import plain_unevaluated
 from formwork.grammar.json_schema.unique_arrays import tagged
 from formwork.grammar.json_schema.unique_items import finite_domain, unique_items
 from formwork.grammar.json_schema.values import container
+from formwork.grammar.shared_nodes import share
 from formwork.schemas.pointer import child
 
 if TYPE_CHECKING:
@@ -136,6 +137,8 @@ def _array_items(positions: list[Node], tail: Node, comma: Node, min_items: int,
     if last == longest:  # the elements past the positional ones
         lo = max(0, min_items - last - 1)
         hi = None if max_items is None else max_items - last - 1
+        if lo == 0 and hi is None:  # `e (, e)*`: both e end at one NFA state, so e is built once
+            tail = share(tail)
         node = seq(tail, repeat(seq(comma, tail), lo, hi))
     else:
         node = positions[last]

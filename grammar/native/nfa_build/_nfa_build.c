@@ -141,6 +141,29 @@ static int chain(Builder *b, PyObject *node, int32_t s, int32_t e) {
     return rc;
 }
 
+/* The item of `node` (a new reference) if it is a plain star item{0,} of a non-empty item, built
+ * by `repeat` (not a lexeme or a shared mark); else NULL, with an error set on failure. */
+static PyObject *star_item(Builder *b, PyObject *node) {
+    long long lo, hi;
+    if (Py_TYPE(node) != Repeat) return NULL;
+    if (b->template_of != Py_None && PyDict_Contains(b->lexemes, node)) return NULL; /* 1, or -1 */
+    if (PyDict_GET_SIZE(b->shared) && PyDict_Contains(b->shared, node)) return NULL;
+    if (nfab_bounds(node, &lo, &hi) || lo != 0 || hi >= 0) return NULL;
+    PyObject *item = get_field(node, F_ITEM, s_item);
+    const int empty = item ? is_empty(b, item) : -1;
+    if (empty) Py_CLEAR(item);
+    return item;
+}
+
+/* `x item{0,}` within a Seq: x ends at the loop state itself (the state between them would have
+ * no other move), so a shared node ending both x and item (an array's element: `e (, e)*`) is
+ * built once. */
+static int then_star(Builder *b, PyObject *x, PyObject *star, int32_t cur, int32_t nxt) {
+    const int32_t loop = new_state(b);
+    return loop < 0 || nfab_build(b, x, cur, loop) || nfab_build(b, star, loop, loop) ||
+           add(b, loop, EPSILON, 0, nxt) ? -1 : 0;
+}
+
 /* Seq (one item after another, through fresh states) or Alt (every item from s to e). */
 static int items(Builder *b, PyObject *node, int32_t s, int32_t e, int is_seq) {
     PyObject *items = get_field(node, F_ITEMS, s_items);
@@ -149,6 +172,14 @@ static int items(Builder *b, PyObject *node, int32_t s, int32_t e, int is_seq) {
     int rc = item ? 0 : -1;
     if (!rc && is_seq && !n) rc = add(b, s, EPSILON, 0, e);
     for (Py_ssize_t i = 0, cur = s; !rc && i < n; i++) {
+        PyObject *star = is_seq && i + 1 < n ? star_item(b, item[i + 1]) : NULL;
+        if (star || PyErr_Occurred()) {
+            const int32_t nxt = i + 1 == n - 1 ? e : new_state(b);
+            rc = !star || nxt < 0 ? -1 : then_star(b, item[i], star, (int32_t)cur, nxt);
+            Py_XDECREF(star);
+            cur = nxt, i++;
+            continue;
+        }
         const int32_t nxt = !is_seq ? e : i == n - 1 ? e : new_state(b);
         rc = nxt < 0 ? -1 : nfab_build(b, item[i], (int32_t)(is_seq ? cur : s), nxt);
         cur = nxt;
