@@ -103,8 +103,9 @@ class AnyValue:
     def in_product(self, root: Node, levels: int) -> bool:
         """Whether a value of this many `levels` lies inside an operand of an intersection or a
         complement in `root` (other than its own frozen form): operands are built as complete
-        automata, whose size grows with the levels.  One pass finds the products outside the
-        memoised values of at most `levels` (which hold no deeper value); only those are searched."""
+        automata, whose size grows with the levels.  One pass finds the outermost products outside
+        the memoised values of at most `levels` (which hold no deeper value); only those are
+        searched (a value inside a nested product is inside the outer one too)."""
         # a snapshot of the memo: other compiles add to it meanwhile
         memo = tuple(self._memo.items())
         values = {id(node) for (n, _), node in memo if n == levels}
@@ -113,7 +114,8 @@ class AnyValue:
 
 
 def _products(root: Node, skip: set[int]) -> list[Node]:
-    """The `And` / `Not` nodes in `root`, not searching inside the nodes whose ids are in `skip`."""
+    """The outermost `And` / `Not` nodes in `root`, not searching inside the nodes whose ids are in
+    `skip`."""
     stack: list[Node] = [] if id(root) in skip else [root]
     seen = skip | {id(root)}
     products: list[Node] = []
@@ -125,6 +127,7 @@ def _products(root: Node, skip: set[int]) -> list[Node]:
         node = stack.pop()
         if isinstance(node, (And, Not)):
             products.append(node)
+            continue
         for child in children(node):
             if id(child) not in seen:
                 seen.add(id(child))
