@@ -23,6 +23,7 @@ from formwork.grammar.budget import CompileBudget
 from formwork.grammar.dfa import DEAD
 from formwork.grammar.ir import EMPTY, And, Bytes, Grammar, Node, Not, children, map_children, seq
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
+from formwork.grammar.shared_nodes import is_shared, share
 from formwork.grammar.unique_scan import TAG
 
 _TAG = Bytes(bytes([TAG]))
@@ -47,6 +48,8 @@ def strip_tags(node: Node | Grammar) -> Node | Grammar:
                 got = map_children(n, strip)
                 if got == n:
                     got = n
+                elif is_shared(n):  # still marked: unmarked, it would be built once per use
+                    got = share(strip(n.item))
             memo[id(n)] = got
         return got
 
