@@ -13,6 +13,7 @@ processes of those sessions.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -88,10 +89,8 @@ class RayNodes:
         for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 0.0)):
             pids = [int(p) for p in os.listdir("/proc") if p.isdigit() and _session_of(int(p)) in sessions]
             for pid in pids:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, sig)
-                except ProcessLookupError:
-                    pass
             deadline = time.monotonic() + wait
             while wait and time.monotonic() < deadline and any(_session_of(pid) in sessions for pid in pids):
                 time.sleep(0.2)

@@ -88,8 +88,9 @@ class ToolCallParser:
         """Stream deltas (`{"content": ...}` or `{"tool_calls": [...]}`) for the new `text`."""
         self._buffer += text
         deltas: list[dict[str, Any]] = []
-        while self._step(deltas):
-            pass
+        progressing = True
+        while progressing:
+            progressing = self._step(deltas)
         return deltas
 
     def finish(self) -> list[dict[str, Any]]:
