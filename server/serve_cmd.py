@@ -108,6 +108,18 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     return parser
 
 
+def startup_failure(exc: Exception) -> int:
+    """Log why the server cannot start; the exit code: 2 for a bad engine option, 1 for a model
+    that does not load."""
+    from formwork.core.config import ConfigError
+
+    if isinstance(exc, ConfigError):
+        logger.error("invalid engine option: %s", exc)
+        return 2
+    logger.error("cannot load the model: %s", exc)
+    return 1
+
+
 def run(args: argparse.Namespace) -> int:
     """Load the model, build the app and run uvicorn until interrupted; returns the exit code."""
     from formwork.core.config import ConfigError
@@ -125,12 +137,8 @@ def run(args: argparse.Namespace) -> int:
         started = time.perf_counter()
         logger.info("loading model from %s ...", model_dir)
         engine = EngineClient.from_model(model_dir, **engine_options(args))
-    except ConfigError as exc:
-        logger.error("invalid engine option: %s", exc)
-        return 2
-    except (ModelLoadError, FileNotFoundError, ValueError) as exc:
-        logger.error("cannot load the model: %s", exc)
-        return 1
+    except (ConfigError, ModelLoadError, FileNotFoundError, ValueError) as exc:
+        return startup_failure(exc)
     engine.structured_output.backend  # noqa: B018 - the vocabulary's grammar tables, before the freeze
     logger.info("loaded in %.1fs: %s", time.perf_counter() - started, engine.describe())
     core_config = engine.engine.engine.config

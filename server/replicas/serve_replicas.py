@@ -41,19 +41,15 @@ def run_replicas(args: argparse.Namespace) -> int:
     from formwork.core.model_files import ModelFiles, ModelLoadError
     from formwork.server.replicas.front import build_replicated_app
     from formwork.server.replicas.pool import ReplicaPool
-    from formwork.server.serve_cmd import resolve_model, serve_http, server_config
+    from formwork.server.serve_cmd import resolve_model, serve_http, server_config, startup_failure
 
     try:
         model_dir, default_name = resolve_model(args.model)
         files = ModelFiles.load(model_dir)  # a bad model fails here, before Ray starts
         spec = replica_spec(args, str(model_dir.resolve()))
         EngineConfig(**{k: v for k, v in spec.engine_options.items() if v is not None})
-    except ConfigError as exc:
-        logger.error("invalid engine option: %s", exc)
-        return 2
-    except (ModelLoadError, FileNotFoundError, ValueError) as exc:
-        logger.error("cannot load the model: %s", exc)
-        return 1
+    except (ConfigError, ModelLoadError, FileNotFoundError, ValueError) as exc:
+        return startup_failure(exc)
     started = time.perf_counter()
     where = f"the Ray cluster at {args.ray_address}" if args.ray_address else "a local Ray instance"
     logger.info("deploying %d replicas of %s on %s ...", spec.num_replicas, model_dir, where)
