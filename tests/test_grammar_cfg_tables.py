@@ -63,10 +63,14 @@ def test_terminal_walk_is_the_brute_force_walk(tokens):
 
 
 def test_language_key_names_the_language_not_the_automaton_state():
-    quoted = AutomatonBuilder().dfa(seq(lit("'"), repeat(chars([(0, 0x26), (0x28, 0x10FFFF)]), 0, None), lit("'")))
-    body, later = quoted.walk(START, b"'"), quoted.walk(START, b"'ab\xc3\xa9")  # different DFA states
-    assert body != later and language_key(quoted, body) == language_key(quoted, later)
-    assert language_key(quoted, START) != language_key(quoted, body)
+    body = chars([(0, 0x26), (0x28, 0x10FFFF)])
+    # after "a" and after "bx" the rest is body* "'" in both branches, from different NFA states
+    quoted = AutomatonBuilder().dfa(alt(seq(lit("a"), repeat(body, 0, None), lit("'")),
+                                        seq(lit("b"), repeat(body, 1, None), lit("'"))))
+    after_a, after_bx = quoted.walk(START, b"a"), quoted.walk(START, b"bx\xc3\xa9")
+    assert after_a != after_bx and language_key(quoted, after_a) == language_key(quoted, after_bx)
+    assert language_key(quoted, START) != language_key(quoted, after_a)
+    assert language_key(quoted, quoted.walk(START, b"b")) != language_key(quoted, after_a)  # body+ "'"
     ws = AutomatonBuilder().dfa(WS)
     assert language_key(ws, ws.walk(START, b" ")) == language_key(ws, ws.walk(START, b"  \n"))
     assert language_key(ws, START) != language_key(ws, ws.walk(START, b" "))  # ws+ vs ws*
