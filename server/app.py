@@ -13,7 +13,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -118,16 +118,25 @@ class OpenAIServer:
                                          f"requested {asked}. Please reduce the length of the prompt or "
                                          "max_tokens.", param=prompt_param if len(ids) >= limit else "max_tokens")
 
-    async def _check_constraint(self, request: GenerationRequest) -> list[str]:
+    async def _check_constraint(self, http: Request, request: GenerationRequest) -> list[str]:
         """Compile the constraint in a worker thread: a bad one is a 400 before admission; the
         warnings of a good one are logged and returned."""
         if request.constraint is None:
             return []
-        warnings = await anyio.to_thread.run_sync(self.engine.check_constraint, request.constraint,
-                                                  request.constraint_param) or []
+        warnings = await self._compile_check(http, request.constraint, request.constraint_param)
         for warning in warnings:
             logger.warning("%s: %s", request.constraint_param, warning)
         return warnings
+
+    async def _compile_check(self, http: Request, spec: dict[str, Any], param: str) -> list[str]:
+        """`check_constraint` in a worker thread; a client that leaves cancels the compile (its
+        budget stops it at the next check) and gets no response (`ClientGone`)."""
+        budget = self.engine.constraint_budget()
+        work = anyio.to_thread.run_sync(self.engine.check_constraint, spec, param, budget)
+        checked = await _until_disconnect(http, work, on_disconnect=budget.cancel)
+        if checked is None:
+            raise ClientGone()
+        return checked
 
     # ---- generation -------------------------------------------------------------------------------
 
@@ -164,7 +173,7 @@ class OpenAIServer:
         params = request.sampling_params(request.max_tokens, request.logprobs)
         prompts = [self.engine.tokenize(p) if isinstance(p, str) else list(p) for p in request.prompts]
         self._check_context(prompts, request.max_tokens, "prompt")
-        warnings = await self._check_constraint(request)
+        warnings = await self._check_constraint(http, request)
         texts = [p if isinstance(p, str) else None for p in request.prompts]
         echo = [t if t is not None else self.engine.decode(ids) for t, ids in zip(texts, prompts)] \
             if request.echo else None
@@ -176,20 +185,20 @@ class OpenAIServer:
         request = parse_chat_request(await self._json_body(http), self.config.max_schema_bytes)
         self._check_model(request)
         self._check_healthy()
-        tool_calling = await self._tool_calling(request)
+        tool_calling = await self._tool_calling(http, request)
         if self.reasoning is not None:  # free thinking first; the constraint holds after it
             request.sampling["reasoning"] = True
         params = request.sampling_params(request.max_tokens, request.num_logprobs)
         tools = [t.to_template() for t in request.tools.tools] if request.tools is not None else None
         text, ids = self.engine.render_chat(request.messages, tools=tools)
         self._check_context([ids], request.max_tokens, "messages")
-        warnings = await self._check_constraint(request)
+        warnings = await self._check_constraint(http, request)
         return with_warnings(await self._generate(
             http, request, "chatcmpl", [ids], [text], params,
             ChatRenderer(request, self.config.served_model_name, self.engine.token_bytes, tool_calling,
                          self.reasoning)), warnings)
 
-    async def _tool_calling(self, request: ChatCompletionRequest) -> ToolCalling | None:
+    async def _tool_calling(self, http: Request, request: ChatCompletionRequest) -> ToolCalling | None:
         """Check the offered tools against the model's chat template; where calls are allowed, constrain
         the reply to calls in the template's format (each arguments schema is compiled first, so one
         that cannot be enforced is a 400 naming it) and say how to read them back."""
@@ -203,8 +212,7 @@ class OpenAIServer:
         if not tools.calls_allowed:
             return None
         for i, tool in enumerate(tools.tools):
-            await anyio.to_thread.run_sync(self.engine.check_constraint, {"json": tool.parameters},
-                                           f"tools.{i}.function.parameters")
+            await self._compile_check(http, {"json": tool.parameters}, f"tools.{i}.function.parameters")
         request.constraint, request.constraint_param = tools.constraint(fmt), "tools"
         if fmt.trigger in self.engine.tokenizer.all_special_tokens:  # keep the call markers in the text
             request.sampling["skip_special_tokens"] = False
@@ -294,8 +302,14 @@ async def _wait_disconnect(http: Request) -> None:
         pass
 
 
-async def _until_disconnect(http: Request, work: Awaitable[T]) -> T | None:
-    """`work`'s result, or None (with `work` cancelled) if the client disconnects first."""
+class ClientGone(Exception):
+    """The client disconnected before its request was admitted; nobody reads a response."""
+
+
+async def _until_disconnect(http: Request, work: Awaitable[T],
+                            on_disconnect: Callable[[], None] | None = None) -> T | None:
+    """`work`'s result, or None (with `on_disconnect` called and `work` cancelled) if the client
+    disconnects first."""
     task = asyncio.ensure_future(work)
     watcher = asyncio.ensure_future(_wait_disconnect(http))
     try:
@@ -308,10 +322,16 @@ async def _until_disconnect(http: Request, work: Awaitable[T]) -> T | None:
     if task.done():
         return task.result()
     logger.info("client disconnected; request cancelled")
+    if on_disconnect is not None:
+        on_disconnect()
     task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
+    with contextlib.suppress(asyncio.CancelledError, Exception):  # nobody reads its outcome
         await task
     return None
+
+
+async def _client_gone(http: Request, exc: ClientGone) -> Response:
+    return Response(status_code=499)
 
 
 async def _api_error(http: Request, exc: APIError) -> Response:
@@ -343,8 +363,9 @@ def build_app(engine: EngineClient, config: ServerConfig, server_type: type[Open
         Route("/health", server.health, methods=["GET"]),
         Route("/metrics", server.metrics, methods=["GET"]),
     ]
-    app = Starlette(routes=routes, exception_handlers={APIError: _api_error, HTTPException: _http_error,
-                                                      Exception: _unexpected_error})
+    handlers = {APIError: _api_error, ClientGone: _client_gone, HTTPException: _http_error,
+                Exception: _unexpected_error}
+    app = Starlette(routes=routes, exception_handlers=handlers)
     if config.api_key:
         app.add_middleware(BearerAuthMiddleware, api_key=config.api_key)
     return app

@@ -18,6 +18,7 @@ from typing import Any
 from formwork.core.metrics import LATENCY_BUCKETS, Histogram
 from formwork.core.sampling_params import STRUCTURED_OUTPUT_CONSTRAINTS, STRUCTURED_OUTPUT_OPTIONS
 from formwork.grammar import GrammarError
+from formwork.grammar.budget import CompileBudget
 from formwork.grammar.json_schema import SchemaLoweringError
 from formwork.grammar.tags import TagSpecError
 from formwork.server.errors import InvalidConstraintError, InvalidRequestError, InvalidTypeError
@@ -110,17 +111,18 @@ class ConstraintValidator:
     `compile` is the engine's own compile function (its grammar backend), so the check warms the
     compiled-grammar cache and the engine's compile of the admitted request is a cache hit."""
 
-    def __init__(self, compile: Callable[[dict[str, Any]], object]):
+    def __init__(self, compile: Callable[[dict[str, Any], CompileBudget], object]):
         self.compile = compile
         self.check_seconds = Histogram(LATENCY_BUCKETS)  # wall time of each check, compile included
         self._lock = threading.Lock()
 
-    def check(self, spec: dict[str, Any], param: str) -> list[str]:
-        """Raise `InvalidConstraintError` (param = the request field) if `spec` cannot be enforced;
-        else return the compiled grammar's warnings (unknown formats, ignored keywords)."""
+    def check(self, spec: dict[str, Any], param: str, budget: CompileBudget) -> list[str]:
+        """Raise `InvalidConstraintError` (param = the request field) if `spec` cannot be enforced
+        within `budget`; else return the compiled grammar's warnings (unknown formats, ignored
+        keywords)."""
         start = time.perf_counter()
         try:
-            return list(getattr(self.compile(spec), "warnings", None) or [])
+            return list(getattr(self.compile(spec, budget), "warnings", None) or [])
         except SchemaLoweringError as exc:
             where = exc.pointer or "#"
             reason = exc.reason.removeprefix(f"at {where}: ")

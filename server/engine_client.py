@@ -22,6 +22,7 @@ from formwork.core.grammar_backend import GrammarBackend
 from formwork.core.model_files import ChatTemplateError, ModelFiles
 from formwork.core.outputs import RequestOutput
 from formwork.core.sampling_params import SamplingParams
+from formwork.grammar.budget import CompileBudget
 from formwork.server.constraints import ConstraintValidator
 from formwork.server.errors import (ContextLengthError, EngineUnavailableError, InternalError,
                                     InvalidRequestError, ServerOverloadedError)
@@ -40,7 +41,8 @@ class PromptTools:
         self.tokenizer = files.tokenizer
         self.max_model_len = max_model_len
         self.vocab = backend.vocab
-        self.validator = ConstraintValidator(lambda spec: backend.compile(spec, compile_max_seconds))
+        self.compile_max_seconds = compile_max_seconds
+        self.validator = ConstraintValidator(lambda spec, budget: backend.compile(spec, budget=budget))
 
     def tokenize(self, text: str) -> list[int]:
         return list(self.tokenizer(text).input_ids)
@@ -62,8 +64,13 @@ class PromptTools:
         raw = self.vocab.token_bytes[token_id] if 0 <= token_id < self.vocab.vocab_size else None
         return raw if raw is not None else text.encode()
 
-    def check_constraint(self, spec: dict[str, Any], param: str) -> list[str]:
-        return self.validator.check(spec, param)
+    def constraint_budget(self) -> CompileBudget:
+        """A fresh budget for one pre-admission check (cancel it to stop that compile)."""
+        return CompileBudget(max_seconds=self.compile_max_seconds)
+
+    def check_constraint(self, spec: dict[str, Any], param: str, budget: CompileBudget | None = None) -> list[str]:
+        """The constraint's warnings, or an `InvalidConstraintError`; compiled under `budget`."""
+        return self.validator.check(spec, param, budget or self.constraint_budget())
 
 
 class EngineClient(PromptTools):

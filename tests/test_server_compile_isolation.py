@@ -90,3 +90,28 @@ def test_trivial_schema_is_not_held_behind_a_budget_bound_compile(served):
     assert [r.status_code for r in others] == [200] * 6
     queue = httpx.get(f"{served}/health").json()["compile_queue"]
     assert queue["running"] == 0 and queue["queued"] == 0
+
+
+def test_a_client_that_leaves_cancels_its_pre_admission_compile(served):
+    """The budget-bound schema's client disconnects while its constraint is checked: the check's
+    compile stops at once (well before its 2 s budget of CPU), not at the budget."""
+    url = f"{served}/v1/completions"
+
+    async def run() -> float:
+        async with httpx.AsyncClient(timeout=120) as client:
+            heavy = asyncio.create_task(client.post(url, json=_body(budget_bound_schema(), False)))
+            deadline = time.monotonic() + 10
+            while (await client.get(f"{served}/health")).json()["compile_queue"]["running"] < 1:
+                assert time.monotonic() < deadline, "the budget-bound compile never started"
+                await asyncio.sleep(0.01)
+            heavy.cancel()  # closes the connection: the server sees the client leave
+            with pytest.raises(asyncio.CancelledError):
+                await heavy
+            left = time.monotonic()
+            while (await client.get(f"{served}/health")).json()["compile_queue"]["running"] > 0:
+                assert time.monotonic() - left < BUDGET_S, "the compile ran on after its client left"
+                await asyncio.sleep(0.01)
+            return time.monotonic() - left
+
+    stopped_after = asyncio.run(run())
+    assert stopped_after < BUDGET_S / 2
