@@ -178,14 +178,10 @@ def assemble(deltas: list[dict]) -> tuple[str, list[dict]]:
     for delta in deltas:
         content += delta.get("content", "")
         for part in delta.get("tool_calls", []):
-            call = calls.setdefault(part["index"], {"id": None, "name": "", "arguments": ""})
-            assert set(part) <= {"index", "id", "type", "function"}
-            if "id" in part:
-                assert call["id"] is None and part["type"] == "function" and part["function"]["arguments"] == ""
-                call["id"], call["name"] = part["id"], part["function"]["name"]
-            else:
-                assert call["id"] is not None  # the name always comes first
-            call["arguments"] += part["function"]["arguments"]
+            assert part["index"] not in calls  # a call is sent whole, once it has closed
+            assert set(part) == {"index", "id", "type", "function"} and part["type"] == "function"
+            assert set(part["function"]) == {"name", "arguments"}
+            calls[part["index"]] = {"id": part["id"], **part["function"]}
     return content, [calls[i] for i in sorted(calls)]
 
 
@@ -221,6 +217,24 @@ def test_a_call_cut_short_is_never_returned_as_a_call(fmt, calls, data):
     for call in complete:
         rest = rest.replace(call.raw, "", 1)
     assert "".join((message["content"] or "").split()) == "".join(rest.split())  # nothing is lost
+
+
+@given(fmt=st.sampled_from(FORMATS), content=st.text(max_size=10), calls=calls_strategy.filter(bool),
+       cuts=st.lists(st.integers(0, 400), max_size=8), data=st.data())
+@settings(max_examples=150, deadline=None)
+def test_a_stream_cut_by_max_tokens_sends_no_part_of_the_unfinished_call(fmt, content, calls, cuts, data):
+    content = content.replace(fmt.trigger, "")
+    text = render(fmt, content, calls, "\n")
+    cut = data.draw(st.integers(len(content), len(text) - 1))
+    deltas, finish = stream_pieces(fmt, text[:cut], cuts, "length")
+    streamed_content, streamed_calls = assemble(deltas)
+    message, whole_finish = ToolCalling(fmt, tuple(NAMES)).message(text[:cut], "length")
+    assert finish == whole_finish == "length"
+    assert [(c["name"], json.loads(c["arguments"])) for c in streamed_calls] == calls[:len(streamed_calls)]
+    assert len(streamed_calls) < len(calls)  # the cut one is not among them
+    assert [(c["name"], c["arguments"]) for c in streamed_calls] == \
+        [(c["function"]["name"], c["function"]["arguments"]) for c in message["tool_calls"]]
+    assert streamed_content == (message["content"] or "")
 
 
 def test_a_trigger_that_starts_no_offered_call_stays_text():

@@ -67,14 +67,10 @@ def streamed(chunks) -> tuple[str, list[dict], str]:
         for choice in chunk.choices:
             delta = choice.delta
             content += delta.content or ""
-            for part in delta.tool_calls or []:
-                if part.index not in calls:  # the first delta of a call: id, type and name, no arguments yet
-                    assert part.id.startswith("call_") and part.type == "function"
-                    assert part.function.name and part.function.arguments == ""
-                    calls[part.index] = {"id": part.id, "name": part.function.name, "arguments": ""}
-                else:
-                    assert part.id is None and part.function.name is None
-                    calls[part.index]["arguments"] += part.function.arguments
+            for part in delta.tool_calls or []:  # a call comes whole, once closed: id, type, name, arguments
+                assert part.index not in calls and part.id.startswith("call_") and part.type == "function"
+                assert part.function.name and part.function.arguments
+                calls[part.index] = {"id": part.id, "name": part.function.name, "arguments": part.function.arguments}
             reason = choice.finish_reason or reason
     assert sorted(calls) == list(range(len(calls)))
     return content, [calls[i] for i in sorted(calls)], reason
@@ -134,10 +130,12 @@ def test_parallel_calls_validate_and_can_be_turned_off(client):
     assert max(counts) >= 2
 
 
-def test_a_call_cut_by_max_tokens_is_length_not_a_call(client):
-    content, calls, reason = whole(create(client, tool_choice="required", seed=0, max_tokens=4))
-    assert reason == "length" and calls == [] and content  # the unfinished call stays text
-    assert content[:11] == "<tool_call>"[:len(content)]
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+def test_a_call_cut_by_max_tokens_is_length_not_a_call(client, stream):
+    out = create(client, stream, tool_choice="required", seed=0, max_tokens=12)
+    content, calls, reason = streamed(out) if stream else whole(out)
+    assert reason == "length" and calls == [] and content  # the unfinished call stays text, never a call delta
+    assert content.startswith("<tool_call>")
 
 
 def test_parse_with_pydantic_function_tool_gives_typed_arguments(client):

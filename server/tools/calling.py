@@ -2,8 +2,8 @@
 growing one, both read by `ToolCallParser` in the model's format.
 
 A choice that ends with calls (and stopped on its own) has `finish_reason: "tool_calls"`; one that
-ran out of tokens keeps `length`. A call cut short is never returned as a call: in a whole response
-its text stays in `content`; a stream has already sent its fragments, and `length` says it is cut.
+ran out of tokens keeps `length`. A call cut short is never returned as a call, in a whole response
+or a stream (which sends a call only once it has closed): its text stays in `content`.
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ class ToolCalling:
         """The assistant message of a finished reply (`content`, `tool_calls`) and its finish reason."""
         parser = parse_completion(self.fmt, list(self.names), text)
         calls = [call for call in parser.calls if call.complete]
-        unfinished = parser.unfinished_call
-        content = "".join(parser.content) + (unfinished.raw if unfinished else "")
+        content = "".join(parser.content)
         return ({"content": content or None, "tool_calls": [c.to_openai() for c in calls]},
                 _finish_reason(reason, bool(calls)))
 

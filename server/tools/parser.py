@@ -1,10 +1,11 @@
 """Reading tool calls out of a completion as it grows: free text, then calls in the model's format.
 
 `ToolCallParser.feed` takes each new piece of text and returns what can be told so far, as OpenAI
-stream deltas: content (text outside calls; whitespace around calls is dropped), the start of a
-call (its id and function name, once the call's begin string is complete) and fragments of its
-arguments (the JSON object exactly as the model wrote it, ending where the object closes).
-`finish` flushes what was held back. Streaming and whole responses both use it, so they agree.
+stream deltas: content (text outside calls; whitespace around calls is dropped) and whole calls.
+A call is held until its end string closes it and then sent as one delta (id, type, function name
+and its arguments: the JSON object exactly as the model wrote it), so nothing sent is ever taken
+back: a call the completion ends inside (max_tokens) is no call, and `finish` sends its text as
+content. Streaming and whole responses both use it, so they agree.
 """
 
 from __future__ import annotations
@@ -99,15 +100,11 @@ class ToolCallParser:
         if self._state in ("text", "header"):
             self._content(self._buffer.rstrip(_WHITESPACE) if self._state == "text" else self._space + self._buffer,
                           deltas)
-        elif self.calls:
+        else:
             self.calls[-1].raw += self._buffer
+            self._content(self.calls[-1].raw, deltas)  # the call never closed: its text is content
         self._buffer = ""
         return deltas
-
-    @property
-    def unfinished_call(self) -> ParsedCall | None:
-        """The call still open when the text ended (the completion ran out of tokens inside it)."""
-        return self.calls[-1] if self.calls and not self.calls[-1].complete else None
 
     # ---- states -----------------------------------------------------------------------------------
 
@@ -135,10 +132,7 @@ class ToolCallParser:
     def _in_header(self, deltas: list[dict[str, Any]]) -> bool:
         for begin, name in self._begins.items():
             if self._buffer.startswith(begin):
-                call = ParsedCall(new_call_id(), name, raw=begin)
-                self.calls.append(call)
-                deltas.append(_call_delta(len(self.calls) - 1, {"id": call.id, "type": "function",
-                                                                "function": {"name": name, "arguments": ""}}))
+                self.calls.append(ParsedCall(new_call_id(), name, raw=begin))
                 self._buffer, self._state, self._value = self._buffer[len(begin):], "arguments", JsonValueEnd()
                 return True
         if any(begin.startswith(self._buffer) for begin in self._begins):
@@ -153,14 +147,8 @@ class ToolCallParser:
         taken = self._value.feed(self._buffer)
         piece, self._buffer = self._buffer[:taken], self._buffer[taken:]
         call = self.calls[-1]
-        if piece:
-            call.arguments += piece
-            call.raw += piece
-            if deltas and "tool_calls" in deltas[-1] and deltas[-1]["tool_calls"][0]["index"] == len(self.calls) - 1 \
-                    and "id" not in deltas[-1]["tool_calls"][0]:
-                deltas[-1]["tool_calls"][0]["function"]["arguments"] += piece
-            else:
-                deltas.append(_call_delta(len(self.calls) - 1, {"function": {"arguments": piece}}))
+        call.arguments += piece
+        call.raw += piece
         if not self._value.done:
             return False
         self._state = "end"
@@ -171,14 +159,19 @@ class ToolCallParser:
         rest = self._buffer.lstrip(_WHITESPACE)
         if rest.startswith(end):
             call.raw += self._buffer[:len(self._buffer) - len(rest) + len(end)]
-            call.complete = True
-            self._buffer, self._state = rest[len(end):], "text"
+            self._buffer = rest[len(end):]
+            self._close(deltas)
             return True
         if end.startswith(rest):
             return False
-        call.complete = True  # the object closed but no end string follows: take the rest as text
-        self._state = "text"
+        self._close(deltas)  # the object closed but no end string follows: take the rest as text
         return True
+
+    def _close(self, deltas: list[dict[str, Any]]) -> None:
+        """The open call is complete: send all of it."""
+        call = self.calls[-1]
+        call.complete, self._state = True, "text"
+        deltas.append({"tool_calls": [{"index": len(self.calls) - 1, **call.to_openai()}]})
 
     def _content(self, text: str, deltas: list[dict[str, Any]]) -> None:
         if not text:
@@ -190,12 +183,8 @@ class ToolCallParser:
             deltas.append({"content": text})
 
 
-def _call_delta(index: int, fields: dict[str, Any]) -> dict[str, Any]:
-    return {"tool_calls": [{"index": index, **fields}]}
-
-
 def parse_completion(fmt: ToolCallFormat, names: list[str], text: str) -> ToolCallParser:
-    """A parser that has read all of `text` (its `content`, `calls` and `unfinished_call`)."""
+    """A parser that has read all of `text` (its `content` and `calls`, the last one maybe unfinished)."""
     parser = ToolCallParser(fmt, names)
     parser.feed(text)
     parser.finish()
