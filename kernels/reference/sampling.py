@@ -58,9 +58,10 @@ def sample(
     random_rows = ((params.temperature > 0) & has_allowed).nonzero().squeeze(1)
     if random_rows.numel():
         rows_x, rows_max = x[random_rows], row_max[random_rows]
-        scaled = (rows_x - rows_max.unsqueeze(1)) * (1.0 / params.temperature[random_rows]).unsqueeze(1)
-        keep = _truncate(rows_x, rows_max, scaled, params.top_k[random_rows], params.top_p[random_rows],
-                         params.min_p[random_rows])
+        inv_temperature = 1.0 / params.temperature[random_rows]
+        scaled = (rows_x - rows_max.unsqueeze(1)) * inv_temperature.unsqueeze(1)
+        keep = _truncate(rows_x, rows_max, inv_temperature, scaled, params.top_k[random_rows],
+                         params.top_p[random_rows], params.min_p[random_rows])
         token_ids[random_rows] = _gumbel_argmax(scaled, keep, params.seeds[random_rows],
                                                 params.steps[random_rows]).to(token_ids.device)
     token_ids = torch.where(has_allowed, token_ids, torch.full_like(token_ids, -1))
@@ -71,8 +72,8 @@ def sample(
     return token_ids, logprobs
 
 
-def _truncate(x: torch.Tensor, row_max: torch.Tensor, scaled: torch.Tensor, top_k: torch.Tensor,
-              top_p: torch.Tensor, min_p: torch.Tensor) -> torch.Tensor:
+def _truncate(x: torch.Tensor, row_max: torch.Tensor, inv_temperature: torch.Tensor, scaled: torch.Tensor,
+              top_k: torch.Tensor, top_p: torch.Tensor, min_p: torch.Tensor) -> torch.Tensor:
     """[rows, vocab] mask of the tokens that survive top-k, top-p and min-p and could win the Gumbel-max.
 
     The mass target of top-p is float32 math, as in the Triton kernel.
@@ -88,7 +89,8 @@ def _truncate(x: torch.Tensor, row_max: torch.Tensor, scaled: torch.Tensor, top_
         keep &= x >= floor.unsqueeze(1)
     p_rows = (top_p < 1.0).nonzero().squeeze(1)
     if p_rows.numel():
-        _top_p(keep, p_rows, x[p_rows], scaled[p_rows], floor[p_rows], top_p[p_rows])
+        _top_p(keep, p_rows, x[p_rows], row_max[p_rows], inv_temperature[p_rows], scaled[p_rows], floor[p_rows],
+               top_p[p_rows])
     m_rows = (min_p > 0.0).nonzero().squeeze(1)
     if m_rows.numel():
         likely = torch.exp(scaled[m_rows]) >= min_p[m_rows].unsqueeze(1)
@@ -96,9 +98,10 @@ def _truncate(x: torch.Tensor, row_max: torch.Tensor, scaled: torch.Tensor, top_
     return keep
 
 
-def _top_p(keep: torch.Tensor, p_rows: torch.Tensor, x: torch.Tensor, scaled: torch.Tensor, floor: torch.Tensor,
-           top_p: torch.Tensor) -> None:
-    """Narrow `keep` at `p_rows` (x, scaled, floor, top_p: those rows) to each row's top-p set, in place."""
+def _top_p(keep: torch.Tensor, p_rows: torch.Tensor, x: torch.Tensor, row_max: torch.Tensor,
+           inv_temperature: torch.Tensor, scaled: torch.Tensor, floor: torch.Tensor, top_p: torch.Tensor) -> None:
+    """Narrow `keep` at `p_rows` (x, row_max, inv_temperature, scaled, floor, top_p: those rows) to each row's
+    top-p set, in place."""
     vocab = x.shape[1]
     rel_prob = _exp(scaled)
     total = torch.where(x >= floor.unsqueeze(1), rel_prob, 0.0).sum(dim=1)
@@ -106,11 +109,13 @@ def _top_p(keep: torch.Tensor, p_rows: torch.Tensor, x: torch.Tensor, scaled: to
     prunable = gap >= _TOP_P_PRUNE_MIN_GAP
     least = torch.where(prunable, gap * total.double() / (2 * vocab), NEG_INF).float()
     row_keep = keep[p_rows] & (rel_prob >= least.unsqueeze(1))
-    # The candidates of each row, sorted by logit (descending), then the others (past `counts`).
+    # The candidates of each row, sorted by logit (descending), then -inf (past `counts`). A token's
+    # relative probability is an elementwise function of its logit, so the sorted logits give the sorted
+    # probabilities without an index sort.
     counts = row_keep.sum(dim=1)
     width = int(counts.max())
-    block_x, order = torch.where(row_keep, x, NEG_INF).topk(width, dim=1)
-    block_p = rel_prob.gather(1, order)
+    block_x = _sorted_descending(torch.where(row_keep, x, NEG_INF), width)
+    block_p = _exp((block_x - row_max.unsqueeze(1)) * inv_temperature.unsqueeze(1))
     mass = block_p.cumsum(dim=1)
     cut = (mass < (top_p * total).unsqueeze(1)).sum(dim=1)  # mass never falls: the first place it reaches p
     # where cut >= count the threshold lies below every candidate
@@ -160,6 +165,15 @@ def _flat_nonzero(mask: torch.Tensor) -> torch.Tensor:
     if mask.device.type == "cpu":
         return torch.from_numpy(np.flatnonzero(mask.numpy()))
     return mask.nonzero().squeeze(1)
+
+
+def _sorted_descending(values: torch.Tensor, width: int) -> torch.Tensor:
+    """The `width` largest entries of each row of a 2-D float tensor, in descending order (numpy's value
+    sort is several times faster than torch's topk or sort on CPU)."""
+    if values.device.type == "cpu":
+        ascending = np.sort(values.numpy(), axis=1)
+        return torch.from_numpy(ascending[:, ::-1][:, :width].copy())
+    return values.topk(width, dim=1).values
 
 
 def _exp(values: torch.Tensor) -> torch.Tensor:
