@@ -10,6 +10,8 @@
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
 import functools
 import json
@@ -117,16 +119,45 @@ def _ecma_validator(cls: type) -> type:
     return extend(cls, {"multipleOf": _exact_multiple_of, "pattern": _ecma_pattern})
 
 
+_INTEGER_WIDTHS = {"int32": (-2 ** 31, 2 ** 31 - 1), "int64": (-2 ** 63, 2 ** 63 - 1),
+                   "uint32": (0, 2 ** 32 - 1), "uint64": (0, 2 ** 64 - 1)}
+
+
+def openapi_format_checker() -> FormatChecker:
+    """`jsonschema`'s format checker plus the OpenAPI formats formwork asserts (issue 21):
+    `int32`/`int64`/`uint32`/`uint64` as integer ranges (a non-integral number fails) and `byte`
+    as padded base64; checked here with the standard library, independently of the grammar."""
+    checker = FormatChecker()
+    for name, (low, high) in _INTEGER_WIDTHS.items():
+        def in_range(instance: Any, low: int = low, high: int = high) -> bool:
+            if isinstance(instance, bool) or not isinstance(instance, (int, float)):
+                return True
+            return (isinstance(instance, int) or instance.is_integer()) and low <= instance <= high
+        checker.checks(name)(in_range)
+
+    @checker.checks("byte")
+    def base64_text(instance: Any) -> bool:
+        if not isinstance(instance, str):
+            return True
+        try:
+            base64.b64decode(instance.encode("ascii"), validate=True)
+        except (UnicodeEncodeError, binascii.Error):
+            return False
+        return len(instance) % 4 == 0
+    return checker
+
+
 def make_validator(schema: Any, registry: dict[str, Any], default: type) -> Any:
     """`jsonschema`'s validator of the schema's draft (`default` when `$schema` is missing or
     unknown) with `registry`'s documents resolvable, checking every format `jsonschema` can
     (`uuid`, `date`, `time` also in older drafts: formwork asserts them in every draft),
-    `multipleOf` over decimals and `pattern` with ECMA-262's ASCII digit and word classes."""
+    `multipleOf` over decimals and `pattern` with ECMA-262's ASCII digit and word classes, and the
+    OpenAPI formats formwork asserts (`openapi_format_checker`)."""
     cls = validator_for(schema, default=default)
     spec = specification_with(cls.META_SCHEMA["$schema"])
     resources = Registry().with_resources(
         (uri, Resource.from_contents(doc, default_specification=spec)) for uri, doc in registry.items())
-    return _ecma_validator(cls)(schema, registry=resources, format_checker=FormatChecker())
+    return _ecma_validator(cls)(schema, registry=resources, format_checker=openapi_format_checker())
 
 
 def integral_floats(validator: Any) -> bool:
