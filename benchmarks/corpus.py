@@ -5,8 +5,13 @@
 
 Corpora: `iglu-central` (Snowplow's schemas, /work/shared/data/iglu-central: the files under a
 `jsonschema` folder; `$ref`s to `http://iglucentral.com/schemas/...` or `iglu:...` resolve to the
-corpus's own files), `schemastore` (SchemaStore schemas vendored in `benchmarks/corpora/schemastore`)
-and `test-suite` (every distinct schema of the JSON Schema Test Suite, five drafts, optional files too).
+corpus's own files), `schemastore` (SchemaStore schemas vendored in `benchmarks/corpora/schemastore`),
+`kubernetes` (standalone schemas of 53 Kubernetes v1.37 kinds, `benchmarks/corpora/kubernetes`),
+`bfcl` (300 function-calling parameter schemas of the Berkeley Function Calling Leaderboard,
+`benchmarks/corpora/bfcl/schemas.jsonl`), `github-npm` (GitHub projects' schemas as their npm
+packages ship them, `benchmarks/corpora/github-npm`; `$ref`s between one package's files resolve
+through `registry=`) and `test-suite` (every distinct schema of the JSON Schema Test Suite, five
+drafts, optional files too). Each vendored corpus has a SOURCE.md and a `build.py` that remakes it.
 
 Each schema is compiled with a fresh, uncached `GrammarCompiler` over a byte vocabulary; then valid
 instances (hypothesis-jsonschema) and invalid ones (mutations), both labelled by `jsonschema`, are
@@ -20,6 +25,7 @@ import argparse
 import collections
 import json
 import multiprocessing
+import os
 import platform
 import random
 import re
@@ -30,6 +36,7 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
+from urllib.parse import urljoin
 
 import jsonschema
 
@@ -38,7 +45,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 from conftest_grammar_json import DRAFTS, remotes, suite_dir, suite_files  # noqa: E402
 from json_spelling_search import Undecided, accepted_text, property_rank  # noqa: E402
 from real_world_corpus import (  # noqa: E402
-    iglu_documents, integral_floats, invalid_instances, make_validator, referenced, valid_instances,
+    _refs, iglu_documents, integral_floats, invalid_instances, make_validator, referenced,
+    valid_instances,
 )
 
 from formwork.grammar.compiler import GrammarCompiler  # noqa: E402
@@ -47,6 +55,9 @@ from formwork.grammar.vocabulary import Vocabulary  # noqa: E402
 
 IGLU_ROOT = Path("/work/shared/data/iglu-central/schemas")
 SCHEMASTORE_ROOT = ROOT / "benchmarks" / "corpora" / "schemastore"
+KUBERNETES_ROOT = ROOT / "benchmarks" / "corpora" / "kubernetes"
+BFCL_FILE = ROOT / "benchmarks" / "corpora" / "bfcl" / "schemas.jsonl"
+GITHUB_NPM_ROOT = ROOT / "benchmarks" / "corpora" / "github-npm"
 VALIDATORS = {"draft2020-12": jsonschema.Draft202012Validator,
               "draft2019-09": jsonschema.Draft201909Validator, "draft7": jsonschema.Draft7Validator,
               "draft6": jsonschema.Draft6Validator, "draft4": jsonschema.Draft4Validator}
@@ -93,6 +104,53 @@ def schemastore_entries() -> list[Entry]:
             for p in sorted(SCHEMASTORE_ROOT.glob("*.json"))]
 
 
+def kubernetes_entries() -> list[Entry]:
+    return [Entry(p.name, json.loads(p.read_text()), {}, jsonschema.Draft202012Validator)
+            for p in sorted(KUBERNETES_ROOT.glob("*.json"))]
+
+
+def bfcl_entries() -> list[Entry]:
+    rows = [json.loads(line) for line in BFCL_FILE.read_text().splitlines() if line.strip()]
+    return [Entry(row["name"], row["schema"], {}, jsonschema.Draft202012Validator) for row in rows]
+
+
+def _base_uri(doc: Any) -> str:
+    """A document's own URI: its `$id` (draft-04: `id`) without the empty fragment, else ''."""
+    uri = doc.get("$id", doc.get("id")) if isinstance(doc, dict) else None
+    return uri.split("#")[0] if isinstance(uri, str) else ""
+
+
+def package_registry(path: Path, docs: dict[Path, Any]) -> dict[str, Any]:
+    """The documents of one package that the schema at `path` reaches through `$ref`, by URI:
+    each file under its `$id` and under its path relative to the schema's `$id`."""
+    base = _base_uri(docs[path])
+    known: dict[str, Any] = {}
+    for other, doc in docs.items():
+        uris = [_base_uri(doc)]
+        if base:
+            uris.append(urljoin(base, os.path.relpath(other, path.parent)))
+        known.update((uri, doc) for uri in uris if uri and other != path)
+    out: dict[str, Any] = {}
+    todo = [(docs[path], base)]
+    while todo:
+        doc, doc_base = todo.pop()
+        for ref in _refs(doc):
+            uri = urljoin(doc_base, ref).split("#")[0]
+            if uri in known and uri not in out:
+                out[uri] = known[uri]
+                todo.append((known[uri], _base_uri(known[uri]) or uri))
+    return out
+
+
+def github_npm_entries() -> list[Entry]:
+    out = []
+    for package in sorted(p for p in GITHUB_NPM_ROOT.iterdir() if p.is_dir() and p.name != "licenses"):
+        docs = {p: json.loads(p.read_text()) for p in sorted(package.rglob("*.json"))}
+        out += [Entry(path.relative_to(GITHUB_NPM_ROOT).as_posix(), doc, package_registry(path, docs),
+                      jsonschema.Draft7Validator) for path, doc in docs.items()]
+    return out
+
+
 def test_suite_entries() -> list[Entry]:
     out, seen = [], set()
     for folder, draft in DRAFTS.items():
@@ -108,7 +166,9 @@ def test_suite_entries() -> list[Entry]:
 
 
 CORPORA: dict[str, Callable[[], list[Entry]]] = {
-    "iglu-central": iglu_entries, "schemastore": schemastore_entries, "test-suite": test_suite_entries}
+    "iglu-central": iglu_entries, "schemastore": schemastore_entries,
+    "kubernetes": kubernetes_entries, "bfcl": bfcl_entries, "github-npm": github_npm_entries,
+    "test-suite": test_suite_entries}
 
 
 # ---------------------------------------------------------------------- checking one schema

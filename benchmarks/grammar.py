@@ -4,7 +4,8 @@ Two sets of schemas, reported separately (`--corpus`, repeatable):
 
 * `real-world` (the default): the corpora of `corpus.py` — `iglu-central` (660 Snowplow schemas),
   `schemastore` (vendored SchemaStore schemas) and `test-suite` (every JSON Schema Test Suite
-  schema, five drafts) — each alone or all three; instances from `realworld_cases.py`. Writes
+  schema, five drafts) — each alone or all three; also, by name only, `kubernetes`, `bfcl` and
+  `github-npm`; instances from `realworld_cases.py`. Writes
   `benchmarks/results/grammar_realworld.md`: per corpus and engine the compiled count, then compile
   and mask percentiles on the schemas every engine compiles, and the slowest masks.
 * `generated`: the schemas in `benchmarks/schemas/` (made by `make_schemas.py`), written to
@@ -135,6 +136,10 @@ REAL_NOTES = (
     "the text replayed before the slow mask.")
 
 
+REAL_WORLD = ("iglu-central", "schemastore", "test-suite")  # `--corpus real-world`
+MORE_REAL_WORLD = ("kubernetes", "bfcl", "github-npm")  # corpus.py's others, each asked by name
+
+
 def _engine(name: str, tok: Tokenized):
     """The engine called `name`, llguidance with the separators the others write."""
     engine = load_engines(tok, [name])[0]
@@ -181,7 +186,7 @@ def run_real_world(tok: Tokenized, names: list[str], args: argparse.Namespace) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", action="append", default=None,
-                        choices=["real-world", "generated", "iglu-central", "schemastore", "test-suite"],
+                        choices=["real-world", "generated", *REAL_WORLD, *MORE_REAL_WORLD],
                         help="repeatable; default real-world (its three corpora)")
     parser.add_argument("--engines", default="", help="comma-separated subset of engines")
     parser.add_argument("--limit", type=int, default=None, help="only the first N schemas (of each corpus)")
@@ -194,7 +199,8 @@ def main() -> None:
     parser.add_argument("--out", default=None, help="the report (default per set, see above)")
     args = parser.parse_args()
     chosen = args.corpus or ["real-world"]
-    real = [n for n in ("iglu-central", "schemastore", "test-suite") if "real-world" in chosen or n in chosen]
+    real = [n for n in REAL_WORLD if "real-world" in chosen or n in chosen]
+    real += [n for n in MORE_REAL_WORLD if n in chosen]
     tok = Tokenized()
     if real:
         run_real_world(tok, real, args)

@@ -1,7 +1,8 @@
 """Benchmark cases from the real-world corpora of `corpus.py` (iglu-central, schemastore,
-test-suite): each schema with instances generated as `corpus.py` does (hypothesis-jsonschema,
-labelled valid by `jsonschema`), serialised with `json.dumps` separators, members in the order the
-schema declares them (the order every engine emits), non-ASCII text unescaped.
+test-suite, kubernetes, bfcl, github-npm): each schema with instances generated as `corpus.py`
+does (hypothesis-jsonschema, labelled valid by `jsonschema`), serialised with `json.dumps`
+separators, members in the order the schema declares them (the order every engine emits),
+non-ASCII text unescaped.
 
 Generating instances takes ~0.2 s a schema, so they are kept in a cache file
 (`~/.cache/formwork-bench/realworld-instances.json`, keyed by corpus, schema name and text, count
@@ -57,7 +58,7 @@ def load_corpus(name: str, limit: int | None = None, examples: int = 3, seed: in
     """The corpus's schemas as `Case`s (named `<corpus>:<schema>`), instances from the cache or
     generated now; schemas without instances are kept (compiled and first mask only)."""
     entries = corpus.CORPORA[name]()[:limit]
-    seconds = seconds or (4.0 if name == "schemastore" else 1.0)  # few, large schemas
+    seconds = seconds or (4.0 if name in ("schemastore", "kubernetes", "github-npm") else 1.0)  # large schemas
     cache = _read_cache()
     keys = [_key(name, e, examples, seed) for e in entries]
     missing = [(k, e) for k, e in zip(keys, entries) if k not in cache]
