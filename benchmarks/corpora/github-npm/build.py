@@ -58,6 +58,8 @@ OPENAPI_1_2 = ("apiDeclaration", "authorizationObject", "dataType", "dataTypeBas
                "resourceListing", "resourceObject")
 ASYNCAPI_BINDINGS = ("kafka/0.5.0/channel", "http/0.3.0/operation", "amqp/0.3.0/channel",
                      "ibmmq/0.1.0/server", "googlepubsub/0.2.0/message")
+ASYNCAPI_DEFINITIONS = ("specificationExtension", "schema", "Reference", "ReferenceObject",
+                        "externalDocs")  # what the bindings reference
 HEFT = ("heft", "heft-plugin", "copy-files-options", "node-service")
 
 PACKAGES = (
@@ -95,7 +97,8 @@ PACKAGES = (
     Package("@stryker-mutator/core", "9.6.1", ("LICENSE",), ("schema/stryker-schema.json",)),
     Package("turbo", "2.11.11", ("LICENSE",), ("schema.json",)),
     Package("@asyncapi/specs", "6.11.1", ("LICENSE", "NOTICE"), ("schemas/2.6.0.json",)
-            + tuple(f"bindings/{b}.json" for b in ASYNCAPI_BINDINGS)),
+            + tuple(f"bindings/{b}.json" for b in ASYNCAPI_BINDINGS)
+            + tuple(f"definitions/3.0.0/{d}.json" for d in ASYNCAPI_DEFINITIONS)),
     Package("@aws-cdk/cloud-assembly-schema", "55.6.0", ("LICENSE", "NOTICE"),
             ("schema/assets.schema.json", "schema/cloud-assembly.schema.json",
              "schema/integ.schema.json")),
