@@ -20,8 +20,10 @@ import json
 from functools import lru_cache
 from typing import Any, Iterator
 
+import numpy as np
+
 from formwork.grammar.dfa import DEAD
-from formwork.grammar.unique_scan import CHANGES, SPACE, SPELLING, TAG, State, step, value_key
+from formwork.grammar.unique_scan import BYTE_CLASS, CHANGES, SPACE, SPELLING, TAG, State, step, value_key
 
 MAX_REGION = 50_000  # nodes of one region analysed; past it every node of the region is "not good"
 SEARCH_STEPS = 4_000
@@ -29,6 +31,8 @@ _EXIT = ("exit",)
 _KINDS = {"s": "start", "e": "end", "x": "after", "c": "exit"}  # scanner events of frame 0
 # the order the search tries bytes in: closers first (short completions), separators last
 _ORDER = sorted(range(256), key=lambda b: (b not in b"]}\"", b in b",", b in b" \t\n\r", b))
+_ORDER_ARRAY = np.array([b for b in _ORDER if b != TAG], dtype=np.intp)
+_FALSES = (False,) * 256
 
 Node = tuple[int, State]
 
@@ -40,18 +44,45 @@ class TaggedMoves:
     def __init__(self, dfa: Any):
         self.dfa = dfa
         self._moves: dict[int, list[tuple[int, int, bool]]] = {}
+        self._classed: dict[int, list[tuple[int, int, bool]]] = {}
         self._tables: dict[int, dict[int, tuple[int, bool]]] = {}
+        class_of_byte = np.asarray(dfa.byte_classes()[0])
+        firsts: dict[tuple[int, int], int] = {}  # (automaton's byte class, scanner's) -> a byte
+        for b in _ORDER_ARRAY.tolist():
+            firsts.setdefault((int(class_of_byte[b]), BYTE_CLASS[b]), b)
+        self._reps = np.array(list(firsts.values()), dtype=np.intp)
+        self._rep_classes = class_of_byte[self._reps]
+        self._tag_class, self._open_class = int(class_of_byte[TAG]), int(class_of_byte[0x5B])
 
     def moves(self, t: int) -> list[tuple[int, int, bool]]:
         got = self._moves.get(t)
         if got is None:
-            row = self.dfa.row(t).tolist()
-            got = [(b, row[b], False) for b in _ORDER if row[b] != DEAD and b != TAG]
+            row = self.dfa.row(t)
+            ordered = row[_ORDER_ARRAY]
+            live = ordered != DEAD
+            got = list(zip(_ORDER_ARRAY[live].tolist(), ordered[live].tolist(), _FALSES))
             if row[TAG] != DEAD:
                 after = self.dfa.row(row[TAG])[0x5B]  # the tag comes right before the bracket
                 if after != DEAD:
                     got.append((0x5B, int(after), True))
             self._moves[t] = got
+        return got
+
+    def classed(self, t: int) -> list[tuple[int, int, bool]]:
+        """`moves(t)` with one byte per (automaton byte class, scanner byte class): the moves
+        that differ in what the region analysis sees (`unique_scan.BYTE_CLASS`)."""
+        got = self._classed.get(t)
+        if got is None:
+            row = self.dfa.class_row(t)
+            nexts = row[self._rep_classes]
+            live = nexts != DEAD
+            got = list(zip(self._reps[live].tolist(), nexts[live].tolist(), _FALSES))
+            tagged = int(row[self._tag_class])
+            if tagged != DEAD:
+                after = int(self.dfa.class_row(tagged)[self._open_class])
+                if after != DEAD:
+                    got.append((0x5B, after, True))
+            self._classed[t] = got
         return got
 
     def next(self, t: int, b: int) -> tuple[int, bool]:
@@ -84,12 +115,15 @@ class Regions:
         self._all_good: dict[tuple[Node, bool], bool] = {}
         self._canonical: dict[Node, bool] = {}
         self._in_text: dict[Node, bool] = {}
+        self._in_item: dict[Node, bool] = {}
 
     # ------------------------------------------------------------ graph
-    def edges(self, node: Node) -> Iterator[tuple[int, Any, tuple[str, ...], int]]:
-        """(byte, next node or _EXIT, boundary kinds, flags) of each live move of `node`."""
+    def edges(self, node: Node, classed: bool = False) -> Iterator[tuple[int, Any, tuple[str, ...], int]]:
+        """(byte, next node or _EXIT, boundary kinds, flags) of each live move of `node`;
+        `classed`: one byte per move that differs in anything but the byte's value
+        (`TaggedMoves.classed`), for the analyses that read only the nodes, kinds and flags."""
         t, state = node
-        for b, nt, unique in self.moves.moves(t):
+        for b, nt, unique in (self.moves.classed(t) if classed else self.moves.moves(t)):
             after, kinds, flags = _edge(state, b, unique)
             yield b, (_EXIT if "exit" in kinds else (nt, after)), kinds, flags
 
@@ -98,16 +132,19 @@ class Regions:
         succ: dict[Node, list[tuple[Any, tuple[str, ...], int]]] = {}
         todo = [root]
         overflow = False
-        while todo:
-            node = todo.pop()
-            if node in succ:
-                continue
-            if len(succ) >= MAX_REGION:
-                overflow = True
-                break
-            out = {(nxt, kinds, flags) for _, nxt, kinds, flags in self.edges(node)}
-            succ[node] = list(out)
-            todo.extend(nxt for nxt, _, _ in out if nxt is not _EXIT and nxt not in succ)
+        while todo and not overflow:  # breadth first: each round's automaton rows built at once
+            self.moves.dfa.ensure(sorted({t for t, _ in todo}))
+            later = []
+            for node in todo:
+                if node in succ:
+                    continue
+                if len(succ) >= MAX_REGION:
+                    overflow = True
+                    break
+                out = {(nxt, kinds, flags) for _, nxt, kinds, flags in self.edges(node, True)}
+                succ[node] = list(out)
+                later.extend(nxt for nxt, _, _ in out if nxt is not _EXIT and nxt not in succ)
+            todo = later
         if overflow:
             for node in succ:
                 for bit in (False, True):
@@ -184,11 +221,32 @@ class Regions:
             while todo and got:
                 here = todo.pop()
                 got = here[1][0] == "S" and self.good(here, False)
-                for b, nxt, _, _ in self.edges(here):
+                for b, nxt, _, _ in self.edges(here, True):
                     if b not in (0x22, 0x5C) and nxt not in seen and nxt is not _EXIT:
                         seen.add(nxt)
                         todo.append(nxt)
             self._in_text[node] = got
+        return got
+
+    def good_in_item(self, node: Node) -> bool:
+        """Whether `node` (an item in progress) and every node it reaches by moves that neither
+        end nor start an item (nor leave the array) are good with the item in progress: a token
+        that holds no byte able to end the item (`unique_tracker._context_bits`) cannot be
+        refused there."""
+        got = self._in_item.get(node)
+        if got is None:
+            seen = {node}
+            todo = [node]
+            got = True
+            while todo and got:
+                here = todo.pop()
+                got = self.good(here, False)
+                for _, nxt, kinds, _ in self.edges(here, True):
+                    if not kinds and nxt not in seen:
+                        seen.add(nxt)
+                        todo.append(nxt)
+            for inside in (seen if got else (node,)):  # what it reaches, it reaches from each
+                self._in_item[inside] = got
         return got
 
     def canonical(self, node: Node) -> bool:

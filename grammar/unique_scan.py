@@ -45,6 +45,27 @@ _AFTER_VALUE = {"R": "R1", "a": "a1", "A": "A1", "o": "o1"}
 _IN_VALUE = {"R": "Rv", "a": "av", "A": "Av", "o": "ow"}
 
 
+def _byte_classes() -> bytes:
+    """For each byte, the least byte `step` treats the same way from every state (and with either
+    `unique`): the bytes it tells apart are these, the whitespace, the closers, the exponent marks,
+    the non-zero digits, and everything else (a string's or a literal's byte)."""
+    groups = [b" \t\n\r", b"]}", b"eE", b"123456789", *(bytes([b]) for b in b'"\\u,:[{tfn.+-0')]
+    out = bytearray([0] * 256)
+    for group in groups:
+        for b in group:
+            out[b] = min(group)
+    told = {b for group in groups for b in group}
+    rest = min(b for b in range(256) if b not in told)
+    for b in range(256):
+        if b not in told:
+            out[b] = rest
+    return bytes(out)
+
+
+#: `BYTE_CLASS[b]`: the representative of `b`'s class (see `_byte_classes`)
+BYTE_CLASS = _byte_classes()
+
+
 def _started(frames: tuple[str, ...]) -> tuple[str, ...]:
     return frames[:-1] + (_IN_VALUE[frames[-1][0]],)
 

@@ -19,8 +19,9 @@ array.  `accept_token` and the mask apply the same rule: the mask tests only the
 end an item or open a unique array (by the bytes they hold, per scanner context: `unique_vocab`;
 in a string item, only the tokens that end it as an earlier value, or hold more after the quote),
 plus — where some node of the region is not good — the tokens that leave the current string
-(when every character of it leads to good nodes), else those that spell a prefix of an earlier
-item (canonical spellings), else every allowed token.
+(when every character of it leads to good nodes), or outside strings the tokens that can end the
+item in progress (when every node it reaches without ending is good: `Regions.good_in_item`), else
+those that spell a prefix of an earlier item (canonical spellings), else every allowed token.
 """
 from __future__ import annotations
 
@@ -169,6 +170,9 @@ class UniqueTracker:
                 continue
             if state[0] == "S" and regions.good_in_text(node):  # only leaving the string matters
                 bits |= QUOTE | BACKSLASH
+                continue
+            if state[0] != "S" and start >= 0 and regions.good_in_item(node):  # only ending the item
+                bits |= _context_bits(rel)
                 continue
             rests = None
             if regions.canonical(node) and regions.good(node, True):
