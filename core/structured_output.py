@@ -108,7 +108,6 @@ class StructuredOutputManager:
         self._pending: dict[str, Request] = {}
         self._bitmask: torch.Tensor | None = None
         self._bitmask_np: np.ndarray | None = None
-        self._text_words: np.ndarray | None = None  # mask words with every stop-token bit cleared
 
     # ---- compiling ------------------------------------------------------------------------------
 
@@ -267,20 +266,10 @@ class StructuredOutputManager:
         matcher = self.matcher(seq)
         if matcher is None:
             return False
-        if matcher.is_terminated():
-            return True
-        if not matcher.can_terminate():
-            return False
-        with self.backend.mask_lock:
-            words = matcher.next_token_mask()  # the state's stored mask: no bitmask row to fill
-        return not np.any(words & self._text_mask_words())
-
-    def _text_mask_words(self) -> np.ndarray:
-        if self._text_words is None:
-            text = np.full((self.vocab_size + 31) // 32, -1, dtype=np.int32)
-            _set_bits(text, self.backend.vocab.stop_token_ids, False)
-            self._text_words = text
-        return self._text_words
+        if matcher.is_terminated() or not matcher.can_terminate():
+            return matcher.is_terminated()
+        with self.backend.mask_lock:  # a state seen first computes its mask
+            return matcher.is_complete()
 
     def jump_forward(self, seq: Sequence, max_tokens: int) -> list[int]:
         """Accept and return up to `max_tokens` tokens the grammar forces next (safe ones only)."""

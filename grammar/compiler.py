@@ -46,6 +46,7 @@ class CompiledGrammar:
         self.spec = spec
         self.warnings: list[str] = []
         self.state_masks: dict[int, StoredMask] = {}  # filled by matchers: state id -> mask
+        self.state_complete: dict[int, bool] = {}  # filled by matchers: state id -> only a stop token may follow
         self.unique: "UniqueArrays | None" = None  # arrays whose items matchers compare (JSON Schema)
         if dfa.is_empty():
             raise EmptyLanguageError("the constraint matches no string at all")

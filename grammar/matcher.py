@@ -154,6 +154,31 @@ class Matcher:
         """The output so far is complete, so a stop token is allowed now."""
         return not self._terminated and bool(self._dfa.accepting[self._state])
 
+    def is_complete(self) -> bool:
+        """Nothing but a stop token may follow (or one was accepted): the output is finished.
+        Kept per state (`grammar.state_complete`) where the state alone decides the mask."""
+        if self._terminated:
+            return True
+        if not self._dfa.accepting[self._state]:
+            return False
+        if self._unique is not None:
+            return not self._allows_text(self.next_token_mask())
+        known = self.grammar.state_complete
+        got = known.get(self._state)
+        if got is None:
+            got = not self._allows_text(self._stored_mask().dense())
+            if len(known) >= MAX_STATE_MASKS:
+                known.clear()
+            known[self._state] = got
+        return got
+
+    def _allows_text(self, words: np.ndarray) -> bool:
+        """Whether packed mask `words` allow any token that is not a stop token."""
+        text = words.view(np.uint32).copy()
+        for t in self._stops:
+            text[t // 32] &= ~np.uint32(1 << (t % 32))
+        return bool(text.any())
+
     @property
     def num_accepted(self) -> int:
         return len(self._history)

@@ -62,6 +62,8 @@ def _walk(grammar, data, check_prefix, check_final, max_steps: int = 14) -> None
         ids = np.flatnonzero(allowed)
         assert len(ids), f"dead end after {text!r}"
         assert allowed[list(stops)].all() == matcher.can_terminate()
+        text_allowed = np.isin(ids, list(stops), invert=True).any()
+        assert matcher.is_complete() == (matcher.can_terminate() and not text_allowed)
         # a disallowed token is refused and leaves the state (and mask) unchanged
         refused = np.flatnonzero(~allowed[: vocab.tokenizer_size])
         if len(refused):
@@ -77,7 +79,7 @@ def _walk(grammar, data, check_prefix, check_final, max_steps: int = 14) -> None
                 token = int(text_ids[data.draw(st.integers(0, len(text_ids) - 1))])
         assert matcher.accept_token(token)
         if token in stops:
-            assert matcher.is_terminated() and not matcher.can_terminate()
+            assert matcher.is_terminated() and not matcher.can_terminate() and matcher.is_complete()
             check_final(text.decode("utf-8"))
             return
         text += vocab.token_bytes[token]
@@ -175,7 +177,11 @@ def test_termination_rules() -> None:
     eos = vocab.stop_token_ids[0]
     assert not matcher.can_terminate() and not matcher.accept_token(eos)
     assert matcher.accept_string("ab") and matcher.can_terminate()
+    assert not matcher.is_complete()  # "ab" may end, and may go on
     assert not matcher.accept_string("abc") and matcher.accept_string("bb")  # all or nothing
+    done = compile_regex(r"ab", vocab).matcher()
+    assert not done.is_complete() and done.accept_string("a") and not done.is_complete()
+    assert done.accept_string("b") and done.is_complete() and not done.is_terminated()  # only a stop may follow
     assert matcher.accept_token(eos) and matcher.is_terminated()
     assert not matcher.accept_token(eos) and not matcher.accept_string("b")
     bitmask = allocate_token_bitmask(1, vocab.vocab_size).fill_(-1)
