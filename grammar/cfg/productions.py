@@ -136,6 +136,7 @@ class _Lowerer:
         self.terminals: list[Node] = []
         self.terminal_index: dict[Node, int] = {}
         self.helpers: dict[Node, int] = {}
+        self.chains: dict[tuple[int, ...], list[int]] = {}  # see `up_to`
         self.inlined: dict[str, Node] = {}
         self.inline_memo: dict[int, tuple[Node, Node]] = {}  # id -> (node kept alive, inlined)
         self.size = 0
@@ -210,8 +211,24 @@ class _Lowerer:
             return
         if node.max * len(item) > MAX_EXPANSION:
             raise GrammarBudgetError(f"bounded repetition {{{node.min},{node.max}}} of a recursive part is too large")
-        for count in range(node.min, node.max + 1):
-            self.add(lhs, item * count)
+        optional = node.max - node.min
+        self.add(lhs, item * node.min + ([self.up_to(item, optional)] if optional else []))
+
+    def up_to(self, item: list[int], count: int) -> int:
+        """A nonterminal for 0 to `count` (>= 1) repetitions of the right-hand side `item`:
+        U_k -> () | item U_{k-1} (U_1 -> () | item), made once per item and count, so that
+        item{lo,hi} has about 2 x (hi - lo) x len(item) symbols rather than one production per
+        count (hi^2 / 2 x len(item)), and its Earley sets hold a few items rather than one per
+        count still possible."""
+        chain = self.chains.setdefault(tuple(item), [])
+        while len(chain) < count:
+            below = chain[-1:]
+            got = len(self.names)
+            self.names.append(f"<up to {len(chain) + 1} repetitions, chain {chain[0] if chain else got}>")
+            self.add(got, [])
+            self.add(got, item + below)
+            chain.append(got)
+        return chain[count - 1]
 
     def symbols(self, node: Node) -> list[int]:
         """One right-hand side for `node` (a helper nonterminal where it needs alternatives)."""
