@@ -17,6 +17,7 @@ _EXPORTS = {
     "EngineConfig": "formwork.core.config",
     "SamplingParams": "formwork.core.sampling_params",
     "SamplingParamsError": "formwork.core.sampling_params",
+    "RequestOutputKind": "formwork.core.sampling_params",
     "RequestOutput": "formwork.core.outputs",
     "CompletionOutput": "formwork.core.outputs",
     "Logprob": "formwork.core.outputs",

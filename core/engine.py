@@ -18,7 +18,8 @@ from formwork.core.distributed.runner import TensorParallelRunner
 from formwork.core.metrics import EngineMetrics, now
 from formwork.core.model_files import ModelFiles
 from formwork.core.model_runner import ModelRunner
-from formwork.core.outputs import CompletionOutput, Logprob, RequestOutput
+from formwork.core.output_builder import request_output, step_output
+from formwork.core.outputs import Logprob, RequestOutput
 from formwork.core.sampler import Sampler, SamplerOutput
 from formwork.core.sampling_params import SamplingParams
 from formwork.core.scheduler import Scheduler, SchedulerOutput
@@ -194,11 +195,13 @@ class LLMEngine:
             for seq in logit_seqs:
                 if seq.seq_id in masks.errors and not seq.status.is_finished:
                     outputs.append(self.fail_request(seq.request_id, masks.errors[seq.seq_id]))
-        tokens = {seq.seq_id: (sampled.token_ids[i], sampled.logprobs[i]) for i, seq in enumerate(logit_seqs)}
-        extras = {seq.seq_id: (sampled.top_logprobs[i], sampled.sampled_ranks[i])
-                  for i, seq in enumerate(logit_seqs)}
-        advanced = self.scheduler.update_from_output(sched, tokens)
-        return outputs + self._postprocess(advanced, extras)
+        seq_ids = [seq.seq_id for seq in logit_seqs]
+        advanced = self.scheduler.update_from_output(sched, dict(zip(seq_ids, zip(sampled.token_ids,
+                                                                                    sampled.logprobs))))
+        top, ranks = sampled.top_logprobs, sampled.sampled_ranks
+        extras = {seq_ids[i]: (top[i], ranks[i]) for i, row in enumerate(top) if row is not None}
+        outputs.extend(self._postprocess(advanced, extras))
+        return outputs
 
     def _release_grammars(self) -> list[RequestOutput]:
         """Let requests whose grammar compiled run; fail those whose grammar could not be compiled."""
@@ -225,46 +228,62 @@ class LLMEngine:
         return self.sampler(logits, logit_seqs, masks.bitmask, masks.rows), masks
 
     def _postprocess(self, advanced: list[Sequence], extras: dict[int, tuple]) -> list[RequestOutput]:
+        """Stop checks, text and metrics of the sequences that got a token; the step's outputs (see
+        `RequestOutputKind`). `extras[seq_id]` = (top logprobs, sampled rank) of rows that asked for them."""
         t = now()
-        touched: dict[str, list[Sequence]] = {}
+        touched: dict[Request, list[Sequence]] = {}
         for seq in advanced:
-            touched.setdefault(seq.request_id, []).append(seq)
+            seqs = touched.get(seq.request)
+            if seqs is None:
+                touched[seq.request] = [seq]
+            else:
+                seqs.append(seq)
         outputs = []
-        for request_id, seqs in touched.items():
-            request = self.requests[request_id]
-            first = request.metrics.first_token_time is None
-            last = request.metrics.last_token_time
-            request.metrics.on_tokens(t, len(seqs))
-            self.metrics.on_new_tokens(len(seqs), None if first else t - last)
+        latencies = []
+        process = self._process_new_token
+        for request, seqs in touched.items():
+            metrics = request.metrics
+            first = metrics.first_token_time is None
+            last = metrics.last_token_time
+            metrics.on_tokens(t, len(seqs))
             if first:
-                self.metrics.on_first_token(request.metrics)
+                self.metrics.on_first_token(metrics)
+            else:
+                latencies.append(t - last)
             try:
                 for seq in seqs:
-                    self._process_new_token(seq, *extras[seq.seq_id])
+                    process(seq, extras.get(seq.seq_id))
             except Exception as exc:  # one request's bad state must not take the engine down
-                logger.exception("request %s failed while processing its output", request_id)
+                logger.exception("request %s failed while processing its output", request.request_id)
                 request.error = f"{type(exc).__name__}: {exc}"
                 for seq in request.seqs:
                     self.scheduler.finish(seq, SequenceStatus.FINISHED_ERROR)
-            outputs.append(self._make_output(request))
-            if request.is_finished:
-                self._retire(request)
+            output = step_output(request)
+            if output is not None:
+                outputs.append(output)
+                if output.finished:
+                    self._retire(request)
+        self.metrics.on_step_tokens(len(advanced), latencies)
         return outputs
 
-    def _process_new_token(self, seq: Sequence, top: list | None, rank: int | None) -> None:
-        params = seq.params
+    def _process_new_token(self, seq: Sequence, extra: tuple[list | None, int | None] | None) -> None:
+        """After `seq` got a sampled token: its grammar, logprobs, text and whether it stops."""
+        params = seq.request.params
         token_id = seq.token_ids[-1]
         if token_id < 0:
             raise RuntimeError("no token is allowed at this position (the constraint admits nothing)")
-        self.structured_output.accept_token(seq, token_id)
+        constrained = seq.request.structured_output is not None
+        if constrained:
+            self.structured_output.accept_token(seq, token_id)
         detok: IncrementalDetokenizer = seq.detokenizer
         if seq.logprobs is not None:
+            top, rank = extra if extra is not None else (None, None)
             entry = {token_id: Logprob(seq.last_token_logprob, rank, detok.decode_token(token_id))}
             for tid, lp, r in top or []:
                 entry.setdefault(tid, Logprob(lp, r, detok.decode_token(tid)))
             seq.logprobs.append(entry)
         status, stop_reason = None, None
-        may_stop = seq.num_output_tokens >= params.min_tokens
+        may_stop = len(seq.token_ids) - seq.num_prompt_tokens >= params.min_tokens
         is_eos = token_id in self._eos_set and not params.ignore_eos
         is_stop_token = token_id in params.stop_token_ids
         if may_stop and (is_eos or is_stop_token):
@@ -277,11 +296,14 @@ class LLMEngine:
             stop = detok.check_stop(len(new_text)) if may_stop else None
             if stop is not None:
                 status, stop_reason = SequenceStatus.FINISHED_STOPPED, stop
-        if status is None and self.structured_output.matcher(seq) is not None:
+        if status is None and constrained and self.structured_output.matcher(seq) is not None:
             status, stop_reason = self._advance_constrained(seq)
-        if status is None and ((params.max_tokens is not None and seq.num_output_tokens >= params.max_tokens)
-                               or seq.num_tokens >= self.max_model_len):
-            status = SequenceStatus.FINISHED_LENGTH
+        if status is None:
+            num_tokens = len(seq.token_ids)
+            max_tokens = params.max_tokens
+            if ((max_tokens is not None and num_tokens - seq.num_prompt_tokens >= max_tokens)
+                    or num_tokens >= self.max_model_len):
+                status = SequenceStatus.FINISHED_LENGTH
         if status is not None:
             if not isinstance(stop_reason, str):
                 stop = detok.check_stop(len(detok.flush())) if may_stop else None
@@ -316,31 +338,13 @@ class LLMEngine:
 
     # ---- outputs --------------------------------------------------------------------------------
 
-    def _make_output(self, request: Request) -> RequestOutput:
-        finished = request.is_finished
-        completions = []
-        for seq in request.seqs:
-            done = seq.status.is_finished
-            completions.append(CompletionOutput(
-                index=seq.index,
-                text=seq.detokenizer.visible_text(done),
-                token_ids=seq.output_token_ids,
-                cumulative_logprob=seq.cumulative_logprob if seq.logprobs is not None else None,
-                logprobs=list(seq.logprobs) if seq.logprobs is not None else None,
-                finish_reason=seq.status.finish_reason,
-                stop_reason=seq.stop_reason,
-            ))
-        return RequestOutput(request.request_id, request.prompt, request.prompt_token_ids, completions,
-                             finished=finished, metrics=request.metrics, error=request.error,
-                             num_cached_tokens=request.metrics.num_cached_tokens)
-
     def _finish_request(self, request_id: str, status: SequenceStatus) -> RequestOutput | None:
         request = self.requests.get(request_id)
         if request is None:
             return None
         for seq in request.seqs:
             self.scheduler.finish(seq, status)
-        output = self._make_output(request)
+        output = request_output(request)
         self._retire(request)
         return output
 

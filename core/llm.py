@@ -13,7 +13,7 @@ from tqdm import tqdm
 from formwork.core.engine import LLMEngine, RequestError
 from formwork.core.model_files import ChatTemplateError
 from formwork.core.outputs import CompletionOutput, RequestOutput
-from formwork.core.sampling_params import SamplingParams, SamplingParamsError
+from formwork.core.sampling_params import RequestOutputKind, SamplingParams, SamplingParamsError
 
 PromptType = str | list[int]
 Conversation = list[dict[str, Any]]
@@ -81,7 +81,7 @@ class LLM:
     def _run(self, requests: list[tuple[PromptType, list[int] | None]],
              sampling_params: SamplingParams | SequenceABC[SamplingParams] | None,
              use_tqdm: bool, priority: SequenceABC[int] | None = None) -> list[RequestOutput]:
-        params_list = _as_params_list(sampling_params, len(requests))
+        params_list = _final_only(_as_params_list(sampling_params, len(requests)))
         priorities = list(priority) if priority is not None else [0] * len(requests)
         if len(priorities) != len(requests):
             raise ValueError(f"got {len(priorities)} priorities for {len(requests)} prompts")
@@ -151,6 +151,18 @@ def _as_prompt_list(prompts: PromptType | SequenceABC[PromptType]) -> list[Promp
         if not isinstance(p, str) and not (isinstance(p, list) and all(isinstance(t, int) for t in p)):
             raise TypeError(f"a prompt must be a string or a list of token ids, got {type(p).__name__}")
     return prompts
+
+
+def _final_only(params_list: list[SamplingParams]) -> list[SamplingParams]:
+    """The parameters with `RequestOutputKind.FINAL_ONLY` (only finished outputs are read here, so the
+    engine builds no others); each distinct object is copied once."""
+    copies: dict[int, SamplingParams] = {}
+    out = []
+    for p in params_list:
+        if p.output_kind is not RequestOutputKind.FINAL_ONLY and id(p) not in copies:
+            copies[id(p)] = p.clone(output_kind=RequestOutputKind.FINAL_ONLY)
+        out.append(copies.get(id(p), p))
+    return out
 
 
 def _as_params_list(params: SamplingParams | SequenceABC[SamplingParams] | None, count: int) -> list[SamplingParams]:

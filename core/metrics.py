@@ -88,6 +88,17 @@ class Histogram:
             self._counts[index] += 1
             self._sum += value
 
+    def observe_many(self, values: list[float]) -> None:
+        """`observe` each value, under one lock acquisition."""
+        bounds = self._bounds
+        indices = [bisect.bisect_left(bounds, value) for value in values]
+        with self._lock:
+            counts, total = self._counts, self._sum
+            for index, value in zip(indices, values):
+                counts[index] += 1
+                total += value
+            self._sum = total
+
     def snapshot(self) -> dict[str, Any]:
         """`{"type": "histogram", "buckets": [(upper bound, cumulative count), ..., (inf, count)],
         "sum": ..., "count": ...}`."""
@@ -127,6 +138,11 @@ class EngineMetrics:
         self.generation_tokens += count
         if inter_token_latency is not None:
             self.inter_token_latency.observe(inter_token_latency)
+
+    def on_step_tokens(self, count: int, inter_token_latencies: list[float]) -> None:
+        """A step's `count` new tokens and the inter-token latency of each request that had a token before."""
+        self.generation_tokens += count
+        self.inter_token_latency.observe_many(inter_token_latencies)
 
     def on_finished(self, metrics: RequestMetrics, finish_reason: str) -> None:
         self.request_success[finish_reason] = self.request_success.get(finish_reason, 0) + 1

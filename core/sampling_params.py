@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,14 @@ class SamplingParamsError(ValueError):
     """A sampling parameter has an invalid value."""
 
 
+class RequestOutputKind(enum.Enum):
+    """Which `RequestOutput`s the engine builds for a request (vLLM's names)."""
+
+    CUMULATIVE = "cumulative"  # at every step: everything generated so far
+    DELTA = "delta"  # at every step: only the text, tokens and logprobs new since the last output
+    FINAL_ONLY = "final_only"  # one output, when the request finishes (offline batches)
+
+
 @dataclass
 class SamplingParams:
     """How to sample the completions of one request.
@@ -32,7 +41,8 @@ class SamplingParams:
     `structured_outputs` holds exactly one constraint (`json`, `regex`, `choice`, `grammar`,
     `json_object`, `tags`: tagged regions, see `formwork.grammar.tags`) for the structured-output
     manager. `reasoning=True` lets a reasoning model think freely first: the output is thinking up
-    to `</think>` (its `<think>` may be in the prompt), then the constraint.
+    to `</think>` (its `<think>` may be in the prompt), then the constraint. `output_kind` says which
+    outputs `LLMEngine.step` returns for the request (`RequestOutputKind`).
     """
 
     n: int = 1
@@ -55,6 +65,7 @@ class SamplingParams:
     skip_special_tokens: bool = True
     structured_outputs: dict[str, Any] | None = None
     reasoning: bool = False
+    output_kind: RequestOutputKind = RequestOutputKind.CUMULATIVE
     stop_strings: list[str] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -93,6 +104,8 @@ class SamplingParams:
                 raise SamplingParamsError(f"{name} must be a bool, got {getattr(self, name)!r}")
         if self.structured_outputs is not None:
             _check_structured_outputs(self.structured_outputs)
+        if not isinstance(self.output_kind, RequestOutputKind):
+            raise SamplingParamsError(f"output_kind must be a RequestOutputKind, got {self.output_kind!r}")
 
     @property
     def is_greedy(self) -> bool:

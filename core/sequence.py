@@ -67,6 +67,8 @@ class Sequence:
         self.output_text = ""
         self.stop_reason: int | str | None = None
         self.detokenizer: IncrementalDetokenizer | None = None  # set by the engine
+        # handed out in DELTA outputs so far (see formwork.core.output_builder)
+        self.num_sent_tokens = self.num_sent_chars = self.num_sent_logprobs = 0
 
     @property
     def request_id(self) -> str:
@@ -127,7 +129,10 @@ class Request:
 
     @property
     def is_finished(self) -> bool:
-        return all(seq.status.is_finished for seq in self.seqs)
+        for seq in self.seqs:
+            if seq.status._value_ not in _FINISHED:
+                return False
+        return True
 
     def __repr__(self) -> str:
         return f"Request(id={self.request_id!r}, prompt_tokens={len(self.prompt_token_ids)}, n={len(self.seqs)})"
