@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
-import numpy as np
-
+from formwork.core.sampling_params import SamplingParams
 from formwork.core.sequence import Sequence
 from formwork.kernels import SamplingTensors, apply_token_bitmask, sample
 
@@ -47,71 +47,80 @@ class Sampler:
         if logits.shape[0] != len(seqs):
             raise ValueError(f"{logits.shape[0]} rows of logits for {len(seqs)} sequences")
         logits = logits.float()
-        self._apply_penalties(logits, seqs)
-        self._apply_logit_bias(logits, seqs)
-        self._apply_min_tokens(logits, seqs)
+        params = [seq.request.params for seq in seqs]
+        for row, (seq, p) in enumerate(zip(seqs, params)):
+            if p.logit_bias or p.min_tokens or p.needs_penalties:
+                self._adjust_row(logits, row, seq)
         if bitmask is not None and logits.device.type == "cpu":
             rows = list(range(len(seqs))) if bitmask_rows is None else bitmask_rows
             _mask_rows_cpu(logits, bitmask, rows)
             bitmask = None
         elif bitmask is not None:
             bitmask = bitmask.to(logits.device, non_blocking=True)
-        params = SamplingTensors.from_lists(
-            temperature=[s.params.temperature for s in seqs],
-            top_k=[max(s.params.top_k, 0) for s in seqs],
-            top_p=[s.params.top_p for s in seqs],
-            min_p=[s.params.min_p for s in seqs],
-            seeds=[s.seed for s in seqs],
-            steps=[s.num_output_tokens for s in seqs],
-            device=logits.device,
-        )
-        token_ids, logprobs = sample(logits, params, bitmask)
+        token_ids, logprobs = sample(logits, self._sampling_tensors(seqs, params, logits.device), bitmask)
         token_list = token_ids.tolist()
-        top, ranks = self._top_logprobs(logits, seqs, token_ids, bitmask)
+        top, ranks = self._top_logprobs(logits, seqs, params, token_ids, bitmask)
         return SamplerOutput(token_list, logprobs.tolist(), top, ranks)
 
-    def _apply_penalties(self, logits: torch.Tensor, seqs: list[Sequence]) -> None:
-        for row, seq in enumerate(seqs):
-            p = seq.params
-            if not p.needs_penalties:
-                continue
-            out_ids = torch.tensor(seq.output_token_ids, dtype=torch.long, device=logits.device)
-            counts = torch.bincount(out_ids, minlength=self.vocab_size)[:self.vocab_size].to(logits.dtype)
-            if p.repetition_penalty != 1.0:
-                prompt_ids = torch.tensor(seq.token_ids[:seq.num_prompt_tokens], dtype=torch.long,
-                                          device=logits.device)
-                seen = counts > 0
-                seen[prompt_ids] = True
-                row_logits = logits[row]
-                penalised = torch.where(row_logits > 0, row_logits / p.repetition_penalty,
-                                        row_logits * p.repetition_penalty)
-                logits[row] = torch.where(seen, penalised, row_logits)
-            if p.frequency_penalty != 0.0:
-                logits[row] -= p.frequency_penalty * counts
-            if p.presence_penalty != 0.0:
-                logits[row] -= p.presence_penalty * (counts > 0).to(logits.dtype)
+    @staticmethod
+    def _sampling_tensors(seqs: list[Sequence], params: list[SamplingParams],
+                          device: torch.device) -> SamplingTensors:
+        return SamplingTensors.from_arrays(
+            temperature=np.array([p.temperature for p in params], dtype=np.float64),
+            top_k=np.array([p.top_k for p in params], dtype=np.int64).clip(min=0),
+            top_p=np.array([p.top_p for p in params], dtype=np.float64),
+            min_p=np.array([p.min_p for p in params], dtype=np.float64),
+            seeds=np.array([seq.seed for seq in seqs], dtype=np.int64),
+            steps=np.array([len(seq.token_ids) - seq.num_prompt_tokens for seq in seqs], dtype=np.int64),
+            device=device,
+        )
 
-    def _apply_logit_bias(self, logits: torch.Tensor, seqs: list[Sequence]) -> None:
-        for row, seq in enumerate(seqs):
-            bias = seq.params.logit_bias
-            if not bias:
-                continue
-            ids = list(bias)  # the engine checked that every id is inside the vocabulary
-            logits[row, ids] += torch.tensor([bias[t] for t in ids], dtype=logits.dtype, device=logits.device)
+    def _adjust_row(self, logits: torch.Tensor, row: int, seq: Sequence) -> None:
+        """Penalties, then logit bias, then min_tokens' bans, on one row in place."""
+        self._apply_penalties(logits, row, seq)
+        self._apply_logit_bias(logits, row, seq)
+        self._apply_min_tokens(logits, row, seq)
 
-    def _apply_min_tokens(self, logits: torch.Tensor, seqs: list[Sequence]) -> None:
-        for row, seq in enumerate(seqs):
-            p = seq.params
-            if seq.num_output_tokens >= p.min_tokens:
-                continue
-            banned = list(p.stop_token_ids) + ([] if p.ignore_eos else self.eos_token_ids)
-            banned = [t for t in banned if t < self.vocab_size]
-            if banned:
-                logits[row, banned] = float("-inf")
+    def _apply_penalties(self, logits: torch.Tensor, row: int, seq: Sequence) -> None:
+        p = seq.params
+        if not p.needs_penalties:
+            return
+        out_ids = torch.tensor(seq.output_token_ids, dtype=torch.long, device=logits.device)
+        counts = torch.bincount(out_ids, minlength=self.vocab_size)[:self.vocab_size].to(logits.dtype)
+        if p.repetition_penalty != 1.0:
+            prompt_ids = torch.tensor(seq.token_ids[:seq.num_prompt_tokens], dtype=torch.long,
+                                      device=logits.device)
+            seen = counts > 0
+            seen[prompt_ids] = True
+            row_logits = logits[row]
+            penalised = torch.where(row_logits > 0, row_logits / p.repetition_penalty,
+                                    row_logits * p.repetition_penalty)
+            logits[row] = torch.where(seen, penalised, row_logits)
+        if p.frequency_penalty != 0.0:
+            logits[row] -= p.frequency_penalty * counts
+        if p.presence_penalty != 0.0:
+            logits[row] -= p.presence_penalty * (counts > 0).to(logits.dtype)
 
-    def _top_logprobs(self, logits: torch.Tensor, seqs: list[Sequence], token_ids: torch.Tensor,
-                      bitmask: torch.Tensor | None):
-        rows = [i for i, s in enumerate(seqs) if s.params.logprobs is not None]
+    @staticmethod
+    def _apply_logit_bias(logits: torch.Tensor, row: int, seq: Sequence) -> None:
+        bias = seq.params.logit_bias
+        if not bias:
+            return
+        ids = list(bias)  # the engine checked that every id is inside the vocabulary
+        logits[row, ids] += torch.tensor([bias[t] for t in ids], dtype=logits.dtype, device=logits.device)
+
+    def _apply_min_tokens(self, logits: torch.Tensor, row: int, seq: Sequence) -> None:
+        p = seq.params
+        if seq.num_output_tokens >= p.min_tokens:
+            return
+        banned = list(p.stop_token_ids) + ([] if p.ignore_eos else self.eos_token_ids)
+        banned = [t for t in banned if t < self.vocab_size]
+        if banned:
+            logits[row, banned] = float("-inf")
+
+    def _top_logprobs(self, logits: torch.Tensor, seqs: list[Sequence], params: list[SamplingParams],
+                      token_ids: torch.Tensor, bitmask: torch.Tensor | None):
+        rows = [i for i, p in enumerate(params) if p.logprobs is not None]
         top: list[list[tuple[int, float, int]] | None] = [None] * len(seqs)
         ranks: list[int | None] = [None] * len(seqs)
         if not rows:

@@ -74,51 +74,77 @@ class SamplingTensors:
         device: torch.device | str = "cpu",
     ) -> "SamplingTensors":
         """Build from Python lists, validating every value."""
-        lists = {
-            "temperature": list(temperature),
-            "top_k": list(top_k),
-            "top_p": list(top_p),
-            "min_p": list(min_p),
-            "seeds": list(seeds),
-            "steps": list(steps),
-        }
+        lists = {"temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p, "seeds": seeds,
+                 "steps": steps}
         sizes = {name: len(values) for name, values in lists.items()}
         if len(set(sizes.values())) != 1:
             raise KernelInputError(f"SamplingTensors lists differ in length: {sizes}")
-        for row, t in enumerate(lists["temperature"]):
-            if not t >= 0.0 or t == float("inf"):
-                raise KernelInputError(f"temperature[{row}]={t} must be finite and >= 0")
-        for row, p in enumerate(lists["top_p"]):
-            if not 0.0 < p <= 1.0:
-                raise KernelInputError(f"top_p[{row}]={p} must be in (0, 1]")
-        for row, p in enumerate(lists["min_p"]):
-            if not 0.0 <= p <= 1.0:
-                raise KernelInputError(f"min_p[{row}]={p} must be in [0, 1]")
-        for row, s in enumerate(lists["steps"]):
-            if s < 0:
-                raise KernelInputError(f"steps[{row}]={s} must be >= 0")
-        return cls._packed(lists, torch.device(device))
+        return cls.from_arrays(**{name: np.asarray(values, dtype=_CHECKED[name]) for name, values in lists.items()},
+                               device=device)
 
     @classmethod
-    def _packed(cls, lists: dict[str, list], device: torch.device) -> "SamplingTensors":
-        """All six fields as views into one buffer, moved to `device` with a single copy."""
+    def from_arrays(
+        cls,
+        temperature: np.ndarray,
+        top_k: np.ndarray,
+        top_p: np.ndarray,
+        min_p: np.ndarray,
+        seeds: np.ndarray,
+        steps: np.ndarray,
+        device: torch.device | str = "cpu",
+    ) -> "SamplingTensors":
+        """Build from 1-D numpy arrays of one length (floats checked before their float32 rounding),
+        validating every value."""
+        arrays = {"temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p, "seeds": seeds,
+                  "steps": steps}
+        sizes = {name: len(values) for name, values in arrays.items()}
+        if len(set(sizes.values())) != 1:
+            raise KernelInputError(f"SamplingTensors arrays differ in length: {sizes}")
+        if not (sizes["temperature"] == 0 or (temperature.min() >= 0.0 and temperature.max() < np.inf
+                                              and top_p.min() > 0.0 and top_p.max() <= 1.0
+                                              and min_p.min() >= 0.0 and min_p.max() <= 1.0
+                                              and steps.min() >= 0)):  # NaN fails every comparison
+            _first_bad("temperature", temperature, ~(temperature >= 0.0) | (temperature == np.inf),
+                       "must be finite and >= 0")
+            _first_bad("top_p", top_p, ~((top_p > 0.0) & (top_p <= 1.0)), "must be in (0, 1]")
+            _first_bad("min_p", min_p, ~((min_p >= 0.0) & (min_p <= 1.0)), "must be in [0, 1]")
+            _first_bad("steps", steps, steps < 0, "must be >= 0")
+        device = torch.device(device)
+        if device.type == "cpu":  # no copy to make: one tensor per field
+            return cls(*(torch.from_numpy(np.asarray(arrays[name], dtype=_NUMPY[name])) for name in _FIELDS))
+        return cls._packed(arrays, device)
+
+    @classmethod
+    def _packed(cls, arrays: dict[str, np.ndarray], device: torch.device) -> "SamplingTensors":
+        """All six fields as views into one buffer, moved to `device` with a single copy (fields start on
+        `_ALIGN`-byte boundaries)."""
+        batch = len(arrays["temperature"])
         offsets, offset = {}, 0
         for name in _FIELDS:
             offsets[name] = offset
-            offset += -(-len(lists[name]) * _DTYPES[name].itemsize // _ALIGN) * _ALIGN
+            offset += -(-batch * _DTYPES[name].itemsize // _ALIGN) * _ALIGN
         host = torch.empty(max(offset, _ALIGN), dtype=torch.uint8)
         host_np = host.numpy()
         for name in _FIELDS:
-            values = np.asarray(lists[name], dtype=_NUMPY[name])
-            host_np[offsets[name]:offsets[name] + values.nbytes] = values.view(np.uint8)
+            start = offsets[name]
+            host_np[start:start + batch * _DTYPES[name].itemsize].view(_NUMPY[name])[:] = arrays[name]
         packed = host if device.type == "cpu" else host.to(device)
-        batch = len(lists["temperature"])
         return cls(*(packed[offsets[name]:offsets[name] + batch * _DTYPES[name].itemsize].view(_DTYPES[name])
                      for name in _FIELDS))
+
+
+def _first_bad(name: str, values: np.ndarray, bad: np.ndarray, rule: str) -> None:
+    """Raise naming the first row where `bad` holds."""
+    if bad.any():
+        row = int(np.argmax(bad))
+        raise KernelInputError(f"{name}[{row}]={values[row]} {rule}")
 
 
 _FIELDS = ("temperature", "top_k", "top_p", "min_p", "seeds", "steps")
 _DTYPES = {"temperature": torch.float32, "top_k": torch.int32, "top_p": torch.float32, "min_p": torch.float32,
            "seeds": torch.int64, "steps": torch.int64}
 _NUMPY = {name: str(dtype).removeprefix("torch.") for name, dtype in _DTYPES.items()}
+# dtypes values are checked in: floats before their float32 rounding, integers as given
+_CHECKED = {"temperature": np.float64, "top_k": np.int64, "top_p": np.float64, "min_p": np.float64,
+            "seeds": np.int64, "steps": np.int64}
 _ALIGN = 16  # byte alignment of each field (Triton specialises kernels on 16-byte pointer alignment)

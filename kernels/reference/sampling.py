@@ -64,6 +64,9 @@ def sample(
                          params.top_p[random_rows], params.min_p[random_rows])
         token_ids[random_rows] = _gumbel_argmax(scaled, keep, params.seeds[random_rows],
                                                 params.steps[random_rows]).to(token_ids.device)
+    if bool(has_allowed.all()):  # the common case, without the masking below
+        log_norm = row_max + _exp(x - row_max.unsqueeze(1)).sum(dim=1).log_()
+        return token_ids, x.gather(1, token_ids.unsqueeze(1)).squeeze(1) - log_norm
     token_ids = torch.where(has_allowed, token_ids, torch.full_like(token_ids, -1))
     safe_max = torch.where(has_allowed, row_max, 0.0)
     log_norm = safe_max + _exp(x - safe_max.unsqueeze(1)).sum(dim=1).log_()
