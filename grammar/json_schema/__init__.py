@@ -157,12 +157,20 @@ def _lower(schema: Any, whitespace: WhitespaceOption, max_whitespace: int,
     node = lowerer.lower_root()
     levels = options.max_nesting_depth
     if max_nesting_depth == "auto" and levels is not None and levels > SHALLOW_NESTING_DEPTH and \
-            lowerer.any_value.calls > open_values and lowerer.any_value.in_product(node, levels):
+            lowerer.any_value.calls > open_values and _open_value_in_product(lowerer, node, levels):
         return _lower(schema, whitespace, max_whitespace, forbid_additional_properties, lenient,
                       SHALLOW_NESTING_DEPTH, registry, draft)
     if lowerer.rules:  # $ref cycles or unbounded any-JSON: a recursive grammar
         node = Grammar({**lowerer.rules, ROOT_RULE: node}, ROOT_RULE)
     return LoweredSchema(node, lowerer.warnings, tuple(lowerer.unique_arrays), options.lenient)
+
+
+def _open_value_in_product(lowerer: Lowerer, root: Node, levels: int) -> bool:
+    """Whether an open value of `levels` lies inside a product of `root`: only the products the
+    lowering recorded can hold one (a walk of `root` stops there: some, such as the elements of an
+    empty array language, are built and dropped)."""
+    any_value = lowerer.any_value
+    return any_value.in_products(lowerer.value_products, levels) and any_value.in_product(root, levels)
 
 
 def compile_json_schema(schema: Any, vocab: Any, *, whitespace: WhitespaceOption = "default",

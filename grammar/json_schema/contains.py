@@ -90,8 +90,8 @@ def element_classes(lw: "Lowerer", conj: list[Sub], specs: list[ContainsSpec], d
     for flags in itertools.product((0, 1), repeat=len(specs)):
         node = lw.lower_subs([*conj, *(s.sub if f else s.negated for s, f in zip(specs, flags))],
                              depth)
-        if not isinstance(node, Nothing):
-            out.append((freeze(node), flags))  # one automaton, spliced at every position
+        if not isinstance(node, Nothing):  # one automaton, spliced at every position
+            out.append((lw.value_product(freeze(node)), flags))
     return out
 
 

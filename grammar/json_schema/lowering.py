@@ -109,6 +109,9 @@ class Lowerer:
         self._referenced: set[tuple[str, int]] = set()
         self.rules: dict[str, Node] = {}  # recursive rules ($ref cycles, unbounded any-JSON)
         self.unique_arrays: list[str] = []  # uniqueItems pointers of arrays tagged for the matcher
+        # intersections and complements built over lowered JSON values, which may hold open values
+        # (`value_product`; a shared leaf builds none)
+        self.value_products: list[Node] = []
         self._rule_ids = itertools.count()
         self._memo: dict[tuple, Node] = {}
         self._pattern_dfas: dict[str, Any] = {}
@@ -127,6 +130,12 @@ class Lowerer:
         if not self.options.lenient:
             raise exc
         self.warnings.append(str(exc))
+
+    def value_product(self, node: Node) -> Node:
+        """`node`, an `And` or `Not` over lowered JSON values, recorded: an open value inside it
+        is built into a complete automaton (see `AnyValue.in_product`)."""
+        self.value_products.append(node)
+        return node
 
     def pattern_node(self, pattern: str, keyword: str, pointer: str, encoded: bool = False) -> Node:
         """Decoded-value language of a regex (search semantics), or with `encoded` the canonical
@@ -242,7 +251,7 @@ class Lowerer:
                 excluded.extend(s.exclude)
         node = self._lower_dicts(dicts, depth)
         if excluded and not isinstance(node, Nothing):
-            node = And(And(node, CANONICAL_SCALARS), Not(alt(*excluded)))
+            node = self.value_product(And(And(node, CANONICAL_SCALARS), Not(alt(*excluded))))
         return node
 
     def _lower_dicts(self, subs: list[Sub], depth: int) -> Node:

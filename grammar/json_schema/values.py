@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, Iterable
 
 from formwork.grammar.budget import check_budget
 from formwork.grammar.errors import GrammarError
@@ -105,11 +105,15 @@ class AnyValue:
         complement in `root` (other than its own frozen form): operands are built as complete
         automata, whose size grows with the levels.  One pass finds the outermost products outside
         the memoised values of at most `levels` (which hold no deeper value); only those are
-        searched (a value inside a nested product is inside the outer one too)."""
-        # a snapshot of the memo: other compiles add to it meanwhile
-        memo = tuple(self._memo.items())
-        values = {id(node) for (n, _), node in memo if n == levels}
-        products = _products(root, {id(node) for (n, _), node in memo if n <= levels})
+        searched (a value inside a nested product is inside the outer one too).  The lowering
+        walks `root` only to confirm that a product it recorded holding one is still in it."""
+        memo = tuple(self._memo.items())  # a snapshot: other compiles add to it meanwhile
+        return self.in_products(_products(root, {id(node) for (n, _), node in memo if n <= levels}),
+                                levels)
+
+    def in_products(self, products: Iterable[Node], levels: int) -> bool:
+        """Whether a value of this many `levels` lies strictly inside one of `products`."""
+        values = {id(node) for (n, _), node in tuple(self._memo.items()) if n == levels}
         return any(_holds(product, values) for product in products)
 
 
