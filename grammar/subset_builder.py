@@ -78,11 +78,13 @@ class SubsetBuilder:
         k = self.core.locate(i) if self._nfa.region_tuples else -1
         if k < 0:
             return None
-        states, region = self.sets[i], self._nfa.regions[k]
+        states, region = self.sets[i], self._nfa.region(k)
         if getattr(region.dfa, "counted_dfa", False):  # no automaton of its own: masks walk the document
             return None
         first, last = region.first, region.last
         inside = frozenset([x for x in states if first <= x < last])
+        if region.dfa is not None and len(inside) > 1:  # a loop entered the region again: two places
+            return None
         at_start = region.start in states
         if at_start and region.start_moves != self._nfa.move_counts(region.start):
             return None

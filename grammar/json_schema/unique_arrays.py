@@ -17,13 +17,11 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-import numpy as np
-
 from formwork.grammar.budget import CompileBudget
-from formwork.grammar.dfa import DEAD
 from formwork.grammar.ir import EMPTY, And, Bytes, Grammar, Node, Not, children, map_children, seq
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
 from formwork.grammar.shared_nodes import is_shared, share
+from formwork.grammar.unique_ambiguity import ambiguous
 from formwork.grammar.unique_scan import TAG
 
 _TAG = Bytes(bytes([TAG]))
@@ -38,20 +36,30 @@ def strip_tags(node: Node | Grammar) -> Node | Grammar:
     """The IR without its tags (sub-nodes without tags are kept as they are)."""
     memo: dict[int, Node] = {}
 
-    def strip(n: Node) -> Node:
-        got = memo.get(id(n))
-        if got is None:
+    def strip(root: Node) -> Node:
+        stack = [root]
+        while stack:  # each node after its children, without recursion: lowered IR nests hundreds deep
+            n = stack[-1]
+            if id(n) in memo:
+                stack.pop()
+                continue
             if isinstance(n, Bytes):
-                got = (Bytes(n.value.replace(_TAG.value, b"")) if n.value != _TAG.value else EMPTY) \
+                memo[id(n)] = (Bytes(n.value.replace(_TAG.value, b"")) if n.value != _TAG.value else EMPTY) \
                     if _TAG.value in n.value else n
-            else:
-                got = map_children(n, strip)
-                if got == n:
-                    got = n
-                elif is_shared(n):  # still marked: unmarked, it would be built once per use
-                    got = share(strip(n.item))
+                stack.pop()
+                continue
+            pending = [c for c in children(n) if id(c) not in memo]
+            if pending:
+                stack.extend(pending)
+                continue
+            stack.pop()
+            got = map_children(n, lambda c: memo[id(c)])
+            if got == n:
+                got = n
+            elif is_shared(n):  # still marked: unmarked, it would be built once per use
+                got = share(memo[id(n.item)])
             memo[id(n)] = got
-        return got
+        return memo[id(root)]
 
     if isinstance(node, Grammar):
         return Grammar({name: strip(body) for name, body in node.rules.items()}, node.start)
@@ -85,15 +93,6 @@ def misplaced(node: Node) -> Optional[str]:
         return None
 
     return find(node, set())
-
-
-def ambiguous(dfa: Any, budget: CompileBudget) -> bool:
-    """Whether some state of the tagged automaton moves both on `TAG` and on ``[``: one prefix
-    then opens a unique array or another one."""
-    if getattr(dfa, "lazy", False):
-        dfa.expand_all(budget)
-    class_of_byte, rows = dfa.byte_classes()
-    return bool(np.any((rows[:, class_of_byte[TAG]] != DEAD) & (rows[:, class_of_byte[0x5B]] != DEAD)))
 
 
 def unique_arrays(node: Node | Grammar, pointers: tuple[str, ...], compile_node: Any,
