@@ -91,7 +91,14 @@ class BlockManager:
     def allocate_slots(self, seq: Sequence, num_new_tokens: int, computed_blocks: SequenceABC[int] = ()) -> bool:
         """Give `seq` blocks for `num_new_tokens` more tokens after its computed ones (plus the
         prefix-cache `computed_blocks`, which must come first). All or nothing: False if the pool is short."""
-        if computed_blocks and seq.block_table:
+        if not computed_blocks:  # a running sequence's next tokens
+            num_new_blocks = -(-(seq.num_computed_tokens + num_new_tokens) // self.block_size) - len(seq.block_table)
+            if num_new_blocks > len(self._free):
+                return False
+            for _ in range(num_new_blocks):
+                seq.block_table.append(self._take_free_block())
+            return True
+        if seq.block_table:
             raise BlockManagerError(f"{seq}: computed blocks can only start an empty block table")
         num_computed = seq.num_computed_tokens + len(computed_blocks) * self.block_size
         total = self.blocks_needed(num_computed + num_new_tokens)

@@ -17,15 +17,19 @@ from formwork.core.metrics import EngineMetrics, now
 from formwork.core.sequence import Sequence, SequenceStatus
 
 
-@dataclass
 class ScheduledSequence:
-    seq: Sequence
-    num_new_tokens: int
+    """`num_new_tokens` of `seq` run this step; `wants_logits` when they reach the end of its tokens (a
+    next token is sampled), decided when scheduled."""
 
-    @property
-    def wants_logits(self) -> bool:
-        """True when this chunk reaches the end of the sequence's tokens (a next token is sampled)."""
-        return self.seq.num_computed_tokens + self.num_new_tokens == self.seq.num_tokens
+    __slots__ = ("seq", "num_new_tokens", "wants_logits")
+
+    def __init__(self, seq: Sequence, num_new_tokens: int):
+        self.seq = seq
+        self.num_new_tokens = num_new_tokens
+        self.wants_logits = seq.num_computed_tokens + num_new_tokens == len(seq.token_ids)
+
+    def __repr__(self) -> str:
+        return f"ScheduledSequence({self.seq!r}, num_new_tokens={self.num_new_tokens})"
 
 
 @dataclass
@@ -95,31 +99,35 @@ class Scheduler:
         """Advance the scheduled sequences after the forward pass; append the sampled tokens
         (`sampled[seq_id] = (token_id, logprob)`). Returns the sequences that got a new token."""
         advanced = []
+        running = SequenceStatus.RUNNING
+        cache_full_blocks = self.block_manager.cache_full_blocks
         for item in out.scheduled:
             seq = item.seq
-            if seq.status is not SequenceStatus.RUNNING:
+            if seq.status is not running:
                 continue  # finished or aborted meanwhile
             seq.num_computed_tokens += item.num_new_tokens
-            self.block_manager.cache_full_blocks(seq)
-            if seq.seq_id in sampled:
-                token_id, logprob = sampled[seq.seq_id]
-                seq.append_token(token_id, logprob)
+            cache_full_blocks(seq)
+            new = sampled.get(seq.seq_id)
+            if new is not None:
+                seq.append_token(*new)
                 advanced.append(seq)
         return advanced
 
     def _schedule_running(self, out: SchedulerOutput, budget: int) -> int:
         i = 0
+        allocate_slots = self.block_manager.allocate_slots
+        scheduled = out.scheduled
         while i < len(self.running) and budget > 0:
             seq = self.running[i]
-            num_new = min(seq.num_tokens - seq.num_computed_tokens, budget)
-            while not self.block_manager.allocate_slots(seq, num_new):
+            num_new = min(len(seq.token_ids) - seq.num_computed_tokens, budget)
+            while not allocate_slots(seq, num_new):
                 victim = self.running.pop()
                 self._preempt(victim)
                 out.preempted.append(victim)
                 if victim is seq:
                     break
             else:
-                out.scheduled.append(ScheduledSequence(seq, num_new))
+                scheduled.append(ScheduledSequence(seq, num_new))
                 budget -= num_new
                 i += 1
         return budget
