@@ -55,6 +55,7 @@ class NFA:
         self.region_tuples: list[tuple] = regions  # as the builder reports them (see `_region`)
         self._edge_cuts: bytes = cuts  # the bytes where this NFA's own edges start or end (see `cut_mask`)
         self._cut_mask: int | None = None
+        self._regions: dict[int, Region] = {}  # see `region`
 
     @cached_property
     def _words(self) -> list[int]:
@@ -78,7 +79,15 @@ class NFA:
     @cached_property
     def regions(self) -> list[Region]:
         """The regions as `Region` objects (made on first use: most compiles never ask)."""
-        return [_region(*r) for r in self.region_tuples]
+        return [self.region(k) for k in range(len(self.region_tuples))]
+
+    def region(self, k: int) -> Region:
+        """Region `k` as a `Region` object, made on first use: a document state inside a lexeme
+        needs only its own (a grammar may hold thousands, e.g. an object under maxItems 64)."""
+        got = self._regions.get(k)
+        if got is None:
+            got = self._regions[k] = _region(*self.region_tuples[k])
+        return got
 
     def cut_mask(self) -> int:
         """Every byte where some edge starts or ends (edges of unfilled regions included), as an
