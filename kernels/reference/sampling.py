@@ -50,7 +50,7 @@ def sample(
     logits: torch.Tensor, params: SamplingTensors, bitmask: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Sample one token per row; returns (token_ids int64 [batch], logprobs float32 [batch])."""
-    x = logits.to(torch.float32, copy=True)
+    x = logits.to(torch.float32, copy=bitmask is not None)  # nothing below writes into x
     if bitmask is not None:
         apply_token_bitmask(x, bitmask)
     row_max, token_ids = x.max(dim=1)  # the first maximal index on ties
