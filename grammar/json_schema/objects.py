@@ -174,7 +174,9 @@ class ObjectLowering:
         may_be_empty = not self.required and self.min_props == 0
         if isinstance(body, Nothing):
             return lit("{}") if may_be_empty else NOTHING
-        return container(self.ws, self.depth, "{", "}", body, may_be_empty)
+        # shared: equal objects that end alike (one value under several patternProperties, say)
+        # are built once
+        return share(container(self.ws, self.depth, "{", "}", body, may_be_empty))
 
 
 class _MemberChain:
@@ -183,13 +185,17 @@ class _MemberChain:
     min/maxProperties.  Required members are always there, so only the others are counted, and
     only up to `cap` (past it, more members change nothing).  A cell (next member, count so far)
     is reached by many paths: each is built once (`share`), so the automaton grows with members
-    x cap, not with the paths.  A class rather than recursive closures, which are reference cycles
-    left for the garbage collector."""
+    x cap, not with the paths.  Every cell ends where the member list ends, so a shared node
+    used by several cells is built once: a member with what follows it (`take`) serves the cell
+    where it comes first and the one where a comma precedes it, and the extra members from one
+    on (`extras`) serve both the same way, their catch-all member built once inside (`e (, e)*`
+    ends both e at one state).  A class rather than recursive closures, which are reference
+    cycles left for the garbage collector."""
 
     def __init__(self, members: list[tuple[Node, bool]], extra: Optional[Node], comma: Node,
                  min_props: int, max_props: Optional[int]):
         self.members = members
-        self.extra = extra
+        self.extra = None if extra is None else share(extra)
         self.comma = comma
         fixed = sum(required for _, required in members)
         self.min_props = max(0, min_props - fixed)  # of the optional and extra members
@@ -211,26 +217,34 @@ class _MemberChain:
         if key in memo:
             return memo[key]
         if k == len(self.members):
-            node = self.tail(count, first)
+            node = self.extras(count) if first else self.tail(count)
         else:
             member, required = self.members[k]
             after = self.rest(k + 1, count if required else min(count + 1, self.cap), False)
-            take = seq(member, after) if first else seq(self.comma, member, after)
-            node = take if required else alt(take, self.rest(k + 1, count, first))
+            take = share(seq(member, after))
+            node = take if first else seq(self.comma, take)
+            if not required:
+                node = alt(node, self.rest(k + 1, count, first))
         node = memo[key] = share(node)
         return node
 
-    def tail(self, count: int, first: bool) -> Node:
-        """Extra members only, `count` counted so far (`first` as in `rest`)."""
-        lo = max(0, self.min_props - count)
-        hi = None if self.max_props is None else self.max_props - count
-        if first:
-            lo = max(lo, 1)
+    def _bounds(self, count: int) -> tuple[int, Optional[int]]:
+        """How many more extra members there may be, `count` counted so far."""
+        return max(0, self.min_props - count), None if self.max_props is None else self.max_props - count
+
+    def extras(self, count: int) -> Node:
+        """At least one extra member, and more within the counts (`count` counted so far)."""
+        lo, hi = self._bounds(count)
+        lo = max(lo, 1)
+        extra = self.extra
+        if extra is None or (hi is not None and hi < lo):
+            return NOTHING
+        return share(seq(extra, repeat(seq(self.comma, extra), lo - 1, None if hi is None else hi - 1)))
+
+    def tail(self, count: int) -> Node:
+        """After a member: the extra members, each after a comma (`count` counted so far)."""
+        lo, hi = self._bounds(count)
         if hi is not None and hi < lo:
             return NOTHING
-        extra, comma = self.extra, self.comma
-        if extra is None:
-            return EMPTY if lo == 0 else NOTHING
-        if first:
-            return seq(extra, repeat(seq(comma, extra), lo - 1, None if hi is None else hi - 1))
-        return repeat(seq(comma, extra), lo, hi)
+        more = seq(self.comma, self.extras(count))
+        return more if lo > 0 else alt(EMPTY, more)

@@ -1,0 +1,56 @@
+"""An object's member list builds each value once (`objects._MemberChain`): a declared member's
+value serves the cell where it comes first and the one where a comma precedes it, the catch-all
+member (additionalProperties / patternProperties) is built once however many cells reach it,
+and an object value met under several keys that end alike (a patternProperties branch and
+additionalProperties naming the same schema) is built once.  Sizes are document NFA states; the
+language stays exact."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest_grammar_json import byte_vocab  # noqa: E402
+from json_exact import assert_exact  # noqa: E402
+
+from formwork.grammar.compiler import GrammarCompiler  # noqa: E402
+from formwork.grammar.json_schema import compile_json_schema  # noqa: E402
+
+VALUE = {"type": "object", "properties": {f"f{i}": {"type": "string", "maxLength": 40 + i} for i in range(12)}}
+INT = {"type": "integer"}
+CATCH_ALL = {  # each uses VALUE once, beside members far smaller than it
+    "additional only": {"type": "object", "additionalProperties": VALUE},
+    "declared, then additional": {"type": "object", "properties": {"a": INT, "b": INT},
+                                  "additionalProperties": VALUE},
+    "declared between others": {"type": "object", "properties": {"a": INT, "big": VALUE, "c": INT}},
+    "pattern and additional": {"type": "object", "patternProperties": {"^[.]": {"anyOf": [VALUE, INT]}},
+                               "additionalProperties": VALUE},
+}
+
+
+def _nfa_states(schema: dict) -> int:
+    vocab = byte_vocab()
+    return compile_json_schema(schema, vocab, compiler=GrammarCompiler(vocab, cache_enabled=False)).dfa.nfa.num_states
+
+
+def test_optional_members_cost_about_what_required_ones_do():
+    """12 optional members (each may come first or after a comma) against the same 12 required:
+    each value is built once either way (it was twice when optional)."""
+    required = {**VALUE, "required": list(VALUE["properties"])}
+    assert _nfa_states(VALUE) <= 1.15 * _nfa_states(required)
+
+
+def test_a_large_value_is_built_once_per_object():
+    one = _nfa_states(VALUE)
+    for name, schema in CATCH_ALL.items():
+        assert _nfa_states(schema) <= 1.4 * one, name  # was 2 to 4 copies
+
+
+def test_shared_members_stay_exact():
+    value = {"f0": "x", "f3": "y"}
+    instances = [{}, {"k": value}, {"k": value, "m": {}}, {"k": {"f0": 5}}, {"k": 1}, {".h": 3},
+                 {".h": value, "k": value}, {".h": "s"}, {"a": 1, "z": value}, {"a": 1, "b": 2, "z": {"f1": "q"}},
+                 {"a": "1"}, {"a": 1, "big": value, "c": 2}, {"big": {"f11": "w" * 52}}, {"big": {"f11": "w" * 51}}]
+    for schema in CATCH_ALL.values():
+        assert_exact(schema, instances)
+    assert_exact({**CATCH_ALL["declared, then additional"], "minProperties": 2, "maxProperties": 3},
+                 [{}, {"a": 1}, {"a": 1, "z": {}}, {"z": {}, "y": {}}, {"a": 1, "b": 2, "z": {}},
+                  {"a": 1, "b": 2, "z": {}, "y": {}}, {"x": {}, "y": {}, "z": {}}, {"w": {}, "x": {}, "y": {}, "z": {}}])
