@@ -110,14 +110,6 @@ def _refusal(schema):
 
 
 @pytest.mark.parametrize("schema, message", [
-    ({"not": {"additionalProperties": {"type": "string"}}},
-     "not at /not: the complement cannot be built exactly: 'additionalProperties' at "
-     "/not/additionalProperties: the objects violating it (through an undeclared member, with a "
-     "value it rejects) are not described by a schema of their own"),
-    ({"properties": {"p": {"not": {"patternProperties": {"^x": {"type": "integer"}}}}}},
-     "not at /properties/p/not: the complement cannot be built exactly: 'patternProperties' at "
-     "/properties/p/not/patternProperties: the objects violating it (through a member matching "
-     "a pattern, with a value it rejects) are not described by a schema of their own"),
     ({"not": {"prefixItems": [True] * 6, "items": {"type": "integer"}}},
      "not at /not: the complement cannot be built exactly: 'items' at /not/items: the arrays "
      "violating it are one schema per set of the 6 positions before it (at most 5)"),
@@ -134,18 +126,31 @@ def test_refusals_name_keyword_and_pointer(schema, message):
 
 
 
-def test_additional_properties_false_is_negated_by_sets_of_declared_members():
-    schema = {"type": "object", "not": {"properties": {"a": {"type": "integer"}, "b": True},
-                                        "additionalProperties": False}}
-    assert_agrees(schema, [{}, {"a": 1}, {"a": "x"}, {"b": 1}, {"c": 1}, {"a": 1, "b": 2},
-                           {"a": 1, "c": 2}, {"a": 1, "b": 2, "c": 3}, {"b": None, "d": 1}])
+def test_member_wise_keywords_are_negated_by_a_witness_member():
+    objects = [{}, {"a": 1}, {"a": "x"}, {"b": 1}, {"c": 1}, {"c": "s"}, {"a": 1, "b": 2},
+               {"a": 1, "c": 2}, {"a": 1, "b": 2, "c": 3}, {"b": None, "d": 1}, {"x1": 1},
+               {"x1": "s", "d": "t"}, {"x1": 1, "x2": "s"}, 3]
+    assert_agrees({"type": "object", "not": {"properties": {"a": {"type": "integer"}, "b": True},
+                                             "additionalProperties": False}}, objects)
+    assert_agrees({"not": {"properties": {"a": True}, "additionalProperties": {"type": "string"}}},
+                  objects)
+    assert_agrees({"not": {"patternProperties": {"^x": {"type": "integer"}}}}, objects)
+    assert_agrees({"not": {"patternProperties": {"^x": {"type": "integer"}},
+                           "additionalProperties": {"type": "string"}}}, objects)
+    assert_agrees({"maxProperties": 2, "properties": {"a": {"type": "integer"}},
+                   "not": {"properties": {"b": True}, "additionalProperties": {"type": "string"}}},
+                  objects)
+    # past the former limit of 5 declared names (one schema per set of them)
     names = {k: True for k in "abcdef"}
-    with pytest.raises(UnsupportedSchemaError) as err:
-        lower_json_schema({"not": {"properties": names, "additionalProperties": False}})
-    assert str(err.value) == (
-        "not at /not: the complement cannot be built exactly: 'additionalProperties' at "
-        "/not/additionalProperties: the objects violating it are one schema per set of the 6 "
-        "declared members (at most 5)")
+    assert_agrees({"not": {"properties": names, "additionalProperties": False}},
+                  objects + [{k: 1 for k in "abcdef"}, {"a": 1, "g": 2}])
+
+
+def test_witness_members_agree_with_jsonschema_inside_const_checks():
+    # an object const is checked against the conjunction by jsonschema: the witness keyword is
+    # handed to it as the `not` it stands for
+    assert_agrees({"const": {"a": 1}, "not": {"additionalProperties": {"type": "string"}}})
+    assert_agrees({"enum": [{"a": "x"}, {"b": 1}], "not": {"additionalProperties": {"type": "string"}}})
 
 
 def test_too_many_ways_to_violate_is_a_budget_error_with_the_pointer():
@@ -186,3 +191,12 @@ def test_unique_items_has_no_complement():
         "not at /not: the complement cannot be built exactly: 'uniqueItems' at /not/uniqueItems: "
         "the arrays violating it (through a repeated element) are not described by a schema of "
         "their own")
+
+
+def test_repeated_elements_need_no_complement_beside_unique_items():
+    # the arrays asked for are unique already: none violates the target's uniqueItems
+    arrays = [[], [1], [2], [1, 2], [2, 1], [1, 1], [1, 2, 1], ["a"], {}, 1]
+    assert_agrees({"type": "array", "uniqueItems": True, "items": {"enum": [1, 2]},
+                   "not": {"uniqueItems": True, "maxItems": 1}}, arrays)
+    assert_agrees({"oneOf": [{"type": "array", "uniqueItems": True, "items": {"type": "integer"}},
+                             {"type": "array", "uniqueItems": True, "maxItems": 1}]}, arrays)

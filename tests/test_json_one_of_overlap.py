@@ -40,15 +40,27 @@ def test_examples():
 
 def test_refusal_names_the_branch_without_a_complement():
     schema = {"oneOf": [{"type": "object"}, {"properties": {"p": {"type": "integer"}},
-                                             "additionalProperties": {"type": "string"}}]}
+                                             "propertyNames": {"maxLength": 1}}]}
     with pytest.raises(OneOfOverlapError) as err:
         lower_json_schema(schema)
     assert str(err.value) == (
         "oneOf at /oneOf/1: this branch overlaps another one, and 'exactly one' needs its "
-        "complement, which cannot be built exactly: 'additionalProperties' at "
-        "/oneOf/1/additionalProperties: the objects violating it (through an undeclared member, "
-        "with a value it rejects) are not described by a schema of their own")
+        "complement, which cannot be built exactly: 'propertyNames' at "
+        "/oneOf/1/propertyNames: the objects violating it (through a member name it rejects) "
+        "are not described by a schema of their own")
     assert str(err.value) in lower_json_schema(schema, lenient=True).warnings
+
+
+def test_overlapping_branch_with_additional_properties_excludes_it_by_a_witness_member():
+    # an object matches the second branch unless some undeclared member is not a string
+    objects = [{}, {"p": 1}, {"p": "x"}, {"q": "s"}, {"q": 1}, {"p": 1, "q": "s"},
+               {"p": 1, "q": "s", "r": 2}, {"q": "s", "r": None}, [], "s"]
+    assert_agrees({"oneOf": [{"type": "object"}, {"properties": {"p": {"type": "integer"}},
+                                                  "additionalProperties": {"type": "string"}}]},
+                  objects)
+    assert_agrees({"oneOf": [{"additionalProperties": {"type": "integer"}},
+                             {"additionalProperties": {"type": "string"}, "minProperties": 1}]},
+                  objects)
 
 
 def test_overlap_with_an_over_strict_format_is_refused():
@@ -72,3 +84,16 @@ def test_overlap_check_reaching_a_recursive_rule():
                            {"run": 1, "parallel": [{"uses": 1}]}, {"uses": 1, "parallel": []},
                            {"run": 1, "parallel": [{"uses": 1, "run": 2}]},
                            {"parallel": [{"run": 1}]}])
+
+
+def test_many_closed_branches_sharing_a_member_stay_few_alternatives():
+    # 7 object branches, each additionalProperties false with an optional `if` (SchemaStore
+    # buildkite.json's notifications): {} and {"if": ...} match all of them; each branch's
+    # complement beside another's closed member set is "a bad `if`" (one subschema for all
+    # branches) or "some other member": 2 alternatives, not 3 ** 6
+    branches = [{"type": "object", "properties": {f"k{i}": {"type": "string"},
+                                                  "if": {"type": "string"}},
+                 "additionalProperties": False} for i in range(7)]
+    assert_agrees({"oneOf": branches},
+                  [{}, {"if": "x"}, {"k0": "a"}, {"k3": "a", "if": "x"}, {"k0": "a", "k1": "b"},
+                   {"k6": 1}, {"if": 1}, {"k2": "a", "if": 1}, {"z": 1}, "s"])

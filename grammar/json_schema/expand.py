@@ -37,6 +37,9 @@ APPLICATORS = ("$ref", "$dynamicRef", "allOf", "anyOf", "oneOf", "if", "then", "
 _APPLICATOR_SET = frozenset(APPLICATORS)
 _DEPENDENCY_SET = frozenset(DEPENDENCY_KEYWORDS)
 _UNEVALUATED_SET = frozenset(UNEVALUATED)
+#: The keyword of a synthetic schema whose value (a `witnesses.Witness`) asks an object for some
+#: member of a kind: the complement of ``additionalProperties``/``patternProperties``.
+WITNESS = "$formwork:witness"
 
 
 @dataclass(eq=False, slots=True)
@@ -82,7 +85,8 @@ def plain_schema(schema: Any) -> Any:
     if isinstance(schema, Sub):
         return plain_schema(schema.schema)
     if isinstance(schema, Synthetic):
-        return {k: _plain_value(v) for k, v in schema.items()}
+        plain = {k: _plain_value(v) for k, v in schema.items() if k != WITNESS}
+        return {"allOf": [plain, schema[WITNESS].plain()]} if WITNESS in schema else plain
     return schema
 
 

@@ -18,7 +18,9 @@ from formwork.grammar.regex_parser import regex
 from formwork.grammar.json_schema.arrays import lower_array
 from formwork.grammar.json_schema.automata import SHARED, accepts
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
-from formwork.grammar.json_schema.expand import APPLICATORS, Alternative, Expander, Sub, plain_schema
+from formwork.grammar.json_schema.expand import (
+    APPLICATORS, WITNESS, Alternative, Expander, Sub, plain_schema,
+)
 from formwork.grammar.json_schema.negation import (
     container_alternatives, negations, scalar_complement,
 )
@@ -46,7 +48,7 @@ _LOCAL_FREE = _NEUTRAL | set(APPLICATORS)
 #: a conjunction without any is a leaf, which no `$ref` cycle can pass through.
 _NESTING = frozenset({"properties", "patternProperties", "additionalProperties",
                       "unevaluatedProperties", "items", "prefixItems", "additionalItems",
-                      "unevaluatedItems", "contains", "propertyNames", "not"})
+                      "unevaluatedItems", "contains", "propertyNames", "not", WITNESS})
 #: Keywords whose values (with the draft and options) are all a leaf's lowering reads; a leaf
 #: made only of them (and `_LOCAL_FREE` ones) is lowered once per process (`_SHARED_LEAVES`).
 _LEAF_KEYWORDS = frozenset({
@@ -386,7 +388,7 @@ class Lowerer:
         base = [self._without_not(s) for s in subs]
         only = Sub(CONTAINER_TYPES[kind], None, subs[0].pointer)
         return alt(*(self.lower_alternative([*base, *violation, only], depth)
-                     for violation in container_alternatives(self, negs, kind)))
+                     for violation in container_alternatives(self, negs, kind, base)))
 
     def _without_not(self, s: Sub) -> Sub:
         """`s` without its ``not`` (and exclusions, which apply to scalars only), made once."""

@@ -111,14 +111,17 @@ def _inexact(lw: "Lowerer", target: Sub) -> Optional[str]:
 
 
 # ---------------------------------------------------------------------- containers
-def container_alternatives(lw: "Lowerer", negs: list[Negation], kind: str) -> list[Alternative]:
+def container_alternatives(lw: "Lowerer", negs: list[Negation], kind: str, base: Alternative
+                           ) -> list[Alternative]:
     """The containers of `kind` ("array", "object") outside every negation's target, as
     alternatives (conjunctions of synthetic or user subschemas) to merge with the positive
-    keywords; a negation refused in lenient mode leaves its containers unconstrained."""
+    keywords `base` (those they rule out are dropped); a negation refused in lenient mode leaves
+    its containers unconstrained."""
     out: list[Alternative] = [[]]
     for neg in negs:
         try:
-            out = conjunctions(out, container_violations(lw, neg.target, kind), neg.pointer, kind)
+            out = conjunctions(out, container_violations(lw, neg.target, kind, base), neg.pointer,
+                               kind, base)
         except CannotNegate as exc:
             refuse(lw, neg, str(exc))
         if not out:

@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, Sequence
 
 from formwork.grammar.errors import GrammarBudgetError
 from formwork.grammar.ir import EMPTY, NOTHING, And, Node, Not, Nothing, alt, lit, repeat, seq
-from formwork.grammar.json_schema.expand import Sub
+from formwork.grammar.json_schema.expand import WITNESS, Sub
 from formwork.grammar.json_schema.property_names import PropertyNames
 from formwork.grammar.json_schema.strings import (
     QUOTE, canonical_content_except, literal_content, string_content,
 )
 from formwork.grammar.json_schema.unevaluated import plain_unevaluated
 from formwork.grammar.json_schema.values import container
+from formwork.grammar.json_schema.witnesses import Witness, WitnessChain
 from formwork.grammar.shared_nodes import share
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ class ObjectPart:
     required: list[str] = field(default_factory=list)
     min_props: int = 0
     max_props: Optional[int] = None
+    witness: Optional[Witness] = None  # some member of a kind it must hold (`witnesses`)
 
 
 def object_part(lw: "Lowerer", sub: Sub) -> ObjectPart:
@@ -60,6 +62,7 @@ def object_part(lw: "Lowerer", sub: Sub) -> ObjectPart:
     part.min_props = int(s.get("minProperties", 0))
     if "maxProperties" in s:
         part.max_props = int(s["maxProperties"])
+    part.witness = s.get(WITNESS)
     return part
 
 
@@ -86,6 +89,9 @@ class ObjectLowering:
             names.update(dict.fromkeys(p.props))
         for p in self.parts:
             names.update(dict.fromkeys(p.required))
+        self.witnesses = [p.witness for p in self.parts if p.witness is not None]
+        for w in self.witnesses:  # declared for the witness: undeclared members serve it
+            names.update(dict.fromkeys(w.declared))
         self.names = list(names)
         self.required = {n for p in self.parts for n in p.required}
         self.property_names = PropertyNames(lw, [p.names for p in self.parts if p.names], depth + 1)
@@ -112,23 +118,26 @@ class ObjectLowering:
     def declared_members(self) -> Optional[list[tuple[Node, bool]]]:
         """(member, required) per declared name; None when a required member is impossible."""
         members = []
-        lower_subs, depth, colon = self.lw.lower_subs, self.depth + 1, self.ws.colon()
         for name in self.names:
             required = name in self.required
-            if not self.property_names.allows(name):
+            member = self.declared_member(name)
+            if member is None:
                 if required:
                     return None
                 continue
-            value = lower_subs(self.value_subs(name), depth)
-            if isinstance(value, Nothing):
-                if required:
-                    return None
-                continue
-            members.append((seq(_key_prefix(name, colon), value), required))
+            members.append((member, required))
         return members
 
-    def extra_member(self) -> Optional[Node]:
-        """Any member whose key is not declared, or None when there can be none."""
+    def declared_member(self, name: str, extra: Sequence[Sub] = ()) -> Optional[Node]:
+        """The member `name` with a value satisfying `extra` too, or None when there is none."""
+        if not self.property_names.allows(name):
+            return None
+        value = self.lw.lower_subs([*self.value_subs(name), *extra], self.depth + 1)
+        return None if isinstance(value, Nothing) else seq(_key_prefix(name, self.ws.colon()), value)
+
+    def extra_member(self, extra: Sequence[Sub] = (), keys: Sequence[Node] = ()) -> Optional[Node]:
+        """Any member whose key is not declared (and in every language of `keys`), its value
+        satisfying `extra` too, or None when there can be none."""
         if isinstance(self.property_names.keys, Nothing):
             return None
         # each distinct pattern once (a key matches it or not, whichever parts name it)
@@ -144,10 +153,12 @@ class ObjectLowering:
                  for pattern, s in patterns.items()]
         bits = {pattern: bit for bit, pattern in enumerate(patterns)}
         any_key = canonical_content_except(self.names) if self.names else string_content(canonical=True)
+        for lang in keys:
+            any_key = And(any_key, lang)
         options = []
         for mask in range(1 << len(patterns)):
             key = any_key
-            values: list[Sub] = []
+            values: list[Sub] = list(extra)
             for bit, lang in enumerate(langs):
                 key = And(key, lang) if mask >> bit & 1 else And(key, Not(lang))
             for part in self.parts:
@@ -169,9 +180,10 @@ class ObjectLowering:
         members = self.declared_members()
         if members is None:
             return NOTHING
-        body = _MemberChain(members, self.extra_member(), self.ws.comma(self.depth),
-                            self.min_props, self.max_props).body()
-        may_be_empty = not self.required and self.min_props == 0
+        chain = _MemberChain(members, self.extra_member(), self.ws.comma(self.depth),
+                             self.min_props, self.max_props)
+        body = WitnessChain(self, self.witnesses, chain).body() if self.witnesses else chain.body()
+        may_be_empty = not self.required and self.min_props == 0 and not self.witnesses
         if isinstance(body, Nothing):
             return lit("{}") if may_be_empty else NOTHING
         # shared: equal objects that end alike (one value under several patternProperties, say)

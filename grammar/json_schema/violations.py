@@ -4,13 +4,16 @@ A subschema is a union of conjunctions of keywords; a container is outside a con
 violates one of its keywords, and each violation is again a (synthetic) schema the usual lowering
 merges with the rest of a conjunction: ``required: [x]`` is violated by ``properties: {x: false}``,
 ``properties: {p: T}`` by ``required: [p], properties: {p: {not: T}}``, ``minItems: n`` by
-``maxItems: n - 1``, ``additionalProperties: false`` by one schema per set of declared names
-present (with more members than them), ``items: T`` by ``contains: {not: T}`` (with a prefix, one
-schema per set of prefix positions T rejects), ``contains: T`` by ``items: {not: T}`` or counts,
+``maxItems: n - 1``, ``items: T`` by ``contains: {not: T}`` (with a prefix, one schema per set
+of prefix positions T rejects), ``contains: T`` by ``items: {not: T}`` or counts,
 ``const``/``enum`` containers member by member or element by element, ``not: T`` by T; a
-``type`` without the container's type by every container.
-A keyword with no such schema (``additionalProperties`` with a subschema, ``patternProperties``,
-``propertyNames``, ``uniqueItems``, ...) raises `CannotNegate` with the reason.
+``type`` without the container's type by every container.  ``additionalProperties: T`` (false
+included) and ``patternProperties`` are violated by some member of a kind whose value T rejects:
+a `witnesses.Witness` the object lowering walks its member list for.  Violations that the
+positive keywords beside the ``not`` rule out are dropped: a member required but outside their
+``additionalProperties: false``, repeated elements beside their ``uniqueItems``.
+A keyword with no such schema (``propertyNames``, ``uniqueItems``, ...) raises `CannotNegate`
+with the reason.
 """
 from __future__ import annotations
 
@@ -21,9 +24,10 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from formwork.grammar.errors import GrammarBudgetError
 from formwork.grammar.json_schema.expand import (
-    APPLICATORS, MAX_ALTERNATIVES, Alternative, Sub, Synthetic,
+    APPLICATORS, MAX_ALTERNATIVES, WITNESS, Alternative, Sub, Synthetic,
 )
 from formwork.grammar.json_schema.unevaluated import plain_unevaluated
+from formwork.grammar.json_schema.witnesses import Witness
 from formwork.schemas.pointer import child
 
 if TYPE_CHECKING:
@@ -37,13 +41,14 @@ _ARRAY = frozenset({"items", "prefixItems", "additionalItems", "contains", "minC
 #: Container keywords (and dynamic references) whose violation is not a schema of its own (the
 #: expansion's applicators, such as the dependency keywords, are alternatives by then).
 _REFUSED = {
-    "object": (_OBJECT - {"properties", "required", "minProperties", "maxProperties"}
+    "object": (_OBJECT - {"properties", "required", "minProperties", "maxProperties",
+                          "additionalProperties", "patternProperties", "unevaluatedProperties"}
                - set(APPLICATORS)) | {"$dynamicRef", "$recursiveRef"},
     "array": (_ARRAY - {"items", "prefixItems", "minItems", "maxItems", "additionalItems",
                         "uniqueItems", "contains", "minContains", "maxContains"})
     | {"$dynamicRef", "$recursiveRef"},
 }
-#: Declared members past which `additionalProperties: false` has no complement (2**n schemas).
+#: Prefix positions past which `items` has no complement (2**n schemas).
 MAX_DECLARED = 5
 #: Drafts whose `items` may be a list of positional schemas.
 _ITEMS_LIST_DRAFTS = frozenset({"draft-07", "draft-06", "draft-04", "2019-09"})
@@ -53,27 +58,31 @@ class CannotNegate(Exception):
     """Why a complement cannot be built exactly (turned into a schema error by `refuse`)."""
 
 
-def container_violations(lw: "Lowerer", target: Sub, kind: str) -> list[Alternative]:
-    """The containers of `kind` that `target` rejects: those outside each of its alternatives."""
+def container_violations(lw: "Lowerer", target: Sub, kind: str, base: Alternative = ()
+                         ) -> list[Alternative]:
+    """The containers of `kind` that `target` rejects: those outside each of its alternatives.
+    `base`: subschemas every container asked for satisfies too (the positive keywords beside the
+    ``not``), so that ways to violate that they rule out are dropped."""
     out: list[Alternative] = [[]]
     for a in lw.expand(target):
-        ors = _alternative_violations(lw, a, kind)
+        ors = _alternative_violations(lw, a, kind, base)
         if ors is None:  # the alternative accepts no container of this kind
             continue
-        out = conjunctions(out, ors, target.pointer, kind)
+        out = conjunctions(out, ors, target.pointer, kind, base)
         if not out:
             break
     return out
 
 
-def conjunctions(left: list[Alternative], right: list[Alternative], pointer: str, kind: str
-                 ) -> list[Alternative]:
+def conjunctions(left: list[Alternative], right: list[Alternative], pointer: str, kind: str,
+                 base: Alternative = ()) -> list[Alternative]:
     """Every conjunction of one alternative of each side, less repeats and those that plainly
-    hold no container of `kind`; past `MAX_ALTERNATIVES` a budget error naming `pointer`."""
+    hold no container of `kind` (beside `base`); past `MAX_ALTERNATIVES` a budget error naming
+    `pointer`."""
     out: dict[frozenset[int], Alternative] = {}
     for a, b in product(left, right):
         conj = a + b
-        if _possible(conj, kind):
+        if _possible([*base, *conj], kind):
             out.setdefault(frozenset(map(id, conj)), conj)
     # a conjunction holding all of another one's subschemas adds nothing to their union
     keys = sorted(out, key=len)
@@ -86,9 +95,11 @@ def conjunctions(left: list[Alternative], right: list[Alternative], pointer: str
 
 def _possible(conj: Alternative, kind: str) -> bool:
     """False when `conj` plainly holds no container of `kind`: crossed bounds on its members or
-    elements, or an object member both absent and required."""
+    elements, an object member both absent and required, or required but outside the names an
+    ``additionalProperties: false`` (beside no pattern) allows."""
     absent: set[str] = set()
     required: set[str] = set()
+    closed: list[set[str]] = []
     what = "Properties" if kind == "object" else "Items"
     low, high = 0, float("inf")
     for s in conj:
@@ -96,14 +107,17 @@ def _possible(conj: Alternative, kind: str) -> bool:
         if not isinstance(schema, dict):
             continue
         if kind == "object":
-            absent.update(k for k, v in (schema.get("properties") or {}).items() if v is False)
+            absent.update(k for k, v in (schema.get("properties") or {}).items()
+                          if _schema_of(v) is False)
             required.update(schema.get("required", ()))
+            if _additional(schema) is False and not schema.get("patternProperties"):
+                closed.append(set(schema.get("properties") or ()))
         low = max(low, schema.get("min" + what, 0))
         high = min(high, schema.get("max" + what, float("inf")))
-    return not absent & required and low <= high
+    return not absent & required and all(required <= names for names in closed) and low <= high
 
 
-def _alternative_violations(lw: "Lowerer", subs: Alternative, kind: str
+def _alternative_violations(lw: "Lowerer", subs: Alternative, kind: str, base: Alternative
                             ) -> Optional[list[Alternative]]:
     """The ways a container of `kind` can violate the conjunction `subs` (a union), or None when
     every container of `kind` does."""
@@ -118,6 +132,8 @@ def _alternative_violations(lw: "Lowerer", subs: Alternative, kind: str
             if keyword in schema:
                 values = [schema["const"]] if keyword == "const" else schema["enum"]
                 ors.extend(_unequal(lw, s, [v for v in values if _is_kind(v, kind)], kind))
+        if WITNESS in schema:  # made only for violations, which are never negated again
+            raise CannotNegate(f"the members asked for at {s.pointer or '#'} have no complement")
         if "not" in schema:  # violating `not: T` is satisfying T
             ors.extend(lw.expand(lw.expander.child(s, "not")))
         refused = _REFUSED[kind].intersection(schema)
@@ -126,7 +142,8 @@ def _alternative_violations(lw: "Lowerer", subs: Alternative, kind: str
                 raise CannotNegate(f"{keyword!r} at {child(s.pointer, keyword)}: the {kind}s "
                                    f"violating it (through {_WHAT[keyword]}) are not described "
                                    "by a schema of their own")
-        ors.extend(_object_violations(lw, s) if kind == "object" else _array_violations(lw, s))
+        ors.extend(_object_violations(lw, s) if kind == "object" else
+                   _array_violations(lw, s, _unique(base)))
     return ors
 
 
@@ -148,34 +165,22 @@ def _rejects_kind(schema: Any, kind: str) -> bool:
         else False
 
 
-_WHAT = {"patternProperties": "a member matching a pattern, with a value it rejects",
-         "additionalProperties": "an undeclared member, with a value it rejects",
-         "propertyNames": "a member name it rejects",
+_WHAT = {"propertyNames": "a member name it rejects",
          "dependentRequired": "a member present without its dependencies",
          "dependentSchemas": "a member whose dependent schema rejects the object",
          "dependencies": "a member whose dependencies the object misses",
-         "unevaluatedProperties": "an unevaluated member",
          "contains": "the count of elements it matches",
          "unevaluatedItems": "an unevaluated element",
          "$dynamicRef": "a dynamic reference", "$recursiveRef": "a dynamic reference"}
 
 
 def _trivial(keyword: str, schema: dict) -> bool:
-    """Whether `keyword` of `schema` constrains nothing here: true or empty subschemas, an
-    ``unevaluated*`` the expansion's marks carry (or that nothing is left to), or one the
-    violations below take (``additionalProperties: false`` beside no pattern, and a plain
-    ``unevaluatedItems``)."""
+    """Whether `keyword` of `schema` constrains nothing here: true or empty subschemas, or an
+    ``unevaluatedItems`` the expansion's marks carry or the violations below take."""
     value = _schema_of(schema[keyword])
-    if keyword in ("unevaluatedProperties", "unevaluatedItems") and (
-            not plain_unevaluated(schema, keyword) or keyword == "unevaluatedItems"
-            or "additionalProperties" in schema):
+    if keyword == "unevaluatedItems":
         return True
-    if _additional(schema) is False and keyword in ("additionalProperties",
-                                                     "unevaluatedProperties"):
-        return not schema.get("patternProperties")
-    if keyword in ("additionalProperties", "unevaluatedProperties"):
-        return value is True or value == {}
-    if keyword in ("patternProperties", "dependentSchemas"):
+    if keyword == "dependentSchemas":
         return all(_schema_of(v) is True or _schema_of(v) == {} for v in value.values())
     if keyword == "propertyNames":
         return value is True or value == {}
@@ -184,6 +189,21 @@ def _trivial(keyword: str, schema: dict) -> bool:
 
 def _synthetic(lw: "Lowerer", s: Sub, key: tuple, make) -> list[Sub]:
     return [lw.expander.synthetic((id(s.schema), s.pointer) + key, s, make)]
+
+
+def _shared(lw: "Lowerer", s: Sub, key: tuple, make) -> list[Sub]:
+    """A synthetic subschema that every `s` in the same scope shares for `key` (which spells
+    out all it holds): violations of equal keywords in sibling branches are one subschema, so
+    a conjunction of complements drops the repeats."""
+    return [lw.expander.synthetic(("shared", id(s.resolver)) + key, s, make)]
+
+
+def _same(value: Sub) -> tuple:
+    """A key that equal user subschemas in one scope share (their text and resolver); any
+    other subschema's is its identity."""
+    if type(value.schema) is dict or isinstance(value.schema, bool):
+        return ("text", repr(value.schema), id(value.resolver))
+    return ("id", id(value.schema), value.pointer)
 
 
 def _negated(target: Any) -> Synthetic:
@@ -195,21 +215,21 @@ def _object_violations(lw: "Lowerer", s: Sub) -> list[Alternative]:
     schema = s.schema
     out: list[Alternative] = []
     for name in schema.get("required", ()):
-        out.append(_synthetic(lw, s, ("object", "absent", name),
-                              lambda name=name: {"properties": {name: False}}))
+        out.append(_shared(lw, s, ("object", "absent", name),
+                           lambda name=name: {"properties": {name: False}}))
     for name, value in lw.expander.members(s, "properties"):
         if value.schema is True or value.schema == {}:
             continue
-        out.append(_synthetic(lw, s, ("object", "bad", name), lambda name=name, value=value: {
-            "required": [name], "properties": {name: _negated(value)}}))
-    if _additional(schema) is False and not schema.get("patternProperties"):
-        out.extend(_undeclared_member(lw, s))
+        out.append(_shared(lw, s, ("object", "bad", name, _same(value)),
+                           lambda name=name, value=value: {
+                               "required": [name], "properties": {name: _negated(value)}}))
+    out.extend(_member_witnesses(lw, s))
     if schema.get("minProperties", 0) > 0:
         n = int(schema["minProperties"])
-        out.append(_synthetic(lw, s, ("object", "fewer",), lambda: {"maxProperties": n - 1}))
+        out.append(_shared(lw, s, ("object", "fewer", n), lambda: {"maxProperties": n - 1}))
     if "maxProperties" in schema:
         n = int(schema["maxProperties"])
-        out.append(_synthetic(lw, s, ("object", "more",), lambda: {"minProperties": n + 1}))
+        out.append(_shared(lw, s, ("object", "more", n), lambda: {"minProperties": n + 1}))
     return out
 
 
@@ -228,29 +248,51 @@ def _schema_of(value: Any) -> Any:
     return value.schema if isinstance(value, Sub) else value
 
 
-def _undeclared_member(lw: "Lowerer", s: Sub) -> list[Alternative]:
-    """The objects with a member `s`'s ``properties`` does not declare, for its
-    ``additionalProperties: false``: for each set P of declared names, the objects holding
-    exactly those of them and more members than |P|."""
-    names = list(s.schema.get("properties") or ())
-    if len(names) > MAX_DECLARED:
-        raise CannotNegate(f"'additionalProperties' at {child(s.pointer, 'additionalProperties')}:"
-                           f" the objects violating it are one schema per set of the "
-                           f"{len(names)} declared members (at most {MAX_DECLARED})")
+def _member_witnesses(lw: "Lowerer", s: Sub) -> list[Alternative]:
+    """The objects with a member `s`'s ``additionalProperties`` (or a plain
+    ``unevaluatedProperties``) or one of its ``patternProperties`` rejects."""
+    schema = s.schema
     out = []
-    for present in itertools.product((False, True), repeat=len(names)):
-        held = [n for n, p in zip(names, present) if p]
-        out.append(_synthetic(lw, s, ("object", "undeclared", present), lambda held=held: {
-            "properties": {n: False for n in names if n not in held}, "required": held,
-            "minProperties": len(held) + 1}))
+    for pattern, value in lw.expander.members(s, "patternProperties"):
+        if value.schema is not True and value.schema != {}:
+            out.append(_witness(lw, s, value, Witness(
+                (), pattern, (), value, _outside(lw, s, value),
+                child(s.pointer, "patternProperties"))))
+    additional = _additional(schema)
+    if additional is not None and additional is not True and additional != {}:
+        keyword = "additionalProperties" if "additionalProperties" in schema \
+            else "unevaluatedProperties"
+        value = lw.expander.child(s, keyword)
+        out.append(_witness(lw, s, value, Witness(
+            tuple(schema.get("properties") or ()), None, tuple(schema.get("patternProperties") or ()),
+            value, _outside(lw, s, value), child(s.pointer, keyword))))
     return out
+
+
+def _outside(lw: "Lowerer", s: Sub, value: Sub) -> Optional[Sub]:
+    """``not: value`` as a subschema of `s` (None for a false `value`: any value is outside)."""
+    if value.schema is False:
+        return None
+    return _shared(lw, s, ("outside", _same(value)), lambda: {"not": value})[0]
+
+
+def _witness(lw: "Lowerer", s: Sub, value: Sub, witness: Witness) -> list[Sub]:
+    return _shared(lw, s, ("object", "witness", *witness[:3], _same(value)),
+                   lambda: {WITNESS: witness})
 
 
 def _prefix_keyword(lw: "Lowerer") -> str:
     return "items" if lw.doc.draft.name in _ITEMS_LIST_DRAFTS else "prefixItems"
 
 
-def _array_violations(lw: "Lowerer", s: Sub) -> list[Alternative]:
+def _unique(base: Alternative) -> bool:
+    """Whether `base` asks for unique elements (then no array asked for repeats one)."""
+    return any(isinstance(b.schema, dict) and b.schema.get("uniqueItems") is True for b in base)
+
+
+def _array_violations(lw: "Lowerer", s: Sub, unique: bool) -> list[Alternative]:
+    """The ways an array violates `s`; `unique`: the arrays asked for have unique elements, so
+    none violates ``uniqueItems``."""
     schema = s.schema
     out: list[Alternative] = []
     prefix_kw = _prefix_keyword(lw)
@@ -277,7 +319,7 @@ def _array_violations(lw: "Lowerer", s: Sub) -> list[Alternative]:
             out.extend(_element_past_prefix(lw, s, rest_kw, len(prefix or ())))
     if "contains" in schema:
         out.extend(_miscounted(lw, s))
-    if schema.get("uniqueItems") is True:
+    if schema.get("uniqueItems") is True and not unique:
         raise CannotNegate(f"'uniqueItems' at {child(s.pointer, 'uniqueItems')}: the arrays "
                            "violating it (through a repeated element) are not described by a "
                            "schema of their own")
