@@ -57,13 +57,18 @@ def sample(
     has_allowed = row_max > NEG_INF
     random_rows = ((params.temperature > 0) & has_allowed).nonzero().squeeze(1)
     if random_rows.numel():
-        rows_x, rows_max = x[random_rows], row_max[random_rows]
-        inv_temperature = 1.0 / params.temperature[random_rows]
+        every = random_rows.numel() == x.shape[0]
+        rows_x, rows_max = _pick(x, random_rows, every), _pick(row_max, random_rows, every)
+        inv_temperature = 1.0 / _pick(params.temperature, random_rows, every)
         scaled = (rows_x - rows_max.unsqueeze(1)) * inv_temperature.unsqueeze(1)
-        keep = _truncate(rows_x, rows_max, inv_temperature, scaled, params.top_k[random_rows],
-                         params.top_p[random_rows], params.min_p[random_rows])
-        token_ids[random_rows] = _gumbel_argmax(scaled, keep, params.seeds[random_rows],
-                                                params.steps[random_rows]).to(token_ids.device)
+        keep = _truncate(rows_x, rows_max, inv_temperature, scaled, _pick(params.top_k, random_rows, every),
+                         _pick(params.top_p, random_rows, every), _pick(params.min_p, random_rows, every))
+        drawn = _gumbel_argmax(scaled, keep, _pick(params.seeds, random_rows, every),
+                               _pick(params.steps, random_rows, every)).to(token_ids.device)
+        if every:
+            token_ids = drawn
+        else:
+            token_ids[random_rows] = drawn
     if bool(has_allowed.all()):  # the common case, without the masking below
         log_norm = row_max + _exp(x - row_max.unsqueeze(1)).sum(dim=1).log_()
         return token_ids, x.gather(1, token_ids.unsqueeze(1)).squeeze(1) - log_norm
@@ -84,16 +89,19 @@ def _truncate(x: torch.Tensor, row_max: torch.Tensor, inv_temperature: torch.Ten
     vocab = x.shape[1]
     keep = scaled >= _NEVER_WINS  # also drops the masked (-inf) tokens
     k_rows = ((top_k > 0) & (top_k < vocab)).nonzero().squeeze(1)
-    floor = torch.full_like(row_max, NEG_INF)
+    floor = None  # no top-k row: every floor is -inf
     if k_rows.numel():
+        floor = torch.full_like(row_max, NEG_INF)
         k = top_k[k_rows].long()
         largest = torch.topk(x[k_rows], int(k.max()), dim=1).values  # sorted: the k-th largest is at k - 1
         floor[k_rows] = largest.gather(1, (k - 1).unsqueeze(1)).squeeze(1)
         keep &= x >= floor.unsqueeze(1)
     p_rows = (top_p < 1.0).nonzero().squeeze(1)
     if p_rows.numel():
-        _top_p(keep, p_rows, x[p_rows], row_max[p_rows], inv_temperature[p_rows], scaled[p_rows], floor[p_rows],
-               top_p[p_rows])
+        every = p_rows.numel() == x.shape[0]
+        _top_p(keep, p_rows, every, _pick(x, p_rows, every), _pick(row_max, p_rows, every),
+               _pick(inv_temperature, p_rows, every), _pick(scaled, p_rows, every),
+               None if floor is None else _pick(floor, p_rows, every), _pick(top_p, p_rows, every))
     m_rows = (min_p > 0.0).nonzero().squeeze(1)
     if m_rows.numel():
         likely = torch.exp(scaled[m_rows]) >= min_p[m_rows].unsqueeze(1)
@@ -101,17 +109,18 @@ def _truncate(x: torch.Tensor, row_max: torch.Tensor, inv_temperature: torch.Ten
     return keep
 
 
-def _top_p(keep: torch.Tensor, p_rows: torch.Tensor, x: torch.Tensor, row_max: torch.Tensor,
-           inv_temperature: torch.Tensor, scaled: torch.Tensor, floor: torch.Tensor, top_p: torch.Tensor) -> None:
-    """Narrow `keep` at `p_rows` (x, row_max, inv_temperature, scaled, floor, top_p: those rows) to each row's
-    top-p set, in place."""
+def _top_p(keep: torch.Tensor, p_rows: torch.Tensor, every: bool, x: torch.Tensor, row_max: torch.Tensor,
+           inv_temperature: torch.Tensor, scaled: torch.Tensor, floor: torch.Tensor | None,
+           top_p: torch.Tensor) -> None:
+    """Narrow `keep` at `p_rows` (`every`: all its rows; x, row_max, inv_temperature, scaled, floor, top_p:
+    those rows; floor None: all -inf) to each row's top-p set, in place."""
     vocab = x.shape[1]
     rel_prob = _exp(scaled)
-    total = torch.where(x >= floor.unsqueeze(1), rel_prob, 0.0).sum(dim=1)
+    total = (rel_prob if floor is None else torch.where(x >= floor.unsqueeze(1), rel_prob, 0.0)).sum(dim=1)
     gap = 1.0 - top_p.double()
     prunable = gap >= _TOP_P_PRUNE_MIN_GAP
     least = torch.where(prunable, gap * total.double() / (2 * vocab), NEG_INF).float()
-    row_keep = keep[p_rows] & (rel_prob >= least.unsqueeze(1))
+    row_keep = _pick(keep, p_rows, every) & (rel_prob >= least.unsqueeze(1))
     # The candidates of each row, sorted by logit (descending), then -inf (past `counts`). A token's
     # relative probability is an elementwise function of its logit, so the sorted logits give the sorted
     # probabilities without an index sort.
@@ -124,7 +133,11 @@ def _top_p(keep: torch.Tensor, p_rows: torch.Tensor, x: torch.Tensor, row_max: t
     # where cut >= count the threshold lies below every candidate
     threshold = torch.where(cut < counts, block_x.gather(1, cut.clamp(max=width - 1).unsqueeze(1)).squeeze(1),
                             NEG_INF)
-    keep[p_rows] = row_keep & (x >= threshold.unsqueeze(1))
+    narrowed = row_keep & (x >= threshold.unsqueeze(1))
+    if every:
+        keep.copy_(narrowed)
+    else:
+        keep[p_rows] = narrowed
 
 
 def _gumbel_argmax(scaled: torch.Tensor, keep: torch.Tensor, seeds: torch.Tensor,
@@ -168,6 +181,11 @@ def _flat_nonzero(mask: torch.Tensor) -> torch.Tensor:
     if mask.device.type == "cpu":
         return torch.from_numpy(np.flatnonzero(mask.numpy()))
     return mask.nonzero().squeeze(1)
+
+
+def _pick(values: torch.Tensor, rows: torch.Tensor, every: bool) -> torch.Tensor:
+    """`values[rows]`, or `values` itself when `rows` are all its rows in order (no copy)."""
+    return values if every else values[rows]
 
 
 def _sorted_descending(values: torch.Tensor, width: int) -> torch.Tensor:
