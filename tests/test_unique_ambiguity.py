@@ -22,10 +22,11 @@ from json_exact import assert_exact  # noqa: E402
 from formwork.grammar.budget import CompileBudget  # noqa: E402
 from formwork.grammar.dfa import DEAD  # noqa: E402
 from formwork.grammar.errors import EmptyLanguageError  # noqa: E402
-from formwork.grammar.ir import And, alt, lit, repeat, seq  # noqa: E402
+from formwork.grammar.ir import And, Not, alt, lit, repeat, seq  # noqa: E402
 from formwork.grammar.json_schema import UnsupportedSchemaError, compile_json_schema  # noqa: E402
 from formwork.grammar.json_schema.automata import SHARED  # noqa: E402
 from formwork.grammar.json_schema.errors import OneOfOverlapError  # noqa: E402
+from formwork.grammar.json_schema.unique_arrays import misplaced, strip_tags  # noqa: E402
 from formwork.grammar.lexemes import lexeme  # noqa: E402
 from formwork.grammar.unique_ambiguity import ambiguous  # noqa: E402
 from formwork.grammar.unique_scan import TAG  # noqa: E402
@@ -141,3 +142,20 @@ def test_a_state_at_two_places_of_one_embedded_dfa_lies_in_no_lexeme():
     dfa = SHARED.compile(repeat(And(item, item), 0, None), CompileBudget().start(), keep=False)
     state = dfa.walk(1, b"xy")  # inside the embedded DFA after "xy", and at its start again
     assert dfa.lexeme_state(state) is None and dfa.accepts(b"xyxyxy")
+
+
+def _deep(bottom, depth=3000):
+    """`bottom` under `depth` alternations, each beside a sequence (neither flattens the other)."""
+    node = bottom
+    for i in range(depth):
+        node = alt(lit(f"k{i}"), seq(lit("x"), node))
+    return node
+
+
+def test_tags_are_found_and_stripped_in_ir_nested_thousands_deep():
+    assert misplaced(_deep(OPENS)) is None
+    assert misplaced(_deep(Not(seq(OPENS, lit("]"))))).startswith("a unique array under a complement")
+    node = strip_tags(_deep(seq(OPENS, lit("]"))))
+    for _ in range(2999):
+        node = node.items[1].items[1]  # alt(k, seq(x, ...)) down to the bottom
+    assert node == alt(lit("k0"), lit("x[]"))  # seq(x, tag, '[', ']') is one Bytes there

@@ -15,7 +15,7 @@ matcher compares the items (`formwork.grammar.unique_tracker`).  That needs:
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional, TypeVar
 
 from formwork.grammar.budget import CompileBudget
 from formwork.grammar.ir import EMPTY, And, Bytes, Grammar, Node, Not, children, map_children, seq
@@ -25,6 +25,7 @@ from formwork.grammar.unique_ambiguity import ambiguous
 from formwork.grammar.unique_scan import TAG
 
 _TAG = Bytes(bytes([TAG]))
+T = TypeVar("T")
 
 
 def tagged(array: Node) -> Node:
@@ -32,67 +33,62 @@ def tagged(array: Node) -> Node:
     return seq(_TAG, array)
 
 
+def _bottom_up(root: Node, visit: Callable[[Node], T], memo: dict[int, T]) -> T:
+    """`visit(n)` for `root` and every node below it, each once and after its children (whose
+    results it reads from `memo`, keyed by id), without recursion: lowered IR nests hundreds deep."""
+    stack = [root]
+    while stack:
+        n = stack[-1]
+        if id(n) in memo:
+            stack.pop()
+            continue
+        pending = [c for c in children(n) if id(c) not in memo]
+        if pending:
+            stack.extend(pending)
+            continue
+        stack.pop()
+        memo[id(n)] = visit(n)
+    return memo[id(root)]
+
+
 def strip_tags(node: Node | Grammar) -> Node | Grammar:
     """The IR without its tags (sub-nodes without tags are kept as they are)."""
     memo: dict[int, Node] = {}
 
-    def strip(root: Node) -> Node:
-        stack = [root]
-        while stack:  # each node after its children, without recursion: lowered IR nests hundreds deep
-            n = stack[-1]
-            if id(n) in memo:
-                stack.pop()
-                continue
-            if isinstance(n, Bytes):
-                memo[id(n)] = (Bytes(n.value.replace(_TAG.value, b"")) if n.value != _TAG.value else EMPTY) \
-                    if _TAG.value in n.value else n
-                stack.pop()
-                continue
-            pending = [c for c in children(n) if id(c) not in memo]
-            if pending:
-                stack.extend(pending)
-                continue
-            stack.pop()
-            got = map_children(n, lambda c: memo[id(c)])
-            if got == n:
-                got = n
-            elif is_shared(n):  # still marked: unmarked, it would be built once per use
-                got = share(memo[id(n.item)])
-            memo[id(n)] = got
-        return memo[id(root)]
+    def strip(n: Node) -> Node:
+        if isinstance(n, Bytes):
+            return (Bytes(n.value.replace(_TAG.value, b"")) if n.value != _TAG.value else EMPTY) \
+                if _TAG.value in n.value else n
+        if all(memo[id(c)] is c for c in children(n)):  # no tag below (compared by identity: deep)
+            return n
+        if is_shared(n):  # still marked: unmarked, it would be built once per use
+            return share(memo[id(n.item)])
+        return map_children(n, lambda c: memo[id(c)])
 
     if isinstance(node, Grammar):
-        return Grammar({name: strip(body) for name, body in node.rules.items()}, node.start)
-    return strip(node)
+        return Grammar({name: _bottom_up(body, strip, memo) for name, body in node.rules.items()}, node.start)
+    return _bottom_up(node, strip, memo)
 
 
 def misplaced(node: Node) -> Optional[str]:
     """Why the tags of `node` cannot be tracked (a tag under a complement or under an
     intersection of two different languages), or None."""
-    memo: dict[int, bool] = {}
-
-    def has_tag(n: Node) -> bool:
-        got = memo.get(id(n))
-        if got is None:
-            got = _TAG.value in n.value if isinstance(n, Bytes) else any(map(has_tag, children(n)))
-            memo[id(n)] = got
-        return got
-
-    def find(n: Node, seen: set[int]) -> Optional[str]:
-        if id(n) in seen or not has_tag(n):
-            return None
+    has_tag: dict[int, bool] = {}
+    _bottom_up(node, lambda n: _TAG.value in n.value if isinstance(n, Bytes)
+               else any(has_tag[id(c)] for c in children(n)), has_tag)
+    seen: set[int] = set()
+    stack = [node]
+    while stack:  # depth first, children in order
+        n = stack.pop()
+        if id(n) in seen or not has_tag[id(n)]:
+            continue
         seen.add(id(n))
         if isinstance(n, Not):
             return "a unique array under a complement (not, if/else, or overlapping oneOf branches)"
         if isinstance(n, And) and n.a != n.b:
             return "a unique array inside an intersection (overlapping oneOf branches)"
-        for c in children(n):
-            reason = find(c, seen)
-            if reason:
-                return reason
-        return None
-
-    return find(node, set())
+        stack.extend(reversed(children(n)))
+    return None
 
 
 def unique_arrays(node: Node | Grammar, pointers: tuple[str, ...], compile_node: Any,
