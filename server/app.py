@@ -41,6 +41,7 @@ from formwork.server.responses import (TokenBytes, chat_body, chat_choice, compl
 from formwork.server.streaming import EventStreamResponse, chat_chunks, completion_chunks
 from formwork.server.tools import ToolFormatError, detect_format
 from formwork.server.tools.calling import ToolCalling
+from formwork.server.tools.request import text_rule
 from formwork.server.warnings_header import with_warnings
 
 logger = logging.getLogger(__name__)
@@ -213,7 +214,11 @@ class OpenAIServer:
             return None
         for i, tool in enumerate(tools.tools):
             await self._compile_check(http, {"json": tool.parameters}, f"tools.{i}.function.parameters")
-        request.constraint, request.constraint_param = tools.constraint(fmt), "tools"
+        text, param = None, "tools"
+        if request.constraint is not None and tools.choice == "auto":  # a reply without calls keeps it
+            await self._compile_check(http, request.constraint, request.constraint_param)
+            text, param = text_rule(request.constraint, request.constraint_param), request.constraint_param
+        request.constraint, request.constraint_param = tools.constraint(fmt, text), param
         if fmt.trigger in self.engine.tokenizer.all_special_tokens:  # keep the call markers in the text
             request.sampling["skip_special_tokens"] = False
         return ToolCalling(fmt, tuple(t.name for t in tools.callable))

@@ -16,6 +16,7 @@ from formwork.server.constraints import parse_constraint
 from formwork.server.errors import (InvalidRequestError, InvalidTypeError, UnsupportedFieldError)
 from formwork.server.fields import Fields
 from formwork.server.tools import ToolsRequest, parse_tools, tool_message_fields
+from formwork.server.tools.request import text_rule
 
 logger = logging.getLogger(__name__)
 
@@ -113,9 +114,7 @@ def parse_chat_request(body: dict[str, Any], max_schema_bytes: int) -> ChatCompl
         raise UnsupportedFieldError("'functions' (deprecated) is not supported; use 'tools'", param="functions")
     tools = parse_tools(f, max_schema_bytes)
     if tools is not None and tools.calls_allowed and common["constraint"] is not None:
-        raise UnsupportedFieldError(f"'{common['constraint_param']}' together with tool calls is not supported; "
-                                    "set 'tool_choice' to 'none' or drop the constraint",
-                                    param=common["constraint_param"])
+        text_rule(common["constraint"], common["constraint_param"])  # one a reply without calls can keep
     logprobs = f.bool("logprobs", False)
     top_logprobs = f.int("top_logprobs")
     if top_logprobs is not None:

@@ -340,6 +340,73 @@ def test_overlapping_triggers_open_at_the_first_complete_one():
     assert matcher.accept_string("x.b!y.")
 
 
+# ---- regions or a text of its own constraint (`text`) -------------------------------------------
+
+ANSWER_DOC = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 6}}, "required": ["answer"],
+              "additionalProperties": False}
+TEXT_SPEC = {**SPEC, "text": {"schema": ANSWER_DOC}}
+
+
+@pytest.fixture(scope="module")
+def text_grammar():
+    return compile_tags(TEXT_SPEC, byte_vocab())
+
+
+def walk_to_stop(grammar, vocab: Vocabulary, rng: random.Random, steps: int) -> bytes | None:
+    """Random allowed tokens (often the forced continuation) until a stop token; None if none came."""
+    matcher, out, stop = grammar.matcher(), bytearray(), vocab.stop_token_ids[0]
+    for _ in range(steps):
+        forced = matcher.find_jump_forward_string()
+        if forced and rng.random() < 0.7:
+            assert matcher.accept_string(forced)
+            out += forced.encode()
+            continue
+        ids = np.flatnonzero(allowed(matcher, vocab)).tolist()
+        token = stop if stop in ids and rng.random() < 0.3 else rng.choice([t for t in ids if t != stop] or ids)
+        assert matcher.accept_token(token)
+        if token == stop:
+            return bytes(out)
+        out += vocab.token_bytes[token]
+    return None
+
+
+def check_regions_or_text(output: bytes) -> str:
+    """An output of TEXT_SPEC is regions only (whitespace between) or one valid answer document
+    without a trigger; returns which."""
+    text = output.decode("latin-1")
+    if text.lstrip(" \t\r\n").startswith("<"):
+        regions, between = parse_regions(text)
+        assert regions and all(_valid(tag, body) for tag, body in regions)
+        assert all(not piece.strip(" \t\r\n") for piece in between)
+        return "regions"
+    assert not any(t in text for t in TRIGGERS)
+    jsonschema.validate(json.loads(output.decode("utf-8")), ANSWER_DOC)
+    return "text"
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 2**32 - 1))
+def test_an_output_is_regions_or_one_valid_text(text_grammar, seed):
+    output = walk_to_stop(text_grammar, byte_vocab(), random.Random(seed), 300)
+    if output is not None:
+        check_regions_or_text(output)
+
+
+def test_random_outputs_reach_both_kinds(text_grammar):
+    kinds = {check_regions_or_text(out) for seed in range(40)
+             if (out := walk_to_stop(text_grammar, byte_vocab(), random.Random(seed), 300)) is not None}
+    assert kinds == {"regions", "text"}
+
+
+def test_a_text_never_holds_a_trigger_nor_mixes_with_regions(text_grammar):
+    call = TOOL_BEGIN + '{"city": "Oslo"}}</tool_call>'
+    for text, ok in [('{"answer": "hi"}', True), ('{"answer": "<answ"}', True), ('{"answer": "<tool_call>"}', False),
+                     ("hello", False), (f" {call}\n{call} ", True), ('{"answer": "x"} ' + call, False),
+                     (call + ' {"answer": "x"}', False), ("", False)]:
+        matcher = text_grammar.matcher()
+        assert (matcher.accept_string(text) and matcher.can_terminate()) == ok, text
+
+
 # ---- bad specs ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("spec, field", [
@@ -360,6 +427,12 @@ def test_overlapping_triggers_open_at_the_first_complete_one():
     ({"tags": [ANSWER], "triggers": ["<a>"], "free_text": "yes"}, "free_text"),
     ({"tags": [ANSWER], "triggers": ["<a>"], "stop_after": True}, "stop_after"),
     ("not a spec", "tags"),
+    ({"tags": [ANSWER], "triggers": ["<a>"], "text": {"schema": {}}, "free_text": True}, "free_text"),
+    ({"tags": [ANSWER], "triggers": ["<a>"], "text": {"regex": "x"}, "at_least_one": True}, "at_least_one"),
+    ({"tags": [ANSWER], "triggers": ["<a>"], "text": "x"}, "text"),
+    ({"tags": [ANSWER], "triggers": ["<a>"], "text": {"regex": "x", "schema": {}}}, "text"),
+    ({"tags": [ANSWER], "triggers": ["<a>"], "text": {"regex": "("}}, "text.regex"),
+    ({"tags": [ANSWER], "triggers": ["<a>"], "text": {"ebnf": 'start: e\ne: "(" e ")" | "x"'}}, "text.ebnf"),
 ])
 def test_bad_specs_name_the_field(spec, field):
     with pytest.raises(TagSpecError) as err:

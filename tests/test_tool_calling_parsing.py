@@ -15,6 +15,7 @@ from formwork.server.protocol import parse_chat_request
 from formwork.server.tools import (FORMATS, HERMES, LLAMA3_JSON, MISTRAL, ToolFormatError, detect_format,
                                    parse_completion)
 from formwork.server.tools.calling import ToolCalling
+from formwork.server.tools.request import text_rule
 
 WEATHER = {"type": "function", "function": {
     "name": "get_weather", "description": "Weather in a city.",
@@ -115,12 +116,27 @@ def test_tools_default_to_auto_and_none_allows_no_calls():
     (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": []}}]),
      "tools.0.function.parameters", "invalid_type"),
     (dict(tools=[{"type": "retrieval"}]), "tools.0.type", "invalid_value"),
-    (dict(tools=[WEATHER], response_format={"type": "json_object"}), "response_format", "unsupported_parameter"),
+    (dict(tools=[WEATHER], structured_outputs={"choice": ["a", "b"]}), "structured_outputs",
+     "unsupported_parameter"),
+    (dict(tools=[WEATHER], structured_outputs={"json": {}, "disable_any_whitespace": True}), "structured_outputs",
+     "unsupported_parameter"),
     (dict(functions=[{"name": "f"}]), "functions", "unsupported_parameter"),
 ])
 def test_bad_tool_fields_are_400s_naming_the_field(fields, param, code):
     error = refusal(**fields)
     assert (error.param, error.code) == (param, code)
+
+
+@pytest.mark.parametrize("fmt, text", [
+    ({"type": "json_object"}, {"schema": {"type": "object"}}),
+    ({"type": "json_schema", "json_schema": {"name": "a", "schema": {"type": "array"}}}, {"schema": {"type": "array"}}),
+])
+def test_response_format_beside_tools_is_the_text_of_a_reply_without_calls(fmt, text):
+    request = chat(tools=[WEATHER], response_format=fmt)
+    spec = request.tools.constraint(HERMES, text_rule(request.constraint, request.constraint_param))["tags"]
+    assert spec["text"] == text and not spec["free_text"] and not spec["at_least_one"]
+    required = chat(tools=[WEATHER], tool_choice="required", response_format=fmt)
+    assert "text" not in required.tools.constraint(HERMES, text)["tags"]  # calls only: no text to hold
 
 
 def test_tool_turns_reach_the_template_with_decoded_arguments():

@@ -181,3 +181,44 @@ def test_a_template_without_tools_is_a_400_on_tools():
         with pytest.raises(openai.BadRequestError) as info:
             client.chat.completions.create(model="tiny", messages=ASK, tools=TOOLS, max_tokens=5)
     assert info.value.body["param"] == "tools" and "does not render tools" in info.value.body["message"]
+
+
+
+ANSWER = {"type": "object", "properties": {"host": {"type": "string", "maxLength": 20},
+                                           "port": {"type": "integer", "minimum": 1, "maximum": 65535}},
+          "required": ["host", "port"], "additionalProperties": False}
+
+
+def tokens_opening_a_call() -> dict[str, int]:
+    """logit_bias that bans every demo token able to start `<tool_call>` (so a reply cannot call)."""
+    from transformers import PreTrainedTokenizerFast
+
+    from formwork.core.demo import demo_model_dir
+
+    tokenizer = PreTrainedTokenizerFast.from_pretrained(demo_model_dir())
+    ids = [i for piece, i in tokenizer.get_vocab().items()
+           if tokenizer.convert_tokens_to_string([piece]).lstrip(" \t\r\n").startswith("<")]
+    return {str(i): -100 for i in ids}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("can_call", [True, False], ids=["free", "no-call"])
+def test_response_format_beside_tools_holds_a_reply_without_calls(client, stream, can_call):
+    """auto with response_format: each reply is calls only, or content valid under the format (the
+    demo model calls whenever it may; with the call's first token banned, every reply is content)."""
+    fmt = {"type": "json_schema", "json_schema": {"name": "config", "schema": ANSWER}}
+    bias = {} if can_call else {"logit_bias": tokens_opening_a_call()}
+    kinds = []
+    for seed, ask in enumerate(["Give me a JSON object for a server config.", "What's the weather in Paris?"]):
+        out = create(client, stream, messages=[{"role": "user", "content": ask}], tool_choice="auto",
+                     response_format=fmt, seed=seed, max_tokens=200, **bias)
+        content, calls, reason = streamed(out) if stream else whole(out)
+        check_calls(calls, reason, set(SCHEMAS))
+        if reason == "length":
+            continue
+        if calls:
+            assert content == ""
+        else:
+            jsonschema.validate(json.loads(content), ANSWER)
+        kinds.append("calls" if calls else "text")
+    assert kinds and (can_call or set(kinds) == {"text"})

@@ -13,8 +13,10 @@ complete a trigger and go on in a way no region allows; once the first trigger i
 output goes on with a begin that starts with it, the region's language and its end string, then
 free text again.  `free_text` False: only regions, separated by whitespace; `at_least_one`: the
 output may not end before a region has closed; `stop_after_first`: it ends when the first region
-closes.  A stop token is allowed in free text (unless `at_least_one` is unmet), never inside a
-region.  Bad specs raise `TagSpecError` naming the field.  `thinking_then` wraps any constraint for
+closes.  `text` (a constraint object, e.g. ``{"schema": {...}}``): the output is either regions only
+(whitespace between) or, with none, one text of that constraint in which no trigger occurs (a JSON
+Schema's open values nest a bounded depth there; a recursive one is refused).  A stop token is
+allowed in free text (unless `at_least_one` is unmet), never inside a region.  Bad specs raise `TagSpecError` naming the field.  `thinking_then` wraps any constraint for
 a reasoning model (free thinking up to ``</think>``, then the constraint).
 
 Where a region's language can itself contain its end string (say, inside a JSON string), the

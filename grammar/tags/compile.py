@@ -10,11 +10,14 @@ from formwork.grammar.compiler import CompiledGrammar, GrammarCompiler, default_
 from formwork.grammar.errors import GrammarBudgetError, GrammarError
 from formwork.grammar.ir import Grammar, Node, RuleRef, seq
 from formwork.grammar.json_schema import lower_json_schema
+from formwork.grammar.json_schema.options import BOUNDED_NESTING_DEPTH, NestingOption
 from formwork.grammar.json_schema.unique_arrays import embedded_node
 from formwork.grammar.json_schema.cache import compile_cached
 from formwork.grammar.regex_parser import regex
 from formwork.grammar.tags.language import WHITESPACE, Region, tags_language
-from formwork.grammar.tags.spec import Tag, TagSpecError, TagsSpec, parse_tags_spec
+from formwork.grammar.automaton import inline_rules
+from formwork.grammar.cfg import is_recursive
+from formwork.grammar.tags.spec import TagSpecError, TagsSpec, parse_tags_spec
 
 THINK_END = "</think>"
 
@@ -32,23 +35,33 @@ def lower_tags(spec: TagsSpec) -> Lowered:
     warnings: list[str] = []
     regions = []
     for i, tag in enumerate(spec.tags):
-        body = _lower_constraint(tag, f"tags[{i}].{tag.kind}", warnings)
+        body = _lower_constraint(tag.kind, tag.constraint, f"tags[{i}].{tag.kind}", warnings)
         regions.append(Region(tag.trigger, tag.begin, body, tag.end))
+    text = None
+    if spec.text is not None:
+        where = f"text.{spec.text.kind}"
+        # open values nest a bounded depth: the text must be regular to be kept free of the triggers
+        text = _lower_constraint(spec.text.kind, spec.text.constraint, where, warnings, BOUNDED_NESTING_DEPTH)
+        if isinstance(text, Grammar) and is_recursive(text):
+            raise TagSpecError(where, "a recursive constraint cannot be kept free of the triggers (a text "
+                                      "beside regions must be regular)")
+        text = inline_rules(text) if isinstance(text, Grammar) else text
     node = tags_language(regions, spec.triggers, free_text=spec.free_text, at_least_one=spec.at_least_one,
-                         stop_after_first=spec.stop_after_first)
+                         stop_after_first=spec.stop_after_first, text=text)
     return Lowered(node, warnings)
 
 
-def _lower_constraint(tag: Tag, where: str, warnings: list[str]) -> Node | Grammar:
+def _lower_constraint(kind: str, constraint: Any, where: str, warnings: list[str],
+                      nesting: NestingOption = "auto") -> Node | Grammar:
     try:
-        if tag.kind == "schema":
-            lowered = lower_json_schema(tag.constraint)
+        if kind == "schema":
+            lowered = lower_json_schema(constraint, max_nesting_depth=nesting)
             node = embedded_node(lowered, "inside a tagged region")
             warnings.extend(f"{where}: {w}" for w in lowered.warnings)
             return node
-        if tag.kind == "regex":
-            return regex(tag.constraint)
-        return ebnf_grammar(tag.constraint)
+        if kind == "regex":
+            return regex(constraint)
+        return ebnf_grammar(constraint)
     except GrammarBudgetError:
         raise
     except GrammarError as exc:

@@ -36,8 +36,19 @@ class Region:
 
 
 def tags_language(regions: Sequence[Region], triggers: Sequence[str], *, free_text: bool = True,
-                  at_least_one: bool = False, stop_after_first: bool = False) -> Node | Grammar:
-    """The IR of the output: free text (or whitespace) with regions, per the flags."""
+                  at_least_one: bool = False, stop_after_first: bool = False,
+                  text: Node | None = None) -> Node | Grammar:
+    """The IR of the output: free text (or whitespace) with regions, per the flags; with `text`, either
+    regions only (at least one) or, instead, one text of `text`'s language in which no trigger occurs."""
+    any_trigger = alt(*(lit(t) for t in triggers))
+    no_trigger = Not(seq(any_bytes(), any_trigger, any_bytes()), over_bytes=True)
+    if text is not None:
+        only_regions = tags_language(regions, triggers, free_text=False, at_least_one=True,
+                                     stop_after_first=stop_after_first)
+        if isinstance(only_regions, Grammar):
+            top = alt(only_regions.rules[START_RULE], And(text, no_trigger))
+            return Grammar({**only_regions.rules, START_RULE: top}, START_RULE)
+        return alt(only_regions, And(text, no_trigger))
     rules: dict[str, Node] = {}
     by_trigger: dict[str, list[Node]] = {}
     for i, region in enumerate(regions):
@@ -45,22 +56,21 @@ def tags_language(regions: Sequence[Region], triggers: Sequence[str], *, free_te
         rest = region.begin[len(region.trigger):]
         by_trigger.setdefault(region.trigger, []).append(seq(lit(rest), body, lit(region.end)))
     if free_text:
-        any_trigger = alt(*(lit(t) for t in triggers))
-        text = Not(seq(any_bytes(), any_trigger, any_bytes()), over_bytes=True)
+        between = no_trigger
         too_late = Not(seq(any_bytes(), any_trigger, any_bytes(), ByteRange(0, 255)), over_bytes=True)
 
         def lead(trigger: str) -> Node:  # free text up to the first trigger written, `trigger`
             return And(seq(any_bytes(), lit(trigger)), too_late)
     else:
-        text = WHITESPACE
+        between = WHITESPACE
 
         def lead(trigger: str) -> Node:
             return seq(WHITESPACE, lit(trigger))
     region = alt(*(seq(lead(trigger), alt(*rests)) for trigger, rests in by_trigger.items()))
     if stop_after_first:
-        top = region if at_least_one else alt(text, region)
+        top = region if at_least_one else alt(between, region)
     else:
-        top = seq(repeat(region, 1 if at_least_one else 0, None), text)
+        top = seq(repeat(region, 1 if at_least_one else 0, None), between)
     if not rules:
         return top
     return Grammar({**rules, START_RULE: top}, START_RULE)

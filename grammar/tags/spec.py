@@ -11,7 +11,7 @@ from formwork.grammar.errors import GrammarError
 CONSTRAINT_KINDS = ("schema", "regex", "ebnf")
 TAG_KEYS = ("begin", "end", *CONSTRAINT_KINDS)
 FLAGS = {"free_text": True, "at_least_one": False, "stop_after_first": False}  # flag -> default
-SPEC_KEYS = ("tags", "triggers", *FLAGS)
+SPEC_KEYS = ("tags", "triggers", "text", *FLAGS)
 
 
 class TagSpecError(GrammarError):
@@ -36,6 +36,14 @@ class Tag:
 
 
 @dataclass(frozen=True)
+class TextRule:
+    """The constraint of the text an output without regions is made of (`kind` as a tag's)."""
+
+    kind: str
+    constraint: Any
+
+
+@dataclass(frozen=True)
 class TagsSpec:
     """A checked `tags` spec; `key` is its canonical text (the compiled-grammar cache key)."""
 
@@ -45,6 +53,7 @@ class TagsSpec:
     at_least_one: bool
     stop_after_first: bool
     key: str
+    text: TextRule | None = None
 
 
 def parse_tags_spec(spec: Any) -> TagsSpec:
@@ -54,7 +63,14 @@ def parse_tags_spec(spec: Any) -> TagsSpec:
     unknown = sorted(set(spec) - set(SPEC_KEYS))
     if unknown:
         raise TagSpecError(unknown[0], f"unknown field; the fields are {list(SPEC_KEYS)}")
-    flags = {name: _flag(spec, name, default) for name, default in FLAGS.items()}
+    text = _text_rule(spec)
+    defaults = {**FLAGS, "free_text": False} if text is not None else FLAGS
+    flags = {name: _flag(spec, name, default) for name, default in defaults.items()}
+    if text is not None:
+        for name in ("free_text", "at_least_one"):
+            if flags[name]:
+                raise TagSpecError(name, "cannot be true with 'text' (an output is either regions only or "
+                                         "one text of that constraint)")
     triggers = _triggers(spec.get("triggers"))
     raw_tags = spec.get("tags")
     if not isinstance(raw_tags, (list, tuple)) or not raw_tags:
@@ -64,9 +80,22 @@ def parse_tags_spec(spec: Any) -> TagsSpec:
         if not any(tag.begin.startswith(trigger) for tag in tags):
             raise TagSpecError(f"triggers[{j}]", f"{trigger!r} starts no tag's begin (once written it "
                                                  f"could never be continued)")
-    key = json.dumps({"tags": [_canonical(tag) for tag in tags], "triggers": list(triggers), **flags},
-                     sort_keys=True, ensure_ascii=False)
-    return TagsSpec(tags, triggers, key=key, **flags)
+    canonical = {"tags": [_canonical(tag) for tag in tags], "triggers": list(triggers), **flags}
+    if text is not None:
+        canonical["text"] = {text.kind: text.constraint}
+    key = json.dumps(canonical, sort_keys=True, ensure_ascii=False)
+    return TagsSpec(tags, triggers, key=key, text=text, **flags)
+
+
+def _text_rule(spec: Mapping) -> TextRule | None:
+    raw = spec.get("text")
+    if raw is None:
+        return None
+    if not isinstance(raw, Mapping) or len(raw) != 1 or next(iter(raw)) not in CONSTRAINT_KINDS:
+        raise TagSpecError("text", f"must be an object with one constraint of {list(CONSTRAINT_KINDS)}, got {raw!r}")
+    kind, constraint = next(iter(raw.items()))
+    _check_constraint(kind, constraint, f"text.{kind}")
+    return TextRule(kind, constraint)
 
 
 def _flag(spec: Mapping, name: str, default: bool) -> bool:
@@ -104,12 +133,15 @@ def _tag(raw: Any, where: str, triggers: tuple[str, ...]) -> Tag:
                                   f"{kinds or 'none'}")
     kind = kinds[0]
     constraint = raw[kind]
-    if kind == "schema" and not isinstance(constraint, (dict, bool)):
-        raise TagSpecError(f"{where}.schema", f"a JSON Schema is an object or a boolean, not "
-                                              f"{type(constraint).__name__}")
-    if kind != "schema" and (not isinstance(constraint, str) or not constraint):
-        raise TagSpecError(f"{where}.{kind}", f"must be a non-empty string, got {constraint!r}")
+    _check_constraint(kind, constraint, f"{where}.{kind}")
     return Tag(begin, end, kind, constraint, _trigger_of(begin, where, triggers))
+
+
+def _check_constraint(kind: str, constraint: Any, where: str) -> None:
+    if kind == "schema" and not isinstance(constraint, (dict, bool)):
+        raise TagSpecError(where, f"a JSON Schema is an object or a boolean, not {type(constraint).__name__}")
+    if kind != "schema" and (not isinstance(constraint, str) or not constraint):
+        raise TagSpecError(where, f"must be a non-empty string, got {constraint!r}")
 
 
 def _trigger_of(begin: str, where: str, triggers: tuple[str, ...]) -> str:

@@ -5,7 +5,10 @@ the tagged-regions constraint that makes every call's arguments valid under its 
 - `required`: only calls (at least one), whitespace between them;
 - a named function: only calls of that function;
 - `none`: no constraint, and the reply is not read for calls.
-Without `parallel_tool_calls` the reply ends when its first call closes.
+Without `parallel_tool_calls` the reply ends when its first call closes. With `auto` and the
+request's own constraint (`response_format` / `structured_outputs`) the reply is either calls only or
+one text of that constraint in which no call trigger occurs (`text_rule`); `required` and a named
+function reply with calls only, so the constraint has no text to hold there.
 """
 
 from __future__ import annotations
@@ -18,7 +21,9 @@ from typing import Any
 from jsonschema import SchemaError
 from jsonschema.validators import validator_for
 
-from formwork.server.errors import InvalidConstraintError, InvalidRequestError, InvalidTypeError, MissingFieldError
+from formwork.server.errors import (
+    InvalidConstraintError, InvalidRequestError, InvalidTypeError, MissingFieldError, UnsupportedFieldError,
+)
 from formwork.server.fields import Fields
 from formwork.server.tools.formats import ToolCallFormat
 
@@ -63,11 +68,30 @@ class ToolsRequest:
         """The functions the reply may call."""
         return tuple(t for t in self.tools if self.function in (None, t.name))
 
-    def constraint(self, fmt: ToolCallFormat) -> dict[str, Any]:
-        """`structured_outputs` for this choice in the model's call format."""
+    def constraint(self, fmt: ToolCallFormat, text: dict[str, Any] | None = None) -> dict[str, Any]:
+        """`structured_outputs` for this choice in the model's call format; `text` (a tags `text` rule,
+        `auto` only) is what a reply without calls must be instead of free text."""
         tags = [{"begin": fmt.begin(t.name), "schema": t.parameters, "end": fmt.end} for t in self.callable]
-        return {"tags": {"tags": tags, "triggers": [fmt.trigger], "free_text": self.choice == "auto",
-                         "at_least_one": self.choice != "auto", "stop_after_first": not self.parallel}}
+        spec = {"tags": tags, "triggers": [fmt.trigger], "free_text": self.choice == "auto",
+                "at_least_one": self.choice != "auto", "stop_after_first": not self.parallel}
+        if text is not None and self.choice == "auto":
+            spec.update(text=text, free_text=False)
+        return {"tags": spec}
+
+
+TEXT_KINDS = {"json": "schema", "regex": "regex", "grammar": "ebnf"}  # constraint kind -> tags text kind
+
+
+def text_rule(constraint: dict[str, Any], param: str) -> dict[str, Any]:
+    """The tags `text` rule for a request's own constraint beside tools; a kind that has none (choice,
+    tags, or options such as disable_any_whitespace) is a 400 naming `param`."""
+    if constraint.get("json_object"):
+        constraint = {"json": {"type": "object"}}
+    kinds = [k for k in constraint if k in TEXT_KINDS]
+    if len(constraint) != 1 or not kinds:
+        raise UnsupportedFieldError(f"'{param}' together with tool calls takes a JSON schema, json_object, a regex or "
+                                    f"a grammar without options, got {sorted(constraint)}", param=param)
+    return {TEXT_KINDS[kinds[0]]: constraint[kinds[0]]}
 
 
 def parse_tools(f: Fields, max_schema_bytes: int) -> ToolsRequest | None:
