@@ -48,8 +48,8 @@ class Sampler:
             raise ValueError(f"{logits.shape[0]} rows of logits for {len(seqs)} sequences")
         logits = logits.float()
         params = [seq.request.params for seq in seqs]
-        for row, (seq, p) in enumerate(zip(seqs, params)):
-            if p.logit_bias or p.min_tokens or p.needs_penalties:
+        for row, seq in enumerate(seqs):
+            if seq.adjusts_logits:
                 self._adjust_row(logits, row, seq)
         if bitmask is not None and logits.device.type == "cpu":
             rows = list(range(len(seqs))) if bitmask_rows is None else bitmask_rows
@@ -57,19 +57,16 @@ class Sampler:
             bitmask = None
         elif bitmask is not None:
             bitmask = bitmask.to(logits.device, non_blocking=True)
-        token_ids, logprobs = sample(logits, self._sampling_tensors(seqs, params, logits.device), bitmask)
+        token_ids, logprobs = sample(logits, self._sampling_tensors(seqs, logits.device), bitmask)
         token_list = token_ids.tolist()
         top, ranks = self._top_logprobs(logits, seqs, params, token_ids, bitmask)
         return SamplerOutput(token_list, logprobs.tolist(), top, ranks)
 
     @staticmethod
-    def _sampling_tensors(seqs: list[Sequence], params: list[SamplingParams],
-                          device: torch.device) -> SamplingTensors:
+    def _sampling_tensors(seqs: list[Sequence], device: torch.device) -> SamplingTensors:
+        rows = np.array([seq.sampling_row for seq in seqs], dtype=np.float64).reshape(len(seqs), 4)
         return SamplingTensors.from_arrays(
-            temperature=np.array([p.temperature for p in params], dtype=np.float64),
-            top_k=np.array([p.top_k for p in params], dtype=np.int64).clip(min=0),
-            top_p=np.array([p.top_p for p in params], dtype=np.float64),
-            min_p=np.array([p.min_p for p in params], dtype=np.float64),
+            temperature=rows[:, 0], top_k=rows[:, 1].astype(np.int64), top_p=rows[:, 2], min_p=rows[:, 3],
             seeds=np.array([seq.seed for seq in seqs], dtype=np.int64),
             steps=np.array([len(seq.token_ids) - seq.num_prompt_tokens for seq in seqs], dtype=np.int64),
             device=device,

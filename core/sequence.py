@@ -67,6 +67,11 @@ class Sequence:
         self.output_text = ""
         self.stop_reason: int | str | None = None
         self.detokenizer: IncrementalDetokenizer | None = None  # set by the engine
+        params = request.params
+        # what the sampler reads every step: (temperature, top_k (0: off; at most int32's maximum), top_p,
+        # min_p), and whether penalties, logit bias or min_tokens change the logits first
+        self.sampling_row = (params.temperature, min(max(params.top_k, 0), 2**31 - 1), params.top_p, params.min_p)
+        self.adjusts_logits = bool(params.logit_bias) or params.min_tokens > 0 or params.needs_penalties
         # handed out in DELTA outputs so far (see formwork.core.output_builder)
         self.num_sent_tokens = self.num_sent_chars = self.num_sent_logprobs = 0
 
