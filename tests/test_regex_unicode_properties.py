@@ -96,3 +96,15 @@ def test_schema_check_accepts_property_escapes() -> None:
     assert regex_problem(r"^[\p{L}\p{N}]+$") is None
     assert regex_problem(r"\\p{L}") is None  # an escaped backslash, then literal text
     assert "supported regex syntax" in regex_problem(r"\cX")
+
+
+def test_prepare_builds_the_category_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`GrammarCompiler.prepare` makes the category table, so no schema's compile pays for it."""
+    from formwork.grammar import unicode_properties
+    from formwork.grammar.compiler import GrammarCompiler
+
+    expected = unicode_properties._all_categories()
+    monkeypatch.setattr(unicode_properties, "_categories", None)
+    GrammarCompiler(byte_vocab()).prepare()
+    assert unicode_properties._categories == expected
+    assert property_ranges("Cc") == [(0, 0x1F), (0x7F, 0x9F)]
