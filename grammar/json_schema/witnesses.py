@@ -8,8 +8,9 @@ member list as the grammar emits it (declared members in order, then the others)
 `objects._MemberChain` with one more piece of state, the set of witnesses some member so far
 stands for (`WitnessChain`).  Each member is split by the witnesses it stands for (its name in
 the witness's domain or not, its value inside the keyword's schema or outside), so that every
-object is read along one path: the automaton never tracks several sets of witnesses at once.  `violations` asks for them through a synthetic schema holding a
-`Witness` under the internal keyword `expand.WITNESS`.
+object is read along one path: the automaton never tracks several sets of witnesses at once.
+`violations` asks for them through a synthetic schema holding a `Witness` under the internal
+keyword `expand.WITNESS`.
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from formwork.grammar.json_schema.objects import ObjectLowering, _MemberChain
 
 #: Witnesses with a name pattern or a value condition that one member may stand for at once
-#: (their subsets are the variants of each member).
+#: (a member is split 2 or 3 ways per such witness).
 MAX_CONDITIONAL = 4
 
 
