@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from formwork.core.config import EngineConfig
-from formwork.core.engine import DuplicateRequestError, LLMEngine
+from formwork.core.engine import DuplicateRequestError, LLMEngine, RequestError
 from formwork.core.events import EventKind, RequestFailedError, StreamEvent, StreamState, events_from_output
 from formwork.core.metrics import now
 from formwork.core.outputs import RequestOutput
-from formwork.core.sampling_params import SamplingParams
+from formwork.core.sampling_params import RequestOutputKind, SamplingParams
 
 logger = logging.getLogger(__name__)
 
@@ -173,8 +173,12 @@ class AsyncLLMEngine:
                     params: SamplingParams | None = None, *, prompt_token_ids: list[int] | None = None,
                     priority: int = 0) -> RequestStream:
         """Validate and queue a request; returns its event stream. Must be called on an event loop.
-        Raises `RequestError` (bad prompt, duplicate id), `EngineOverloadedError` or `EngineDeadError`."""
+        Raises `RequestError` (bad prompt, duplicate id, DELTA outputs), `EngineOverloadedError` or
+        `EngineDeadError`."""
         params = params if params is not None else SamplingParams()
+        if params.output_kind is RequestOutputKind.DELTA:
+            raise RequestError("output_kind DELTA: the async engine's streams turn cumulative outputs into deltas "
+                               "themselves (StreamEvent DELTA); ask for CUMULATIVE or FINAL_ONLY")
         if prompt_token_ids is None:
             if isinstance(prompt, str):
                 prompt_token_ids = self.engine.tokenize(prompt)

@@ -1,6 +1,7 @@
 """RequestOutputKind: DELTA outputs add up to the CUMULATIVE ones, FINAL_ONLY yields one output per request,
 and the offline `LLM` asks for FINAL_ONLY without changing the caller's parameters."""
 
+import asyncio
 import sys
 from dataclasses import fields
 from pathlib import Path
@@ -117,3 +118,21 @@ def test_llm_generate_asks_for_final_only_and_leaves_params_alone():
     expected = run(engine, [params] * len(PROMPTS), CUMULATIVE)
     for i, result in enumerate(results):
         assert same_result(result, expected[str(i)][-1])
+
+
+def test_async_engine_refuses_delta_and_streams_final_only_once():
+    from formwork.core import AsyncLLMEngine, RequestError
+
+    engine = AsyncLLMEngine(tiny_model_dir("llama"), block_size=8)
+
+    async def main():
+        with pytest.raises(RequestError, match="DELTA"):
+            engine.add_request("delta", PROMPTS[0], SamplingParams(max_tokens=4, output_kind=DELTA))
+        final_only = SamplingParams(temperature=0, max_tokens=6, ignore_eos=True, output_kind=FINAL_ONLY)
+        return [output async for output in engine.generate("final", PROMPTS[0], final_only)]
+
+    try:
+        outputs = asyncio.run(main())
+    finally:
+        engine.shutdown()
+    assert len(outputs) == 1 and outputs[0].finished and len(outputs[0].outputs[0].token_ids) == 6
