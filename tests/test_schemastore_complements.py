@@ -70,3 +70,15 @@ def test_subschema_needing_a_complement_compiles_and_is_exact(case: str):
     validator = Draft7Validator(schema, format_checker=Draft7Validator.FORMAT_CHECKER)
     assert [validator.is_valid(x) for x in valid + invalid] == [True] * len(valid) + [False] * len(invalid)
     assert_exact(schema, valid + invalid, draft="draft-07")
+
+
+def test_whole_buildkite_document_compiles_and_is_exact():
+    schema = json.loads((DATA / "buildkite.json").read_text())
+    notify_all = [{"email": "a@b.test", "if": "build.state == 'failed'"}]
+    valid = [{"steps": [{"command": "make", "notify": ["github_check", {"slack": "#c"}]}]},
+             {"steps": ["wait"], "notify": notify_all}]
+    invalid = [{"steps": [{"command": "make", "notify": [{}]}]},
+               {"steps": ["wait"], "notify": [{"if": "x"}]}]
+    validator = Draft7Validator(schema, format_checker=Draft7Validator.FORMAT_CHECKER)
+    assert [validator.is_valid(x) for x in valid + invalid] == [True, True, False, False]
+    assert_exact(schema, valid + invalid, draft="draft-07")
