@@ -24,7 +24,7 @@ import httpx
 from formwork.sdk.errors import (APIConnectionError, APIError, APITimeoutError, OutputValidationError,
                                  error_from_response)
 from formwork.sdk.output_types import OutputFormat, PartialText, output_format
-from formwork.sdk.tools import ToolSet
+from formwork.sdk.tools import StreamedCalls, ToolSet
 
 __all__ = ["AsyncClient", "Client"]
 
@@ -74,8 +74,8 @@ def _build_call(model: str, prompt: Prompt, output_type: Any, sampling: dict[str
     chat = _is_messages(prompt)
     body["messages" if chat else "prompt"] = prompt
     if tools is not None:
-        if not chat or fmt is not None or stream:
-            raise TypeError("tools need a list of chat messages, no output_type and no streaming")
+        if not chat or fmt is not None:
+            raise TypeError("tools need a list of chat messages and no output_type")
         body.update(tools.request_fields())
     if fmt is not None:
         response_format = fmt.response_format()
@@ -155,29 +155,35 @@ def _first_model(payload: Any) -> str:
 
 
 class _StreamReader:
-    """Reads a stream's event lines: `feed(line)` returns the new text ("" if none) and sets `done`
-    at `[DONE]`; `result()` is the value of the whole text."""
+    """Reads a stream's event lines: `feed(line)` returns what to yield for it (new text as a
+    `PartialText`; with tools, each typed `ToolCall` once complete) and sets `done` at `[DONE]`;
+    `result()` is the value of the whole reply."""
 
     def __init__(self, call: _Call):
         self.call = call
         self.text: list[str] = []
+        self.calls = StreamedCalls(call.tools) if call.tools is not None else None
         self.finish_reason: str | None = None
         self.done = False
 
-    def feed(self, line: str) -> str:
+    def feed(self, line: str) -> list[Any]:
         payload = _sse_payload(line)
         if payload is _DONE:
             self.done = True
-            return ""
+            return []
         if payload is None or not payload.get("choices"):  # not an event, or e.g. a usage chunk
-            return ""
+            return []
         choice = _first_choice(payload)
+        self.finish_reason = choice.get("finish_reason") or self.finish_reason
+        if self.calls is not None:
+            return [PartialText(x) if isinstance(x, str) else x for x in self.calls.feed(choice.get("delta") or {})]
         piece = self.call.choice_text(choice, streaming=True)
         self.text.append(piece)
-        self.finish_reason = choice.get("finish_reason") or self.finish_reason
-        return piece
+        return [PartialText(piece)] if piece else []
 
     def result(self) -> Any:
+        if self.calls is not None:
+            return self.calls.result(self.finish_reason, self.call.max_tokens)
         return self.call.result("".join(self.text), self.finish_reason)
 
 
@@ -233,20 +239,22 @@ class Client:
             futures = [pool.submit(self._generate_with, model, p, output_type, sampling) for p in prompts]
             return [future.result() for future in futures]
 
-    def stream(self, prompt: Prompt, output_type: Any = None, **sampling: Any) -> Iterator[Any]:
-        """Yield each new piece of text as a `PartialText`, then the parsed value (or full text)."""
-        call = _build_call(self.model, prompt, output_type, sampling, stream=True)
+    def stream(self, prompt: Prompt, output_type: Any = None, *, tools: Sequence[Any] | None = None,
+               tool_choice: Any = "auto", parallel_tool_calls: bool = True, **sampling: Any) -> Iterator[Any]:
+        """Yield each new piece of text as a `PartialText`, then the parsed value (or full text); with
+        `tools`, each typed `ToolCall` as soon as it is complete, then the reply's `ToolCalls`."""
+        tool_set = ToolSet.build(tools, tool_choice, parallel_tool_calls) if tools is not None else None
+        call = _build_call(self.model, prompt, output_type, sampling, stream=True, tools=tool_set)
         reader = _StreamReader(call)
         with _transport_errors(), self._http.stream("POST", call.path, json=call.body) as response:
             if response.status_code >= 400:
                 response.read()
                 raise _error_of(response)
             for line in response.iter_lines():
-                piece = reader.feed(line)
+                items = reader.feed(line)
                 if reader.done:
                     break
-                if piece:
-                    yield PartialText(piece)
+                yield from items
         yield reader.result()
 
     def _generate_with(self, model: str, prompt: Prompt, output_type: Any, sampling: dict[str, Any]) -> Any:
@@ -319,8 +327,11 @@ class AsyncClient:
 
         return list(await asyncio.gather(*(one(p) for p in prompts)))
 
-    async def stream(self, prompt: Prompt, output_type: Any = None, **sampling: Any) -> AsyncIterator[Any]:
-        call = _build_call(await self.model(), prompt, output_type, sampling, stream=True)
+    async def stream(self, prompt: Prompt, output_type: Any = None, *, tools: Sequence[Any] | None = None,
+                     tool_choice: Any = "auto", parallel_tool_calls: bool = True,
+                     **sampling: Any) -> AsyncIterator[Any]:
+        tool_set = ToolSet.build(tools, tool_choice, parallel_tool_calls) if tools is not None else None
+        call = _build_call(await self.model(), prompt, output_type, sampling, stream=True, tools=tool_set)
         reader = _StreamReader(call)
         with _transport_errors():
             async with self._http.stream("POST", call.path, json=call.body) as response:
@@ -328,11 +339,11 @@ class AsyncClient:
                     await response.aread()
                     raise _error_of(response)
                 async for line in response.aiter_lines():
-                    piece = reader.feed(line)
+                    items = reader.feed(line)
                     if reader.done:
                         break
-                    if piece:
-                        yield PartialText(piece)
+                    for item in items:
+                        yield item
         yield reader.result()
 
     async def _post(self, call: _Call) -> Any:

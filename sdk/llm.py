@@ -20,7 +20,7 @@ from formwork.core.outputs import RequestOutput
 from formwork.core.sampling_params import SamplingParams
 from formwork.sdk.errors import GenerationError
 from formwork.sdk.output_types import OutputFormat, PartialText, output_format
-from formwork.sdk.tools import ToolCalls, ToolSet
+from formwork.sdk.tools import StreamedCalls, ToolCalls, ToolSet
 from formwork.server.tools.calling import ToolCalling
 from formwork.server.tools.formats import detect_format
 
@@ -67,14 +67,31 @@ class LLM(_EngineLLM):
         outputs = super().generate([self._prompt_ids(p) for p in prompts], params, use_tqdm, priority)
         return [_value(output, fmt, params) for output in outputs]
 
-    def stream(self, prompt: Prompt, output_type: Any = None, sampling_params: SamplingParams | None = None,
+    def stream(self, prompt: Prompt, output_type: Any = None, sampling_params: SamplingParams | None = None, *,
+               tools: Sequence[Any] | None = None, tool_choice: Any = "auto", parallel_tool_calls: bool = True,
                **sampling: Any) -> Iterator[Any]:
-        """Yield each new piece of text as a `PartialText`, then the parsed value (or the full text)."""
+        """Yield each new piece of text as a `PartialText`, then the parsed value (or the full text); with
+        `tools` (one conversation), content pieces and each typed `ToolCall` as soon as it closes, then
+        the reply's `ToolCalls`."""
+        if tools is not None:
+            if output_type is not None:
+                raise TypeError("give either output_type or tools, not both")
+            yield from self._stream_tools(prompt, ToolSet.build(tools, tool_choice, parallel_tool_calls),
+                                          sampling_params, sampling)
+            return
         fmt = output_format(output_type) if output_type is not None else None
         params = self._params(sampling_params, sampling, fmt=fmt)
+        final = None
+        for piece, final in self._run_streamed(self._prompt_ids(prompt), params):
+            if piece:
+                yield PartialText(piece)
+        yield _value(final, fmt, params)
+
+    def _run_streamed(self, ids: list[int], params: SamplingParams) -> Iterator[tuple[str, RequestOutput | None]]:
+        """(new text, the output once finished else None) for each step of one request."""
         request_id = f"sdk-stream-{next(self._stream_ids)}"
         try:
-            self.engine.add_request(request_id, self._prompt_ids(prompt), params)
+            self.engine.add_request(request_id, ids, params)
         except RequestError as exc:
             raise GenerationError(f"the engine rejected the request: {exc}") from exc
         final: RequestOutput | None = None
@@ -85,21 +102,49 @@ class LLM(_EngineLLM):
                     if output.request_id != request_id:
                         continue
                     text = output.outputs[0].text
-                    if len(text) > sent:
-                        yield PartialText(text[sent:])
-                        sent = len(text)
-                    if output.finished:
-                        final = output
+                    final = output if output.finished else None
+                    yield text[sent:], final
+                    sent = len(text)
         finally:
             if final is None:
                 self.engine.abort_request(request_id)
         if final is None:
             raise GenerationError(f"request {request_id} vanished from the engine before it finished")
-        yield _value(final, fmt, params)
+
+    def _stream_tools(self, messages: Any, tool_set: ToolSet, given: SamplingParams | None,
+                      sampling: dict[str, Any]) -> Iterator[Any]:
+        ids, params, calling = self._tool_request(messages, tool_set, given, sampling)
+        calls = StreamedCalls(tool_set)
+        reader = calling.stream() if calling is not None else None
+        reason = None
+        for piece, final in self._run_streamed(ids, params):
+            if final is not None and final.error is not None:
+                raise GenerationError(f"the engine failed request {final.request_id}: {final.error}")
+            reason = final.outputs[0].finish_reason if final is not None else None
+            deltas = reader.deltas(0, piece, reason)[0] if reader is not None else [{"content": piece}]
+            for delta in deltas:
+                for item in calls.feed(delta):
+                    yield PartialText(item) if isinstance(item, str) else item
+        yield calls.result(reason, params.max_tokens)
 
     def _call_tools(self, messages: Any, tool_set: ToolSet, given: SamplingParams | None,
                     sampling: dict[str, Any]) -> ToolCalls:
         """One conversation with tools offered through the chat template; calls constrained to their schemas."""
+        ids, params, calling = self._tool_request(messages, tool_set, given, sampling)
+        output = super().generate([ids], params, use_tqdm=False)[0]
+        if output.error is not None:
+            raise GenerationError(f"the engine failed request {output.request_id}: {output.error}")
+        completion = output.outputs[0]
+        if calling is None:
+            return tool_set.calls([], completion.text or None, completion.finish_reason, params.max_tokens)
+        message, reason = calling.message(completion.text, completion.finish_reason)
+        raw = [(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in message["tool_calls"]]
+        return tool_set.calls(raw, message["content"], reason, params.max_tokens)
+
+    def _tool_request(self, messages: Any, tool_set: ToolSet, given: SamplingParams | None,
+                      sampling: dict[str, Any]) -> tuple[list[int], SamplingParams, ToolCalling | None]:
+        """The prompt ids (tools rendered by the chat template), the params (calls constrained to their
+        schemas) and how to read calls back (None under tool_choice none)."""
         if not (isinstance(messages, list) and messages and all(isinstance(m, dict) for m in messages)):
             raise TypeError("tools need one conversation (a non-empty list of chat messages)")
         fmt = detect_format(self.engine.files.chat_template)
@@ -112,16 +157,8 @@ class LLM(_EngineLLM):
         text = self.engine.files.apply_chat_template(messages, add_generation_prompt=True,
                                                      tools=[t.to_template() for t in request.tools])
         ids = list(self.tokenizer(text, add_special_tokens=False).input_ids)
-        output = super().generate([ids], params, use_tqdm=False)[0]
-        if output.error is not None:
-            raise GenerationError(f"the engine failed request {output.request_id}: {output.error}")
-        completion = output.outputs[0]
-        if not request.calls_allowed:
-            return tool_set.calls([], completion.text or None, completion.finish_reason, params.max_tokens)
-        message, reason = ToolCalling(fmt, tuple(t.name for t in request.callable)).message(
-            completion.text, completion.finish_reason)
-        raw = [(c["id"], c["function"]["name"], c["function"]["arguments"]) for c in message["tool_calls"]]
-        return tool_set.calls(raw, message["content"], reason, params.max_tokens)
+        calling = ToolCalling(fmt, tuple(t.name for t in request.callable)) if request.calls_allowed else None
+        return ids, params, calling
 
     def _prompt_ids(self, prompt: Prompt) -> list[int]:
         """Token ids of a text prompt or of a conversation rendered with the chat template (token ids

@@ -16,7 +16,7 @@ import inspect
 import json
 import typing
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pydantic
@@ -156,16 +156,63 @@ class ToolSet:
         `TruncatedOutputError`, arguments that do not fit their tool `OutputValidationError`."""
         if finish_reason == "length":
             raise TruncatedOutputError(content or "", max_tokens=max_tokens)
-        by_name = {t.name: t for t in self.tools}
-        out = []
-        for call_id, name, arguments in raw_calls:
-            tool = by_name.get(name)
-            if tool is None:
-                raise OutputValidationError(f"the model called {name!r}, which is not among the tools", text=arguments)
-            try:
-                value = tool.arguments_model.model_validate(json.loads(arguments))
-            except (json.JSONDecodeError, pydantic.ValidationError) as exc:
-                raise OutputValidationError(f"the arguments of {name} do not fit its parameters: {exc}",
-                                            text=arguments) from None
-            out.append(ToolCall(call_id, name, value, tool))
-        return ToolCalls(out, content)
+        return ToolCalls([self.call(*raw) for raw in raw_calls], content)
+
+    def call(self, call_id: str | None, name: str, arguments: str) -> ToolCall:
+        """One typed call; `OutputValidationError` if the tool is unknown or the arguments do not fit."""
+        tool = next((t for t in self.tools if t.name == name), None)
+        if tool is None:
+            raise OutputValidationError(f"the model called {name!r}, which is not among the tools", text=arguments)
+        try:
+            value = tool.arguments_model.model_validate(json.loads(arguments))
+        except (json.JSONDecodeError, pydantic.ValidationError) as exc:
+            raise OutputValidationError(f"the arguments of {name} do not fit its parameters: {exc}",
+                                        text=arguments) from None
+        return ToolCall(call_id, name, value, tool)
+
+
+@dataclass
+class StreamedCalls:
+    """The typed calls of a streamed reply, read from OpenAI's deltas: `feed` returns the new content
+    and each call as soon as its arguments are a whole JSON object (a server may send a call in one
+    delta or in fragments; a closed object cannot grow into a longer one), `result` the `ToolCalls`."""
+
+    tools: ToolSet
+    content: list[str] = field(default_factory=list)
+    _open: dict[int, list[Any]] = field(default_factory=dict)  # index -> [id, name, arguments]
+    _done: list[ToolCall] = field(default_factory=list)
+
+    def feed(self, delta: dict[str, Any]) -> list[str | ToolCall]:
+        """The content piece (a str) and the calls completed by one delta, in order."""
+        out: list[str | ToolCall] = []
+        if delta.get("content"):
+            self.content.append(delta["content"])
+            out.append(delta["content"])
+        for part in delta.get("tool_calls") or []:
+            entry = self._open.setdefault(part["index"], [None, "", ""])
+            function = part.get("function") or {}
+            entry[0] = part.get("id") or entry[0]
+            entry[1] += function.get("name") or ""
+            entry[2] += function.get("arguments") or ""
+            if _whole_object(entry[2]):
+                del self._open[part["index"]]
+                self._done.append(self.tools.call(*entry))
+                out.append(self._done[-1])
+        return out
+
+    def result(self, finish_reason: str | None, max_tokens: int | None) -> ToolCalls:
+        """The reply's calls; `TruncatedOutputError` at the token limit, `OutputValidationError` for a call
+        whose arguments never became a whole object."""
+        content = "".join(self.content) or None
+        if finish_reason == "length":
+            raise TruncatedOutputError(content or "", max_tokens=max_tokens)
+        for call_id, name, arguments in self._open.values():
+            self.tools.call(call_id, name, arguments)  # raises: not a whole object
+        return ToolCalls(self._done, content)
+
+
+def _whole_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except json.JSONDecodeError:
+        return False

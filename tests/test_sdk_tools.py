@@ -3,11 +3,14 @@ come back typed, in process (`formwork.LLM`) and over HTTP (`formwork.Client`)."
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Annotated, Literal
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -15,7 +18,7 @@ from conftest_server import shared_server  # noqa: E402
 
 import formwork
 from formwork.sdk.errors import OutputValidationError, TruncatedOutputError
-from formwork.sdk.tools import ToolSet, as_tool
+from formwork.sdk.tools import StreamedCalls, ToolSet, as_tool
 
 WEATHER_ASK = [{"role": "user", "content": "What's the weather in Oslo?"}]
 
@@ -116,3 +119,86 @@ def test_client_generate_with_tools_against_the_server():
         with pytest.raises(formwork.BadRequestError) as info:
             client.generate(WEATHER_ASK, tools=[get_weather], tool_choice="required", max_tokens=1_000_000)
         assert info.value.status_code == 400
+
+
+# ---- streaming ---------------------------------------------------------------------------------------
+
+def _streamed_deltas(calls: list[tuple[str, str]], content: str, cuts: list[int], whole: bool) -> list[dict]:
+    """OpenAI deltas of a reply: content, then each call whole (formwork's shape) or as OpenAI sends it
+    (id and name first, then the arguments cut at `cuts`)."""
+    deltas = [{"content": content}] if content else []
+    for i, (name, arguments) in enumerate(calls):
+        head = {"index": i, "id": f"call_{i}", "type": "function"}
+        if whole:
+            deltas.append({"tool_calls": [{**head, "function": {"name": name, "arguments": arguments}}]})
+            continue
+        deltas.append({"tool_calls": [{**head, "function": {"name": name, "arguments": ""}}]})
+        bounds = sorted({min(c, len(arguments)) for c in cuts} | {0, len(arguments)})
+        deltas += [{"tool_calls": [{"index": i, "function": {"arguments": arguments[a:b]}}]}
+                   for a, b in zip(bounds, bounds[1:])]
+    return deltas
+
+
+@given(ages=st.lists(st.integers(0, 120), min_size=1, max_size=3), content=st.sampled_from(["", "Sure."]),
+       cuts=st.lists(st.integers(0, 40), max_size=6), whole=st.booleans())
+@settings(max_examples=60, deadline=None)
+def test_streamed_calls_come_typed_as_soon_as_each_closes(ages, content, cuts, whole):
+    tools = ToolSet.build([get_weather, Person])
+    calls = [("Person", json.dumps({"name": f"P{i}", "age": age})) for i, age in enumerate(ages)]
+    reader, seen = StreamedCalls(tools), []
+    for delta in _streamed_deltas(calls, content, cuts, whole):
+        got = reader.feed(delta)
+        for item in got:
+            if isinstance(item, formwork.ToolCall):
+                index = int(item.id.removeprefix("call_"))
+                assert delta["tool_calls"][0]["index"] == index  # the delta that closed its arguments
+                seen.append(item)
+    result = reader.result("tool_calls", None)
+    assert list(result) == seen and [c.arguments.age for c in seen] == ages
+    assert result.content == (content or None)
+
+
+def test_a_streamed_reply_cut_or_left_open_raises():
+    tools = ToolSet.build([Person])
+    reader = StreamedCalls(tools)
+    reader.feed({"tool_calls": [{"index": 0, "id": "c", "type": "function",
+                                 "function": {"name": "Person", "arguments": '{"name": "A'}}]})
+    with pytest.raises(TruncatedOutputError):
+        reader.result("length", 8)
+    with pytest.raises(OutputValidationError):
+        reader.result("stop", None)  # a call whose arguments never closed
+
+
+def _consume(items) -> tuple[list, list, object]:
+    items = list(items)
+    calls = [i for i in items[:-1] if isinstance(i, formwork.ToolCall)]
+    texts = [i for i in items[:-1] if isinstance(i, formwork.PartialText)]
+    return calls, texts, items[-1]
+
+
+PARALLEL_ASK = [{"role": "user", "content": "What's the weather in Oslo, and also: what's the weather in Lima?"}]
+
+
+def test_llm_stream_with_tools_yields_each_call_then_the_calls(llm):
+    calls, texts, final = _consume(llm.stream(PARALLEL_ASK, tools=[get_weather, Person], tool_choice="required",
+                                              temperature=1.0, seed=3, max_tokens=160))
+    assert isinstance(final, formwork.ToolCalls) and final and list(final) == calls and not texts
+    whole = llm.generate(PARALLEL_ASK, tools=[get_weather, Person], tool_choice="required", temperature=1.0,
+                         seed=3, max_tokens=160)
+    assert [(c.name, c.arguments.model_dump()) for c in whole] == \
+        [(c.name, c.arguments.model_dump()) for c in calls]
+
+
+def test_client_stream_with_tools_against_the_server():
+    server = shared_server(None)  # the demo model
+    with formwork.Client(server.url) as client:
+        calls, _, final = _consume(client.stream(PARALLEL_ASK, tools=[get_weather, Person], tool_choice="required",
+                                                 temperature=1.0, seed=4, max_tokens=160))
+        assert isinstance(final, formwork.ToolCalls) and final and list(final) == calls
+        assert all(c.id.startswith("call_") and c.name in ("get_weather", "Person") for c in calls)
+        whole = client.generate(PARALLEL_ASK, tools=[get_weather, Person], tool_choice="required", temperature=1.0,
+                                seed=4, max_tokens=160)
+        assert [(c.name, c.arguments.model_dump()) for c in whole] == \
+        [(c.name, c.arguments.model_dump()) for c in calls]
+        with pytest.raises(TruncatedOutputError):
+            list(client.stream(PARALLEL_ASK, tools=[get_weather], tool_choice="required", max_tokens=6))
