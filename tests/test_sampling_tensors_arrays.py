@@ -53,3 +53,17 @@ def test_from_arrays_names_the_bad_row(changes, message):
 def test_from_arrays_rejects_arrays_of_different_lengths():
     with pytest.raises(KernelInputError, match="differ in length"):
         SamplingTensors.from_arrays(**one_row(top_k=[0, 1]))
+
+
+@given(rows)
+def test_packed_buffer_holds_the_same_values(values):
+    """The one-copy layout used off the CPU (checked here on the CPU): aligned views, same values."""
+    columns = [list(column) for column in zip(*values)]
+    dtypes = (np.float64, np.int64, np.float64, np.float64, np.int64, np.int64)
+    arrays = {name: np.array(column, dtype=dtype) for name, column, dtype in zip(FIELDS, columns, dtypes)}
+    packed = SamplingTensors._packed(arrays, torch.device("cpu"))
+    plain = SamplingTensors.from_arrays(**arrays)
+    for name in FIELDS:
+        a, b = getattr(packed, name), getattr(plain, name)
+        assert a.dtype == b.dtype and torch.equal(a, b), name
+        assert a.data_ptr() % 16 == 0
