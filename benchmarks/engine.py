@@ -92,16 +92,25 @@ class _AttentionTimer:
         self.kernels.paged_attention = self.inner
 
 
+# Overhead rows: label -> (sampling, output kind). Outputs are CUMULATIVE (every step, as a streaming
+# client reads them) unless the label says final-only (what offline `LLM.generate` asks for).
+OVERHEAD_KINDS = {"greedy": ("greedy", "CUMULATIVE"), "greedy, final-only outputs": ("greedy", "FINAL_ONLY"),
+                  "T=0.8 top-p 0.9": ("top-p", "CUMULATIVE")}
+
+
 def step_overhead(model_dir: Path, num_seqs: int = 64, steps: int = 40,
-                  params_kind: str = "greedy") -> dict:
+                  params_kind: str = "greedy", output_kind: str = "CUMULATIVE") -> dict:
     """Per decode step with `num_seqs` running sequences: wall ms of `engine.step()`, of the model
     forward inside it, and their difference (the engine's own overhead), also in main-thread CPU time
     (steadier on a shared box); medians over `steps` steps."""
-    from formwork.core import LLMEngine, SamplingParams
+    from formwork.core import LLMEngine, RequestOutputKind, SamplingParams
 
     engine = LLMEngine(model_dir, block_size=16, max_num_seqs=num_seqs, max_num_batched_tokens=2048)
-    params = (SamplingParams(temperature=0, max_tokens=steps + 8, ignore_eos=True) if params_kind == "greedy" else
-              SamplingParams(temperature=0.8, top_p=0.9, seed=1, max_tokens=steps + 8, ignore_eos=True))
+    kind = RequestOutputKind[output_kind]
+    params = (SamplingParams(temperature=0, max_tokens=steps + 8, ignore_eos=True, output_kind=kind)
+              if params_kind == "greedy" else
+              SamplingParams(temperature=0.8, top_p=0.9, seed=1, max_tokens=steps + 8, ignore_eos=True,
+                             output_kind=kind))
     rng = random.Random(0)
     for i in range(num_seqs):
         engine.add_request(str(i), [rng.randrange(3, engine.vocab_size) for _ in range(16)], params)
@@ -260,8 +269,8 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = build_model(Path(tmp) / "model")
-        kinds = ("greedy", "T=0.8 top-p 0.9")
-        overhead = render_overhead({kind: step_overhead(model_dir, params_kind=kind) for kind in kinds})
+        overhead = render_overhead({label: step_overhead(model_dir, params_kind=sampling, output_kind=outputs)
+                                    for label, (sampling, outputs) in OVERHEAD_KINDS.items()})
         print("Engine overhead per decode step, 64 running sequences (step wall time minus model forward):")
         print(overhead)
         if args.overhead_only:
