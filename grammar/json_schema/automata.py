@@ -100,11 +100,12 @@ class SharedAutomata:
     def warm_formats(self) -> None:
         """The automata of every supported `format` (they depend on no schema; the first use of
         some, such as email's intersections, costs tens of milliseconds), kept when the builder
-        is renewed."""
+        is renewed, and their content hashes, which name their states in the mask cache (email's
+        1,257 states take ~2 ms to hash: that was a first mask's)."""
         with self._lock:
             self._builder.budget = CompileBudget().start()  # the warm-up's own (compiles fork theirs)
             for node in _format_nodes():
-                self._builder.eager(node)
+                self._builder.eager(node).state_key(START)
 
 
 def _format_nodes() -> list[Node]:
