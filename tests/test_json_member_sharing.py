@@ -54,3 +54,11 @@ def test_shared_members_stay_exact():
     assert_exact({**CATCH_ALL["declared, then additional"], "minProperties": 2, "maxProperties": 3},
                  [{}, {"a": 1}, {"a": 1, "z": {}}, {"z": {}, "y": {}}, {"a": 1, "b": 2, "z": {}},
                   {"a": 1, "b": 2, "z": {}, "y": {}}, {"x": {}, "y": {}, "z": {}}, {"w": {}, "x": {}, "y": {}, "z": {}}])
+
+
+def test_a_recursive_object_with_many_members_compiles():
+    """Its member list becomes context-free grammar rules by a recursive walk, two shared marks a
+    member deep: 150 members passed Python's recursion limit before (100 did not)."""
+    members = {f"p{i}": {"$ref": "#/$defs/node"} if i % 7 == 0 else INT for i in range(150)}
+    schema = {"$defs": {"node": {"type": "object", "properties": members}}, "$ref": "#/$defs/node"}
+    assert_exact(schema, [{}, {"p0": {"p7": {}}, "p1": 1}, {"p0": {"p1": "x"}}, {"p149": 2, "p147": {}}])

@@ -137,6 +137,7 @@ class _Lowerer:
         self.terminal_index: dict[Node, int] = {}
         self.helpers: dict[Node, int] = {}
         self.chains: dict[tuple[int, ...], list[int]] = {}  # see `up_to`
+        self.marks: dict[Node, list[int]] = {}  # shared marks' symbols (see `symbols`)
         self.inlined: dict[str, Node] = {}
         self.inline_memo: dict[int, tuple[Node, Node]] = {}  # id -> (node kept alive, inlined)
         self.size = 0
@@ -194,9 +195,10 @@ class _Lowerer:
             self.names.append(f"<helper {len(self.helpers)}>")
             if isinstance(node, Repeat):
                 self.repetition(got, node)
-            else:
-                for rhs in self.alternatives(node):
-                    self.add(got, rhs)
+            else:  # an Alt: a production per item (a loop here, not `alternatives`: fewer frames)
+                for item in node.items:
+                    if not isinstance(item, Nothing):
+                        self.add(got, self.symbols(item))
         return got
 
     def repetition(self, lhs: int, node: Repeat) -> None:
@@ -253,6 +255,14 @@ class _Lowerer:
             if run:
                 out.append(self.terminal(seq(*run)))
             return out
+        if isinstance(node, Repeat) and node.min == node.max == 1:
+            # a shared mark (`shared_nodes`): its item's symbols, made once, and no nonterminal of
+            # its own, which would cost Python frames on the way down (an object's member list nests
+            # two marks a member) and a production
+            got = self.marks.get(node)
+            if got is None:
+                got = self.marks[node] = self.symbols(node.item)
+            return list(got)
         if isinstance(node, (Alt, Repeat)):
             return [self.helper(node)]
         raise GrammarError(f"{type(node).__name__} over recursive rules is not context-free; "
