@@ -24,6 +24,7 @@ from formwork.grammar.json_schema.discriminators import consistent
 from formwork.grammar.json_schema.errors import InvalidSchemaError
 from formwork.grammar.json_schema.unevaluated import UNEVALUATED, plain_unevaluated, with_evaluated
 from formwork.schemas.errors import SchemaError
+from formwork.schemas.keywords import ANNOTATION_KEYWORDS
 from formwork.schemas.pointer import child
 
 MAX_ALTERNATIVES = 256
@@ -37,6 +38,9 @@ APPLICATORS = ("$ref", "$dynamicRef", "allOf", "anyOf", "oneOf", "if", "then", "
 _APPLICATOR_SET = frozenset(APPLICATORS)
 _DEPENDENCY_SET = frozenset(DEPENDENCY_KEYWORDS)
 _UNEVALUATED_SET = frozenset(UNEVALUATED)
+#: Keywords that do not constrain the instance (by the time applicators are expanded).
+NEUTRAL_KEYWORDS = ANNOTATION_KEYWORDS | {"$schema", "$id", "$anchor", "$dynamicAnchor", "$defs",
+                                          "definitions", "$comment"}
 #: The keyword of a synthetic schema whose value (a `witnesses.Witness`) asks an object for some
 #: member of a kind: the complement of ``additionalProperties``/``patternProperties``.
 WITNESS = "$formwork:witness"
@@ -102,6 +106,13 @@ def _plain_value(value: Any) -> Any:
 OneOfResolver = Callable[[Sub, list[list[Alternative]]], list[Alternative]]
 
 
+def _always_holds(alternative: Alternative) -> bool:
+    """Whether every instance satisfies the conjunction (each subschema `true`, `{}` or only
+    annotations)."""
+    return all(s.schema is True or (isinstance(s.schema, dict) and not s.exclude and
+                                    NEUTRAL_KEYWORDS.issuperset(s.schema)) for s in alternative)
+
+
 class Expander:
     """Expands subschemas of one document (`formwork.schemas.SchemaDocument`).
 
@@ -116,6 +127,7 @@ class Expander:
         # the identity of their schemas, so each is made once and lives as long as the lowering
         self._synthetic: dict[tuple, Sub] = {}
         self._owners: list[Any] = []  # the schemas keys name by id, kept alive with them
+        self._annotating = 0  # expansions in progress under a non-plain unevaluated* keyword
 
     def synthetic(self, key: tuple, owner: Sub, make: Callable[[], dict],
                   label: tuple[str, str] | None = None) -> Sub:
@@ -174,10 +186,21 @@ class Expander:
         if schema is False:
             return []
         check_budget("expanding $ref/allOf/anyOf/oneOf")
-        alts: list[Alternative] = [[sub]]
         if _APPLICATOR_SET.isdisjoint(schema) and _UNEVALUATED_SET.isdisjoint(schema):
             # the usual subschema: nothing to expand
-            return alts
+            return [[sub]]
+        if any(k in schema and not plain_unevaluated(schema, k) for k in UNEVALUATED):
+            # the branches' annotations count for this keyword: keep every anyOf branch
+            self._annotating += 1
+            try:
+                return self._expand_applicators(sub, one_of, refs)
+            finally:
+                self._annotating -= 1
+        return self._expand_applicators(sub, one_of, refs)
+
+    def _expand_applicators(self, sub: Sub, one_of: OneOfResolver, refs: tuple[int, ...]) -> list[Alternative]:
+        schema = sub.schema
+        alts: list[Alternative] = [[sub]]
         ref_keyword = "$ref" if "$ref" in schema else "$dynamicRef" if "$dynamicRef" in schema else None
         if ref_keyword is not None:
             target = self.resolve(sub, ref_keyword)
@@ -196,6 +219,8 @@ class Expander:
         if "anyOf" in schema:
             union = [a for i, _ in enumerate(schema["anyOf"])
                      for a in self.expand(self.child(sub, "anyOf", i), one_of, refs)]
+            if not self._annotating and any(map(_always_holds, union)):
+                union = [[]]  # a branch every instance takes: the union is everything
             alts = self._product(alts, union, sub)
         if "oneOf" in schema:
             branches = [self.expand(self.child(sub, "oneOf", i), one_of, refs)

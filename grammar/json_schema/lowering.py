@@ -19,7 +19,7 @@ from formwork.grammar.json_schema.arrays import lower_array
 from formwork.grammar.json_schema.automata import SHARED, accepts
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
 from formwork.grammar.json_schema.expand import (
-    APPLICATORS, WITNESS, Alternative, Expander, Sub, plain_schema,
+    APPLICATORS, NEUTRAL_KEYWORDS, WITNESS, Alternative, Expander, Sub, plain_schema,
 )
 from formwork.grammar.json_schema.negation import (
     container_alternatives, negations, scalar_complement,
@@ -35,13 +35,10 @@ from formwork.grammar.json_schema.values import (
     ANY_JSON_RULE, AnyValue, any_json_rules, freeze, value_node,
 )
 from formwork.grammar.lexemes import lexeme
-from formwork.schemas.keywords import ANNOTATION_KEYWORDS
 
 TYPES = ("null", "boolean", "object", "array", "string", "number")
 _ANY_TYPE = frozenset(TYPES) | {"integer"}
-#: Keywords that do not constrain the instance (by the time applicators are expanded).
-_NEUTRAL = ANNOTATION_KEYWORDS | {"$schema", "$id", "$anchor", "$dynamicAnchor", "$defs",
-                                  "definitions", "$comment"}
+_NEUTRAL = NEUTRAL_KEYWORDS
 
 _LOCAL_FREE = _NEUTRAL | set(APPLICATORS)
 #: Keywords whose subschemas the lowering of an array or object lowers in turn (`lower_subs`);
