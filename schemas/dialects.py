@@ -84,8 +84,8 @@ def _bounds(keyword: str, value: Any, schema: dict[str, Any]) -> tuple[int, int]
         return (0, 0) if isinstance(value, str) and "$id" not in schema else None
     if keyword in _EXCLUSIVE:
         return (0, 0) if isinstance(value, bool) else (1, newest)
-    if keyword in ("$id", "const", "contains", "propertyNames", "examples"):
-        return 1, newest
+    if keyword in ("$id", "const", "contains", "propertyNames", "examples") or (keyword == "required" and value == []):
+        return 1, newest  # (draft-04's `required` must list a name)
     if keyword in ("if", "then", "else", "$comment"):
         return 2, newest
     if keyword in ("$recursiveRef", "$recursiveAnchor"):

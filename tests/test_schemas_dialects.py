@@ -133,6 +133,8 @@ def test_unknown_schema_uri_is_inferred_with_a_warning():
     ({"id": "x", "exclusiveMinimum": True, "minimum": 0, "prefixItems": []}, "draft-04"),
     ({"allOf": [{"$ref": "http://json-schema.org/draft-04/schema#"}]}, "draft-04"),  # its meta-schema
     ({"$ref": "#/definitions/a", "definitions": {"a": {}}}, "2020-12"),
+    ({"id": "x", "required": []}, "2020-12"),  # nx's schemas: an empty `required` is no draft-04 schema
+    ({"id": "x", "required": ["a"]}, "draft-04"),
 ])
 def test_inferred_draft(schema, draft):
     assert infer_draft(schema).name == draft
