@@ -167,7 +167,9 @@ def accepted_text(grammar: Any, value: Any, rank: dict[str, int],
                   integral_floats: bool = True) -> str | None:
     """A spelling of `value` that the grammar accepts as a whole document, or None: members in
     `rank` order, then in the value's order, then in any order (see `_Search`). Raises
-    `Undecided` when that search takes more than `MAX_WALKS` steps or `MAX_FRONTIER` orders."""
+    `Undecided` when that search takes more than `MAX_WALKS` steps or `MAX_FRONTIER` orders.
+    The matcher must accept what the automaton accepts, unless it compares unique arrays'
+    items (`grammar.unique`): then the items decide, whatever the spelling."""
     ranked = _ranked(value, rank)
     for candidate, free in ((ranked, False), (value, False), (ranked, True)):
         search = _Search(grammar.dfa, integral_floats, free, rank)
@@ -175,6 +177,8 @@ def accepted_text(grammar: Any, value: Any, rank: dict[str, int],
             if grammar.dfa.accepting[state]:
                 m = grammar.matcher(max_step_seconds=None)
                 if not (m.accept_string(text) and m.can_terminate()):
+                    if grammar.unique is not None:
+                        return None
                     raise AssertionError(f"the automaton accepts {text!r} but the matcher does not")
                 return text
     return None

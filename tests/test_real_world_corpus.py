@@ -32,13 +32,25 @@ NAMES = sorted(uri[len("iglu:"):] for uri in DOCS if uri.startswith("iglu:"))
 EXAMPLES = 5
 
 #: name -> (exception class, text of its message), each with why it is refused today
-REFUSED: dict[str, tuple[str, str]] = {
-    # the meta-schema itself: its allOf refers to draft-04's meta-schema (so it is read as draft-04),
-    # which is recursive, and whose unique arrays (`required`, `enum`) the matcher compares only
-    # in regular schemas
-    "com.snowplowanalytics.self-desc/schema/jsonschema/1-0-0": (
-        "UnsupportedSchemaError", "tracked in regular schemas only; this schema is recursive"),
-}
+REFUSED: dict[str, tuple[str, str]] = {}
+
+_SELF = {"vendor": "com.acme", "name": "event", "format": "jsonschema", "version": "1-0-0"}
+#: name -> instances checked instead of drawn ones where hypothesis-jsonschema draws none (the
+#: self-describing meta-schema refers to draft-04's, which is recursive): valid ones, and ones with
+#: equal items (1 == 1.0, member order free) in its unique arrays (`required`, `enum`, `type`) at
+#: several depths
+HAND_INSTANCES: dict[str, list] = {"com.snowplowanalytics.self-desc/schema/jsonschema/1-0-0": [
+    {"self": _SELF, "type": "object"}, {"self": _SELF, "required": ["a", "b"], "type": "object"},
+    {"self": _SELF, "required": ["a", "a"]}, {"self": _SELF, "enum": [1, "1", [1], {"a": 1}]},
+    {"self": _SELF, "enum": [1, 1.0]}, {"self": _SELF, "enum": [{"a": 1, "b": 2}, {"b": 2, "a": 1}]},
+    {"self": _SELF, "type": ["string", "null"]}, {"self": _SELF, "type": ["string", "string"]},
+    {"self": _SELF, "properties": {"p": {"required": ["x", "y"]}, "q": {"enum": ["x", "y"]}}},
+    {"self": _SELF, "properties": {"p": {"properties": {"q": {"required": ["x", "x"]}}}}},
+    {"self": _SELF, "items": [{"enum": [[], [[]], [[], []]]}]},
+    {"self": _SELF, "items": {"type": ["integer", "integer"]}},
+    {"self": _SELF, "anyOf": [{"required": ["z"]}, {"enum": ["z", "z"]}]},
+    {"self": _SELF, "required": []}, {"self": {"vendor": "com.acme"}, "type": "object"},
+]}
 
 
 def _compile(schema, registry, **options):
@@ -67,7 +79,7 @@ def test_sample_covers_the_corpus_shapes():
     for shape in ('"enum"', '"pattern"', '"format": "date-time"', '"format": "uuid"', '"maxLength"',
                   '"$ref"', '"http://iglucentral.com/', '"minimum"', '"items"', '"oneOf"'):
         assert shape in keywords, shape
-    assert set(REFUSED) <= set(NAMES)
+    assert set(REFUSED) | set(HAND_INSTANCES) <= set(NAMES)
     assert len(NAMES) >= 35
 
 
@@ -85,6 +97,12 @@ def test_iglu_schema(name):
     validator = make_validator(schema, registry, Draft4Validator)
     integral = integral_floats(validator)
     rank = property_rank(schema, *registry.values())
+    if name in HAND_INSTANCES:
+        verdicts = [(validator.is_valid(v), accepted_text(grammar, v, rank, integral) is not None)
+                    for v in HAND_INSTANCES[name]]
+        assert {expected for expected, _ in verdicts} == {True, False}
+        assert [v for v, (expected, got) in zip(HAND_INSTANCES[name], verdicts) if expected != got] == []
+        return
     valid, why = valid_instances(schema, validator, registry, EXAMPLES, seed=None, seconds=30)
     assert valid, why
     rejected = [v for v in valid if accepted_text(grammar, v, rank, integral) is None]

@@ -83,6 +83,8 @@ class LoweredSchema:
     #: a refusal of theirs is a warning
     unique_arrays: tuple[str, ...] = ()
     lenient: bool = False
+    #: the IR of those arrays (without the tag), in the same order
+    unique_nodes: tuple[Node, ...] = ()
 
 
 def _load(schema: Any, registry: Optional[Mapping[str, Any]], draft: Optional[str]) -> Any:
@@ -162,7 +164,8 @@ def _lower(schema: Any, whitespace: WhitespaceOption, max_whitespace: int,
                       SHALLOW_NESTING_DEPTH, registry, draft)
     if lowerer.rules:  # $ref cycles or unbounded any-JSON: a recursive grammar
         node = Grammar({**lowerer.rules, ROOT_RULE: node}, ROOT_RULE)
-    return LoweredSchema(node, lowerer.warnings, tuple(lowerer.unique_arrays), options.lenient)
+    return LoweredSchema(node, lowerer.warnings, tuple(lowerer.unique_arrays), options.lenient,
+                         tuple(lowerer.unique_nodes))
 
 
 def _open_value_in_product(lowerer: Lowerer, root: Node, levels: int) -> bool:

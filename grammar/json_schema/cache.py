@@ -39,7 +39,8 @@ def compile_cached(compiler: GrammarCompiler, key: Callable[[], Hashable], lower
         node, unique = lowered.node, None
         if getattr(lowered, "unique_arrays", ()):  # arrays whose items the matcher compares
             node, unique = settle_unique_arrays(
-                lowered, lambda tagged: SHARED.compile(tagged, budget, keep=False), budget)
+                lowered, lambda tagged: SHARED.compile_cfg(tagged, budget) if isinstance(tagged, Grammar)
+                else SHARED.compile(tagged, budget, keep=False), budget)
         if isinstance(node, Grammar):  # recursive schema: the Earley automaton
             dfa = SHARED.compile_cfg(node, budget)
         else:

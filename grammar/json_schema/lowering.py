@@ -108,6 +108,7 @@ class Lowerer:
         self._referenced: set[tuple[str, int]] = set()
         self.rules: dict[str, Node] = {}  # recursive rules ($ref cycles, unbounded any-JSON)
         self.unique_arrays: list[str] = []  # uniqueItems pointers of arrays tagged for the matcher
+        self.unique_nodes: list[Node] = []  # those arrays' IR (without the tag), in the same order
         # intersections and complements built over lowered JSON values, which may hold open values
         # (`value_product`; a shared leaf builds none)
         self.value_products: list[Node] = []

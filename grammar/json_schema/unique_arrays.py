@@ -6,7 +6,8 @@ proper is that IR without tags (the language with no uniqueness: its token masks
 *tagged* automaton, compiled beside it, tells the matcher which `[` opens a unique array, and the
 matcher compares the items (`formwork.grammar.unique_tracker`).  That needs:
 
-* a regular schema (refused in a recursive one: the Earley automaton has no such tracking);
+* a regular array: in a recursive schema, one whose items reach no rule cycle, an island of the
+  context-free grammar tracked on its tagged configuration automaton (`unique_islands`);
 * no tag under a complement or an intersection of two different languages (``oneOf`` branches
   minus each other), where removing the tags would not commute with the operation;
 * no place where one `[` may open either a unique array or another one (``anyOf`` branches that
@@ -20,6 +21,7 @@ from typing import Any, Callable, Optional, TypeVar
 from formwork.grammar.budget import CompileBudget
 from formwork.grammar.ir import EMPTY, And, Bytes, Grammar, Node, Not, children, map_children, seq
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
+from formwork.grammar.json_schema.unique_islands import ambiguous_configurations, recursive_array
 from formwork.grammar.shared_nodes import is_shared, share
 from formwork.grammar.unique_ambiguity import ambiguous
 from formwork.grammar.unique_scan import TAG
@@ -92,23 +94,28 @@ def misplaced(node: Node) -> Optional[str]:
 
 
 def unique_arrays(node: Node | Grammar, pointers: tuple[str, ...], compile_node: Any,
-                  budget: CompileBudget) -> tuple[Node | Grammar, Any]:
+                  budget: CompileBudget, arrays: tuple[Node, ...]) -> tuple[Node | Grammar, Any]:
     """(the grammar's IR without tags, what its matchers need), or an `UnsupportedSchemaError`
-    naming the first pointer; `compile_node(node)` compiles the tagged IR."""
+    naming the first pointer; `compile_node(node)` compiles the tagged IR (a `Grammar` when the
+    schema is recursive: `unique_islands`, where `arrays` are the unique arrays' IR)."""
     from formwork.grammar.unique_tracker import UniqueArrays  # the matcher's side
 
     where = pointers[0]
     more = f" (and {len(pointers) - 1} more)" if len(pointers) > 1 else ""
     if isinstance(node, Grammar):
-        raise UnsupportedSchemaError("uniqueItems", where, (
-            f"distinct items over unbounded values are tracked in regular schemas only; this "
-            f"schema is recursive{more}"))
-    reason = misplaced(node)
+        recursive = recursive_array(node, pointers, arrays, budget)
+        if recursive is not None:
+            raise UnsupportedSchemaError("uniqueItems", recursive, (
+                "distinct items are tracked where the array is regular; the items of this one "
+                "refer back to a recursive part of the schema"))
+    bodies = node.rules.values() if isinstance(node, Grammar) else (node,)
+    reason = next(filter(None, map(misplaced, bodies)), None)
     if reason:
         raise UnsupportedSchemaError("uniqueItems", where, f"distinct items cannot be tracked in "
                                                            f"{reason}{more}")
     tagged_dfa = compile_node(node)
-    if ambiguous(tagged_dfa, budget):
+    if ambiguous_configurations(tagged_dfa, budget) if isinstance(node, Grammar) else \
+            ambiguous(tagged_dfa, budget):
         raise UnsupportedSchemaError("uniqueItems", where, (
             f"an array at the same place may have to have distinct items or not (anyOf/oneOf/"
             f"if branches disagree on uniqueItems){more}"))
@@ -120,7 +127,8 @@ def settle_unique_arrays(lowered: Any, compile_node: Any, budget: CompileBudget
     """`unique_arrays` for a lowered schema (`lowered.node`, `.unique_arrays`): when lenient, a
     refusal becomes a warning of `lowered` and the arrays' items are not compared."""
     try:
-        return unique_arrays(lowered.node, lowered.unique_arrays, compile_node, budget)
+        return unique_arrays(lowered.node, lowered.unique_arrays, compile_node, budget,
+                             lowered.unique_nodes)
     except UnsupportedSchemaError as exc:
         if not lowered.lenient:
             raise
