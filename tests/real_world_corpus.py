@@ -280,6 +280,21 @@ def _from_schema() -> Any:
     return from_schema
 
 
+_GENERATION_READY = False
+
+
+def _prepare_generation(from_schema: Any) -> None:
+    """Draw one string untimed first: a process's first generation builds hypothesis's table of
+    the characters UTF-8 can encode (~10 s of CPU, kept in memory only) and scans the loaded local
+    modules for constants; under the time limit that work would be cut in every process, so no
+    instance would ever be made."""
+    global _GENERATION_READY
+    if not _GENERATION_READY:
+        from hypothesis import find
+        find(from_schema({"type": "string"}), lambda _: True)
+        _GENERATION_READY = True
+
+
 def valid_instances(schema: Any, validator: Any, registry: dict[str, Any], count: int, *,
                     seed: int | None, seconds: float) -> tuple[list[Any], str]:
     """Up to `count` distinct instances that `validator` accepts, and why there are none (or
@@ -291,6 +306,7 @@ def valid_instances(schema: Any, validator: Any, registry: dict[str, Any], count
 
     found: dict[str, Any] = {}
     why = ""
+    _prepare_generation(from_schema)
 
     @settings(max_examples=count * 3, database=None, deadline=None, derandomize=seed is None,
               suppress_health_check=list(HealthCheck), phases=[Phase.generate])
