@@ -62,3 +62,12 @@ def test_a_recursive_object_with_many_members_compiles():
     members = {f"p{i}": {"$ref": "#/$defs/node"} if i % 7 == 0 else INT for i in range(150)}
     schema = {"$defs": {"node": {"type": "object", "properties": members}}, "$ref": "#/$defs/node"}
     assert_exact(schema, [{}, {"p0": {"p7": {}}, "p1": 1}, {"p0": {"p1": "x"}}, {"p149": 2, "p147": {}}])
+
+
+def test_an_object_with_many_scalar_members_compiles():
+    """Past `MAX_SHARED_TAKES` members only containers' members are shared: 300 scalar members
+    build within the NFA builder's recursion limit (with every member shared, 200 did not)."""
+    members = {f"p{i}": INT for i in range(300)}
+    members["tags"] = {"type": "array", "items": {"type": "string"}}
+    schema = {"type": "object", "properties": members}
+    assert_exact(schema, [{}, {"p0": 1, "p299": 2}, {"p5": "x"}, {"p7": 1, "tags": ["a", "b"]}, {"tags": [3]}])

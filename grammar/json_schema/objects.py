@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional, Sequence
 
 from formwork.grammar.errors import GrammarBudgetError
-from formwork.grammar.ir import EMPTY, NOTHING, And, Node, Not, Nothing, alt, lit, repeat, seq
+from formwork.grammar.ir import EMPTY, NOTHING, Alt, And, Node, Not, Nothing, Seq, alt, lit, repeat, seq
 from formwork.grammar.json_schema.expand import WITNESS, Sub
 from formwork.grammar.json_schema.property_names import PropertyNames
 from formwork.grammar.json_schema.strings import (
@@ -23,12 +23,13 @@ from formwork.grammar.json_schema.strings import (
 from formwork.grammar.json_schema.unevaluated import plain_unevaluated
 from formwork.grammar.json_schema.values import container
 from formwork.grammar.json_schema.witnesses import Witness, WitnessChain
-from formwork.grammar.shared_nodes import share
+from formwork.grammar.shared_nodes import is_shared, share
 
 if TYPE_CHECKING:
     from formwork.grammar.json_schema.lowering import Lowerer
 
 MAX_PATTERNS = 4
+MAX_SHARED_TAKES = 100  # see `_MemberChain.share_takes`
 
 
 @dataclass(slots=True)
@@ -191,6 +192,13 @@ class ObjectLowering:
         return share(container(self.ws, self.depth, "{", "}", body, may_be_empty))
 
 
+def _holds_container(member: Node) -> bool:
+    """Whether a member's value is or may be an object or an unbounded array (it holds a shared
+    mark: `ObjectLowering.lower`, `arrays`)."""
+    parts = member.items if isinstance(member, Seq) else (member,)
+    return any(is_shared(p) or isinstance(p, Alt) and any(map(is_shared, p.items)) for p in parts)
+
+
 class _MemberChain:
     """The members inside an object's braces: the declared `members` in order, each optional
     unless required, then any number of `extra` members (None: none allowed), their count within
@@ -214,6 +222,11 @@ class _MemberChain:
         self.max_props = None if max_props is None else max_props - fixed
         self.cap = (self.max_props + 1) if self.max_props is not None else self.min_props
         self.memo: dict[tuple[int, int, bool], Node] = {}
+        # a shared `take` nests the list one mark deeper a member: past MAX_SHARED_TAKES members
+        # only containers' are shared (scalars are built in both rows), so that the NFA builder's
+        # recursion (under Python's limit) builds 300 scalar members (with every take shared, 200
+        # passed the limit)
+        self.share_takes = len(members) <= MAX_SHARED_TAKES
 
     def body(self) -> Node:
         """The non-empty member list (NOTHING when the counts allow none)."""
@@ -233,7 +246,9 @@ class _MemberChain:
         else:
             member, required = self.members[k]
             after = self.rest(k + 1, count if required else min(count + 1, self.cap), False)
-            take = share(seq(member, after))
+            take = seq(member, after)
+            if self.share_takes or _holds_container(member):
+                take = share(take)
             node = take if first else seq(self.comma, take)
             if not required:
                 node = alt(node, self.rest(k + 1, count, first))
