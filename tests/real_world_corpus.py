@@ -114,9 +114,34 @@ def _ecma_pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> I
         yield ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
+def _ecma_pattern_properties(validator: Any, patterns: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    for pattern, subschema in patterns.items():
+        compiled = re.compile(ecma_pattern(pattern))
+        for key, value in instance.items():
+            if compiled.search(key):
+                yield from validator.descend(value, subschema, path=key, schema_path=pattern)
+
+
+def _ecma_additional_properties(validator: Any, extra_schema: Any, instance: Any, schema: Any) -> Iterator[Any]:
+    if not validator.is_type(instance, "object"):
+        return
+    declared = schema.get("properties", {})
+    patterns = [re.compile(ecma_pattern(p)) for p in schema.get("patternProperties", {})]
+    extras = [k for k in instance if k not in declared and not any(p.search(k) for p in patterns)]
+    if validator.is_type(extra_schema, "object"):
+        for key in extras:
+            yield from validator.descend(instance[key], extra_schema, path=key)
+    elif extra_schema is False and extras:
+        yield ValidationError(f"additional properties {sorted(extras)!r} are not allowed")
+
+
 @functools.lru_cache(maxsize=None)
 def _ecma_validator(cls: type) -> type:
-    return extend(cls, {"multipleOf": _exact_multiple_of, "pattern": _ecma_pattern})
+    return extend(cls, {"multipleOf": _exact_multiple_of, "pattern": _ecma_pattern,
+                        "patternProperties": _ecma_pattern_properties,
+                        "additionalProperties": _ecma_additional_properties})
 
 
 _INTEGER_WIDTHS = {"int32": (-2 ** 31, 2 ** 31 - 1), "int64": (-2 ** 63, 2 ** 63 - 1),
@@ -151,7 +176,8 @@ def make_validator(schema: Any, registry: dict[str, Any], default: type) -> Any:
     """`jsonschema`'s validator of the schema's draft (`default` when `$schema` is missing or
     unknown) with `registry`'s documents resolvable, checking every format `jsonschema` can
     (`uuid`, `date`, `time` also in older drafts: formwork asserts them in every draft),
-    `multipleOf` over decimals and `pattern` with ECMA-262's ASCII digit and word classes, and the
+    `multipleOf` over decimals, `pattern` and `patternProperties` (so `additionalProperties`) with
+    ECMA-262's ASCII digit and word classes, and the
     OpenAPI formats formwork asserts (`openapi_format_checker`)."""
     cls = validator_for(schema, default=default)
     spec = specification_with(cls.META_SCHEMA["$schema"])

@@ -49,3 +49,16 @@ def test_byte_format_agrees_with_the_grammar(text):
 def test_out_of_range_integers_are_invalid_for_the_oracle():
     oracle = make_validator({"format": "int32"}, {}, Draft4Validator)
     assert oracle.is_valid(2 ** 31 - 1) and not oracle.is_valid(2 ** 31) and oracle.is_valid("x")
+
+
+@settings(max_examples=60, deadline=None)
+@given(key=st.text(alphabet="ax-é٣_", max_size=4), closed=st.booleans())
+def test_pattern_properties_use_ecma_word_classes_like_the_grammar(key, closed):
+    """`\\w` and `\\d` are ASCII in ECMA-262 (Python's `re` reads them as Unicode): a key like
+    'x-é' does not match `^x-[\\w]+$` for either the oracle or the grammar."""
+    schema = {"type": "object", "patternProperties": {r"^x-[\w\d]+$": {"type": "integer"}},
+              "additionalProperties": not closed}
+    oracle = make_validator(schema, {}, Draft4Validator)
+    for value in (1, "s"):
+        instance = {key: value}
+        assert matcher_accepts(grammar(schema), instance) == oracle.is_valid(instance), instance
