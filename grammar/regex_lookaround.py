@@ -14,6 +14,10 @@ group it sits in.  `resolve` then turns the branch into IR by continuations:
   lookahead first in a branch anchored with ``^`` (or a lookbehind last in one anchored with
   ``$``) sees the whole string, and is an intersection with all of it.
 
+A ``$`` (``^``) away from the ends of a top-level branch is the lookahead ``(?![^])`` (lookbehind
+``(?<![^])``): with nothing allowed to follow (precede), it cuts the continuation to its empty
+string, so ``(?=X$)`` is ``K & X`` with no ``.*`` after X, and ``a$b`` matches nothing.
+
 An unbounded repetition of one character guarded by lookaheads that runs to the end of a
 ``$``-anchored branch (``^(?:(?!ab).)*$``) is the characters with no failing position
 (``c* & ~(.* ((.+) & ~Y))``), and its mirror with lookbehinds from a leading ``^``.
@@ -28,8 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Union
 
-from formwork.grammar.ir import (EMPTY, Alt, And, ByteSet, Bytes, Node, Not, Seq, alt, any_char,
-                                 any_text, repeat, seq)
+from formwork.grammar.ir import (EMPTY, NOTHING, Alt, And, ByteSet, Bytes, Empty, Node, Not, Nothing, Repeat,
+                                 Seq, alt, any_char, any_text, repeat, seq)
 
 MAX_UNROLL = 8
 
@@ -62,6 +66,11 @@ class LRep:
 
 Tree = Union[Look, LSeq, LAlt, LRep]
 Part = Union[Node, Tree]
+
+#: ``$`` and ``^`` away from the ends of a top-level branch (ECMAScript without the `m` flag): no
+#: character follows (precedes) the position, ``(?![^])`` and ``(?<![^])``.
+END_OF_INPUT = Look(ahead=True, negate=True, body=any_char())
+START_OF_INPUT = Look(ahead=False, negate=True, body=any_char())
 
 
 def _is_tree(part: Part) -> bool:
@@ -126,6 +135,38 @@ def _assert(language: Node, look: Look, fail: Callable[[str], Exception]) -> Nod
     return And(language, Not(seen) if look.negate else seen)
 
 
+def _nullable(node: Node) -> bool | None:
+    """Whether `node` matches the empty string; None for a node kind this does not read."""
+    if isinstance(node, Empty):
+        return True
+    if isinstance(node, Bytes):
+        return not node.value
+    if isinstance(node, (ByteSet, Nothing)):
+        return False
+    if isinstance(node, Repeat):
+        return True if node.min == 0 else _nullable(node.item)
+    if isinstance(node, (Seq, Alt, And)):
+        parts = [_nullable(x) for x in ((node.a, node.b) if isinstance(node, And) else node.items)]
+        if None in parts:
+            return None
+        return any(parts) if isinstance(node, Alt) else all(parts)
+    if isinstance(node, Not):
+        inner = _nullable(node.a)
+        return None if inner is None else not inner
+    return None
+
+
+def _at_an_end(language: Node, look: Look) -> Node | None:
+    """`language` cut to its empty string when `look` is `END_OF_INPUT` / `START_OF_INPUT` (what
+    must follow / precede such a position is nothing at all); None for other assertions."""
+    if look is not END_OF_INPUT and look is not START_OF_INPUT:
+        return None
+    nullable = _nullable(language)
+    if nullable is None:
+        return None
+    return EMPTY if nullable else NOTHING
+
+
 def _one_char(node: Part) -> bool:
     """Whether `node` (as the regex parser builds it) matches exactly one character."""
     if isinstance(node, ByteSet):
@@ -150,7 +191,11 @@ def _utf8_tail(lead: int) -> int:
 
 
 def _tempered(rep: LRep, ahead: bool, fail: Callable[[str], Exception]) -> Node | None:
-    """An unbounded repetition of one character guarded by lookarounds of one direction
+    """A ``$`` (``^``) away from the ends of a top-level branch is the lookahead ``(?![^])`` (lookbehind
+``(?<![^])``): with nothing allowed to follow (precede), it cuts the continuation to its empty
+string, so ``(?=X$)`` is ``K & X`` with no ``.*`` after X, and ``a$b`` matches nothing.
+
+An unbounded repetition of one character guarded by lookarounds of one direction
     (``(?:(?!X).)*`` reaching the end of a ``$``-anchored branch, or ``(?:.(?<!X))*`` from the
     start of a ``^``-anchored one): the assertions hold at every character position of the
     repetition, which is then the whole rest (or start) of the string; None for other shapes."""
@@ -195,7 +240,12 @@ def _right(part: Part, rest: Node, fail: Callable[[str], Exception]) -> Node:
             rest = alt(rest, _right(item, rest, fail)) if optional else _right(item, rest, fail)
         return rest
     if not part.ahead:
+        if part is START_OF_INPUT:
+            raise fail("'^' inside a lookahead, or after one in a sequence, is not supported")
         raise fail("a lookahead before a lookbehind in one sequence is not supported")
+    at_end = _at_an_end(rest, part)
+    if at_end is not None:
+        return at_end
     ahead = _right(part.body, any_text(), fail)
     return And(rest, Not(ahead) if part.negate else ahead)
 
@@ -219,6 +269,11 @@ def _left(part: Part, start: Node, fail: Callable[[str], Exception]) -> Node:
             start = alt(start, _left(item, start, fail)) if optional else _left(item, start, fail)
         return start
     if part.ahead:
+        if part is END_OF_INPUT:
+            raise fail("'$' inside a lookbehind, or before one in a sequence, is not supported")
         raise fail("a lookahead before a lookbehind in one sequence is not supported")
+    at_start = _at_an_end(start, part)
+    if at_start is not None:
+        return at_start
     behind = _left(part.body, any_text(), fail)
     return And(start, Not(behind) if part.negate else behind)

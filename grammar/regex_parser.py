@@ -4,8 +4,10 @@ Supported: literals, escapes (\\n \\t \\r \\f \\v \\0 \\xHH \\uHHHH \\u{H..} \\U
 punctuation), classes `[...]` with negation and ranges, `\\d \\w \\s \\D \\W \\S`, Unicode property
 escapes `\\p{..} \\P{..}` (general categories; see `unicode_properties`), `.`,
 quantifiers `* + ? {m} {m,} {m,n}` and their lazy variants (same language), groups
-`( )`, `(?: )`, named groups `(?P<n> )` / `(?<n> )`, alternation, and `^` / `$` anchors at the
-start / end of a top-level alternative.
+`( )`, `(?: )`, named groups `(?P<n> )` / `(?<n> )`, alternation, and `^` / `$` anchors.  At the
+start / end of a top-level alternative they only drop the implicit ``.*`` of a search; anywhere else
+(inside a lookahead: ``^(?=[a-z]+$).*``, or mid-branch: ``a$b`` matches nothing) they are the
+assertions ``(?<![^])`` / ``(?![^])`` (ECMAScript without the `m` flag: the start / end of input).
 
 Semantics (chosen to match JSON Schema's ECMA-262 flavour):
 - `\\d` is `[0-9]` and `\\w` is `[A-Za-z0-9_]` (ASCII, as in ECMAScript without the `u`/`v` flags).
@@ -25,7 +27,8 @@ from functools import lru_cache
 
 from formwork.grammar.errors import RegexSyntaxError, UnsupportedRegexError
 from formwork.grammar.ir import EMPTY, Node, alt, any_text, chars, lit
-from formwork.grammar.regex_lookaround import Look, make_alt, make_repeat, make_seq, resolve
+from formwork.grammar.regex_lookaround import (END_OF_INPUT, START_OF_INPUT, Look, make_alt, make_repeat,
+                                               make_seq, resolve)
 from formwork.grammar.unicode_properties import property_ranges
 
 CodeRanges = list[tuple[int, int]]
@@ -149,9 +152,12 @@ class _Parser:
                 nxt = self.peek()
                 if top and (nxt is None or nxt == "|"):
                     return make_seq(*items), True
-                raise self.unsupported("'$' is only supported at the end of the pattern", self.i - 1)
+                items.append(END_OF_INPUT)
+                continue
             if c == "^":
-                raise self.unsupported("'^' is only supported at the start of the pattern")
+                self.i += 1
+                items.append(START_OF_INPUT)
+                continue
             items.append(self.quantified())
 
     def quantified(self) -> Node:
