@@ -40,14 +40,16 @@ SUPPORTED_KEYWORDS = frozenset({
 #: formats (int32, int64, uint32, uint64 as integer ranges; float, double: any number).
 SUPPORTED_FORMATS = frozenset({
     "date-time", "date", "time", "duration", "email", "hostname", "ipv4", "ipv6",
-    "uuid", "uri", "uri-reference", "json-pointer", "relative-json-pointer", "regex", "byte",
+    "uuid", "uri", "uri-reference", "iri", "iri-reference", "uri-template", "json-pointer",
+    "relative-json-pointer", "regex", "byte",
     "int32", "int64", "uint32", "uint64", "float", "double",
 })
 
 #: Formats JSON Schema defines (and validators such as jsonschema assert) that formwork cannot
-#: enforce: refused, since ignoring them would accept invalid instances. Any other format is
-#: unknown to JSON Schema too: an annotation, compiled with a warning.
-REFUSED_FORMATS = frozenset({"idn-email", "idn-hostname", "iri", "iri-reference", "uri-template"})
+#: enforce: refused, since ignoring them would accept invalid instances (IDNA 2008's rules for
+#: U-labels are not enforced). Any other format is unknown to JSON Schema too: an annotation,
+#: compiled with a warning.
+REFUSED_FORMATS = frozenset({"idn-email", "idn-hostname"})
 
 #: Keywords with no effect on which instances are valid: accepted and ignored.
 ANNOTATION_KEYWORDS = frozenset({

@@ -137,8 +137,10 @@ def test_regex_examples():
 
 # ------------------------------------------------- agreement with jsonschema's FORMAT_CHECKER
 #: The formats both formwork and this jsonschema installation assert, with generators of strings
-#: from formwork's own regex for them.
-ASSERTED = sorted(set(CHECKER.checkers) & SUPPORTED_FORMATS)
+#: from formwork's own regex for them; the IRI and URI Template checkers deviate from their RFCs
+#: and are compared with corrected oracles in test_json_formats_uri.py.
+ASSERTED = sorted(set(CHECKER.checkers) & SUPPORTED_FORMATS
+                  - {"iri", "iri-reference", "uri-template"})
 
 
 def _generator(name: str):

@@ -14,6 +14,7 @@ language we stay *sound* and reject the hard cases:
 * byte: RFC 4648 base64 with padding (length a multiple of 4, ``=`` only at the end), any pad bits;
 * regex: a regular subset of the regexes both ECMA-262 and Python's ``re`` accept (see
   `regex_format`), so every accepted string passes jsonschema's ``re.compile`` check.
+* uri, uri-reference, iri, iri-reference, uri-template: exact (see `uri_formats`).
 
 Number formats (OpenAPI's format registry, applied to JSON numbers; other instance types pass, as
 for every format): ``int32``, ``int64``, ``uint32`` and ``uint64`` are integer ranges, and a number
@@ -26,8 +27,8 @@ from __future__ import annotations
 from formwork.grammar.ir import And, Node, Not, alt, lit, seq
 from formwork.grammar.regex_parser import regex
 from formwork.grammar.json_schema.regex_format import REGEX_FORMAT
-
-HEX = "[0-9a-fA-F]"
+from formwork.grammar.json_schema.uri_formats import (
+    HEX, IPV4, IPV6, IRI, IRI_REFERENCE, URI, URI_REFERENCE, URI_TEMPLATE)
 
 _LEAP_YY = "(?:0[48]|[2468][048]|[13579][26])"
 LEAP_YEAR = f"(?:[0-9]{{2}}{_LEAP_YY}|{_LEAP_YY}00)"
@@ -66,52 +67,11 @@ _DUR_TIME = "T(?:[0-9]+H(?:[0-9]+M(?:[0-9]+S)?)?|[0-9]+M(?:[0-9]+S)?|[0-9]+S)"
 _DUR_DATE = f"(?:[0-9]+Y(?:[0-9]+M(?:[0-9]+D)?)?|[0-9]+M(?:[0-9]+D)?|[0-9]+D)(?:{_DUR_TIME})?"
 DURATION = f"P(?:{_DUR_DATE}|{_DUR_TIME}|[0-9]+W)"
 
-_OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])"
-IPV4 = f"{_OCTET}(?:\\.{_OCTET}){{3}}"
-
-
-def _ipv6() -> str:
-    h = f"{HEX}{{1,4}}"
-    ls32 = f"(?:{h}:{h}|{IPV4})"
-    alts = [f"(?:{h}:){{6}}{ls32}", f"::(?:{h}:){{5}}{ls32}", f"(?:{h})?::(?:{h}:){{4}}{ls32}"]
-    for k in range(1, 7):
-        before = f"(?:(?:{h}:){{0,{k}}}{h})?"
-        after = {1: f"(?:{h}:){{3}}{ls32}", 2: f"(?:{h}:){{2}}{ls32}", 3: f"{h}:{ls32}",
-                 4: ls32, 5: h, 6: ""}[k]
-        alts.append(f"{before}::{after}")
-    return "(?:" + "|".join(alts) + ")"
-
-
-IPV6 = _ipv6()
 UUID = f"{HEX}{{8}}-{HEX}{{4}}-{HEX}{{4}}-{HEX}{{4}}-{HEX}{{12}}"
 
 
 _ATEXT = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
 _LOCAL = f"(?:{_ATEXT}+(?:\\.{_ATEXT}+)*|\"(?:[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e]|\\\\[\\x20-\\x7e])*\")"
-
-# RFC 3986
-_UNRESERVED = "A-Za-z0-9\\-._~"
-_SUB_DELIMS = "!$&'()*+,;="
-_PCT = f"%{HEX}{{2}}"
-_PCHAR = f"(?:[{_UNRESERVED}{_SUB_DELIMS}:@]|{_PCT})"
-_SCHEME = "[A-Za-z][A-Za-z0-9+.\\-]*"
-_USERINFO = f"(?:[{_UNRESERVED}{_SUB_DELIMS}:]|{_PCT})*"
-_IP_LITERAL = f"\\[(?:{IPV6}|[vV]{HEX}+\\.[{_UNRESERVED}{_SUB_DELIMS}:]+)\\]"
-_REG_NAME = f"(?:[{_UNRESERVED}{_SUB_DELIMS}]|{_PCT})*"
-_AUTHORITY = f"(?:{_USERINFO}@)?(?:{_IP_LITERAL}|{_REG_NAME})(?::[0-9]*)?"
-_SEGMENT = f"{_PCHAR}*"
-_SEGMENT_NZ = f"{_PCHAR}+"
-_SEGMENT_NZ_NC = f"(?:[{_UNRESERVED}{_SUB_DELIMS}@]|{_PCT})+"
-_PATH_ABEMPTY = f"(?:/{_SEGMENT})*"
-_PATH_ABSOLUTE = f"/(?:{_SEGMENT_NZ}(?:/{_SEGMENT})*)?"
-_PATH_ROOTLESS = f"{_SEGMENT_NZ}(?:/{_SEGMENT})*"
-_PATH_NOSCHEME = f"{_SEGMENT_NZ_NC}(?:/{_SEGMENT})*"
-_QUERY = f"(?:{_PCHAR}|[/?])*"
-_HIER = f"(?://{_AUTHORITY}{_PATH_ABEMPTY}|{_PATH_ABSOLUTE}|{_PATH_ROOTLESS})?"
-URI = f"{_SCHEME}:{_HIER}(?:\\?{_QUERY})?(?:#{_QUERY})?"
-_RELATIVE = (f"(?://{_AUTHORITY}{_PATH_ABEMPTY}|{_PATH_ABSOLUTE}|{_PATH_NOSCHEME})?"
-             f"(?:\\?{_QUERY})?(?:#{_QUERY})?")
-URI_REFERENCE = f"(?:{URI}|{_RELATIVE})"
 
 _B64 = "[A-Za-z0-9+/]"
 BYTE = f"(?:{_B64}{{4}})*(?:{_B64}{{2}}==|{_B64}{{3}}=)?"
@@ -121,6 +81,7 @@ RELATIVE_JSON_POINTER = f"(?:0|[1-9][0-9]*)(?:#|{JSON_POINTER})"
 FORMAT_REGEXES: dict[str, str] = {
     "date": DATE, "time": TIME, "date-time": DATE_TIME, "duration": DURATION,
     "ipv4": IPV4, "ipv6": IPV6, "uuid": UUID, "uri": URI, "uri-reference": URI_REFERENCE,
+    "iri": IRI, "iri-reference": IRI_REFERENCE, "uri-template": URI_TEMPLATE,
     "byte": BYTE, "regex": REGEX_FORMAT, "json-pointer": JSON_POINTER,
     "relative-json-pointer": RELATIVE_JSON_POINTER,
 }
