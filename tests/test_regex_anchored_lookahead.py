@@ -3,6 +3,7 @@ is an intersection with X itself (no ``.*`` after it), ``(?!X$)`` its complement
 middle of a branch (``a$b``) matches nothing, as in ECMA-262 without the `m` flag.  The oracle is
 Python's `re.search` with `$` spelled ``\\Z`` (Python's `$` also matches before a final newline,
 ECMAScript's does not); the texts include newlines so that difference is exercised."""
+import itertools
 import json
 import re
 import sys
@@ -63,7 +64,8 @@ def lookaheads() -> st.SearchStrategy[str]:
 def patterns() -> st.SearchStrategy[str]:
     look = lookaheads()
     item = st.one_of(plain(end=True), look, look.map(lambda x: f"(?:{x}b|a)"),
-                     look.map(lambda x: f"(?:{x}a){{0,2}}"), st.just("(?:^a|b)"), st.just("(?:a|$)"))
+                     look.map(lambda x: f"(?:{x}a){{0,2}}"), look.map(lambda x: f"(?:{x}[ab\n])*"),
+                     st.just("(?:^a|b)"), st.just("(?:a|$)"))
     body = st.lists(item, min_size=1, max_size=4).map("".join)
     return st.tuples(st.booleans(), body, st.booleans()).map(
         lambda t: ("^" if t[0] else "") + t[1] + ("$" if t[2] else ""))
@@ -122,6 +124,17 @@ def test_end_assertion_examples(pattern, good, bad):
         assert oracle.search(text) and accepts(dfa, text.encode()), text
     for text in bad:
         assert not oracle.search(text) and not accepts(dfa, text.encode()), text
+
+
+@pytest.mark.parametrize("pattern", ["^(?:(?!a$).)*$", "^(?:(?=[ab]*$)[ab\n])+$", "^(?:(?!b$|ab)[ab])*$",
+                                     "(?=(?!a$)b*$)", "^(?:a|$)b?"])
+def test_every_short_text_agrees(pattern):
+    """Tempered repetitions and nested lookaheads with `$`, on every text of up to 5 of a, b, newline."""
+    dfa = SHARED.compile(regex(pattern, search=True))
+    oracle = re.compile(python_pattern(pattern))
+    for n in range(6):
+        for text in map("".join, itertools.product(ALPHABET, repeat=n)):
+            assert accepts(dfa, text.encode()) == (oracle.search(text) is not None), text
 
 
 def test_cspell_dictionary_id_pattern():
