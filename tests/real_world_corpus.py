@@ -90,7 +90,8 @@ _ASCII_CLASSES = {"d": "0-9", "w": "A-Za-z0-9_"}
 
 def ecma_pattern(pattern: str) -> str:
     """`pattern` with ECMA-262's ASCII `\\d` and `\\w` (Python's match any Unicode digit or
-    letter): `\\d` -> `[0-9]`, `\\D` -> `[^0-9]`, and inside a class `\\d` -> `0-9`."""
+    letter): `\\d` -> `[0-9]`, `\\D` -> `[^0-9]`, and inside a class `\\d` -> `0-9`; and ECMA's
+    `$` (the end of the input only; Python's also matches before a final newline) -> `\\Z`."""
     out, i, in_class = [], 0, False
     while i < len(pattern):
         c = pattern[i]
@@ -104,7 +105,7 @@ def ecma_pattern(pattern: str) -> str:
             i += 2
             continue
         in_class = (in_class and c != "]") or (not in_class and c == "[")
-        out.append(c)
+        out.append("\\Z" if c == "$" and not in_class else c)
         i += 1
     return "".join(out)
 

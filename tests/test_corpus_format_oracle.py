@@ -62,3 +62,12 @@ def test_pattern_properties_use_ecma_word_classes_like_the_grammar(key, closed):
     for value in (1, "s"):
         instance = {key: value}
         assert matcher_accepts(grammar(schema), instance) == oracle.is_valid(instance), instance
+
+
+@settings(max_examples=40, deadline=None)
+@given(text=st.text(alphabet="a\n", max_size=4))
+def test_dollar_is_the_end_of_input_like_the_grammar(text):
+    """ECMA-262's `$` matches only at the end (Python's also before a final newline)."""
+    schema = {"type": "string", "pattern": "^a+$"}
+    oracle = make_validator(schema, {}, Draft4Validator)
+    assert matcher_accepts(grammar(schema), text) == oracle.is_valid(text), repr(text)
