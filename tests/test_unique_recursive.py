@@ -6,6 +6,7 @@ import json
 import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,7 +22,8 @@ ITEMS = st.sampled_from([
     {"type": "string", "maxLength": 2}, {"type": "array", "items": {"type": "integer"}},
     {"type": "object", "properties": {"k": {"type": "integer"}}, "additionalProperties": False},
 ])
-TAG_VALUES = st.sampled_from(["a", "b", "", 1, 2, 1.0, [1], [1, 2], [], {"k": 1}, {"k": 2}, {}])
+POOL = ["a", "b", "", 1, 2, 1.0, [1], [1, 2], [], {"k": 1}, {"k": 2}, {}]
+TAG_VALUES = st.sampled_from(POOL)
 
 
 @st.composite
@@ -29,9 +31,10 @@ def tree_schemas(draw):
     """A tree node: `tags` (unique, regular items), `children` (recursive), maybe `labels` (a
     second unique array), reached through `#` or through `$defs`."""
     tags = {"type": "array", "items": draw(ITEMS), "uniqueItems": True}
-    for key in ("minItems", "maxItems"):
-        if draw(st.booleans()):
-            tags[key] = draw(st.integers(0, 3))
+    if draw(st.booleans()):
+        tags["minItems"] = draw(st.integers(0, 2))
+    if draw(st.booleans()):  # never below minItems: the node must have instances
+        tags["maxItems"] = draw(st.integers(tags.get("minItems", 0), 3))
     via_defs = draw(st.booleans())
     node = {"type": "object", "properties": {
         "tags": tags,
@@ -46,13 +49,13 @@ def tree_schemas(draw):
 
 
 @st.composite
-def trees(draw, depth=3):
-    """An instance shaped like a tree node, with values drawn from a small pool (duplicates)."""
+def trees(draw, values=TAG_VALUES, depth=3):
+    """An instance shaped like a tree node, with tags drawn from a small pool (duplicates)."""
     out = {}
     if draw(st.integers(0, 3)):
-        out["tags"] = draw(st.lists(TAG_VALUES, max_size=4))
+        out["tags"] = draw(st.lists(values, max_size=4))
     if depth and draw(st.booleans()):
-        out["children"] = draw(st.lists(trees(depth - 1), max_size=2))
+        out["children"] = draw(st.lists(trees(values, depth - 1), max_size=2))
     if draw(st.integers(0, 3)) == 0:
         out["labels"] = draw(st.lists(st.sampled_from(["x", "y"]), max_size=3))
     return out
@@ -85,9 +88,18 @@ _SETTINGS = settings(max_examples=40, deadline=None,
                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
+def _item_schema(schema):
+    node = schema["$defs"]["node"] if "$defs" in schema else schema
+    return node["properties"]["tags"]["items"]
+
+
 @_SETTINGS
-@given(tree_schemas(), st.lists(trees(), min_size=6, max_size=6))
-def test_unique_arrays_in_recursive_schemas_are_exact(schema, instances):
+@given(tree_schemas(), st.data())
+def test_unique_arrays_in_recursive_schemas_are_exact(schema, data):
+    # half the trees with tags of the item type only (a duplicate is then what makes one invalid)
+    fitting = [v for v in POOL if jsonschema.Draft202012Validator(_item_schema(schema)).is_valid(v)]
+    tree = st.one_of(trees(st.sampled_from(fitting)), trees()) if fitting else trees()
+    instances = data.draw(st.lists(tree, min_size=6, max_size=6))
     dups = [d for d in map(with_duplicate, instances) if d is not None]
     assert_exact(schema, instances + dups + [[], "x", {"children": [{"tags": "a"}]}])
 
