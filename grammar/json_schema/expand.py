@@ -255,9 +255,25 @@ class Expander:
         if count <= max(limit, MAX_ALTERNATIVES * _PRUNED_FACTOR):
             out = [a + b for a, b in product(left, right)]
             if count > 1:
-                out = [a for a in out if consistent(a)]
+                out = _distinct([a for a in out if consistent(a)])
             if len(out) <= limit:
                 return out
         raise GrammarBudgetError(
             f"the schema at {sub.pointer or '#'} expands into more than {limit} "
             "alternatives (allOf/anyOf/oneOf combinations)")
+
+
+def _distinct(alternatives: list[Alternative]) -> list[Alternative]:
+    """`alternatives` with a subschema that repeats in one conjunction kept once (A and A is A),
+    and a conjunction of the same subschemas as an earlier one dropped (A or A is A); a subschema
+    is known by its schema object and exclusions, as the lowering's memos know it."""
+    out, seen = [], set()
+    for alternative in alternatives:
+        members: dict[tuple, Sub] = {}
+        for s in alternative:
+            members.setdefault((id(s.schema), *map(id, s.exclude)), s)
+        key = frozenset(members)
+        if key not in seen:
+            seen.add(key)
+            out.append(alternative if len(members) == len(alternative) else list(members.values()))
+    return out

@@ -105,6 +105,7 @@ class Lowerer:
         self._indent = isinstance(options.whitespace, IndentSpec)
         # conjunctions being lowered -> (pointer, number): their rule name if a $ref cycle returns
         self._frames: dict[tuple[int, ...], tuple[str, int]] = {}
+        self._pending: dict[tuple, tuple[str, int]] = {}  # the same for `lower_subs` calls
         self._referenced: set[tuple[str, int]] = set()
         self.rules: dict[str, Node] = {}  # recursive rules ($ref cycles, unbounded any-JSON)
         self.unique_arrays: list[str] = []  # uniqueItems pointers of arrays tagged for the matcher
@@ -223,6 +224,26 @@ class Lowerer:
         if len(subs) == 1 and _plain_leaf(subs[0]):
             node = self._memo[key] = self._lower_leaf(subs, depth)  # what the steps below come to
             return node
+        frame = self._pending.get(key)
+        if frame is not None and not self._indent:
+            # a $ref cycle back to these subschemas before their expansion: a rule of the whole
+            # disjunction (otherwise each of its alternatives nests the others before one repeats)
+            self._referenced.add(frame)
+            return RuleRef(_rule_name(frame))
+        frame = self._pending[key] = (subs[0].pointer, next(self._rule_ids))
+        try:
+            node = self._lower_expanded(subs, depth)
+        finally:
+            del self._pending[key]
+        if frame in self._referenced:
+            name = _rule_name(frame)
+            self.rules[name] = node
+            node = RuleRef(name)
+        self._memo[key] = node
+        return node
+
+    def _lower_expanded(self, subs: list[Sub], depth: int) -> Node:
+        """`lower_subs` of `subs`: the union of their expansion's alternatives, each lowered."""
         if len(subs) == 1:
             alts = self.expand(subs[0])
         else:
@@ -231,11 +252,8 @@ class Lowerer:
                 expanded = self.expand(s)
                 alts = self.expander._product(alts, expanded, s)
         if len(alts) == 1:  # alt() of one node is that node (in normal form)
-            node = self.lower_alternative(alts[0], depth)
-        else:
-            node = alt(*[self.lower_alternative(a, depth) for a in alts])
-        self._memo[key] = node
-        return node
+            return self.lower_alternative(alts[0], depth)
+        return alt(*[self.lower_alternative(a, depth) for a in alts])
 
     def lower_alternative(self, subs: Alternative, depth: int) -> Node:
         """One conjunction of subschemas whose applicators are already expanded."""
