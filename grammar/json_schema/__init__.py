@@ -45,6 +45,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
+from formwork.grammar.errors import GrammarBudgetError
 from formwork.grammar.gc_pause import paused_gc
 from formwork.grammar.ir import Grammar, Node
 from formwork.grammar.json_schema.errors import (
@@ -196,7 +197,10 @@ def compile_json_schema(schema: Any, vocab: Any, *, whitespace: WhitespaceOption
                 repr(whitespace), max_whitespace, forbid_additional_properties, lenient,
                 max_nesting_depth, draft, json.dumps(registry, sort_keys=True) if registry else None)
 
-    return compile_cached(compiler, key, lambda: lower_json_schema(
-        schema, whitespace=whitespace, max_whitespace=max_whitespace,
-        forbid_additional_properties=forbid_additional_properties, lenient=lenient,
-        max_nesting_depth=max_nesting_depth, registry=registry, draft=draft))
+    try:
+        return compile_cached(compiler, key, lambda: lower_json_schema(
+            schema, whitespace=whitespace, max_whitespace=max_whitespace,
+            forbid_additional_properties=forbid_additional_properties, lenient=lenient,
+            max_nesting_depth=max_nesting_depth, registry=registry, draft=draft))
+    except RecursionError as exc:  # a walk over the schema's IR nested past Python's stack limit
+        raise GrammarBudgetError(f"the schema's grammar nests too deeply to compile ({exc})") from None
