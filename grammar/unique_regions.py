@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -213,40 +213,38 @@ class Regions:
         """Whether `node` (inside a string of the item) and every node its string's characters
         reach (no quote, no backslash) is good with the item in progress: a token without a quote
         or backslash cannot be refused there."""
-        got = self._in_text.get(node)
-        if got is None:
-            seen = {node}
-            todo = [node]
-            got = True
-            while todo and got:
-                here = todo.pop()
-                got = here[1][0] == "S" and self.good(here, False)
-                for b, nxt, _, _ in self.edges(here, True):
-                    if b not in (0x22, 0x5C) and nxt not in seen and nxt is not _EXIT:
-                        seen.add(nxt)
-                        todo.append(nxt)
-            self._in_text[node] = got
-        return got
+        return self._good_closure(
+            node, self._in_text, lambda here: here[1][0] == "S" and self.good(here, False),
+            lambda edge: edge[0] not in (0x22, 0x5C) and edge[1] is not _EXIT)
 
     def good_in_item(self, node: Node) -> bool:
         """Whether `node` (an item in progress) and every node it reaches by moves that neither
         end nor start an item (nor leave the array) are good with the item in progress: a token
         that holds no byte able to end the item (`unique_tracker._context_bits`) cannot be
         refused there."""
-        got = self._in_item.get(node)
+        return self._good_closure(node, self._in_item, lambda here: self.good(here, False),
+                                  lambda edge: not edge[2])
+
+    def _good_closure(self, node: Node, memo: dict[Node, bool], holds: Callable[[Node], bool],
+                      follows: Callable[[tuple], bool]) -> bool:
+        """Whether `holds` is true of `node` and of every node reached from it by the edges
+        `follows` accepts; memoised in `memo` (for every node reached too when it holds: what
+        one reaches, it reaches from each)."""
+        got = memo.get(node)
         if got is None:
             seen = {node}
             todo = [node]
             got = True
             while todo and got:
                 here = todo.pop()
-                got = self.good(here, False)
-                for _, nxt, kinds, _ in self.edges(here, True):
-                    if not kinds and nxt not in seen:
+                got = holds(here)
+                for edge in self.edges(here, True):
+                    nxt = edge[1]
+                    if nxt not in seen and follows(edge):
                         seen.add(nxt)
                         todo.append(nxt)
-            for inside in (seen if got else (node,)):  # what it reaches, it reaches from each
-                self._in_item[inside] = got
+            for inside in (seen if got else (node,)):
+                memo[inside] = got
         return got
 
     def canonical(self, node: Node) -> bool:
