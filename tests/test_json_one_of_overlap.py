@@ -5,28 +5,41 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
 from json_logic import LEAVES, NEGATABLE, assert_agrees  # noqa: E402
 
+from formwork.grammar.errors import GrammarBudgetError  # noqa: E402
 from formwork.grammar.json_schema import OneOfOverlapError, lower_json_schema  # noqa: E402
 
 SETTINGS = settings(max_examples=80, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
+def agrees_unless_over_budget(schema: dict) -> None:
+    """`assert_agrees`, with a draw whose automaton passes the DFA-state budget discarded: that is a
+    typed refusal, not an exactness question (some complements of array shapes need more than 100k
+    states, e.g. a oneOf of `minimum`, a prefixItems of const objects and nested prefixItems)."""
+    try:
+        assert_agrees(schema)
+    except GrammarBudgetError as exc:
+        if "DFA states" not in str(exc):
+            raise
+        reject()
+
+
 @SETTINGS
 @given(st.lists(NEGATABLE, min_size=2, max_size=3))
 def test_overlapping_one_of_is_exact(branches):
-    assert_agrees({"oneOf": branches})
+    agrees_unless_over_budget({"oneOf": branches})
 
 
 @SETTINGS
 @given(st.lists(NEGATABLE, min_size=2, max_size=2), LEAVES)
 def test_one_of_with_siblings_is_exact(branches, sibling):
-    assert_agrees({"allOf": [sibling, {"oneOf": branches}]})
+    agrees_unless_over_budget({"allOf": [sibling, {"oneOf": branches}]})
 
 
 def test_examples():

@@ -73,7 +73,7 @@ _SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Hea
 @_SETTINGS
 @given(tagged_ir())
 def test_search_answers_as_the_whole_automaton(node):
-    budget = CompileBudget().start()
+    budget = CompileBudget(max_seconds=120).start()  # an equivalence check, not a speed one: no CPU race
     dfa = SHARED.compile(node, budget, keep=False)
     assert ambiguous(dfa, budget) == whole_automaton_says(dfa)
 
