@@ -139,7 +139,10 @@ class AutomatonBuilder:
         got = self._lexemes.get(node)
         if got is None:
             budget = CompileBudget().start()  # shared by later compilations: not this one's budget
-            nfa = NFA(node, budget, self.eager, positions=isinstance(node, Repeat))
+            # its pieces are built under that budget too (this builder's own started long ago)
+            pieces = self.fork(budget)
+            nfa = NFA(node, budget, pieces.eager, positions=isinstance(node, Repeat))
+            self.adopt(pieces)
             # a fork on another thread may have made it meanwhile: every caller gets the first one
             got = self._lexemes.setdefault(node, LazyDFA(SubsetBuilder(nfa, START, FINAL, budget),
                                                          root=("lexeme", node)))
