@@ -9,7 +9,7 @@ cannot enforce exactly are reported through `report` (an error, or a warning in 
 from __future__ import annotations
 
 import itertools
-from typing import Any, Collection, Optional
+from typing import Any, Callable, Collection, Optional
 
 from formwork.grammar.budget import check_budget
 from formwork.grammar.errors import GrammarError, RecursionNotSupportedError
@@ -230,16 +230,8 @@ class Lowerer:
             # disjunction (otherwise each of its alternatives nests the others before one repeats)
             self._referenced.add(frame)
             return RuleRef(_rule_name(frame))
-        frame = self._pending[key] = (subs[0].pointer, next(self._rule_ids))
-        try:
-            node = self._lower_expanded(subs, depth)
-        finally:
-            del self._pending[key]
-        if frame in self._referenced:
-            name = _rule_name(frame)
-            self.rules[name] = node
-            node = RuleRef(name)
-        self._memo[key] = node
+        node = self._memo[key] = self._framed(self._pending, key, subs[0].pointer,
+                                              lambda: self._lower_expanded(subs, depth))
         return node
 
     def _lower_expanded(self, subs: list[Sub], depth: int) -> Node:
@@ -294,16 +286,21 @@ class Lowerer:
             raise RecursionNotSupportedError(
                 f"the schema at {subs[0].pointer or '#'} nests more than {MAX_NESTED_SCHEMAS} "
                 "distinct combinations of subschemas (a $ref cycle that never repeats exactly)")
-        frame = self._frames[key] = (subs[0].pointer, next(self._rule_ids))
+        return self._framed(self._frames, key, subs[0].pointer, lambda: self._lower_alternative(subs, depth))
+
+    def _framed(self, frames: dict, key: tuple, pointer: str, lower: Callable[[], Node]) -> Node:
+        """`lower()` with a frame for `key` open in `frames` meanwhile; a `$ref` cycle that came back
+        to the frame (`_referenced`) makes the result a grammar rule, returned as its `RuleRef`."""
+        frame = frames[key] = (pointer, next(self._rule_ids))
         try:
-            node = self._lower_alternative(subs, depth)
+            node = lower()
         finally:
-            del self._frames[key]
-        if frame in self._referenced:
-            name = _rule_name(frame)
-            self.rules[name] = node
-            return RuleRef(name)
-        return node
+            del frames[key]
+        if frame not in self._referenced:
+            return node
+        name = _rule_name(frame)
+        self.rules[name] = node
+        return RuleRef(name)
 
     def _lower_leaf(self, subs: list[Sub], depth: int) -> Node:
         """`_lower_alternative` of a conjunction with no nested subschemas: it lowers no other
