@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 from formwork.grammar.ir import EMPTY, Node, alt, seq
 from formwork.grammar.json_schema.expand import Sub
 from formwork.grammar.json_schema.values import value_node
+from formwork.grammar.shared_nodes import share
 from formwork.grammar.unique_scan import value_key
 
 if TYPE_CHECKING:
@@ -128,6 +129,6 @@ def unique_items(lw: "Lowerer", domains: list[list[Any]], tail: list[Any], comma
     for used in reversed(order):
         options = [EMPTY] if accept(used) else []
         options += [seq(comma, nodes[i], after[used | 1 << i]) for i in choices(used)]
-        after[used] = alt(*options)
+        after[used] = share(alt(*options))  # reached by every order of its items: built once
     first = alt(*(seq(nodes[i], after[1 << i]) for i in choices(0)))
     return first, accept(0)
