@@ -59,6 +59,13 @@ def resolve_model_path(model: str | Path | None) -> Path:
     return demo_model_dir()
 
 
+def _set_cpu_threads(threads: int | None) -> None:
+    """Give torch `threads` intra-op threads (None: leave it as it is)."""
+    if threads is not None and threads != torch.get_num_threads():
+        logger.info("torch intra-op threads %d -> %d (cpu_threads)", torch.get_num_threads(), threads)
+        torch.set_num_threads(threads)
+
+
 class LLMEngine:
     """The synchronous engine. Not thread-safe: one caller drives `add_request`/`abort_request`/`step`."""
 
@@ -74,6 +81,7 @@ class LLMEngine:
         if config.tensor_parallel_size > 1:
             self.runner = TensorParallelRunner(self.files, config, max_model_len)
         else:
+            _set_cpu_threads(config.resolve_cpu_threads())
             self.runner = ModelRunner.for_engine(self.files, config, max_model_len)
         num_blocks = self.runner.num_blocks
         if num_blocks * bs < max_model_len:

@@ -81,6 +81,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--warmup", action=argparse.BooleanOptionalAction, default=True,
                         help="run every kernel variant once before serving, so no request pays a compile "
                              "(default: on)")
+    parser.add_argument("--cpu-threads", type=positive_int, default=None,
+                        help="torch threads for a forward on the CPU (default: torch's, leaving one core for "
+                             "the server and grammar compiles when torch would take them all)")
     parser.add_argument("--tensor-parallel-size", type=positive_int, default=1,
                         help="shard the model over N processes (Megatron-style; N GPUs on CUDA, gloo on the CPU)")
     parser.add_argument("--no-prefix-caching", action="store_true", help="disable the prefix cache")
@@ -164,7 +167,8 @@ def engine_options(args: argparse.Namespace) -> dict:
                 max_waiting_requests=args.max_waiting_requests, enable_prefix_caching=not args.no_prefix_caching,
                 seed=args.seed, device=args.device, dtype=args.dtype,
                 gpu_memory_utilization=args.gpu_memory_utilization, cuda_graphs=args.cuda_graphs,
-                warmup=args.warmup, tensor_parallel_size=args.tensor_parallel_size)
+                warmup=args.warmup, tensor_parallel_size=args.tensor_parallel_size,
+                cpu_threads=args.cpu_threads)
 
 
 def server_config(args: argparse.Namespace, default_name: str, model_dir: Path):
