@@ -13,12 +13,11 @@ reference would unpack every row.
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 
-from formwork.core.sampling_params import SamplingParams
 from formwork.core.sequence import Sequence
 from formwork.kernels import SamplingTensors, apply_token_bitmask, sample
 
@@ -41,36 +40,34 @@ class Sampler:
     def __init__(self, vocab_size: int, eos_token_ids: Collection[int]):
         self.vocab_size = vocab_size
         self.eos_token_ids = list(eos_token_ids)
+        self._rows: BatchRows | None = None  # the last batch's row parameters
 
     def __call__(self, logits: torch.Tensor, seqs: list[Sequence], bitmask: torch.Tensor | None = None,
                  bitmask_rows: list[int] | None = None) -> SamplerOutput:
         if logits.shape[0] != len(seqs):
             raise ValueError(f"{logits.shape[0]} rows of logits for {len(seqs)} sequences")
         logits = logits.float()
-        params = [seq.request.params for seq in seqs]
-        for row, seq in enumerate(seqs):
-            if seq.adjusts_logits:
-                self._adjust_row(logits, row, seq)
+        rows = self._rows_of(seqs)
+        for row in rows.adjusting:
+            self._adjust_row(logits, row, seqs[row])
         if bitmask is not None and logits.device.type == "cpu":
-            rows = list(range(len(seqs))) if bitmask_rows is None else bitmask_rows
-            _mask_rows_cpu(logits, bitmask, rows)
+            _mask_rows_cpu(logits, bitmask, list(range(len(seqs))) if bitmask_rows is None else bitmask_rows)
             bitmask = None
         elif bitmask is not None:
             bitmask = bitmask.to(logits.device, non_blocking=True)
-        token_ids, logprobs = sample(logits, self._sampling_tensors(seqs, logits.device), bitmask)
+        token_ids, logprobs = sample(logits, rows.tensors(seqs, logits.device), bitmask)
         token_list = token_ids.tolist()
-        top, ranks = self._top_logprobs(logits, seqs, params, token_ids, bitmask)
+        top, ranks = self._top_logprobs(logits, seqs, rows.with_logprobs, token_ids, bitmask)
         return SamplerOutput(token_list, logprobs.tolist(), top, ranks)
 
-    @staticmethod
-    def _sampling_tensors(seqs: list[Sequence], device: torch.device) -> SamplingTensors:
-        rows = np.array([seq.sampling_row for seq in seqs], dtype=np.float64).reshape(len(seqs), 4)
-        return SamplingTensors.from_arrays(
-            temperature=rows[:, 0], top_k=rows[:, 1].astype(np.int64), top_p=rows[:, 2], min_p=rows[:, 3],
-            seeds=np.array([seq.seed for seq in seqs], dtype=np.int64),
-            steps=np.array([len(seq.token_ids) - seq.num_prompt_tokens for seq in seqs], dtype=np.int64),
-            device=device,
-        )
+    def _rows_of(self, seqs: list[Sequence]) -> "BatchRows":
+        """The per-row parameters of `seqs`: the previous step's when the batch holds the same sequences
+        in the same order (what a sequence's parameters say never changes), else built anew."""
+        key = tuple([seq.seq_id for seq in seqs])
+        rows = self._rows
+        if rows is None or rows.key != key:
+            rows = self._rows = BatchRows(key, seqs)
+        return rows
 
     def _adjust_row(self, logits: torch.Tensor, row: int, seq: Sequence) -> None:
         """Penalties, then logit bias, then min_tokens' bans, on one row in place."""
@@ -115,9 +112,10 @@ class Sampler:
         if banned:
             logits[row, banned] = float("-inf")
 
-    def _top_logprobs(self, logits: torch.Tensor, seqs: list[Sequence], params: list[SamplingParams],
-                      token_ids: torch.Tensor, bitmask: torch.Tensor | None):
-        rows = [i for i, p in enumerate(params) if p.logprobs is not None]
+    @staticmethod
+    def _top_logprobs(logits: torch.Tensor, seqs: list[Sequence], rows: list[int], token_ids: torch.Tensor,
+                      bitmask: torch.Tensor | None):
+        """Per row of `seqs`: (top-N, sampled rank) for the `rows` that asked for logprobs, else None."""
         top: list[list[tuple[int, float, int]] | None] = [None] * len(seqs)
         ranks: list[int | None] = [None] * len(seqs)
         if not rows:
@@ -138,6 +136,37 @@ class Sampler:
             ranks[row] = int(sampled_ranks[j])
             top[row] = [(top_ids[j][k], top_lp[j][k], k + 1) for k in range(n)] if n else []
         return top, ranks
+
+
+class BatchRows:
+    """What the sampler reads of a batch's sequences every step, gathered once per batch composition:
+    the rows that adjust their logits first or want logprobs, and the sampling parameters as arrays."""
+
+    def __init__(self, key: tuple[int, ...], seqs: list[Sequence]):
+        self.key = key
+        self.adjusting = [row for row, seq in enumerate(seqs) if seq.adjusts_logits]
+        self.with_logprobs = [row for row, seq in enumerate(seqs) if seq.params.logprobs is not None]
+        table = np.array([seq.sampling_row for seq in seqs], dtype=np.float64).reshape(len(seqs), 4)
+        self.temperature, self.top_p, self.min_p = table[:, 0], table[:, 2], table[:, 3]
+        self.top_k = table[:, 1].astype(np.int64)
+        self.seeds = np.array([seq.seed for seq in seqs], dtype=np.int64)
+        self.num_prompt_tokens = np.array([seq.num_prompt_tokens for seq in seqs], dtype=np.int64)
+        self._on_cpu: SamplingTensors | None = None  # checked once; each step replaces its steps
+
+    def tensors(self, seqs: list[Sequence], device: torch.device) -> SamplingTensors:
+        """The kernel's parameters for this step (each row's step: its number of generated tokens). Off
+        the CPU every field goes in one packed copy; on the CPU only the steps are new."""
+        num_tokens = np.fromiter([len(seq.token_ids) for seq in seqs], dtype=np.int64, count=len(seqs))
+        steps = num_tokens - self.num_prompt_tokens  # never negative: a sequence keeps its prompt
+        if device.type != "cpu":
+            return SamplingTensors.from_arrays(temperature=self.temperature, top_k=self.top_k, top_p=self.top_p,
+                                               min_p=self.min_p, seeds=self.seeds, steps=steps, device=device)
+        if self._on_cpu is None:
+            self._on_cpu = SamplingTensors.from_arrays(temperature=self.temperature, top_k=self.top_k,
+                                                       top_p=self.top_p, min_p=self.min_p, seeds=self.seeds,
+                                                       steps=steps)
+            return self._on_cpu
+        return replace(self._on_cpu, steps=torch.from_numpy(steps))
 
 
 def _mask_rows_cpu(logits: torch.Tensor, bitmask: torch.Tensor, rows: list[int]) -> None:
