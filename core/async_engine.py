@@ -20,6 +20,7 @@ from typing import Any
 from formwork.core.config import EngineConfig
 from formwork.core.engine import DuplicateRequestError, LLMEngine, RequestError
 from formwork.core.events import EventKind, RequestFailedError, StreamEvent, StreamState, events_from_output
+from formwork.core.gc_policy import STEP_COLLECTOR
 from formwork.core.metrics import now
 from formwork.core.outputs import RequestOutput
 from formwork.core.sampling_params import RequestOutputKind, SamplingParams
@@ -244,6 +245,7 @@ class AsyncLLMEngine:
                 self._apply(commands)
                 if engine.has_unfinished_requests():
                     self._dispatch(engine.step())
+                    STEP_COLLECTOR.between_steps(idle=not engine.has_unfinished_requests())
                     if engine.scheduler.num_running == 0:  # nothing runnable (e.g. grammars compiling)
                         with self._cv:
                             self._cv.wait(IDLE_POLL_SECONDS)

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from formwork.cli.args import positive_int
+from formwork.core.gc_policy import STEP_COLLECTOR
 from formwork.server.reasoning import REASONING_PARSERS
 
 DEVICE_HELP = "auto (CUDA when available, else the CPU), cpu, cuda or cuda:N"
@@ -148,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
     logger.info("device %s, CUDA graphs %s, warm-up %s", core_config.device,
                 "on" if core_config.use_cuda_graphs else "off", "done" if core_config.use_warmup else "off")
     freeze_startup_heap()
+    STEP_COLLECTOR.install()  # full collections run between engine steps, not inside them
     config = server_config(args, default_name, model_dir)
     app = build_app(engine, config)
     engine.start()

@@ -1,0 +1,149 @@
+"""`StepCollector`: no automatic full collection while installed, deferred ones run between steps
+(when idle, or once enough young collections are pending), garbage is still freed, and the async
+engine's thread runs them."""
+from __future__ import annotations
+
+import asyncio
+import gc
+import sys
+import time
+import weakref
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from tiny_models import tiny_model_dir  # noqa: E402
+
+from formwork.core.async_engine import AsyncLLMEngine  # noqa: E402
+from formwork.core.gc_policy import FULL_COLLECTIONS_OFF, STEP_COLLECTOR, StepCollector  # noqa: E402
+from formwork.core.sampling_params import SamplingParams  # noqa: E402
+
+
+class Node:
+    """A cyclic object (only the cycle collector frees it)."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+@pytest.fixture
+def collector():
+    got = StepCollector(max_deferred=20)
+    got.install()
+    yield got
+    got.uninstall()
+
+
+def full_collections() -> int:
+    return gc.get_stats()[2]["collections"]
+
+
+def cyclic_garbage_in_the_old_generation() -> weakref.ref:
+    """A weak reference to a cycle that dies only in the old generation (where full collections look)."""
+    gc.collect()
+    holder = [Node()]
+    gc.collect(1)  # the young collection moves the live cycle to the old generation
+    dead = weakref.ref(holder.pop())
+    gc.collect(1)
+    assert dead() is not None  # a young collection does not see it
+    return dead
+
+
+def churn(rounds: int) -> list:
+    """Allocate enough long-lived containers to trip many young collections."""
+    kept = []
+    for _ in range(rounds):
+        kept.append([[] for _ in range(1000)])
+    return kept
+
+
+def test_install_turns_automatic_full_collections_off_and_uninstall_restores():
+    before = gc.get_threshold()
+    got = StepCollector()
+    got.install()
+    try:
+        assert gc.get_threshold() == (before[0], before[1], FULL_COLLECTIONS_OFF)
+        gc.collect()
+        fulls = full_collections()
+        kept = churn(300)  # 300k containers: dozens of young collections
+        assert StepCollector.pending() > 20 and full_collections() == fulls
+        del kept
+    finally:
+        got.uninstall()
+    assert gc.get_threshold() == before and not got.installed
+
+
+def test_without_the_policy_the_same_churn_runs_a_full_collection():
+    """The workload of the test above does trip an automatic full collection (so that test can fail)."""
+    gc.collect()
+    fulls = full_collections()
+    kept = churn(300)
+    assert full_collections() > fulls
+    del kept
+
+
+def test_under_load_a_full_collection_waits_for_max_deferred_young_ones(collector):
+    dead = cyclic_garbage_in_the_old_generation()
+    while collector.pending() < collector.max_deferred - 1:
+        gc.collect(1)
+        assert not collector.between_steps(idle=False)
+        assert dead() is not None
+    gc.collect(1)
+    assert collector.between_steps(idle=False)
+    assert dead() is None and collector.pending() == 0
+    assert collector.stats.forced == 1 and collector.stats.idle == 0 and collector.stats.longest > 0
+
+
+def test_idle_runs_a_pending_full_collection_at_once(collector):
+    dead = cyclic_garbage_in_the_old_generation()
+    assert collector.between_steps(idle=True)
+    assert dead() is None and collector.stats.idle == 1
+    assert not collector.between_steps(idle=True)  # nothing pending: nothing to do
+
+
+def test_not_installed_never_collects():
+    dead = cyclic_garbage_in_the_old_generation()
+    assert not StepCollector().between_steps(idle=True) and dead() is not None
+    gc.collect()
+    assert dead() is None
+
+
+def test_garbage_stays_bounded_under_sustained_load(collector):
+    """Cycles that die old, one per step, with a full collection only when the policy forces it:
+    what waits is what died since the last forced one, not everything (3,000 without the policy)."""
+    window: list[Node] = []
+    refs = []
+    most_alive = 0
+    for step in range(3000):
+        node = Node()
+        node.payload = [[] for _ in range(200)]  # young collections come along with the steps
+        window.append(node)
+        refs.append(weakref.ref(node))
+        if len(window) > 10:
+            window.pop(0)  # dies after ten steps, often in the old generation
+        collector.between_steps(idle=False)
+        if step % 50 == 0:
+            most_alive = max(most_alive, sum(r() is not None for r in refs))
+    assert collector.stats.forced >= 3
+    assert most_alive < 1500
+
+
+def test_the_async_engine_collects_when_it_goes_idle():
+    engine = AsyncLLMEngine(tiny_model_dir("llama"), block_size=4)
+    STEP_COLLECTOR.install()
+    try:
+        dead = cyclic_garbage_in_the_old_generation()
+
+        async def main():
+            stream = engine.add_request("r", "Hello world", SamplingParams(max_tokens=4, ignore_eos=True))
+            return [event async for event in stream]
+
+        asyncio.run(main())
+        deadline = time.monotonic() + 30
+        while STEP_COLLECTOR.stats.idle == 0 and time.monotonic() < deadline:  # right after the last step
+            time.sleep(0.01)
+        assert STEP_COLLECTOR.stats.idle == 1 and dead() is None
+    finally:
+        STEP_COLLECTOR.uninstall()
+        engine.shutdown()
