@@ -20,7 +20,7 @@ from formwork.grammar.dfa import DEAD, DFA, START, minimize
 from formwork.grammar.gc_pause import paused_gc
 from formwork.grammar.ir import Node
 from formwork.grammar.lexemes import LexemeState
-from formwork.grammar.nfa import FINAL as NFA_FINAL, NFA, START as NFA_START
+from formwork.grammar.nfa import NFA
 from formwork.grammar.subset_builder import SubsetBuilder
 
 _KEYS = itertools.count()
@@ -75,13 +75,6 @@ class LazyDFA:
         self._complete = False
         self._record_new()
         self._expanded[DEAD] = True  # the dead row is all zeros
-
-    def twin(self, budget: CompileBudget) -> "LazyDFA":
-        """A fresh automaton over the same NFA (no rows built yet) that builds under `budget`: a
-        search over many states leaves this one as small as its walks keep it."""
-        nfa = self._b._nfa
-        return LazyDFA(SubsetBuilder(nfa, NFA_START, NFA_FINAL, budget, empty=nfa.empty),
-                       standalone=self._standalone)
 
     # ------------------------------------------------------------ storage
     def _grow(self, need: int) -> None:

@@ -45,7 +45,7 @@ class TaggedMoves:
         self.dfa = dfa
         self._moves: dict[int, list[tuple[int, int, bool]]] = {}
         self._classed: dict[int, list[tuple[int, int, bool]]] = {}
-        self._tables: dict[int, dict[int, tuple[int, bool]]] = {}
+        self._tables: dict[int, dict[int, tuple[tuple[int, bool], ...]]] = {}
         class_of_byte = np.asarray(dfa.byte_classes()[0])
         firsts: dict[tuple[int, int], int] = {}  # (automaton's byte class, scanner's) -> a byte
         for b in _ORDER_ARRAY.tolist():
@@ -85,12 +85,15 @@ class TaggedMoves:
             self._classed[t] = got
         return got
 
-    def next(self, t: int, b: int) -> tuple[int, bool]:
-        """(next state, whether a unique array opens) for byte `b` ((DEAD, False): no move)."""
+    def nexts(self, t: int, b: int) -> tuple[tuple[int, bool], ...]:
+        """The moves on byte `b`: (next state, whether a unique array opens) each; both a plain
+        and a tagged one where a `[` here may open a unique array or another one."""
         table = self._tables.get(t)
         if table is None:
-            table = self._tables[t] = {byte: (nxt, unique) for byte, nxt, unique in self.moves(t)}
-        return table.get(b, (DEAD, False))
+            table = self._tables[t] = {}
+            for byte, nxt, unique in self.moves(t):
+                table[byte] = table.get(byte, ()) + ((nxt, unique),)
+        return table.get(b, ())
 
 
 @lru_cache(maxsize=1 << 16)

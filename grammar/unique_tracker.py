@@ -26,11 +26,11 @@ those that spell a prefix of an earlier item (canonical spellings), else every a
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any, Hashable, Optional
 
 import numpy as np
 
-from formwork.grammar.dfa import DEAD, START
+from formwork.grammar.dfa import START
 from formwork.grammar.unique_regions import Regions, TaggedMoves
 from formwork.grammar.unique_scan import START_STATE, State, integral, step, value_key
 from formwork.grammar.unique_vocab import (
@@ -38,7 +38,8 @@ from formwork.grammar.unique_vocab import (
 )
 
 Level = tuple[int, int, tuple[str, ...], tuple[Any, ...]]  # frame index, item start, keys, values
-Snapshot = tuple[int, State, tuple[Level, ...], int]  # tagged state, scanner state, levels, bytes
+Reading = tuple[int, State, tuple[Level, ...]]  # tagged state, scanner state, levels
+Snapshot = tuple[tuple[Reading, ...], int]  # the live readings, bytes
 
 
 class UniqueArrays:
@@ -58,48 +59,65 @@ class UniqueTracker:
         self.unique = unique
         self.vocab = vocab
         self._buf = bytearray()
-        self._snap: Snapshot = (START, START_STATE, (), 0)
+        self._snap: Snapshot = (((START, START_STATE, ()),), 0)
         self._history: list[Snapshot] = []
 
     # ------------------------------------------------------------ steps
     def advance(self, data: bytes) -> Optional[tuple[Snapshot, bytes]]:
-        """The snapshot after `data` (and the bytes to keep), or None if the rule refuses it."""
-        t, state, levels, size = self._snap
+        """The snapshot after `data` (and the bytes to keep), or None if the rule refuses it in
+        every reading."""
+        readings, size = self._snap
         moves = self.unique.moves
         local = bytearray()
         for b in data:
-            t, unique = moves.next(t, b)
-            if t == DEAD:
-                return None
-            state, events, _ = step(state, b, unique)
             pos = size + len(local)
             local.append(b)
-            for kind, frame in events:
-                at = _level_at(levels, frame)
-                if at < 0:
-                    continue
-                index, start, keys, values = levels[at]
-                if kind == "s":
-                    levels = _replace(levels, at, (index, pos, keys, values))
-                elif kind == "c":
-                    levels = levels[:at] + levels[at + 1:]
-                else:  # an item ends: with this byte ("e") or before it ("x")
-                    text = self._text(start, pos + 1 if kind == "e" else pos, local, size)
-                    value = json.loads(text)
-                    key = value_key(value)
-                    if key in keys:
-                        return None
-                    levels = _replace(levels, at, (index, -1, keys + (key,), values + (value,)))
-            if unique:
-                levels = levels + ((len(state[1]) - 1, -1, (), ()),)
+            after: dict[Any, Reading] = {}
+            for t, state, levels in readings:
+                for nxt, unique in moves.nexts(t, b):
+                    got = self._step(nxt, state, levels, b, unique, pos, local, size)
+                    if got is not None:
+                        after.setdefault(_identity(got), got)
+            if not after:
+                return None
+            readings = tuple(after.values())
         end = size + len(local)
-        regions = self.unique.regions
+        live = tuple(r for r in readings if self._fresh(r, end, local, size))
+        return ((live, end), bytes(local)) if live else None
+
+    def _step(self, t: int, state: State, levels: tuple[Level, ...], b: int, unique: bool, pos: int,
+              local: bytearray, size: int) -> Optional[Reading]:
+        """One reading after byte `b` (at `pos`) into tagged state `t`, or None if it ends a
+        duplicate item."""
+        state, events, _ = step(state, b, unique)
+        for kind, frame in events:
+            at = _level_at(levels, frame)
+            if at < 0:
+                continue
+            index, start, keys, values = levels[at]
+            if kind == "s":
+                levels = _replace(levels, at, (index, pos, keys, values))
+            elif kind == "c":
+                levels = levels[:at] + levels[at + 1:]
+            else:  # an item ends: with this byte ("e") or before it ("x")
+                value = json.loads(self._text(start, pos + 1 if kind == "e" else pos, local, size))
+                key = value_key(value)
+                if key in keys:
+                    return None
+                levels = _replace(levels, at, (index, -1, keys + (key,), values + (value,)))
+        if unique:
+            levels = levels + ((len(state[1]) - 1, -1, (), ()),)
+        return t, state, levels
+
+    def _fresh(self, reading: Reading, end: int, local: bytearray, size: int) -> bool:
+        """Whether every open unique array of `reading` can still close with every item new."""
+        t, state, levels = reading
         for index, start, keys, _ in levels:
             node = (t, (state[0], state[1][index:], state[2]))
             prefix = self._text(start, end, local, size) if start >= 0 else None
-            if not regions.fresh(node, prefix, keys):
-                return None
-        return (t, state, levels, end), bytes(local)
+            if not self.unique.regions.fresh(node, prefix, keys):
+                return False
+        return True
 
     def _text(self, start: int, end: int, local: bytearray, size: int) -> bytes:
         if start >= size:
@@ -109,7 +127,7 @@ class UniqueTracker:
     def commit(self, advanced: tuple[Snapshot, bytes]) -> None:
         snap, data = advanced
         self._history.append(self._snap)
-        del self._buf[self._snap[3]:]
+        del self._buf[self._snap[1]:]
         self._buf += data
         self._snap = snap
 
@@ -123,28 +141,38 @@ class UniqueTracker:
             del self._history[-steps:]
 
     def reset(self) -> None:
-        self._snap = (START, START_STATE, (), 0)
+        self._snap = (((START, START_STATE, ()),), 0)
         self._history.clear()
         self._buf.clear()
 
     # ------------------------------------------------------------ masks
     def filter(self, view: np.ndarray, index: int) -> None:
         """Clear, in row `index` of `view` (the grammar's mask), the tokens the rule refuses."""
-        t, state, levels, _ = self._snap
-        if not levels:  # only a token that opens a unique array can matter: the same everywhere
-            key = (t, state)
+        readings, size = self._snap
+        if not any(levels for _, _, levels in readings):
+            # only a token that opens a unique array can matter: the same everywhere
+            key = tuple((t, state) for t, state, _ in readings)
             refused = self.unique._quiet.get(key)
             if refused is None:
                 refused = self.unique._quiet[key] = tuple(self._refused(view[index], OPEN, set(), False,
                                                                         False))
         else:
-            refused = self._refused(view[index], *self._candidates(t, state, levels))
+            # a token refused in every reading is refused in one the grammar's mask allows it
+            # in: so among the candidates of that reading, and of their union
+            bits, extra, structured, everything = 0, set(), False, False
+            for reading in readings:
+                more = self._candidates(*reading, size) if reading[2] else (OPEN, set(), False, False)
+                bits |= more[0]
+                extra |= more[1]
+                structured |= more[2]
+                everything |= more[3]
+            refused = self._refused(view[index], bits, extra, structured, everything)
         if refused:
             words = view[index].view(np.uint32)
             for token in refused:
                 words[token >> 5] &= np.uint32(~(1 << (token & 31)) & 0xFFFFFFFF)
 
-    def _candidates(self, t: int, state: State, levels: tuple[Level, ...]
+    def _candidates(self, t: int, state: State, levels: tuple[Level, ...], size: int
                     ) -> tuple[int, set[int], bool, bool]:
         """(signature bits of the tokens to test, more token ids to test, whether to test the
         tokens with more than a separator after their first quote, whether to test every token)."""
@@ -153,8 +181,9 @@ class UniqueTracker:
         bits = 0 if state[0] in ("S", "E", "U") else OPEN  # in a string, `[` is a character
         extra: set[int] = set()
         structured = False
-        size = self._snap[3]
-        for index, start, _, values in levels:
+        for index, start, keys, values in levels:
+            if len(keys) > regions.items_limit:  # past what `Regions.good` speaks of
+                return bits, extra, structured, True
             rel = (state[0], state[1][index:], state[2])
             prefix = bytes(self._buf[start:size]) if start >= 0 else b""
             so_far = _string_so_far(rel, prefix)
@@ -249,6 +278,12 @@ def _rests(rel: State, prefix: bytes, values: tuple[Any, ...]) -> Optional[list[
 def _spelling(value: Any) -> bytes:
     """The one spelling a region without second spellings gives `value` (compact, raw UTF-8)."""
     return json.dumps(integral(value), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _identity(reading: Reading) -> Hashable:
+    """What tells readings apart (their values are equal where their keys are)."""
+    t, state, levels = reading
+    return t, state, tuple(level[:3] for level in levels)
 
 
 def _level_at(levels: tuple[Level, ...], frame: int) -> int:

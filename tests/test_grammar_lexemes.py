@@ -13,11 +13,13 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest_grammar import deepseek_tokenizer, deepseek_vocab, node_prefixes  # noqa: E402
 
+from formwork.grammar.budget import CompileBudget  # noqa: E402
 from formwork.grammar.compiler import GrammarCompiler  # noqa: E402
 from formwork.grammar.dfa import START  # noqa: E402
 from formwork.grammar.json_schema import compile_json_schema  # noqa: E402
+from formwork.grammar.json_schema.automata import SHARED  # noqa: E402
 from formwork.grammar.lexemes import is_lexeme, lexeme  # noqa: E402
-from formwork.grammar.ir import lit, repeat, chars, seq  # noqa: E402
+from formwork.grammar.ir import And, lit, repeat, chars, seq  # noqa: E402
 from formwork.grammar.token_mask import TokenMaskCache  # noqa: E402
 
 SCHEMAS = {
@@ -267,3 +269,10 @@ def test_a_renewed_shared_builder_keeps_the_format_automata():
     assert shared._builder is not first
     assert all(shared._builder._eager[node] is dfa for node, dfa in kept.items())
     assert lit("a") not in shared._builder._memo  # everything else starts afresh
+
+
+def test_a_state_at_two_places_of_one_embedded_dfa_lies_in_no_lexeme():
+    item = repeat(lit("xy"), 1, 2)
+    dfa = SHARED.compile(repeat(And(item, item), 0, None), CompileBudget().start(), keep=False)
+    state = dfa.walk(1, b"xy")  # inside the embedded DFA after "xy", and at its start again
+    assert dfa.lexeme_state(state) is None and dfa.accepts(b"xyxyxy")

@@ -105,7 +105,7 @@ def test_classed_moves_give_the_region_the_same_edges():
         "uniqueItems": True}
     grammar = compile_json_schema(schema, VOCAB, compiler=GrammarCompiler(VOCAB))
     regions = Regions(TaggedMoves(grammar.unique.moves.dfa))
-    root = (grammar.unique.moves.next(1, 0x5B)[0], ("V", ("A0",), None))
+    root = (grammar.unique.moves.nexts(1, 0x5B)[0][0], ("V", ("A0",), None))
     seen, todo = {root}, [root]
     while todo:
         node = todo.pop()

@@ -144,20 +144,3 @@ def test_recursive_items_are_refused_naming_the_array():
         compile_json_schema(schema, byte_vocab())
     assert "/properties/children/uniqueItems" in str(info.value)
     assert "recursive" in str(info.value)
-
-
-@pytest.mark.parametrize("schema", [
-    # one terminal: a `[` of the same place opens a unique array or another one
-    {"type": "object", "properties": {
-        "x": {"anyOf": [{"type": "array", "items": {"type": "string"}, "uniqueItems": True},
-                        {"type": "array", "items": {"type": "integer"}}]},
-        "children": {"type": "array", "items": {"$ref": "#"}}}},
-    # two hypotheses: the unique array's terminal and the recursive branch's
-    {"anyOf": [{"type": "array", "items": {"$ref": "#"}},
-               {"type": "array", "items": {"type": "string"}, "uniqueItems": True}]},
-])
-def test_ambiguous_islands_are_refused(schema):
-    with pytest.raises(UnsupportedSchemaError) as info:
-        compile_json_schema(schema, byte_vocab())
-    assert "may have to have distinct items or not" in str(info.value)
-    assert info.value.pointer.endswith("/uniqueItems")

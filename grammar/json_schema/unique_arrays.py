@@ -9,10 +9,13 @@ matcher compares the items (`formwork.grammar.unique_tracker`).  That needs:
 * a regular array: in a recursive schema, one whose items reach no rule cycle, an island of the
   context-free grammar tracked on its tagged configuration automaton (`unique_islands`);
 * no tag under a complement or an intersection of two different languages (``oneOf`` branches
-  minus each other), where removing the tags would not commute with the operation;
-* no place where one `[` may open either a unique array or another one (``anyOf`` branches that
-  disagree on ``uniqueItems`` at the same position): the tagged automaton has a state with a move
-  on `TAG` and one on ``[`` (`ambiguous`).  Each is refused naming the ``uniqueItems`` pointers.
+  minus each other), where removing the tags would not commute with the operation.  Each is
+  refused naming the ``uniqueItems`` pointers.
+
+Where one `[` may open a unique array or another one (``anyOf`` branches that disagree on
+``uniqueItems`` at the same place, disjoint ``oneOf`` branches that share a prefix) the tagged
+automaton moves both on `TAG` and on ``[``; the union is the language, so the matcher follows
+both readings and refuses a duplicate only where every live reading does (`unique_tracker`).
 """
 from __future__ import annotations
 
@@ -21,9 +24,8 @@ from typing import Any, Callable, Optional, TypeVar
 from formwork.grammar.budget import CompileBudget
 from formwork.grammar.ir import EMPTY, And, Bytes, Grammar, Node, Not, children, map_children, seq
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
-from formwork.grammar.json_schema.unique_islands import ambiguous_configurations, recursive_array
+from formwork.grammar.json_schema.unique_islands import recursive_array
 from formwork.grammar.shared_nodes import is_shared, share
-from formwork.grammar.unique_ambiguity import ambiguous
 from formwork.grammar.unique_scan import TAG
 
 _TAG = Bytes(bytes([TAG]))
@@ -113,13 +115,7 @@ def unique_arrays(node: Node | Grammar, pointers: tuple[str, ...], compile_node:
     if reason:
         raise UnsupportedSchemaError("uniqueItems", where, f"distinct items cannot be tracked in "
                                                            f"{reason}{more}")
-    tagged_dfa = compile_node(node)
-    if ambiguous_configurations(tagged_dfa, budget) if isinstance(node, Grammar) else \
-            ambiguous(tagged_dfa, budget):
-        raise UnsupportedSchemaError("uniqueItems", where, (
-            f"an array at the same place may have to have distinct items or not (anyOf/oneOf/"
-            f"if branches disagree on uniqueItems){more}"))
-    return strip_tags(node), UniqueArrays(tagged_dfa, pointers)
+    return strip_tags(node), UniqueArrays(compile_node(node), pointers)
 
 
 def settle_unique_arrays(lowered: Any, compile_node: Any, budget: CompileBudget
