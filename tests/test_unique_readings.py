@@ -63,9 +63,19 @@ def mixed_schemas(draw):
     return {draw(st.sampled_from(["anyOf", "oneOf"])): branches}
 
 
-VALUES = st.sampled_from(["a", "aa", "b", "ab", 1, 12, 2.5, -1])
-LISTS = st.lists(st.one_of(VALUES, st.lists(VALUES, max_size=3)), max_size=4)
-INSTANCES = st.one_of(LISTS, st.fixed_dictionaries({"k": VALUES, "v": LISTS}))
+POOLS = [["a", "b", "c"], ["a", "aa", "ab", "abc"], [1, 12, -1], ["a", "b", 1, 2.5]]
+
+
+@st.composite
+def lists(draw):
+    """A list of items from one pool (so that it often fits one branch, or two), or of such lists."""
+    values = st.sampled_from(draw(st.sampled_from(POOLS)))
+    if draw(st.booleans()):
+        return draw(st.lists(values, max_size=4))
+    return draw(st.lists(st.lists(values, max_size=3), max_size=3))
+
+
+INSTANCES = st.one_of(lists(), st.fixed_dictionaries({"k": st.sampled_from(["a", "aa", "b", 1, 2.5]), "v": lists()}))
 
 
 def _duplicated(instance):
