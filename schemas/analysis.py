@@ -32,6 +32,7 @@ _SEVERITY = {
     KeywordKind.UNSUPPORTED: Severity.ERROR,
     KeywordKind.UNKNOWN: Severity.WARNING,
     KeywordKind.IGNORED: Severity.WARNING,
+    KeywordKind.SUPPORTED: Severity.WARNING,  # with a reason: enforced as a subset (a format)
 }
 
 

@@ -41,15 +41,19 @@ SUPPORTED_KEYWORDS = frozenset({
 SUPPORTED_FORMATS = frozenset({
     "date-time", "date", "time", "duration", "email", "hostname", "ipv4", "ipv6",
     "uuid", "uri", "uri-reference", "iri", "iri-reference", "uri-template", "json-pointer",
-    "relative-json-pointer", "regex", "byte",
+    "relative-json-pointer", "regex", "byte", "idn-email", "idn-hostname",
     "int32", "int64", "uint32", "uint64", "float", "double",
 })
 
-#: Formats JSON Schema defines (and validators such as jsonschema assert) that formwork cannot
-#: enforce: refused, since ignoring them would accept invalid instances (IDNA 2008's rules for
-#: U-labels are not enforced). Any other format is unknown to JSON Schema too: an annotation,
-#: compiled with a warning.
-REFUSED_FORMATS = frozenset({"idn-email", "idn-hostname"})
+#: Supported formats enforced as a strict subset of their strings (sound, not complete), with
+#: what is left out: a warning naming the pointer. Any format not in `SUPPORTED_FORMATS` is
+#: unknown: an annotation, compiled with a warning.
+SUBSET_FORMATS: dict[str, str] = {
+    "idn-hostname": "internationalized labels (U-labels, and A-labels 'xn--...') are rejected: "
+                    "only ASCII letter-digit-hyphen labels are accepted",
+    "idn-email": "domains with internationalized labels (U-labels, and A-labels 'xn--...') "
+                 "are rejected: only ASCII letter-digit-hyphen domains and IP literals",
+}
 
 #: Keywords with no effect on which instances are valid: accepted and ignored.
 ANNOTATION_KEYWORDS = frozenset({
@@ -208,12 +212,11 @@ def _classify(keyword: str, value: Any, draft: str, siblings: dict[str, Any]) ->
     if keyword in ANNOTATION_KEYWORDS:
         return Verdict(KeywordKind.ANNOTATION)
     if keyword == "format":
+        if value in SUBSET_FORMATS:
+            return Verdict(KeywordKind.SUPPORTED, f"format {value!r} is enforced as a subset: "
+                                                  + SUBSET_FORMATS[value])
         if value in SUPPORTED_FORMATS:
             return Verdict(KeywordKind.SUPPORTED)
-        if value in REFUSED_FORMATS:
-            return Verdict(KeywordKind.UNSUPPORTED,
-                           f"format {value!r} is not enforced; supported formats: "
-                           + ", ".join(sorted(SUPPORTED_FORMATS)))
         return Verdict(KeywordKind.IGNORED, f"format {value!r} is unknown: an annotation, "
                                             "not enforced")
     if keyword == "pattern" and isinstance(value, str):

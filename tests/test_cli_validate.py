@@ -24,7 +24,7 @@ def files(tmp_path_factory):
     deep = '{"items": ' * 300 + "{}" + "}" * 300
     contents = {
         "ok.json": json.dumps({"type": "object", "properties": {"a": {"type": "string"}}}),
-        "unsupported.json": json.dumps({"properties": {"a/b": {"format": "idn-email"},
+        "unsupported.json": json.dumps({"properties": {"a/b": {"pattern": "(b)\\1"},
                                                        "c": {"pattern": "(a)\\1"}}}),
         "typo.json": json.dumps({"type": "string", "minLenght": 2}),
         "meta.json": json.dumps({"properties": {"a": {"minLength": -1}}}),
@@ -66,14 +66,14 @@ def test_unsupported_keywords_are_listed_with_pointers_and_exit_1(capsys, files)
     code, out, _ = run(capsys, files / "unsupported.json")
     assert code == 1
     assert "INVALID (not enforceable)" in out
-    assert "error: /properties/a~1b/format [format]:" in out
+    assert "error: /properties/a~1b/pattern [pattern]:" in out
     assert "error: /properties/c/pattern [pattern]:" in out
 
 
 def test_lenient_reports_warnings_and_exits_0(capsys, files):
     code, out, _ = run(capsys, "--lenient", files / "unsupported.json")
     assert code == 0 and "OK (2 warning(s))" in out
-    assert "warning: /properties/a~1b/format" in out
+    assert "warning: /properties/a~1b/pattern" in out
 
 
 def test_warnings_alone_do_not_fail(capsys, files):
@@ -136,7 +136,7 @@ def test_json_report(capsys, files):
     statuses = [(s["status"], s["error"]) for s in report["schemas"]]
     assert statuses == [("ok", None), ("invalid", None), ("invalid", "InvalidJSONError")]
     assert report["schemas"][1]["problems"][0] == {
-        "pointer": "/properties/a~1b/format", "keyword": "format",
+        "pointer": "/properties/a~1b/pattern", "keyword": "pattern",
         "reason": report["schemas"][1]["problems"][0]["reason"], "severity": "error"}
     assert report["schemas"][0]["draft"] == "2020-12"
 
@@ -179,6 +179,6 @@ def test_console_script_exit_codes_for_garbage_and_good_files(files):
     assert [s["status"] for s in report["schemas"]] == ["invalid"] * len(garbage)
     assert script(files / "ok.json", files / "recursive.json").returncode == 0
     assert script(files / "ok.json", files / "absent.json").returncode == 2
-    piped = script("-", stdin=b'{"type": "string", "format": "idn-email"}')
-    assert piped.returncode == 1 and b"/format" in piped.stdout
+    piped = script("-", stdin=b'{"type": "string", "pattern": "(a)\\\\1"}')
+    assert piped.returncode == 1 and b"/pattern" in piped.stdout
     assert script().returncode == 2

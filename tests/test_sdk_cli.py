@@ -68,11 +68,11 @@ def test_over_http_regex_schema_and_failures(capsys, tmp_path, server_url):
     (["--regex", "[ab"], "unterminated"),
     (["--choice", "a,,b"], "non-empty"),
     (["--schema", "{missing}"], "bad constraint"),
-    (["--schema", "{unenforceable}"], "'tags' uses 'format'"),
+    (["--schema", "{unenforceable}"], "'tags' uses 'pattern'"),
     (["--model", "{nowhere}", "--choice", "a,b"], "cannot load the model"),
 ])
 def test_bad_input_exits_2_before_generating(capsys, tmp_path, argv, message):
-    unenforceable = write_schema(tmp_path, {"properties": {"tags": {"type": "string", "format": "idn-email"}}})
+    unenforceable = write_schema(tmp_path, {"properties": {"tags": {"type": "string", "pattern": "(a)\\1"}}})
     argv = [a.format(missing=tmp_path / "nope.json", unenforceable=unenforceable, nowhere=tmp_path / "no-model")
             for a in argv]
     code, out, err = run(capsys, *argv, "prompt")

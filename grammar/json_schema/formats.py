@@ -11,6 +11,11 @@ language we stay *sound* and reject the hard cases:
   30 or 45 and the time is 23:59 UTC;
 * email: dot-atom or quoted local parts; domains are hostnames or ``[IPv4]`` / ``[IPv6:...]``
   literals (no general address literals);
+* idn-hostname: the hostname language above (ASCII labels; IDNA 2008's U-labels are rejected,
+  and so are A-labels, whose Punycode is not checked); every such name passes ``idna.encode``,
+  jsonschema's check;
+* idn-email: RFC 6531's addresses: email's shapes with any non-ASCII character also allowed in
+  the local part (dot-atom and quoted); the domain as for idn-hostname;
 * byte: RFC 4648 base64 with padding (length a multiple of 4, ``=`` only at the end), any pad bits;
 * regex: a regular subset of the regexes both ECMA-262 and Python's ``re`` accept (see
   `regex_format`), so every accepted string passes jsonschema's ``re.compile`` check.
@@ -70,8 +75,16 @@ DURATION = f"P(?:{_DUR_DATE}|{_DUR_TIME}|[0-9]+W)"
 UUID = f"{HEX}{{8}}-{HEX}{{4}}-{HEX}{{4}}-{HEX}{{4}}-{HEX}{{12}}"
 
 
-_ATEXT = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]"
-_LOCAL = f"(?:{_ATEXT}+(?:\\.{_ATEXT}+)*|\"(?:[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e]|\\\\[\\x20-\\x7e])*\")"
+def _local_part(extra: str) -> str:
+    """RFC 5322's dot-atom or quoted-string local part, `extra` (a character-class body) added
+    to atext and qtext (RFC 6531 adds every non-ASCII character)."""
+    atext = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~" + extra + "-]"
+    qtext = "[\\x20\\x21\\x23-\\x5b\\x5d-\\x7e" + extra + "]"
+    return f"(?:{atext}+(?:\\.{atext}+)*|\"(?:{qtext}|\\\\[\\x20-\\x7e])*\")"
+
+
+#: Every Unicode scalar value past ASCII (RFC 6532's UTF8-non-ascii).
+_NON_ASCII = "\u0080-\ud7ff\ue000-\U0010ffff"
 
 _B64 = "[A-Za-z0-9+/]"
 BYTE = f"(?:{_B64}{{4}})*(?:{_B64}{{2}}==|{_B64}{{3}}=)?"
@@ -117,10 +130,11 @@ def format_node(name: str) -> Node:
     cached = _CACHE.get(name)
     if cached is not None:
         return cached
-    if name == "hostname":
+    if name in ("hostname", "idn-hostname"):
         node = _hostname_node()
-    elif name == "email":
-        node = seq(regex(_LOCAL), lit("@"),
+    elif name in ("email", "idn-email"):
+        local = _local_part(_NON_ASCII if name == "idn-email" else "")
+        node = seq(regex(local), lit("@"),
                    alt(_hostname_node(), regex(f"\\[(?:{IPV4}|IPv6:{IPV6})\\]")))
     else:
         node = regex(FORMAT_REGEXES[name])
@@ -130,7 +144,7 @@ def format_node(name: str) -> Node:
 
 _CACHE: dict[str, Node] = {}
 
-SUPPORTED = frozenset(FORMAT_REGEXES) | {"hostname", "email"}
+SUPPORTED = frozenset(FORMAT_REGEXES) | {"hostname", "email", "idn-hostname", "idn-email"}
 """The string formats: `format_node` knows each."""
 NUMBER_FORMATS = frozenset(INTEGER_FORMATS) | ANY_NUMBER_FORMATS
 """The number formats (see `INTEGER_FORMATS`); they leave strings unconstrained."""

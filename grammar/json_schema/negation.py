@@ -7,7 +7,7 @@ over values (one value has many spellings), so the lowering takes it per JSON ty
   spellings of N's scalars (`scalar_complement`).  Exact because every scalar lowering accepts
   the canonical spelling of each value it accepts (see `one_of`), except a few over-strict formats,
   which are refused here;
-* arrays and objects: by their shape (`violations.container_violations`): the ways to violate
+* arrays and objects: by their shape (`factored.container_violations`): the ways to violate
   each keyword, as synthetic schemas the usual lowering merges with the rest of the conjunction;
   a keyword with no such schema is refused with its reason and pointer.
 
@@ -23,16 +23,16 @@ from formwork.grammar.json_schema.errors import OneOfOverlapError, UnsupportedSc
 from formwork.grammar.json_schema.expand import Alternative, Sub, Synthetic
 from formwork.grammar.json_schema.one_of import CANONICAL_SCALARS
 from formwork.grammar.json_schema.type_restrictions import restriction
-from formwork.grammar.json_schema.violations import (
-    CannotNegate, conjunctions, container_violations,
-)
+from formwork.grammar.json_schema.factored import container_violations
+from formwork.grammar.json_schema.violations import CannotNegate, conjunctions
 from formwork.schemas.pointer import child
 
 if TYPE_CHECKING:
     from formwork.grammar.json_schema.lowering import Lowerer
 
 #: Formats whose languages are stricter than the format (see `one_of`): no exact complement.
-INEXACT_FORMATS = frozenset({"hostname", "email", "time", "date-time"})
+INEXACT_FORMATS = frozenset({"hostname", "email", "time", "date-time", "idn-hostname",
+                             "idn-email"})
 
 #: Keywords that may reject a scalar (any other keyword accepts every scalar).
 _SCALAR_KEYWORDS = frozenset({

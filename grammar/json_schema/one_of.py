@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from formwork.grammar.json_schema.lowering import Lowerer
 
 ALL_TYPES = frozenset({"null", "boolean", "object", "array", "string", "number", "integer"})
-_INEXACT_FORMATS = frozenset({"hostname", "email", "time", "date-time"})
+_INEXACT_FORMATS = frozenset({"hostname", "email", "time", "date-time", "idn-hostname",
+                              "idn-email"})
 
 #: Top-level values spelled canonically: integral numbers without a fraction, no trailing zeros
 #: or exponents, canonical strings; containers are left alone.

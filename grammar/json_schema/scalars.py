@@ -19,7 +19,6 @@ from formwork.grammar.json_schema.errors import UnsupportedSchemaError
 from formwork.grammar.json_schema.expand import Sub
 from formwork.grammar.json_schema.pieces import encoded_format
 from formwork.grammar.json_schema.strings import quoted, string_content
-from formwork.schemas.keywords import REFUSED_FORMATS
 from formwork.schemas.pointer import child
 
 if TYPE_CHECKING:
@@ -111,11 +110,8 @@ def lower_string(lw: "Lowerer", subs: list[Sub]) -> Node:
                 lw.report(exc.keyword, exc.pointer, exc.reason)
         if "format" in sch:
             fmt = sch["format"]
-            if fmt in formats.SUPPORTED:
+            if fmt in formats.SUPPORTED:  # others: number formats, or unknown (a warning)
                 extra.append(encoded_format(fmt))
-            elif fmt in REFUSED_FORMATS:  # others: number formats, or unknown (a warning)
-                lw.report("format", child(s.pointer, "format"),
-                          f"format {fmt!r} is not supported")
         for node in extra:
             content = node if content is None else And(content, node)
     if max_len is not None and max_len < min_len:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import json
 from itertools import product
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 from formwork.grammar.errors import GrammarBudgetError
 from formwork.grammar.json_schema.expand import (
@@ -58,33 +58,42 @@ class CannotNegate(Exception):
     """Why a complement cannot be built exactly (turned into a schema error by `refuse`)."""
 
 
-def container_violations(lw: "Lowerer", target: Sub, kind: str, base: Alternative = ()
-                         ) -> list[Alternative]:
-    """The containers of `kind` that `target` rejects: those outside each of its alternatives.
-    `base`: subschemas every container asked for satisfies too (the positive keywords beside the
-    ``not``), so that ways to violate that they rule out are dropped."""
+def expanded_violations(lw: "Lowerer", target: Sub, kind: str, base: Alternative = ()
+                        ) -> list[Alternative]:
+    """The containers of `kind` that `target` rejects: those outside each alternative of its
+    expansion (`factored.container_violations` negates its applicators one by one), beside
+    `base` (see there)."""
     out: list[Alternative] = [[]]
     for a in lw.expand(target):
-        ors = _alternative_violations(lw, a, kind, base)
-        if ors is None:  # the alternative accepts no container of this kind
-            continue
-        out = conjunctions(out, ors, target.pointer, kind, base)
+        out = conjunctions(out, violations_of(lw, a, kind, base), target.pointer, kind, base)
         if not out:
             break
     return out
 
 
+def violations_of(lw: "Lowerer", subs: Alternative, kind: str, base: Alternative
+                  ) -> list[Alternative]:
+    """The ways a container of `kind` can violate the conjunction `subs` (a union; ``[[]]``
+    when it accepts no container of `kind`, so every one does)."""
+    ors = _alternative_violations(lw, subs, kind, base)
+    return [[]] if ors is None else ors
+
+
 def conjunctions(left: list[Alternative], right: list[Alternative], pointer: str, kind: str,
                  base: Alternative = ()) -> list[Alternative]:
-    """Every conjunction of one alternative of each side, less repeats and those that plainly
-    hold no container of `kind` (beside `base`); past `MAX_ALTERNATIVES` a budget error naming
-    `pointer`."""
+    """Every conjunction of one alternative of each side, as `minimal` keeps them."""
+    return minimal((a + b for a, b in product(left, right)), pointer, kind, base)
+
+
+def minimal(conjs: Iterable[Alternative], pointer: str, kind: str, base: Alternative = ()
+            ) -> list[Alternative]:
+    """The union `conjs` less repeats, those that plainly hold no container of `kind` (beside
+    `base`) and those holding all of another one's subschemas (they add nothing to the union);
+    past `MAX_ALTERNATIVES` a budget error naming `pointer`."""
     out: dict[frozenset[int], Alternative] = {}
-    for a, b in product(left, right):
-        conj = a + b
+    for conj in conjs:
         if _possible([*base, *conj], kind):
             out.setdefault(frozenset(map(id, conj)), conj)
-    # a conjunction holding all of another one's subschemas adds nothing to their union
     keys = sorted(out, key=len)
     kept = [k for i, k in enumerate(keys) if not any(j < k for j in keys[:i])]
     if len(kept) > MAX_ALTERNATIVES:
