@@ -20,17 +20,33 @@ START = 1
 
 @dataclass(eq=False)
 class DFA:
-    """A complete, minimal byte DFA; `table` is int32 [num_states, 256]."""
+    """A complete, minimal byte DFA; `table` is int32 [num_states, 256].  One made from byte
+    classes (`from_classes`) writes its byte table when first read: a large automaton that is
+    only an operand of products and minimisation (which work over classes) never needs it."""
 
-    table: np.ndarray
+    _table: np.ndarray | None
     accepting: np.ndarray
     _cache: dict = field(default_factory=dict, repr=False)
 
     lazy = False
 
+    @classmethod
+    def from_classes(cls, class_of_byte: np.ndarray, table_k: np.ndarray, accepting: np.ndarray) -> "DFA":
+        """The DFA whose rows are `table_k` [S, K] over the byte classes `class_of_byte` [256]."""
+        dfa = cls(None, accepting)
+        dfa._cache["classes"] = (class_of_byte, table_k)
+        return dfa
+
+    @property
+    def table(self) -> np.ndarray:
+        if self._table is None:
+            class_of_byte, table_k = self._cache["classes"]
+            self._table = table_k.take(np.asarray(class_of_byte, dtype=np.intp), axis=1)
+        return self._table
+
     @property
     def num_states(self) -> int:
-        return int(self.table.shape[0])
+        return int(self.accepting.shape[0])
 
     # the interface LazyDFA shares: rows are always available here
     def ensure(self, states: np.ndarray | list[int]) -> None:
@@ -114,11 +130,10 @@ def minimize(table_k: np.ndarray, accepting: np.ndarray, start: int, class_of_by
     if got is None:
         budget.out_of_time("DFA minimisation")
     raw_table, raw_accepting = got
-    final = np.frombuffer(raw_table, dtype=np.int32).reshape(-1, table_k.shape[1])
-    dfa = DFA(np.ascontiguousarray(final[:, class_of_byte]), np.frombuffer(raw_accepting, dtype=bool).copy())
+    final = np.frombuffer(raw_table, dtype=np.int32).reshape(-1, table_k.shape[1]).copy()
     # byte classes (contiguous byte intervals, numbered by their first byte) come for free here
-    dfa._cache["classes"] = (np.asarray(class_of_byte, dtype=np.int64), final.copy())
-    return dfa
+    return DFA.from_classes(np.asarray(class_of_byte, dtype=np.int64), final,
+                            np.frombuffer(raw_accepting, dtype=bool).copy())
 
 
 def product(a: DFA, b: DFA, op: str, budget: CompileBudget) -> DFA:
