@@ -72,10 +72,19 @@ class UniqueTracker:
         for b in data:
             pos = size + len(local)
             local.append(b)
+            if len(readings) == 1:  # the usual case: one reading, one move
+                t, state, levels = readings[0]
+                options = moves.nexts(t, b)
+                if len(options) == 1:
+                    got = self._step(*options[0], state, levels, b, pos, local, size)
+                    if got is None:
+                        return None
+                    readings = (got,)
+                    continue
             after: dict[Any, Reading] = {}
             for t, state, levels in readings:
                 for nxt, unique in moves.nexts(t, b):
-                    got = self._step(nxt, state, levels, b, unique, pos, local, size)
+                    got = self._step(nxt, unique, state, levels, b, pos, local, size)
                     if got is not None:
                         after.setdefault(_identity(got), got)
             if not after:
@@ -85,7 +94,7 @@ class UniqueTracker:
         live = tuple(r for r in readings if self._fresh(r, end, local, size))
         return ((live, end), bytes(local)) if live else None
 
-    def _step(self, t: int, state: State, levels: tuple[Level, ...], b: int, unique: bool, pos: int,
+    def _step(self, t: int, unique: bool, state: State, levels: tuple[Level, ...], b: int, pos: int,
               local: bytearray, size: int) -> Optional[Reading]:
         """One reading after byte `b` (at `pos`) into tagged state `t`, or None if it ends a
         duplicate item."""
