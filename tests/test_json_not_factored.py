@@ -114,3 +114,43 @@ def test_the_complement_of_a_one_of_beside_a_dependency_on_a_one_of_compiles_exa
              {"p": {"kind": "int", "a": "f"}}, {"p": {"kind": "x", "props": {}}},
              {"p": {"kind": "str", "a": "byte"}, "q": {"ref": "r"}}]
     assert_exact(model, [{"kind": "m", "props": p} for p in props] + [{"kind": "m"}, {}])
+
+
+KINDS = st.lists(st.sampled_from(["a", "b", "c"]), min_size=1, max_size=2, unique=True)
+#: An object alternative that requires "kind" from a set of strings (one member of a oneOf).
+KINDED = st.builds(lambda kinds, more, extra: {
+    **extra, "required": ["kind", *more.get("required", [])],
+    "properties": {**more.get("properties", {}), "kind": {"enum": kinds}}},
+    KINDS, st.sampled_from([{}, {"required": ["a"]}, {"properties": {"a": {"type": "integer"}}},
+                            {"properties": {"b": {"type": "string"}}, "required": ["b"]}]),
+    st.sampled_from([{}, {"additionalProperties": False}, {"maxProperties": 2}, {"type": "object"}]))
+
+
+@SETTINGS
+@given(st.lists(KINDED, min_size=2, max_size=4), OBJECTS)
+def test_the_complement_of_a_discriminated_one_of_is_exact(branches, d):
+    _agrees_unless_refused({"not": {"oneOf": branches}}, d)
+    _agrees_unless_refused({"oneOf": [*branches, {"required": ["a"]}]}, d)
+
+
+#: AsyncAPI 2.6.0's SecurityScheme, shrunk: a oneOf of schemes told apart by a required `type`.
+SCHEMES = {"oneOf": [
+    {"type": "object", "required": ["type", *extra],
+     "properties": {"type": {"type": "string", "enum": kinds}, "description": {"type": "string"},
+                    **{name: {"type": "string"} for name in extra}},
+     "patternProperties": {"^x-": {}}, "additionalProperties": False}
+    for kinds, extra in [(["userPassword"], []), (["apiKey"], ["in"]), (["X509"], []),
+                         (["symmetricEncryption"], []), (["asymmetricEncryption"], []),
+                         (["http"], ["scheme"]), (["httpApiKey"], ["name", "in"]),
+                         (["oauth2"], ["flows"]), (["openIdConnect"], ["openIdConnectUrl"]),
+                         (["plain", "scramSha256", "scramSha512"], []), (["gssapi"], [])]]}
+
+
+def test_the_complement_of_many_schemes_told_apart_by_type_compiles_exactly():
+    instances = [{}, {"type": "X509"}, {"type": "X509", "in": "user"}, {"type": "apiKey"},
+                 {"type": "apiKey", "in": "user"}, {"type": "http", "scheme": 1},
+                 {"type": "plain"}, {"type": "plain", "x-a": 1}, {"type": "other"}, {"type": 3},
+                 {"type": "oauth2", "flows": "f", "description": "d"}, {"description": "d"}, []]
+    assert_exact({"not": SCHEMES}, instances)
+    assert_exact({"type": "object", "properties": {"s": {"not": SCHEMES}}},
+                 [{"s": i} for i in instances])

@@ -14,7 +14,8 @@ writes it instead keeps it a union of the complements of its factors, whose size
 * ``if``: (if and not then) or (not if, and not else);
 * ``oneOf`` and the dependency keywords: the product over their expanded alternatives, which
   `one_of.resolve_one_of` and `dependencies.dependency_alternatives` build beside the schema's
-  own keywords (so what the siblings rule out is left out, as in the expansion).
+  own keywords (so what the siblings rule out is left out, as in the expansion), or, where a
+  required member tells them apart, a union over its values (`discriminated`).
 
 A subschema with a dynamic reference, an ``unevaluated*`` keyword that sees its applicators'
 annotations, or a ``$ref`` cycle is negated as a whole (`expanded_violations`), as before.
@@ -25,6 +26,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from formwork.grammar.json_schema.dependencies import DEPENDENCY_KEYWORDS, dependency_alternatives
+from formwork.grammar.json_schema.discriminated import discriminated_violations
 from formwork.grammar.json_schema.expand import Alternative, Sub
 from formwork.grammar.json_schema.one_of import resolve_one_of
 from formwork.grammar.json_schema.unevaluated import UNEVALUATED, plain_unevaluated
@@ -117,7 +119,12 @@ def _conditional(lw: "Lowerer", sub: Sub, kind: str, base: Alternative, refs: tu
 
 def _product_violations(lw: "Lowerer", sub: Sub, alternatives: list[Alternative], kind: str,
                         base: Alternative) -> list[Alternative]:
-    """The containers outside every one of `alternatives` (a union made for `sub`)."""
+    """The containers outside every one of `alternatives` (a union made for `sub`): split by a
+    discriminating member's value where there is one (`discriminated`)."""
+    if kind == "object":
+        split = discriminated_violations(lw, sub, alternatives, base)
+        if split is not None:
+            return split
     out: list[Alternative] = [[]]
     for a in alternatives:
         out = conjunctions(out, violations_of(lw, a, kind, base), sub.pointer, kind, base)
