@@ -18,8 +18,24 @@ from collections import OrderedDict
 from formwork.grammar.ir import Empty, Node, Nothing, Repeat
 
 _MAX_MARKS = 1 << 16  # a mark evicted before its compile only costs size: the language is the same
-_SHARED: OrderedDict[Node, Node] = OrderedDict()  # each mark to itself (interned)
+_SHARED: dict[Node, Node] = {}  # each mark to itself: the table the NFA builder reads
+_MARK_OF: OrderedDict[Node, Node] = OrderedDict()  # each marked node to its mark, oldest use first
 _SHARED_LOCK = threading.Lock()
+_new = object.__new__
+_set_item, _set_min, _set_max, _set_hash, _set_empty = (
+    Repeat.__dict__[name].__set__ for name in ("item", "min", "max", "_hash", "_empty"))
+
+
+def _mark(node: Node) -> Node:
+    """`Repeat(node, 1, 1)` with its slots filled directly (bounds known valid: the checked
+    dataclass `__init__` costs about twice as much, and a lowering makes a mark per object cell)."""
+    marked = _new(Repeat)
+    _set_item(marked, node)
+    _set_min(marked, 1)
+    _set_max(marked, 1)
+    _set_hash(marked, None)
+    _set_empty(marked, None)
+    return marked
 
 
 def share(node: Node) -> Node:
@@ -28,18 +44,19 @@ def share(node: Node) -> Node:
     Marks are interned: an equal mark made before is returned instead.  A shared node is reached
     by many paths, and so is what it holds: comparing two equal copies of such a graph node by
     node would take as many steps as there are paths.  Made bottom-up, a new mark holds the
-    interned marks below it, which compare by identity, so finding it costs about its own size."""
+    interned marks below it, which compare by identity, so finding it costs about its own size.
+    The marks are found by the node they mark, so a known one costs no new mark."""
     if isinstance(node, (Empty, Nothing)):
         return node
-    marked = Repeat(node, 1, 1)
     with _SHARED_LOCK:
-        got = _SHARED.get(marked)
+        got = _MARK_OF.get(node)
         if got is not None:
-            _SHARED.move_to_end(marked)
+            _MARK_OF.move_to_end(node)
             return got
+        marked = _MARK_OF[node] = _mark(node)
         _SHARED[marked] = marked
-        if len(_SHARED) > _MAX_MARKS:
-            _SHARED.popitem(last=False)
+        if len(_MARK_OF) > _MAX_MARKS:
+            del _SHARED[_MARK_OF.popitem(last=False)[1]]
     return marked
 
 
@@ -47,7 +64,7 @@ def is_shared(node: Node) -> bool:
     return node in _SHARED
 
 
-def shared_marks() -> "OrderedDict[Node, Node]":
+def shared_marks() -> dict[Node, Node]:
     """The live table of marks that the NFA builder (in C) reads; do not modify it but through
     `share`."""
     return _SHARED

@@ -1,0 +1,56 @@
+"""`shared_nodes.share`: marks are interned by the node they mark, and the table the NFA builder
+reads (`shared_marks`) holds exactly the live marks, also after the oldest are evicted."""
+from __future__ import annotations
+
+from hypothesis import given, settings, strategies as st
+
+from formwork.grammar import shared_nodes
+from formwork.grammar.ir import EMPTY, NOTHING, Bytes, Repeat, Seq
+from formwork.grammar.shared_nodes import is_shared, share, shared_marks
+
+
+def _node(text: bytes) -> Seq:
+    return Seq((Bytes(b"<"), Bytes(text)))
+
+
+def test_a_mark_is_the_checked_repeat_and_is_interned() -> None:
+    node = _node(b"interned mark")
+    mark = share(node)
+    assert type(mark) is Repeat and mark == Repeat(node, 1, 1) and hash(mark) == hash(Repeat(node, 1, 1))
+    assert (mark.item, mark.min, mark.max) == (node, 1, 1)
+    again = share(_node(b"interned mark"))  # an equal, distinct node finds the same mark
+    assert again is mark and again.item is node
+    assert is_shared(mark) and is_shared(Repeat(_node(b"interned mark"), 1, 1))
+    assert shared_marks()[Repeat(node, 1, 1)] is mark
+    assert share(EMPTY) is EMPTY and share(NOTHING) is NOTHING
+
+
+@settings(deadline=None, max_examples=30)
+@given(st.lists(st.integers(0, 12), min_size=1, max_size=60), st.integers(1, 5))
+def test_eviction_keeps_the_builder_table_in_step(uses: list[int], limit: int) -> None:
+    """With room for `limit` marks, the live marks are the `limit` most recently used nodes (a hit
+    renews a mark), each in the builder's table; an evicted mark is no longer shared."""
+    saved = shared_nodes._MAX_MARKS, shared_nodes._MARK_OF.copy(), shared_nodes._SHARED.copy()
+    shared_nodes._MAX_MARKS = limit
+    try:
+        with shared_nodes._SHARED_LOCK:
+            shared_nodes._MARK_OF.clear()
+            shared_nodes._SHARED.clear()
+        recent: list[int] = []
+        marks = {}
+        for i in uses:
+            marks[i] = share(_node(b"evict %d" % i))
+            recent = [j for j in recent if j != i] + [i]
+        live = recent[-limit:]
+        assert len(shared_marks()) == len(live)
+        for i in live:
+            assert shared_marks()[marks[i]] is marks[i]
+        for i in set(uses) - set(live):
+            assert not is_shared(marks[i])
+    finally:  # the process's marks as they were
+        shared_nodes._MAX_MARKS = saved[0]
+        with shared_nodes._SHARED_LOCK:
+            shared_nodes._MARK_OF.clear()
+            shared_nodes._MARK_OF.update(saved[1])
+            shared_nodes._SHARED.clear()
+            shared_nodes._SHARED.update(saved[2])
