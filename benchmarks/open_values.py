@@ -8,9 +8,11 @@ each cached real-world instance (`realworld_cases.py`) is replayed token by toke
 bound, in the thread's CPU time (this box is shared: wall times are its scheduling): compile + first
 mask, the masks whose matcher state lies inside an open value's automaton (the any-value positions),
 the maximum over every mask, the instances accepted, and the five slowest masks with the time the
-cyclic garbage collector spent inside them.
+cyclic garbage collector spent inside them.  `--gc deferred` (the default) runs the collector as
+`formwork serve` does (`core.gc_policy.StepCollector`: full collections between masks, never idle
+here); `--gc automatic` leaves CPython's thresholds.
 
-    .venv/bin/python benchmarks/open_values.py 2 6 [--limit N]
+    .venv/bin/python benchmarks/open_values.py 2 6 [--limit N] [--gc deferred|automatic]
 """
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ sys.path.insert(0, str(HERE))
 from grammar_harness import Tokenized  # noqa: E402
 from realworld_cases import load_corpus  # noqa: E402
 
+from formwork.core.gc_policy import StepCollector  # noqa: E402
 from formwork.grammar import GrammarCompiler, Vocabulary, allocate_token_bitmask  # noqa: E402
 from formwork.grammar.dfa import DFA  # noqa: E402
 from formwork.grammar.errors import GrammarError  # noqa: E402
@@ -71,6 +74,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("depths", type=int, nargs="+")
     parser.add_argument("--limit", type=int, default=None)
+    parser.add_argument("--gc", choices=("deferred", "automatic"), default="deferred")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "open_values.md")
     args = parser.parse_args()
     tok = Tokenized()
@@ -78,6 +82,9 @@ def main() -> None:
     compiler = GrammarCompiler(vocab, cache_enabled=False)
     compiler.prepare()
     freeze_startup_heap()  # as `formwork serve` does once loaded (and `grammar_harness`): start-up objects leave the collector
+    step_collector = StepCollector()
+    if args.gc == "deferred":
+        step_collector.install()
     cases = []
     for case in load_corpus("iglu-central", args.limit):
         try:
@@ -116,13 +123,15 @@ def main() -> None:
                     if not matcher.accept_token(token):
                         ok = False
                         break
+                    step_collector.between_steps(idle=False)
                 accepted += ok
         c, m = np.array(compiles or [0.0]) * 1e3, np.array(masks or [0.0]) * 1e6  # (0: none)
         rows.append(f"| {depth} | {len(compiles)} | {refused} | {np.percentile(c, 50):.1f} / {np.percentile(c, 99):.0f} "
                     f"| {len(masks)} | {np.percentile(m, 50):.1f} | {np.percentile(m, 90):.0f} | {np.percentile(m, 99):.0f} "
                     f"| {m.max():,.0f} | {every_max * 1e6:,.0f} | {accepted}/{total} |")
     lines = [f"# Open values: masks at any-value positions by nesting bound ({len(cases)} iglu-central schemas)", "",
-             "`.venv/bin/python benchmarks/open_values.py " + " ".join(map(str, args.depths)) + "` (see its docstring).", "",
+             "`.venv/bin/python benchmarks/open_values.py " + " ".join(map(str, args.depths)) + f" --gc {args.gc}` "
+             "(see its docstring).", "",
              "Thread CPU time.", "",
              "| max_nesting_depth | compiled | refused | compile + first mask ms p50 / p99 | masks at open values "
              "| p50 µs | p90 | p99 | max | max of every mask µs | instances accepted |",

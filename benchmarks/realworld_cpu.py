@@ -6,7 +6,10 @@ process's CPU time (all threads, so an engine's own worker threads count), engin
 by schema in one process, the start-up heap frozen as `formwork serve` does, and reports p50/p99 on
 the schemas every engine compiles, plus each engine's five slowest there:
 
-    .venv/bin/python benchmarks/realworld_cpu.py [--corpus iglu-central --corpus schemastore] [--limit 40]
+    .venv/bin/python benchmarks/realworld_cpu.py [--corpus iglu-central --corpus schemastore] [--limit 40] [--gc automatic]
+
+`--gc deferred` (the default) installs the serving process's collector policy (`core.gc_policy`);
+`automatic` leaves CPython's thresholds.
 
 Pick a formwork build with PYTHONPATH (a worktree with its C extensions built in place).
 """
@@ -27,6 +30,7 @@ from grammar import LLGuidanceSpaced  # noqa: E402
 from grammar_harness import FormworkEngine, Tokenized  # noqa: E402
 from realworld_cases import load_corpus  # noqa: E402
 
+from formwork.core.gc_policy import StepCollector  # noqa: E402
 from formwork.server.serve_cmd import freeze_startup_heap  # noqa: E402
 
 
@@ -34,10 +38,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", action="append", default=None, help="repeatable; default iglu-central and schemastore")
     parser.add_argument("--limit", type=int, default=40, help="the first N schemas of each corpus")
+    parser.add_argument("--gc", choices=("deferred", "automatic"), default="deferred")
     args = parser.parse_args()
     tok = Tokenized()
     engines = [FormworkEngine(tok), LLGuidanceSpaced(tok)]
     freeze_startup_heap()
+    step_collector = StepCollector()
+    if args.gc == "deferred":
+        step_collector.install()
     bitmask = torch.zeros((1, (tok.vocab_size + 31) // 32), dtype=torch.int32)
     times: dict[str, dict[str, float]] = {e.name: {} for e in engines}
     for corpus in args.corpus or ["iglu-central", "schemastore"]:
@@ -49,8 +57,9 @@ def main() -> None:
                 except Exception:  # noqa: BLE001 - a refusal or a failure: left out of the comparison
                     continue
                 times[engine.name][case.name] = (time.process_time() - start) * 1e3
+                step_collector.between_steps(idle=False)
     common = sorted(set.intersection(*(set(t) for t in times.values())))
-    print(f"{len(common)} schemas compiled by every engine; load {os.getloadavg()[0]:.1f}")
+    print(f"{len(common)} schemas compiled by every engine; --gc {args.gc}; load {os.getloadavg()[0]:.1f}")
     print("| engine | compile + first mask CPU p50 ms | p99 ms | slowest five (ms) |")
     print("|---|---:|---:|---|")
     for name, got in times.items():

@@ -7,7 +7,9 @@ batch waits; on the real corpora every mask over 5 ms was one).  `StepCollector`
 full collections off and runs them where no step waits: when the engine is idle, or, under sustained
 load, between two steps once `max_deferred` young (generation-1) collections have promoted objects
 since the last full one, which bounds how much cyclic garbage can wait.  Young collections stay
-automatic: they walk only the objects made since the last one.
+automatic: they walk only the objects made since the last one; and what a grammar construction keeps
+goes to the old generation as the construction ends (`gc_pause.collect_young_on_resume`), not at a
+generation-1 collection inside a later mask step.
 """
 from __future__ import annotations
 
@@ -15,6 +17,8 @@ import gc
 import threading
 import time
 from dataclasses import dataclass
+
+from formwork.grammar.gc_pause import collect_young_on_resume
 
 FULL_COLLECTIONS_OFF = 2**31 - 1  # a generation-2 threshold the collector never reaches
 DEFAULT_MAX_DEFERRED = 100  # generation-1 collections (each promotes ~700 x 10 allocations) per forced full one
@@ -48,17 +52,20 @@ class StepCollector:
         return self._saved is not None
 
     def install(self) -> None:
-        """Stop automatic full collections (young ones keep their thresholds)."""
+        """Stop automatic full collections (young ones keep their thresholds); grammar constructions
+        promote what they keep as they end."""
         with self._lock:
             if self._saved is None:
                 self._saved = gc.get_threshold()
                 gc.set_threshold(self._saved[0], self._saved[1], FULL_COLLECTIONS_OFF)
+                collect_young_on_resume(True)
 
     def uninstall(self) -> None:
         """Give the collector back its own thresholds."""
         with self._lock:
             if self._saved is not None:
                 gc.set_threshold(*self._saved)
+                collect_young_on_resume(False)
                 self._saved = None
 
     @staticmethod

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from formwork.grammar.gc_pause import paused_gc
+from formwork.grammar.gc_pause import collect_young_on_resume, paused_gc
 
 
 def test_nested_pauses_resume_after_the_last():
@@ -55,3 +55,37 @@ def test_concurrent_pauses_are_counted():
     for t in threads:
         t.join()
     assert gc.isenabled()
+
+
+@pytest.fixture
+def young_on_resume():
+    collect_young_on_resume(True)
+    yield
+    collect_young_on_resume(False)
+
+
+def made_in_a_pause(size: int) -> list:
+    gc.collect()
+    with paused_gc():
+        return [[] for _ in range(size)]
+
+
+def in_the_old_generation(objects: list) -> bool:
+    old = {id(x) for x in gc.get_objects(generation=2)}
+    return all(id(x) in old for x in objects)
+
+
+def test_a_pause_that_held_back_a_collection_moves_what_it_kept_to_the_old_generation(young_on_resume):
+    kept = made_in_a_pause(5 * gc.get_threshold()[0])
+    assert gc.get_count()[0] < gc.get_threshold()[0]
+    assert in_the_old_generation([kept, *kept[:: len(kept) // 10]])
+
+
+def test_a_short_pause_leaves_the_young_generation_alone(young_on_resume):
+    kept = made_in_a_pause(3)
+    assert not in_the_old_generation([kept])
+
+
+def test_off_by_default_the_young_generation_keeps_what_a_pause_made():
+    kept = made_in_a_pause(5 * gc.get_threshold()[0])
+    assert not in_the_old_generation([kept])

@@ -18,6 +18,7 @@ from tiny_models import tiny_model_dir  # noqa: E402
 from formwork.core.async_engine import AsyncLLMEngine  # noqa: E402
 from formwork.core.gc_policy import FULL_COLLECTIONS_OFF, STEP_COLLECTOR, StepCollector  # noqa: E402
 from formwork.core.sampling_params import SamplingParams  # noqa: E402
+from formwork.grammar.gc_pause import paused_gc  # noqa: E402
 
 
 class Node:
@@ -147,3 +148,15 @@ def test_the_async_engine_collects_when_it_goes_idle():
     finally:
         STEP_COLLECTOR.uninstall()
         engine.shutdown()
+
+
+def test_installed_grammar_constructions_promote_what_they_keep(collector):
+    gc.collect()
+    with paused_gc():
+        kept = [[] for _ in range(5 * gc.get_threshold()[0])]
+    assert id(kept) in {id(x) for x in gc.get_objects(generation=2)}
+    collector.uninstall()
+    gc.collect()
+    with paused_gc():
+        kept = [[] for _ in range(5 * gc.get_threshold()[0])]
+    assert id(kept) not in {id(x) for x in gc.get_objects(generation=2)}
