@@ -251,11 +251,13 @@ class Lowerer:
         """One conjunction of subschemas whose applicators are already expanded."""
         dicts: list[Sub] = []
         excluded: list[Node] = []
+        seen: set[int] = set()
         for s in subs:
             schema = s.schema
             if schema is False:
                 return NOTHING
-            if isinstance(schema, dict):
+            if isinstance(schema, dict) and id(schema) not in seen:  # A and A is A
+                seen.add(id(schema))
                 dicts.append(s)
             if s.exclude:
                 excluded.extend(s.exclude)

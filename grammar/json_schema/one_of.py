@@ -2,9 +2,11 @@
 
 For each pair of branches we lower their conjunction (with the sibling keywords) at the schema
 level, so that objects merge into one member order.  If it is empty the branches are disjoint and
-``oneOf`` is a plain union.  Otherwise, when every shared value is a scalar (no object or array can
-match both), a branch keeps only its values outside the other branch: its strings are intersected
-with the complement of the overlap.  That is exact because both sides are restricted to canonical
+``oneOf`` is a plain union; so are object branches of which one requires a member the other
+forbids, known without lowering (their overlap may reach the rule being lowered, a `$ref` cycle).
+Otherwise, when every shared value is a scalar (no object or array can match both), a branch keeps
+only its values outside the other branch: its strings are intersected with the complement of the
+overlap.  That is exact because both sides are restricted to canonical
 scalar spellings (the overlap's lowering accepts the canonical spelling of each value it accepts),
 unless a format whose language we over-constrain (hostname, email, time, date-time) is involved.
 Where objects or arrays (or such a format) overlap, the branch is conjoined with ``not`` of the
@@ -21,6 +23,7 @@ from formwork.grammar.ir import (
 )
 from formwork.grammar.regex_parser import regex
 from formwork.grammar.json_schema.automata import SHARED
+from formwork.grammar.json_schema.errors import UnsupportedSchemaError
 from formwork.grammar.json_schema.expand import Alternative, Sub
 from formwork.grammar.json_schema.strings import quoted, string_content
 from formwork.grammar.json_schema.type_restrictions import (
@@ -99,6 +102,8 @@ def resolve_one_of(lw: "Lowerer", sub: Sub, branches: list[list[Alternative]]) -
                     continue
                 for b in other:
                     both = [local, *a, *b]
+                    if possible_types(both) <= {"object"} and _forbidden_required(lw, both):
+                        continue  # disjoint whatever their members' values (which may recurse)
                     overlap = lw.lower_alternative(both, 0)
                     if _empty(overlap):
                         continue
@@ -116,6 +121,29 @@ def resolve_one_of(lw: "Lowerer", sub: Sub, branches: list[list[Alternative]]) -
                                  exclude=(alt(*scalar),)))
             out.append([*a, *extra])
     return out
+
+
+def _forbidden_required(lw: "Lowerer", subs: Alternative) -> bool:
+    """Whether a member name one subschema requires is one another forbids (``properties`` false,
+    or ``additionalProperties`` false with no ``properties`` or ``patternProperties`` for it): then
+    no object satisfies them all."""
+    required = {name for s in subs if isinstance(s.schema, dict)
+                and isinstance(s.schema.get("required"), list)  # draft-03: a boolean
+                for name in s.schema["required"] if isinstance(name, str)}
+    return any(_forbids(lw, s, name) for s in subs if isinstance(s.schema, dict) for name in required)
+
+
+def _forbids(lw: "Lowerer", sub: Sub, name: str) -> bool:
+    properties = sub.schema.get("properties", {})
+    if name in properties:
+        return properties[name] is False
+    if sub.schema.get("additionalProperties") is not False:
+        return False
+    pointer = child(sub.pointer, "patternProperties")
+    try:
+        return not any(lw.pattern_matches(p, pointer, name) for p in sub.schema.get("patternProperties", {}))
+    except UnsupportedSchemaError:  # a regex outside the supported syntax: the lowering says so
+        return False
 
 
 def _empty(node: Node) -> bool:
