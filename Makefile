@@ -14,11 +14,11 @@ $(VENV)/.torch: | $(PY)
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install $(TORCH)
 	touch $@
 
-$(VENV)/.installed: pyproject.toml $(shell find grammar/native -name "*.[ch]") $(VENV)/.torch
+$(VENV)/.installed: pyproject.toml $(shell find grammar/native kernels/native -name "*.[ch]") $(VENV)/.torch
 	$(PIP) install -e .
 	touch $@
 
-$(VENV)/.installed-test: pyproject.toml $(shell find grammar/native -name "*.[ch]") $(VENV)/.torch
+$(VENV)/.installed-test: pyproject.toml $(shell find grammar/native kernels/native -name "*.[ch]") $(VENV)/.torch
 	$(PIP) install -e '.[test,ray]'
 	touch $@
 

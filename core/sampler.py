@@ -25,7 +25,7 @@ from formwork.kernels import SamplingTensors, apply_token_bitmask, sample
 @dataclass
 class SamplerOutput:
     token_ids: list[int]
-    logprobs: list[float]
+    logprobs: list[float]  # of each sampled token; all 0.0 when no row asked for logprobs (never reported)
     # per row: (token id, logprob, rank) of the top-N tokens when the row asked for logprobs, else None
     top_logprobs: list[list[tuple[int, float, int]] | None]
     sampled_ranks: list[int | None]
@@ -55,10 +55,12 @@ class Sampler:
             bitmask = None
         elif bitmask is not None:
             bitmask = bitmask.to(logits.device, non_blocking=True)
-        token_ids, logprobs = sample(logits, rows.tensors(seqs, logits.device), bitmask)
+        # a row's logprob is only reported when it asked for logprobs
+        token_ids, logprobs = sample(logits, rows.tensors(seqs, logits.device), bitmask,
+                                     with_logprobs=bool(rows.with_logprobs))
         token_list = token_ids.tolist()
         top, ranks = self._top_logprobs(logits, seqs, rows.with_logprobs, token_ids, bitmask)
-        return SamplerOutput(token_list, logprobs.tolist(), top, ranks)
+        return SamplerOutput(token_list, [0.0] * len(seqs) if logprobs is None else logprobs.tolist(), top, ranks)
 
     def _rows_of(self, seqs: list[Sequence]) -> "BatchRows":
         """The per-row parameters of `seqs`: the previous step's when the batch holds the same sequences

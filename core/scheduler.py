@@ -101,12 +101,16 @@ class Scheduler:
         advanced = []
         running = SequenceStatus.RUNNING
         cache_full_blocks = self.block_manager.cache_full_blocks
+        # without prefix caching nothing registers; with it, only a sequence that filled a block past
+        # its registered ones has something to register
+        block_size = self.block_manager.block_size if self.block_manager.enable_prefix_caching else None
         for item in out.scheduled:
             seq = item.seq
             if seq.status is not running:
                 continue  # finished or aborted meanwhile
             seq.num_computed_tokens += item.num_new_tokens
-            cache_full_blocks(seq)
+            if block_size is not None and seq.num_computed_tokens >= (seq.num_hashed_blocks + 1) * block_size:
+                cache_full_blocks(seq)
             new = sampled.get(seq.seq_id)
             if new is not None:
                 seq.append_token(*new)

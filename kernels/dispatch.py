@@ -107,11 +107,14 @@ def apply_token_bitmask(
 
 
 def sample(
-    logits: torch.Tensor, params: SamplingTensors, bitmask: torch.Tensor | None = None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Masked temperature/top-k/top-p/min-p Gumbel-max sampling; returns (token_ids, logprobs)."""
+    logits: torch.Tensor, params: SamplingTensors, bitmask: torch.Tensor | None = None, *,
+    with_logprobs: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Masked temperature/top-k/top-p/min-p Gumbel-max sampling; returns (token_ids, logprobs), logprobs
+    None when `with_logprobs` is False (the torch reference then skips the log-normaliser)."""
     check_sample_inputs(logits, params, bitmask)
     variant_log.record(sample_key(logits, bitmask is not None))
     if select_backend(logits) == "triton":
-        return _triton("sampling").sample(logits, params, bitmask)
-    return reference.sample(logits, params, bitmask)
+        token_ids, logprobs = _triton("sampling").sample(logits, params, bitmask)
+        return token_ids, logprobs if with_logprobs else None
+    return reference.sample(logits, params, bitmask, with_logprobs=with_logprobs)

@@ -4,10 +4,8 @@ Triton's `randint(seed, offset)` with an int64 `offset` runs Philox with key (se
 counter (offset_lo, offset_hi, 0, 0) and returns the first output word. The sampler uses
 offset = (step << 32) | token_id, so a row's noise depends only on (seed, step, token id).
 
-The rounds run in numpy on uint64 values below 2**32: the product of two such values fits in uint64, so
-its high and low words are a plain shift and mask. Operands broadcast, so one row's seed and step stay
-scalars and only the token-dependent words are arrays (the first round and a half are then mostly
-scalar work, since two counter words start at zero).
+The rounds run in C (`kernels/native/_philox.c`), one loop over the (seed, counter) pairs: the sampler
+draws noise for ~10k (row, token) pairs a step at top-p 0.9, where ~126 numpy passes over them took ~1 ms.
 """
 
 from __future__ import annotations
@@ -15,13 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-_MASK32 = np.uint64(0xFFFFFFFF)
-_SHIFT = np.uint64(32)
-_KEY_A = np.uint64(0x9E3779B9)
-_KEY_B = np.uint64(0xBB67AE85)
-_ROUND_A = np.uint64(0xD2511F53)
-_ROUND_B = np.uint64(0xCD9E8D57)
-_ROUNDS = 10
+from formwork.kernels._philox import words as philox_c_words
 
 # Bounds of -log(-log(u)) over the uniforms of `uniform_from_bits` (u = 2**-24 and u = 1 - 2**-24).
 GUMBEL_MIN = -2.8116
@@ -33,16 +25,12 @@ def philox_words(seed: np.ndarray, counter_lo: np.ndarray, counter_hi: np.ndarra
 
     Only the low 32 bits of the counters and the 64 bits of the seed are used (key = seed lo, seed hi).
     """
-    k0, k1 = seed & _MASK32, seed >> _SHIFT
-    # Round 1 with c2 = c3 = 0: the products with c2 vanish.
-    prod = (counter_lo & _MASK32) * _ROUND_A
-    c0, c1, c2, c3 = (counter_hi & _MASK32) ^ k0, np.uint64(0), (prod >> _SHIFT) ^ k1, prod & _MASK32
-    for _ in range(_ROUNDS - 1):
-        k0, k1 = (k0 + _KEY_A) & _MASK32, (k1 + _KEY_B) & _MASK32
-        prod_a, prod_b = c0 * _ROUND_A, c2 * _ROUND_B
-        c0, c1 = (prod_b >> _SHIFT) ^ c1 ^ k0, prod_b & _MASK32
-        c2, c3 = (prod_a >> _SHIFT) ^ c3 ^ k1, prod_a & _MASK32
-    return c0
+    operands = [np.ascontiguousarray(a, dtype=np.uint64).reshape(-1)
+                for a in np.broadcast_arrays(seed, counter_lo, counter_hi)]
+    shape = np.broadcast_shapes(np.shape(seed), np.shape(counter_lo), np.shape(counter_hi))
+    out = np.empty(operands[0].shape, dtype=np.uint64)
+    philox_c_words(*operands, out)
+    return out.reshape(shape)
 
 
 def philox_randint(seed: torch.Tensor, counter_lo: torch.Tensor, counter_hi: torch.Tensor) -> torch.Tensor:

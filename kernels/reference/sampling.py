@@ -47,9 +47,11 @@ _EXP_FLOOR = -87.0
 
 
 def sample(
-    logits: torch.Tensor, params: SamplingTensors, bitmask: torch.Tensor | None = None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sample one token per row; returns (token_ids int64 [batch], logprobs float32 [batch])."""
+    logits: torch.Tensor, params: SamplingTensors, bitmask: torch.Tensor | None = None, *,
+    with_logprobs: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Sample one token per row; returns (token_ids int64 [batch], logprobs float32 [batch], or None
+    without `with_logprobs`)."""
     x = logits.to(torch.float32, copy=bitmask is not None)  # nothing below writes into x
     if bitmask is not None:
         apply_token_bitmask(x, bitmask)
@@ -69,7 +71,10 @@ def sample(
             token_ids = drawn
         else:
             token_ids[random_rows] = drawn
-    if bool(has_allowed.all()):  # the common case, without the masking below
+    all_allowed = bool(has_allowed.all())
+    if not with_logprobs:
+        return token_ids if all_allowed else torch.where(has_allowed, token_ids, torch.full_like(token_ids, -1)), None
+    if all_allowed:  # the common case, without the masking below
         log_norm = row_max + _exp_(x - row_max.unsqueeze(1)).sum(dim=1).log_()
         return token_ids, x.gather(1, token_ids.unsqueeze(1)).squeeze(1) - log_norm
     token_ids = torch.where(has_allowed, token_ids, torch.full_like(token_ids, -1))
