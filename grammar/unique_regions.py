@@ -9,10 +9,12 @@ closes form its *region*; an edge there may start, end or separate items (bounda
 A node is *good* when the array can be closed from it with every item it still ends new, whatever
 the items before: the region reaches the array's close such that each item on the way passes an
 *inexhaustible* part — a cycle (not crossing item boundaries) through a byte that changes the value
-(`unique_scan.CHANGES`); going round it n times spells n different values, so one of them is new.
-A node that is not good is decided exactly by a bounded depth-first search for a completion whose
-items are all new (`fresh`); the search gives up after `SEARCH_STEPS` steps and then answers no,
-which masks a token rather than risk a dead end.
+(`unique_scan.CHANGES`); going round it n times spells n different values, so one of them is new
+— or, for an item of a bounded language, passes a node with `unique_capacity.CAPACITY` distinct
+completions, enough while at most half as many items were seen (`items_limit`).  A node that is
+not good is decided exactly by a bounded depth-first search for a completion whose items are all
+new (`fresh`); the search gives up after `SEARCH_STEPS` steps and then answers no, which masks a
+token rather than risk a dead end.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from formwork.grammar.dfa import DEAD
+from formwork.grammar.unique_capacity import CAPACITY, capacity_jumps, countable, multiplicities, within
 from formwork.grammar.unique_scan import BYTE_CLASS, CHANGES, SPACE, SPELLING, TAG, State, step, value_key
 
 MAX_REGION = 50_000  # nodes of one region analysed; past it every node of the region is "not good"
@@ -112,9 +115,13 @@ class Regions:
     """The analysis of the regions of one tagged automaton, memoised per node (shared by every
     matcher of a grammar)."""
 
-    def __init__(self, moves: TaggedMoves):
+    def __init__(self, moves: TaggedMoves, capacity: int = CAPACITY):
         self.moves = moves
+        self.capacity = capacity
+        self.items_limit = capacity // 2  # items seen, at most, for `good` to hold (`fresh`)
+        self._mult: list[int] | None = None
         self._good: dict[tuple[Node, bool], bool] = {}
+        self._unbounded: dict[tuple[Node, bool], bool] = {}  # good without `unique_capacity`
         self._all_good: dict[tuple[Node, bool], bool] = {}
         self._canonical: dict[Node, bool] = {}
         self._in_text: dict[Node, bool] = {}
@@ -133,6 +140,7 @@ class Regions:
     def _analyse(self, root: Node) -> None:
         """Explore the region of `root` and record good / all good / canonical for its nodes."""
         succ: dict[Node, list[tuple[Any, tuple[str, ...], int]]] = {}
+        raw: dict[Node, list] = {}  # the classed edges, for `unique_capacity`
         todo = [root]
         overflow = False
         while todo and not overflow:  # breadth first: each round's automaton rows built at once
@@ -144,7 +152,8 @@ class Regions:
                 if len(succ) >= MAX_REGION:
                     overflow = True
                     break
-                out = {(nxt, kinds, flags) for _, nxt, kinds, flags in self.edges(node, True)}
+                raw[node] = list(self.edges(node, True))
+                out = {(nxt, kinds, flags) for _, nxt, kinds, flags in raw[node]}
                 succ[node] = list(out)
                 later.extend(nxt for nxt, _, _ in out if nxt is not _EXIT and nxt not in succ)
             todo = later
@@ -152,14 +161,17 @@ class Regions:
             for node in succ:
                 for bit in (False, True):
                     self._good.setdefault((node, bit), False)
+                    self._unbounded.setdefault((node, bit), False)
                     self._all_good.setdefault((node, bit), False)
                 self._canonical.setdefault(node, False)
             return
-        self._product(succ, _hot_nodes(succ))
+        self._product(succ, _hot_nodes(succ), raw)
         self._spellings(succ)
 
-    def _product(self, succ: dict, hot: set) -> None:
-        """good/all good over (node, the current item has passed a hot node: it can be new)."""
+    def _product(self, succ: dict, hot: set, raw: dict) -> None:
+        """good/all good over (node, the current item has passed a hot node: it can be new); an
+        item of a bounded language may instead end from a node with `capacity` completions
+        (`unique_capacity`), which holds while at most `items_limit` items were seen."""
         moves: dict[tuple, list[tuple]] = {}
         for node, out in succ.items():
             for bit in (False, True):
@@ -168,17 +180,27 @@ class Regions:
                 for nxt, kinds, _ in out:
                     got = _through(here, kinds, nxt, hot)
                     if got is not None:
-                        targets.append(got)
+                        targets.append((got, int("end" in kinds or "after" in kinds)))
                 moves[(node, bit)] = targets
         reverse: dict[Any, list[tuple]] = {}
         for src, targets in moves.items():
-            for dst in targets:
+            for dst, _ in targets:
                 reverse.setdefault(dst, []).append(src)
-        good = _backward({_EXIT}, reverse)
+        unbounded = _backward({_EXIT}, reverse)
+        good = unbounded
+        if len(unbounded) <= len(moves):  # some state is not good: count the bounded items' values
+            if self._mult is None:
+                self._mult = multiplicities(np.asarray(self.moves.dfa.byte_classes()[0]))
+            jumps = capacity_jumps([n for n in succ if n not in hot and countable(n)],
+                                   raw.__getitem__, self._mult,
+                                   lambda kinds, nxt: _through(True, kinds, nxt, hot), self.capacity)
+            if jumps:
+                good = unbounded | within(moves, jumps, _EXIT, self.items_limit)
         bad = [s for s in moves if s not in good]
         reaches_bad = _backward(set(bad), reverse)
         for s in moves:
             self._good[s] = s in good
+            self._unbounded[s] = s in unbounded
             self._all_good[s] = s not in reaches_bad
 
     def _spellings(self, succ: dict) -> None:
@@ -202,8 +224,9 @@ class Regions:
             self._analyse(node)
 
     def good(self, node: Node, new_item: bool) -> bool:
-        """Whether the array can close from `node` with every item new, whatever the items seen;
-        `new_item`: no item is in progress (or its prefix is of no concern)."""
+        """Whether the array can close from `node` with every item new, whatever the items seen
+        (at most `items_limit` of them); `new_item`: no item is in progress (or its prefix is of
+        no concern)."""
         self._ensure(node)
         return self._good[(node, new_item)]
 
@@ -258,7 +281,8 @@ class Regions:
         """Whether the array can close from `node` with every item new: the item in progress
         (spelled `prefix` so far; None: none) and every later one differing from `seen` and
         from each other (value keys, `value_key`)."""
-        if self.good(node, prefix is None):
+        if self.good(node, prefix is None) and (
+                len(seen) <= self.items_limit or self._unbounded[(node, prefix is None)]):
             return True
         return _search(self, node, prefix, seen)
 

@@ -190,7 +190,9 @@ class UniqueTracker:
         bits = 0 if state[0] in ("S", "E", "U") else OPEN  # in a string, `[` is a character
         extra: set[int] = set()
         structured = False
-        for index, start, _, values in levels:
+        for index, start, keys, values in levels:
+            if len(keys) > regions.items_limit:  # past what `Regions.good` speaks of
+                return bits, extra, structured, True
             rel = (state[0], state[1][index:], state[2])
             prefix = bytes(self._buf[start:size]) if start >= 0 else b""
             so_far = _string_so_far(rel, prefix)

@@ -26,6 +26,7 @@ from formwork.grammar.ir import EMPTY, And, Bytes, Grammar, Node, Not, children,
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
 from formwork.grammar.json_schema.unique_islands import recursive_array
 from formwork.grammar.shared_nodes import is_shared, share
+from formwork.grammar.unique_prepare import prepare_regions
 from formwork.grammar.unique_scan import TAG
 
 _TAG = Bytes(bytes([TAG]))
@@ -115,7 +116,10 @@ def unique_arrays(node: Node | Grammar, pointers: tuple[str, ...], compile_node:
     if reason:
         raise UnsupportedSchemaError("uniqueItems", where, f"distinct items cannot be tracked in "
                                                            f"{reason}{more}")
-    return strip_tags(node), UniqueArrays(compile_node(node), pointers)
+    unique = UniqueArrays(compile_node(node), pointers)
+    if not isinstance(node, Grammar):
+        prepare_regions(unique)  # the regions' analysis at compile time, where the automaton is small
+    return strip_tags(node), unique
 
 
 def settle_unique_arrays(lowered: Any, compile_node: Any, budget: CompileBudget
