@@ -85,10 +85,14 @@ class GrammarCompiler:
         slice tables, and the token masks of JSON string contents (any length, and each count of
         characters left), which every schema's strings share (about 1 s for a 129k vocabulary);
         the automata of the JSON Schema formats, which depend on no schema (~0.1 s); the
-        bounded any-JSON value's automaton with the masks of its first states (~0.5 s); and the
-        Unicode general categories of `\\p{..}` patterns (~0.2 s)."""
+        bounded any-JSON value's automaton with the masks of its first states (~0.5 s); the
+        Unicode general categories of `\\p{..}` patterns (~0.2 s); and the schema front end's
+        tables: the registry of meta-schemas and each draft's meta-schema check (~0.1 s, else
+        the process's first schema pays them)."""
         from formwork.grammar.json_schema.automata import SHARED
         from formwork.grammar.unicode_properties import warm_categories
+        from formwork.schemas import load_schema
+        from formwork.schemas.drafts import ALL_DRAFTS
 
         self.mask_cache.prepare()
         vocab_tables(self.vocab)  # which tokens can end an item of a unique array (uniqueItems)
@@ -96,6 +100,8 @@ class GrammarCompiler:
         SHARED.warm_formats()
         SHARED.warm_any_values(self.mask_cache)
         warm_categories()
+        for draft in ALL_DRAFTS:
+            load_schema({"$schema": draft.uri, "type": "object"})
 
     def _budget(self) -> CompileBudget:
         """The budget of the compile running on this thread (`CompileBudget.active`, e.g. a
