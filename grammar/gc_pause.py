@@ -41,10 +41,12 @@ class _PausedGC:
         cls = _PausedGC
         with cls._lock:
             cls._depth -= 1
-            if cls._depth == 0 and cls._was_enabled:
+            resumed = cls._depth == 0 and cls._was_enabled
+            held_back = resumed and cls._young_on_resume and gc.get_count()[0] > gc.get_threshold()[0]
+            if resumed:
                 gc.enable()
-                if cls._young_on_resume and gc.get_count()[0] > gc.get_threshold()[0]:
-                    gc.collect(1)
+        if held_back:  # outside the lock: the collection may run finalizers that pause again
+            gc.collect(1)
 
 
 _PAUSE = _PausedGC()

@@ -89,3 +89,21 @@ def test_a_short_pause_leaves_the_young_generation_alone(young_on_resume):
 def test_off_by_default_the_young_generation_keeps_what_a_pause_made():
     kept = made_in_a_pause(5 * gc.get_threshold()[0])
     assert not in_the_old_generation([kept])
+
+
+def test_a_finalizer_that_pauses_during_the_resume_collection_does_not_deadlock(young_on_resume):
+    ran = []
+
+    class PausesWhenFreed:
+        def __init__(self) -> None:
+            self.me = self  # a cycle: freed by the collection that the pause's end runs
+
+        def __del__(self) -> None:
+            with paused_gc():
+                ran.append(gc.isenabled())
+
+    gc.collect()
+    with paused_gc():
+        PausesWhenFreed()
+        kept = [[] for _ in range(5 * gc.get_threshold()[0])]
+    assert ran == [False] and gc.isenabled() and kept
