@@ -6,6 +6,12 @@ accepted byte through the tagged automaton and a JSON scanner (`unique_scan`), a
 unique array, the value keys (`value_key`: 1 == 1.0, member order free, escapes decoded) and
 spellings of its items so far.
 
+Where one `[` may open a unique array or another one (branches disagreeing on ``uniqueItems`` at
+the same place) the tagged automaton moves both ways, and the document is valid when one of its
+readings is: the tracker keeps every live *reading* (tagged state, scanner state, open unique
+arrays), applies the rule below to each, and refuses a token only when no reading is left;
+readings that meet in one state with the same arrays merge.
+
 The rule (what is masked, and why no dead end is reachable).  A token is refused when
 (1) it ends an item equal to an earlier item of its array — a string ends at its closing quote, a
 container at its closing bracket, a literal at its last letter, a number at the byte after it; or
