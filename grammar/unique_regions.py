@@ -281,10 +281,12 @@ class Regions:
         """Whether the array can close from `node` with every item new: the item in progress
         (spelled `prefix` so far; None: none) and every later one differing from `seen` and
         from each other (value keys, `value_key`)."""
-        if self.good(node, prefix is None) and (
-                len(seen) <= self.items_limit or self._unbounded[(node, prefix is None)]):
-            return True
-        return _search(self, node, prefix, seen)
+        return self.sure(node, prefix is None, len(seen)) or _search(self, node, prefix, seen)
+
+    def sure(self, node: Node, new_item: bool, seen: int) -> bool:
+        """`fresh` answered by the analysis alone (whatever the items, `seen` of them), without
+        the search: False where the items and the prefix decide."""
+        return self.good(node, new_item) and (seen <= self.items_limit or self._unbounded[(node, new_item)])
 
 
 def _through(here: bool, kinds: tuple[str, ...], nxt: Any, hot: set) -> Any:

@@ -43,6 +43,7 @@ from formwork.grammar.unique_vocab import (
     ANY, BACKSLASH, CLOSE, COMMA, LITERAL, NUMBER_END, OPEN, QUOTE, SPACE, TWO_QUOTES, vocab_tables,
 )
 
+_MAX_SHAPES = 4096  # snapshot shapes whose token verdicts are kept (`UniqueTracker._shape_verdicts`)
 Level = tuple[int, int, tuple[str, ...], tuple[Any, ...]]  # frame index, item start, keys, values
 Reading = tuple[int, State, tuple[Level, ...]]  # tagged state, scanner state, levels
 Snapshot = tuple[tuple[Reading, ...], int]  # the live readings, bytes
@@ -56,6 +57,7 @@ class UniqueArrays:
         self.regions = Regions(self.moves)
         self.pointers = pointers  # the schema's uniqueItems keywords enforced this way
         self._quiet: dict[tuple[int, State], tuple[int, ...]] = {}  # see UniqueTracker.filter
+        self._verdicts: dict[Hashable, dict[int, bool]] = {}  # see UniqueTracker._refuses
 
 
 class UniqueTracker:
@@ -67,6 +69,7 @@ class UniqueTracker:
         self._buf = bytearray()
         self._snap: Snapshot = (((START, START_STATE, ()),), 0)
         self._history: list[Snapshot] = []
+        self._keyed = False  # whether a step read the items seen or the item's text (`_refuses`)
 
     # ------------------------------------------------------------ steps
     def advance(self, data: bytes) -> Optional[tuple[Snapshot, bytes]]:
@@ -115,6 +118,7 @@ class UniqueTracker:
             elif kind == "c":
                 levels = levels[:at] + levels[at + 1:]
             else:  # an item ends: with this byte ("e") or before it ("x")
+                self._keyed = True
                 value = json.loads(self._text(start, pos + 1 if kind == "e" else pos, local, size))
                 key = value_key(value)
                 if key in keys:
@@ -127,10 +131,14 @@ class UniqueTracker:
     def _fresh(self, reading: Reading, end: int, local: bytearray, size: int) -> bool:
         """Whether every open unique array of `reading` can still close with every item new."""
         t, state, levels = reading
+        regions = self.unique.regions
         for index, start, keys, _ in levels:
             node = (t, (state[0], state[1][index:], state[2]))
+            if regions.sure(node, start < 0, len(keys)):
+                continue
+            self._keyed = True
             prefix = self._text(start, end, local, size) if start >= 0 else None
-            if not self.unique.regions.fresh(node, prefix, keys):
+            if not regions.fresh(node, prefix, keys):
                 return False
         return True
 
@@ -242,8 +250,34 @@ class UniqueTracker:
             for token in extra:
                 chosen[token] = chosen[token] or allowed[token]
         token_bytes = self.vocab.token_bytes
-        return [int(token) for token in np.flatnonzero(chosen)
-                if token_bytes[token] is not None and self.advance(token_bytes[token]) is None]
+        verdicts = self._shape_verdicts()
+        return [int(token) for token in np.flatnonzero(chosen).tolist()
+                if token_bytes[token] is not None and self._refuses(token, token_bytes[token], verdicts)]
+
+    def _shape_verdicts(self) -> dict[int, bool]:
+        """The verdicts on tokens shared by every snapshot of this one's shape: its readings' tagged
+        states, scanner states, and per open array whether an item is in progress and whether more
+        items were seen than `Regions.sure` speaks of."""
+        readings, _ = self._snap
+        limit = self.unique.regions.items_limit
+        shape = tuple((t, state, tuple((index, start >= 0, len(keys) > limit) for index, start, keys, _ in levels))
+                      for t, state, levels in readings)
+        table = self.unique._verdicts
+        if len(table) >= _MAX_SHAPES:
+            table.clear()
+        return table.setdefault(shape, {})
+
+    def _refuses(self, token: int, data: bytes, verdicts: dict[int, bool]) -> bool:
+        """Whether the rule refuses `token`; remembered in `verdicts` (this snapshot's shape) when
+        no step read the items seen or the text of an item: then every snapshot of the shape
+        walks it alike (no item ends on the way, and `Regions.sure` answers each array)."""
+        got = verdicts.get(token)
+        if got is None:
+            self._keyed = False
+            got = self.advance(data) is None
+            if not self._keyed:
+                verdicts[token] = got
+        return got
 
 
 def _context_bits(rel: State) -> int:
