@@ -49,10 +49,12 @@ SUPPORTED_FORMATS = frozenset({
 #: what is left out: a warning naming the pointer. Any format not in `SUPPORTED_FORMATS` is
 #: unknown: an annotation, compiled with a warning.
 SUBSET_FORMATS: dict[str, str] = {
-    "idn-hostname": "internationalized labels (U-labels, and A-labels 'xn--...') are rejected: "
-                    "only ASCII letter-digit-hyphen labels are accepted",
-    "idn-email": "domains with internationalized labels (U-labels, and A-labels 'xn--...') "
-                 "are rejected: only ASCII letter-digit-hyphen domains and IP literals",
+    "idn-hostname": "A-labels ('xn--...') are rejected, and so are U-labels past 8 characters "
+                    "or with marks, right-to-left or contextual characters, and names with a "
+                    "U-label past 3 labels",
+    "idn-email": "domains as for idn-hostname: A-labels ('xn--...') are rejected, and so are "
+                 "U-labels past 8 characters or with marks, right-to-left or contextual "
+                 "characters, and names with a U-label past 3 labels",
 }
 
 #: Keywords with no effect on which instances are valid: accepted and ignored.

@@ -34,9 +34,9 @@ ECMA_ONLY_REGEXES = {"an ECMA 262 named group (?<name>...)", "an ECMA 262 named 
 A_LABELS = "validation of A-label (punycode) host names"
 #: draft-04/06 host names: an A-label, and hyphens in a label's 3rd and 4th places (reserved for A-labels)
 IDNA_RESERVED = {"punycoded IDN hostname", "consecutive hyphens (RFC1123)"}
-#: idn-email / idn-hostname are enforced as their ASCII subset: U-labels (and separators other
-#: than '.') are rejected
-IDN_EMAIL_U_LABELS = {"in Hangul", "not in Unicode NFC"}
+#: idn-email / idn-hostname are enforced as a subset: long U-labels, U-labels with marks or
+#: right-to-left or contextual characters, and separators other than '.' are rejected
+IDN_EMAIL_U_LABELS = {"not in Unicode NFC"}
 ALLOWED_REJECTIONS = {
     # (draft, file, group) -> test descriptions (None: every valid test of the group)
     ("draft2020-12", "format.json", None): {"only an annotation by default"},

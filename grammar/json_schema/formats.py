@@ -11,8 +11,9 @@ language we stay *sound* and reject the hard cases:
   30 or 45 and the time is 23:59 UTC;
 * email: dot-atom or quoted local parts; domains are hostnames or ``[IPv4]`` / ``[IPv6:...]``
   literals (no general address literals);
-* idn-hostname: the hostname language above (ASCII labels; IDNA 2008's U-labels are rejected,
-  and so are A-labels, whose Punycode is not checked); every such name passes ``idna.encode``,
+* idn-hostname: the hostname language above, or 1 to 3 labels each an ASCII one (as above) or
+  a short U-label of letters (see `idn_labels`); A-labels are rejected (their Punycode is not
+  checked), and so are longer or other U-labels; every such name passes ``idna.encode``,
   jsonschema's check;
 * idn-email: RFC 6531's addresses: email's shapes with any non-ASCII character also allowed in
   the local part (dot-atom and quoted); the domain as for idn-hostname;
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 from formwork.grammar.ir import And, Node, Not, alt, lit, seq
 from formwork.grammar.regex_parser import regex
+from formwork.grammar.json_schema.idn_labels import u_label
 from formwork.grammar.json_schema.regex_format import REGEX_FORMAT
 from formwork.grammar.json_schema.uri_formats import (
     HEX, IPV4, IPV6, IRI, IRI_REFERENCE, URI, URI_REFERENCE, URI_TEMPLATE)
@@ -125,17 +127,34 @@ def _hostname_node() -> Node:
     return And(structure, Not(a_label))
 
 
+_LDH = "[A-Za-z0-9]"
+
+
+def _idn_hostname_node() -> Node:
+    """Hostnames, or 1 to 3 labels each a U-label (`idn_labels`) or an ASCII one of at most 63
+    octets with no ``-`` in place 3."""
+    label = regex(f"(?:{u_label()}|{_LDH}(?:{_LDH}|[A-Za-z0-9-]{_LDH}"
+                  f"(?:[A-Za-z0-9-]{{0,59}}{_LDH})?)?)")
+    dotted = [label]
+    for _ in range(2):
+        dotted.append(seq(dotted[-1], lit("."), label))
+    return alt(_hostname_node(), *dotted)
+
+
 def format_node(name: str) -> Node:
     """The decoded-value language of a supported format; KeyError for unsupported ones."""
     cached = _CACHE.get(name)
     if cached is not None:
         return cached
-    if name in ("hostname", "idn-hostname"):
+    if name == "hostname":
         node = _hostname_node()
+    elif name == "idn-hostname":
+        node = _idn_hostname_node()
     elif name in ("email", "idn-email"):
-        local = _local_part(_NON_ASCII if name == "idn-email" else "")
-        node = seq(regex(local), lit("@"),
-                   alt(_hostname_node(), regex(f"\\[(?:{IPV4}|IPv6:{IPV6})\\]")))
+        idn = name == "idn-email"
+        node = seq(regex(_local_part(_NON_ASCII if idn else "")), lit("@"),
+                   alt(_idn_hostname_node() if idn else _hostname_node(),
+                       regex(f"\\[(?:{IPV4}|IPv6:{IPV6})\\]")))
     else:
         node = regex(FORMAT_REGEXES[name])
     _CACHE[name] = node
