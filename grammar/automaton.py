@@ -6,16 +6,18 @@ from formwork.grammar.counted_dfa import COUNT_FROM, CountedDFA, counted_interse
 from formwork.grammar.dfa import DFA, complement, product
 from formwork.grammar.errors import RecursionNotSupportedError, UndefinedRuleError
 from formwork.grammar.ir import (
-    And, Grammar, Node, Not, Repeat, RuleRef, any_bytes, any_text, map_children,
+    And, Grammar, Node, Not, Repeat, RuleRef, any_bytes, any_text, children, map_children,
 )
 from formwork.grammar.gc_pause import paused_gc
 from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.nfa import FINAL, NFA, START
+from formwork.grammar.shared_nodes import is_shared, share
 from formwork.grammar.subset_builder import SubsetBuilder
 
 
 def inline_rules(grammar: Grammar) -> Node:
-    """Replace every RuleRef by its rule's body; a reference cycle is an error."""
+    """Replace every RuleRef by its rule's body; a reference cycle is an error.  Shared nodes
+    (`shared_nodes`) stay shared."""
     done: dict[str, Node] = {}
     active: list[str] = []
 
@@ -42,6 +44,10 @@ def inline_rules(grammar: Grammar) -> Node:
             return memo[key]
         if isinstance(node, RuleRef):
             out = resolve(node.name)
+        elif all(substitute(c) is c for c in children(node)):
+            out = node  # no reference below: the same node (equal copies compare slowly)
+        elif is_shared(node):  # still shared (rebuilt, the mark `repeat(x, 1, 1)` would be x)
+            out = share(substitute(node.item))
         else:
             out = map_children(node, substitute)
         if not isinstance(node, RuleRef):

@@ -15,6 +15,7 @@ from formwork.grammar.errors import EmptyLanguageError, GrammarBudgetError, Gram
 from formwork.grammar.ir import (
     Alt, Empty, Grammar, Node, Nothing, Repeat, RuleRef, Seq, children, map_children, seq,
 )
+from formwork.grammar.shared_nodes import is_shared, share
 
 MAX_EXPANSION = 10_000  # symbols produced by unrolling bounded repetitions of recursive parts
 
@@ -157,7 +158,8 @@ class _Lowerer:
         if memo is not None:
             return memo[1]
         self.tick("inlining regular rules")
-        out = map_children(node, self.inline)
+        # a shared mark stays one (rebuilt, the mark `repeat(x, 1, 1)` would be just x)
+        out = share(self.inline(node.item)) if is_shared(node) else map_children(node, self.inline)
         self.inline_memo[id(node)] = (node, out)
         return out
 
