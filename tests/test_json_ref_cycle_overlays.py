@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest_grammar_json import byte_vocab  # noqa: E402
 from json_exact import assert_exact, matcher_accepts  # noqa: E402
 
+from formwork.grammar.errors import EmptyLanguageError  # noqa: E402
 from formwork.grammar.json_schema import compile_json_schema  # noqa: E402
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError  # noqa: E402
 
@@ -69,7 +70,14 @@ def overlay_schemas(draw) -> dict:
 @given(schema=overlay_schemas(), instances=st.lists(_instances(["a", "items", "n", "z"]), min_size=1,
                                                     max_size=6))
 def test_a_base_overlaid_with_its_own_recursion_is_exact(schema, instances):
-    assert_exact(schema, instances, draft="draft-07")
+    try:
+        assert_exact(schema, instances, draft="draft-07")
+    except EmptyLanguageError:
+        # e.g. a required `n` that must be an integer and a string: no document is valid, and an
+        # instance jsonschema accepts would prove the refusal wrong
+        validator = jsonschema.Draft7Validator(schema)
+        assert not any(validator.is_valid(instance) for instance in instances)
+        assert not validator.is_valid({"n": 0}) and not validator.is_valid({"n": "x"})
 
 
 def test_the_overlay_cycle_closes_on_deep_instances():
