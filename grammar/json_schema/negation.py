@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple, Optional
 from formwork.grammar.ir import NOTHING, And, Node, Not, Nothing, alt
 from formwork.grammar.json_schema.errors import OneOfOverlapError, UnsupportedSchemaError
 from formwork.grammar.json_schema.expand import Alternative, Sub, Synthetic
+from formwork.grammar.json_schema.formats import INEXACT
 from formwork.grammar.json_schema.one_of import CANONICAL_SCALARS
 from formwork.grammar.json_schema.type_restrictions import restriction
 from formwork.grammar.json_schema.factored import container_violations
@@ -29,10 +30,6 @@ from formwork.schemas.pointer import child
 
 if TYPE_CHECKING:
     from formwork.grammar.json_schema.lowering import Lowerer
-
-#: Formats whose languages are stricter than the format (see `one_of`): no exact complement.
-INEXACT_FORMATS = frozenset({"hostname", "email", "time", "date-time", "idn-hostname",
-                             "idn-email"})
 
 #: Keywords that may reject a scalar (any other keyword accepts every scalar).
 _SCALAR_KEYWORDS = frozenset({
@@ -104,7 +101,7 @@ def _inexact(lw: "Lowerer", target: Sub) -> Optional[str]:
     """Why the scalar lowering of `target` may miss values it accepts, or None."""
     for a in lw.expand(target):
         for s in a:
-            if isinstance(s.schema, dict) and s.schema.get("format") in INEXACT_FORMATS:
+            if isinstance(s.schema, dict) and s.schema.get("format") in INEXACT:
                 return (f"format {s.schema['format']!r} at {s.pointer or '#'} is enforced more "
                         "strictly than specified, so its complement would admit matching strings")
     return None

@@ -25,6 +25,7 @@ from formwork.grammar.regex_parser import regex
 from formwork.grammar.json_schema.automata import SHARED
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
 from formwork.grammar.json_schema.expand import Alternative, Sub
+from formwork.grammar.json_schema.formats import INEXACT
 from formwork.grammar.json_schema.strings import quoted, string_content
 from formwork.grammar.json_schema.type_restrictions import (
     CONTAINER_TYPES, SCALAR_TYPES, restriction,
@@ -35,8 +36,6 @@ if TYPE_CHECKING:
     from formwork.grammar.json_schema.lowering import Lowerer
 
 ALL_TYPES = frozenset({"null", "boolean", "object", "array", "string", "number", "integer"})
-_INEXACT_FORMATS = frozenset({"hostname", "email", "time", "date-time", "idn-hostname",
-                              "idn-email"})
 
 #: Top-level values spelled canonically: integral numbers without a fraction, no trailing zeros
 #: or exponents, canonical strings; containers are left alone.
@@ -85,7 +84,7 @@ def possible_types(subs: Alternative) -> set[str]:
 
 
 def _inexact(subs: Alternative) -> bool:
-    return any(isinstance(s.schema, dict) and s.schema.get("format") in _INEXACT_FORMATS
+    return any(isinstance(s.schema, dict) and s.schema.get("format") in INEXACT
                for s in subs)
 
 
