@@ -25,7 +25,8 @@ from formwork.grammar.json_schema.formats import INEXACT
 from formwork.grammar.json_schema.one_of import CANONICAL_SCALARS
 from formwork.grammar.json_schema.type_restrictions import restriction
 from formwork.grammar.json_schema.factored import container_violations
-from formwork.grammar.json_schema.violations import CannotNegate, conjunctions
+from formwork.grammar.json_schema.violation_parts import CannotNegate
+from formwork.grammar.json_schema.violations import conjunctions
 from formwork.schemas.pointer import child
 
 if TYPE_CHECKING:
