@@ -35,28 +35,10 @@ HERE = Path(__file__).resolve().parent
 POLICIES = ("automatic", "deferred")
 
 
-class PauseLog:
-    """Every collection's generation, thread CPU and where it landed (`where` is set by the loop)."""
-
-    def __init__(self) -> None:
-        self.where = "other"
-        self.pauses: list[tuple[str, int, float]] = []
-        self.seconds = 0.0  # all collections so far
-        self._since = 0.0
-        gc.callbacks.append(self._tick)
-
-    def _tick(self, phase: str, info: dict) -> None:
-        if phase == "start":
-            self._since = time.thread_time()
-        else:
-            took = time.thread_time() - self._since
-            self.pauses.append((self.where, info["generation"], took))
-            self.seconds += took
-
-
 def run_policy(policy: str, limit: int | None, max_deferred: int, depth: int) -> dict:
     """Compile and replay the corpus in this process under `policy`; the numbers as a dict."""
     sys.path.insert(0, str(HERE))
+    from gc_clock import CollectorClock
     from grammar_harness import Tokenized
     from realworld_cases import load_corpus
 
@@ -75,7 +57,7 @@ def run_policy(policy: str, limit: int | None, max_deferred: int, depth: int) ->
     collector = StepCollector(max_deferred)
     if policy == "deferred":
         collector.install()
-    log, steps, slow, compiled = PauseLog(), [], [], 0
+    log, steps, slow, compiled = CollectorClock(), [], [], 0
     started = time.thread_time()
     for case in cases:
         log.where = "compile"

@@ -17,7 +17,6 @@ here); `--gc automatic` leaves CPython's thresholds.
 from __future__ import annotations
 
 import argparse
-import gc
 import heapq
 import sys
 import time
@@ -27,6 +26,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+from gc_clock import CollectorClock  # noqa: E402
 from grammar_harness import Tokenized  # noqa: E402
 from realworld_cases import load_corpus  # noqa: E402
 
@@ -52,22 +52,6 @@ def at_open_value(grammar, state: int, prints: set[bytes]) -> bool:
     """Whether `state` lies inside the automaton of an open value (one of `prints`)."""
     where = grammar.dfa.lexeme_state(state) if hasattr(grammar.dfa, "lexeme_state") else None
     return where is not None and isinstance(where.automaton, DFA) and where.automaton.state_key(0)[0] in prints
-
-
-class CollectorClock:
-    """The thread CPU time the cyclic garbage collector has spent so far (its callbacks), so a
-    slow mask can say how much of it was a collection that happened to land there."""
-
-    def __init__(self) -> None:
-        self.seconds = 0.0
-        self._since = 0.0
-        gc.callbacks.append(self._tick)
-
-    def _tick(self, phase: str, info: dict) -> None:
-        if phase == "start":
-            self._since = time.thread_time()
-        else:
-            self.seconds += time.thread_time() - self._since
 
 
 def main() -> None:
