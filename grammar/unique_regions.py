@@ -8,17 +8,16 @@ closes form its *region*; an edge there may start, end or separate items (bounda
 
 A node is *good* when the array can be closed from it with every item it still ends new, whatever
 the items before: the region reaches the array's close such that each item on the way passes an
-*inexhaustible* part — a cycle (not crossing item boundaries) through a byte that changes the value
-(`unique_scan.CHANGES`); going round it n times spells n different values, so one of them is new
-— or, for an item of a bounded language, passes a node with `unique_capacity.CAPACITY` distinct
-completions, enough while at most half as many items were seen (`items_limit`).  A node that is
-not good is decided exactly by a bounded depth-first search for a completion whose items are all
-new (`fresh`); the search gives up after `SEARCH_STEPS` steps and then answers no, which masks a
-token rather than risk a dead end.
+*inexhaustible* part — a cycle (crossing no item boundary, the array's or a nested unique array's)
+through a byte that changes the value (`unique_scan.CHANGES`); going round it n times spells n
+different values, so one of them is new — or, for an item of a bounded language, passes a node
+with `unique_capacity.CAPACITY` distinct completions, enough while at most half as many items were
+seen (`items_limit`).  A node that is not good is decided exactly by a bounded depth-first search
+for a completion whose items are all new (`fresh`; `unique_search`, which keeps the unique arrays
+nested in the items new too).
 """
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from typing import Any, Callable, Iterator
 
@@ -26,16 +25,19 @@ import numpy as np
 
 from formwork.grammar.dfa import DEAD
 from formwork.grammar.unique_capacity import CAPACITY, capacity_jumps, countable, multiplicities, within
-from formwork.grammar.unique_scan import BYTE_CLASS, CHANGES, SPACE, SPELLING, TAG, State, step, value_key
+from formwork.grammar.unique_scan import BYTE_CLASS, CHANGES, SPACE, SPELLING, TAG, State, step
+from formwork.grammar.unique_search import Nested, search
 
 MAX_REGION = 50_000  # nodes of one region analysed; past it every node of the region is "not good"
-SEARCH_STEPS = 4_000
 _EXIT = ("exit",)
 _KINDS = {"s": "start", "e": "end", "x": "after", "c": "exit"}  # scanner events of frame 0
 # the order the search tries bytes in: closers first (short completions), separators last
 _ORDER = sorted(range(256), key=lambda b: (b not in b"]}\"", b in b",", b in b" \t\n\r", b))
 _ORDER_ARRAY = np.array([b for b in _ORDER if b != TAG], dtype=np.intp)
 _FALSES = (False,) * 256
+#: `_edge` flag: the byte starts or ends an item of a unique array nested in the item (a cycle
+#: through it adds items that must differ: no inexhaustible cycle where those items are bounded)
+NESTED_ITEM = 8
 
 Node = tuple[int, State]
 
@@ -108,6 +110,8 @@ def _edge(state: State, b: int, unique: bool) -> tuple[State, tuple[str, ...], i
         kinds = ("comma",)
     if flags & SPACE and len(state[1]) == 1:
         flags = 0  # space around the items is no part of a value
+    if any(index > 0 and kind != "c" and state[1][index][0] == "A" for kind, index in events):
+        flags |= NESTED_ITEM
     return after, kinds, flags
 
 
@@ -277,11 +281,12 @@ class Regions:
         self._ensure(node)
         return self._canonical[node]
 
-    def fresh(self, node: Node, prefix: bytes | None, seen: tuple[str, ...]) -> bool:
+    def fresh(self, node: Node, prefix: bytes | None, seen: tuple[str, ...], nested: Nested = ()) -> bool:
         """Whether the array can close from `node` with every item new: the item in progress
         (spelled `prefix` so far; None: none) and every later one differing from `seen` and
-        from each other (value keys, `value_key`)."""
-        return self.sure(node, prefix is None, len(seen)) or _search(self, node, prefix, seen)
+        from each other (value keys, `value_key`), and so in the unique arrays open inside the
+        item (`nested`) and any the completion opens (`unique_search`)."""
+        return self.sure(node, prefix is None, len(seen)) or search(self, node, prefix, seen, nested)
 
     def sure(self, node: Node, new_item: bool, seen: int) -> bool:
         """`fresh` answered by the analysis alone (whatever the items, `seen` of them), without
@@ -322,8 +327,9 @@ def _backward(sources: set, reverse: dict) -> set:
 
 def _hot_nodes(succ: dict) -> set:
     """The nodes on a cycle (inside one item) through a byte that changes the value: the strongly
-    connected components of the edges that cross no item boundary with such an inner edge."""
-    inner = {node: [nxt for nxt, kinds, _ in out if not kinds and nxt is not _EXIT]
+    connected components of the edges that cross no item boundary, of the array or of a unique
+    array nested in its item, with such an inner edge."""
+    inner = {node: [nxt for nxt, kinds, flags in out if not kinds and not flags & NESTED_ITEM and nxt is not _EXIT]
              for node, out in succ.items()}
     component = _components(inner)
     hot_components = {component[node] for node, out in succ.items()
@@ -377,50 +383,3 @@ def _components(graph: dict) -> dict:
                     if member == node:
                         break
     return component
-
-
-def _search(regions: Regions, node: Node, prefix: bytes | None, seen: tuple[str, ...]) -> bool:
-    """Depth first, at most SEARCH_STEPS moves: a way to close the array with every item new
-    (paths visit a node at most once per item)."""
-    budget = SEARCH_STEPS
-    stack = [(regions.edges(node), prefix, frozenset(seen), {node})]
-    while stack:
-        edges, text, keys, visited = stack[-1]
-        for b, nxt, kinds, _ in edges:
-            budget -= 1
-            if budget <= 0:
-                return False
-            got = _follow(text, keys, b, kinds)
-            if got is None:
-                continue
-            new_text, new_keys, ended = got
-            if nxt is _EXIT:
-                return True
-            if nxt in visited and not ended:
-                continue
-            stack.append((regions.edges(nxt), new_text, new_keys,
-                          {nxt} if ended else visited | {nxt}))
-            break
-        else:
-            stack.pop()
-    return False
-
-
-def _follow(text: bytes | None, keys: frozenset, b: int, kinds: tuple[str, ...]
-            ) -> tuple[bytes | None, frozenset, bool] | None:
-    """(item text, keys seen, whether an item ended) after byte `b`, or None for a duplicate."""
-    ended = False
-    for kind in kinds:
-        if kind == "start":
-            text = bytes([b])
-        elif kind in ("end", "after"):
-            value = text + bytes([b]) if kind == "end" else text
-            key = value_key(json.loads(value))
-            if key in keys:
-                return None
-            keys = keys | {key}
-            text, ended = None, True
-    if text is not None and not kinds:
-        text += bytes([b])
-    return text, keys, ended
-

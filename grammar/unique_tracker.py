@@ -17,7 +17,8 @@ The rule (what is masked, and why no dead end is reachable).  A token is refused
 container at its closing bracket, a literal at its last letter, a number at the byte after it; or
 (2) after it, some open unique array can no longer be closed with every item new: the item in
 progress, and the items the array still needs, must be completable to values seen nowhere before
-(`Regions.fresh`: exact where an item passes an inexhaustible cycle, else a bounded search).
+(`Regions.fresh`: exact where an item passes an inexhaustible cycle, else a bounded search whose
+witness keeps the unique arrays nested in the item new too: one completion for every level).
 (2) holds before every step the matcher takes (the start holds it: no array is open), and a
 completion that keeps it exists after the next byte of the completion that witnessed it; so the
 matcher can always finish, and every document it finishes has distinct items in every unique
@@ -138,7 +139,9 @@ class UniqueTracker:
                 continue
             self._keyed = True
             prefix = self._text(start, end, local, size) if start >= 0 else None
-            if not regions.fresh(node, prefix, keys):
+            nested = tuple((inner - index, self._text(at, end, local, size) if at >= 0 else None, frozenset(seen))
+                           for inner, at, seen, _ in levels if inner > index)
+            if not regions.fresh(node, prefix, keys, nested):
                 return False
         return True
 

@@ -16,13 +16,14 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest_grammar_json import byte_vocab  # noqa: E402
 from test_json_unique_unbounded import STOP, VOCAB  # noqa: E402
 
-from formwork.grammar import unique_regions  # noqa: E402
+from formwork.grammar import unique_regions, unique_search  # noqa: E402
 from formwork.grammar.dfa import START  # noqa: E402
 from formwork.grammar.compiler import GrammarCompiler, allocate_token_bitmask  # noqa: E402
 from formwork.grammar.json_schema import compile_json_schema  # noqa: E402
 from formwork.grammar.unique_capacity import multiplicities  # noqa: E402
 from formwork.grammar.unique_prepare import ROOT_STATE, prepare_regions, region_roots  # noqa: E402
-from formwork.grammar.unique_regions import _EXIT, Regions, _follow, _search  # noqa: E402
+from formwork.grammar.unique_regions import _EXIT, Regions
+from formwork.grammar.unique_search import follow as _follow, search as _search  # noqa: E402
 
 #: bounded items that the matcher compares (no finite-domain automaton: `unique_items`)
 BOUNDED = st.sampled_from([
@@ -37,8 +38,7 @@ BOUNDED = st.sampled_from([
      "additionalProperties": False},
     {"type": "array", "items": {"type": "string", "pattern": "^[ab]$"}, "maxItems": 2},
 ])
-#: (not drawn: a unique array of unique arrays of bounded items can dead-end whatever the capacity,
-#: each level being decided on its own: '[["","a"],["","b"],["",' with items ^[ab]?$, maxItems 2)
+#: (unique arrays of unique arrays: `test_unique_nested`)
 #: bytes a region walk prefers, so that items are short and repeat
 _PREFERRED = b'ab01"],[{}:-tfx'
 
@@ -74,12 +74,12 @@ def test_every_good_node_has_a_completion_with_every_item_new(schema, capacity, 
     grammar = _compiled(schema, byte_vocab(), capacity)
     if grammar is None:
         return
-    steps = unique_regions.SEARCH_STEPS
-    unique_regions.SEARCH_STEPS = 1_000_000  # exhaustive over these small regions
+    steps = unique_search.SEARCH_STEPS
+    unique_search.SEARCH_STEPS = 1_000_000  # exhaustive over these small regions
     try:
         _walk_checking_good_nodes(grammar.unique.regions, _top_root(grammar), schema, capacity, data)
     finally:
-        unique_regions.SEARCH_STEPS = steps
+        unique_search.SEARCH_STEPS = steps
 
 
 def _top_root(grammar):

@@ -1,0 +1,119 @@
+"""Unique arrays of unique arrays of bounded items: one completion must keep every level's items
+new at once (`unique_search`).  Deciding each level on its own lets a walk reach a dead end: a
+prefix whose every completion repeats an outer item or an inner one.
+
+Properties: random walks over such schemas, each step a token the mask allows, never meet an
+empty mask before the document can end, the mask equals `accept_token`, and every finished
+document is valid under jsonschema."""
+import json
+import sys
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest_grammar_json import byte_vocab  # noqa: E402
+
+from formwork.grammar.compiler import GrammarCompiler, allocate_token_bitmask  # noqa: E402
+from formwork.grammar.json_schema import compile_json_schema  # noqa: E402
+
+VOCAB = byte_vocab()
+#: bytes a walk prefers, so that items are short and repeat
+_PREFERRED = b'ab01"],[tfn'
+BOUNDED = st.sampled_from([
+    {"type": "string", "pattern": "^[ab]?$"},
+    {"type": "string", "enum": ["", "a"]},
+    {"type": "integer", "minimum": 0, "maximum": 2},
+    {"type": "boolean"},
+    {"enum": [0, "a", None]},
+])
+
+
+@st.composite
+def unique_arrays(draw, depth: int):
+    """A unique array whose items are bounded, or (depth > 1) unique arrays of them."""
+    items = draw(BOUNDED) if depth == 1 else draw(unique_arrays(depth - 1))
+    array = {"type": "array", "items": items, "uniqueItems": True}
+    if depth == 1 or draw(st.booleans()):
+        array["maxItems"] = draw(st.integers(1, 3))
+    if draw(st.booleans()):
+        array["minItems"] = draw(st.integers(0, 2))
+    return array
+
+
+NESTED = st.integers(2, 3).flatmap(unique_arrays)
+
+
+def _mask(matcher) -> np.ndarray:
+    bitmask = allocate_token_bitmask(1, VOCAB.vocab_size)
+    matcher.fill_next_token_bitmask(bitmask)
+    return np.unpackbits(bitmask.numpy()[0].view(np.uint8), bitorder="little")[: VOCAB.vocab_size].astype(bool)
+
+
+def _accepted(matcher) -> np.ndarray:
+    out = np.zeros(VOCAB.vocab_size, dtype=bool)
+    for token in range(VOCAB.vocab_size):
+        if matcher.accept_token(token):
+            out[token] = True
+            matcher.rollback(1)
+    return out
+
+
+def _allowed_after(matcher, text: bytes) -> list[bytes]:
+    for b in text:
+        assert matcher.accept_token(b), text
+    return [VOCAB.token_bytes[t] for t in np.flatnonzero(_mask(matcher)) if VOCAB.token_bytes[t] is not None]
+
+
+def _nested(inner: dict) -> dict:
+    return {"type": "array", "items": {"type": "array", "items": {"type": "string", "pattern": "^[ab]?$"},
+                                       "uniqueItems": True, "maxItems": 2, **inner}, "uniqueItems": True}
+
+
+def test_an_inner_array_whose_completions_all_repeat_is_refused_before_it_dead_ends():
+    """After [["","a"],["","b"], the inner array ["", can only end as ["","a"], ["","b"] (outer
+    duplicates) or ["",""] (an inner one): the comma is refused, the array may close after ""."""
+    matcher = compile_json_schema(_nested({}), VOCAB, compiler=GrammarCompiler(VOCAB)).matcher(max_step_seconds=None)
+    allowed = _allowed_after(matcher, b'[["","a"],["","b"],[""')
+    assert b"]" in allowed and b"," not in allowed
+    assert not matcher.accept_token(ord(","))
+    assert b"]" in _allowed_after(matcher, b"]]") or matcher.can_terminate()
+
+
+def test_with_min_items_two_every_pair_is_used_and_then_the_array_must_close():
+    """minItems 2 over "", "a", "b": an inner array starting "" after [["","a"],["","b"], has no
+    new completion; once all six ordered pairs are used, no seventh item may start."""
+    schema = _nested({"minItems": 2})
+    matcher = compile_json_schema(schema, VOCAB, compiler=GrammarCompiler(VOCAB)).matcher(max_step_seconds=None)
+    assert _allowed_after(matcher, b'[["","a"],["","b"],["') == [b"a", b"b"]
+    allowed = _allowed_after(matcher, b'a",""],["b","a"],["a","b"],["b",""]')
+    assert b"]" in allowed and b"," not in allowed
+    assert matcher.accept_token(ord("]")) and matcher.can_terminate()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(NESTED, st.data())
+def test_walks_never_dead_end_and_finish_valid_documents(schema, data):
+    try:
+        grammar = compile_json_schema(schema, VOCAB, compiler=GrammarCompiler(VOCAB))
+    except Exception as exc:  # the language may be empty (minItems over a small domain)
+        assert type(exc).__name__ == "EmptyLanguageError", exc
+        return
+    matcher = grammar.matcher(max_step_seconds=None)
+    text = b""
+    for _ in range(120):
+        mask = _mask(matcher)
+        assert (mask == _accepted(matcher)).all(), (schema, text)
+        tokens = [int(t) for t in np.flatnonzero(mask) if VOCAB.token_bytes[t] is not None]
+        assert tokens or matcher.can_terminate(), f"dead end after {text!r} in {schema}"
+        if not tokens or (matcher.can_terminate() and data.draw(st.integers(0, 3)) == 0):
+            break
+        preferred = [t for t in tokens if all(b in _PREFERRED for b in VOCAB.token_bytes[t])] or tokens
+        token = preferred[data.draw(st.integers(0, len(preferred) - 1))]
+        assert matcher.accept_token(token)
+        text += VOCAB.token_bytes[token]
+    if matcher.can_terminate():
+        assert jsonschema.Draft202012Validator(schema).is_valid(json.loads(text)), (schema, text)
