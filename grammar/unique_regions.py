@@ -18,26 +18,20 @@ nested in the items new too).
 """
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any, Callable, Iterator
 
 import numpy as np
 
 from formwork.grammar.dfa import DEAD
 from formwork.grammar.unique_capacity import CAPACITY, capacity_jumps, countable, multiplicities, within
-from formwork.grammar.unique_scan import BYTE_CLASS, CHANGES, SPACE, SPELLING, TAG, State, step
-from formwork.grammar.unique_search import Nested, search
+from formwork.grammar.unique_scan import BYTE_CLASS, CHANGES, SPACE, SPELLING, TAG, State
+from formwork.grammar.unique_search import EXIT as _EXIT, NESTED_ITEM, Nested, edge as scan_edge, search
 
 MAX_REGION = 50_000  # nodes of one region analysed; past it every node of the region is "not good"
-_EXIT = ("exit",)
-_KINDS = {"s": "start", "e": "end", "x": "after", "c": "exit"}  # scanner events of frame 0
 # the order the search tries bytes in: closers first (short completions), separators last
 _ORDER = sorted(range(256), key=lambda b: (b not in b"]}\"", b in b",", b in b" \t\n\r", b))
 _ORDER_ARRAY = np.array([b for b in _ORDER if b != TAG], dtype=np.intp)
 _FALSES = (False,) * 256
-#: `_edge` flag: the byte starts or ends an item of a unique array nested in the item (a cycle
-#: through it adds items that must differ: no inexhaustible cycle where those items are bounded)
-NESTED_ITEM = 8
 
 Node = tuple[int, State]
 
@@ -101,20 +95,6 @@ class TaggedMoves:
         return table.get(b, ())
 
 
-@lru_cache(maxsize=1 << 16)
-def _edge(state: State, b: int, unique: bool) -> tuple[State, tuple[str, ...], int]:
-    """Scanner step relative to the array (frame 0): (next state, boundary kinds, flags)."""
-    after, events, flags = step(state, b, unique)
-    kinds = tuple(_KINDS[kind] for kind, index in events if index == 0)
-    if not kinds and state[0] == "V" and len(state[1]) == 1 and b == 0x2C:
-        kinds = ("comma",)
-    if flags & SPACE and len(state[1]) == 1:
-        flags = 0  # space around the items is no part of a value
-    if any(index > 0 and kind != "c" and state[1][index][0] == "A" for kind, index in events):
-        flags |= NESTED_ITEM
-    return after, kinds, flags
-
-
 class Regions:
     """The analysis of the regions of one tagged automaton, memoised per node (shared by every
     matcher of a grammar)."""
@@ -138,7 +118,7 @@ class Regions:
         (`TaggedMoves.classed`), for the analyses that read only the nodes, kinds and flags."""
         t, state = node
         for b, nt, unique in (self.moves.classed(t) if classed else self.moves.moves(t)):
-            after, kinds, flags = _edge(state, b, unique)
+            after, kinds, flags, _, _ = scan_edge(state, b, unique)
             yield b, (_EXIT if "exit" in kinds else (nt, after)), kinds, flags
 
     def _analyse(self, root: Node) -> None:

@@ -8,6 +8,7 @@ new could close an inner array on a duplicate (items ``^[ab]?$``, ``maxItems`` 2
 ``[["","a"],["","b"],["",`` only ``["",""]`` is a new outer item), and the matcher would reach a
 dead end; so one search answers for the array and every level below it at once.  The search gives
 up after `SEARCH_STEPS` moves and then answers no, which masks a token rather than risk a dead end.
+`edge` is the scanner step both see (relative to the array, memoised).
 """
 from __future__ import annotations
 
@@ -15,31 +16,44 @@ import json
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
-from formwork.grammar.unique_scan import Event, State, step, value_key
+from formwork.grammar.unique_scan import SPACE, Event, State, step, value_key
 
 if TYPE_CHECKING:
     from formwork.grammar.unique_regions import Regions
 
 SEARCH_STEPS = 4_000
+EXIT = ("exit",)  # the node past the array's close
+_KINDS = {"s": "start", "e": "end", "x": "after", "c": "exit"}  # scanner events of frame 0
+#: `edge` flag: the byte starts or ends an item of a unique array nested in the item (a cycle
+#: through it adds items that must differ: no inexhaustible cycle where those items are bounded)
+NESTED_ITEM = 8
 #: the unique arrays open inside the item in progress: (frame index relative to the searched
 #: array, text of their item in progress or None, value keys of their items so far) each
 Nested = tuple[tuple[int, Optional[bytes], frozenset], ...]
 
 
 @lru_cache(maxsize=1 << 16)
-def _events(state: State, b: int, unique: bool) -> tuple[tuple[Event, ...], int]:
-    """The scanner events of byte `b` in frames nested in the array (index > 0), and the index of
-    the unique array it opens (-1: none)."""
-    after, events, _ = step(state, b, unique)
-    return tuple(e for e in events if e[1] > 0), (len(after[1]) - 1 if unique else -1)
+def edge(state: State, b: int, unique: bool) -> tuple[State, tuple[str, ...], int, tuple[Event, ...], int]:
+    """Scanner step relative to the array (frame 0): (next state, boundary kinds of the array,
+    flags, the events in frames nested in it, the frame of the unique array it opens or -1)."""
+    after, events, flags = step(state, b, unique)
+    kinds = tuple(_KINDS[kind] for kind, index in events if index == 0)
+    if not kinds and state[0] == "V" and len(state[1]) == 1 and b == 0x2C:
+        kinds = ("comma",)
+    if flags & SPACE and len(state[1]) == 1:
+        flags = 0  # space around the items is no part of a value
+    nested = tuple(event for event in events if event[1] > 0)
+    if any(kind != "c" and state[1][index][0] == "A" for kind, index in nested):
+        flags |= NESTED_ITEM
+    return after, kinds, flags, nested, (len(after[1]) - 1 if unique else -1)
 
 
 def _moves(regions: "Regions", node: Any) -> Iterator[tuple[int, Any, tuple[str, ...], tuple[Event, ...], int]]:
-    """(byte, next node or exit, boundary kinds of the array, nested events, opened frame)."""
-    state = node[1]
-    for (b, nxt, kinds, _), (_, _, unique) in zip(regions.edges(node), regions.moves.moves(node[0])):
-        events, opened = _events(state, b, unique)
-        yield b, nxt, kinds, events, opened
+    """(byte, next node or EXIT, boundary kinds of the array, nested events, opened frame)."""
+    t, state = node
+    for b, nt, unique in regions.moves.moves(t):
+        after, kinds, _, events, opened = edge(state, b, unique)
+        yield b, (EXIT if "exit" in kinds else (nt, after)), kinds, events, opened
 
 
 def search(regions: "Regions", node: Any, prefix: Optional[bytes], seen: tuple[str, ...],
@@ -47,8 +61,6 @@ def search(regions: "Regions", node: Any, prefix: Optional[bytes], seen: tuple[s
     """Depth first, at most SEARCH_STEPS moves: a way to close the array from `node` with every
     item new, in it and in every unique array nested in its items (paths visit a node at most
     once between two item ends)."""
-    from formwork.grammar.unique_regions import _EXIT
-
     budget = SEARCH_STEPS
     stack = [(_moves(regions, node), prefix, frozenset(seen), nested, {node})]
     while stack:
@@ -65,7 +77,7 @@ def search(regions: "Regions", node: Any, prefix: Optional[bytes], seen: tuple[s
             if got_inner is None:
                 continue
             new_inner, inner_ended = got_inner
-            if nxt is _EXIT:
+            if nxt is EXIT:
                 return True
             ended = ended or inner_ended
             if nxt in visited and not ended:
