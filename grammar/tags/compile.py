@@ -88,4 +88,7 @@ def compile_tags(spec: Any, vocab: Any, *, compiler: GrammarCompiler | None = No
 def compile_lowered(key: tuple, lower: Callable[[], Any], vocab: Any,
                     compiler: GrammarCompiler | None = None) -> CompiledGrammar:
     """Compile what `lower()` returns (`.node`, `.warnings`) with the shared sub-automata, cached by `key`."""
-    return compile_cached(compiler or default_compiler(vocab), lambda: key, lower)
+    try:
+        return compile_cached(compiler or default_compiler(vocab), lambda: key, lower)
+    except RecursionError as exc:  # a walk over the IR nested past Python's stack limit (as for a whole schema)
+        raise GrammarBudgetError(f"the grammar nests too deeply to compile ({exc})") from None
