@@ -125,6 +125,22 @@ def test_refusals_name_keyword_and_pointer(schema, message):
     assert _refusal(schema) == message
 
 
+@pytest.mark.parametrize("pattern", ["(?<=a)b", "(?P<x>a)", "a(?=b)", "(?i)a", "a++"])
+def test_the_regex_format_has_no_complement(pattern):
+    """`format: regex` is a regular subset of the regexes jsonschema's re.compile accepts: a
+    complement admitted these valid regexes, so `not` (and a oneOf exclusion) is refused."""
+    import re
+
+    re.compile(pattern)  # valid for the oracle, outside formwork's subset
+    assert _refusal({"type": "string", "not": {"format": "regex"}}) == (
+        "not at /not: the complement cannot be built exactly: format 'regex' at /not is enforced "
+        "more strictly than specified, so its complement would admit matching strings")
+    from formwork.grammar.json_schema.errors import OneOfOverlapError
+
+    with pytest.raises(OneOfOverlapError, match="format 'regex' at /oneOf/0 is enforced more strictly"):
+        lower_json_schema({"oneOf": [{"type": "string", "format": "regex"}, {"type": "string"}]})
+
+
 
 def test_member_wise_keywords_are_negated_by_a_witness_member():
     objects = [{}, {"a": 1}, {"a": "x"}, {"b": 1}, {"c": 1}, {"c": "s"}, {"a": 1, "b": 2},

@@ -167,6 +167,6 @@ SUPPORTED = frozenset(FORMAT_REGEXES) | {"hostname", "email", "idn-hostname", "i
 """The string formats: `format_node` knows each."""
 NUMBER_FORMATS = frozenset(INTEGER_FORMATS) | ANY_NUMBER_FORMATS
 """The number formats (see `INTEGER_FORMATS`); they leave strings unconstrained."""
-INEXACT = frozenset({"hostname", "email", "time", "date-time", "idn-hostname", "idn-email"})
+INEXACT = frozenset({"hostname", "email", "time", "date-time", "idn-hostname", "idn-email", "regex"})
 """Formats whose languages are stricter than the format (see above): their complements, as
 ``not`` or a ``oneOf`` exclusion would build them, would admit strings the format accepts."""
