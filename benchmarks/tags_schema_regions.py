@@ -11,12 +11,12 @@ github-npm, those that lower).  Run it on two commits for an A/B (shared marks a
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+import nfa_census  # noqa: E402
 
 
 def _entries() -> list:
@@ -49,32 +49,20 @@ def recursive_names() -> list[str]:
 
 def measure(name: str) -> dict:
     """Compile the region whose body is the corpus schema `name` (in this process)."""
-    from formwork.grammar import nfa
     from formwork.grammar.budget import CompileBudget
     from formwork.grammar.compiler import GrammarCompiler
     from formwork.grammar.tags import Lowered, Region, compile_lowered, tags_language
     sys.path.insert(0, str(ROOT.parent / "tests"))
     from conftest_grammar_json import byte_vocab
 
-    sizes: list[int] = []
-    build = nfa.NFA.__init__
-
-    def counted(self, *args, **kwargs):  # every NFA the compile builds, its own states
-        build(self, *args, **kwargs)
-        sizes.append(self.num_states)
-
-    nfa.NFA.__init__ = counted
     entry = next(e for e in _entries() if e.name == name)
-    start = time.thread_time()
-    try:
+
+    def compile_region() -> None:
         language = tags_language([Region("<f>", "<f>", _lowered(entry), "</f>")], ["<f>"])
         compiler = GrammarCompiler(byte_vocab(), cache_enabled=False, budget=CompileBudget())
         compile_lowered(("tags_schema_regions", name), lambda: Lowered(language), byte_vocab(), compiler)
-        outcome = "compiled"
-    except ValueError as exc:  # a typed refusal
-        outcome = f"{type(exc).__name__}: {str(exc).splitlines()[0][:70]}"
-    return {"schema": name, "outcome": outcome, "cpu_s": time.thread_time() - start,
-            "largest_nfa": max(sizes, default=0), "nfa_builds": len(sizes)}
+
+    return nfa_census.measure(name, compile_region)
 
 
 def main() -> None:
@@ -82,16 +70,7 @@ def main() -> None:
         print(json.dumps(measure(sys.argv[2])))
         return
     names = [n for n in recursive_names() if not sys.argv[1:] or any(n.endswith(s) for s in sys.argv[1:])]
-    print("| schema | outcome | compile CPU s | largest NFA (own states) | NFAs built |")
-    print("|---|---|---:|---:|---:|")
-    for name in names:
-        out = subprocess.run([sys.executable, __file__, "--one", name], capture_output=True, text=True)
-        if out.returncode:
-            print(f"| {name} | crash: {out.stderr.strip().splitlines()[-1][:70]} | | | |", flush=True)
-            continue
-        row = json.loads(out.stdout.strip().splitlines()[-1])
-        print(f"| {row['schema']} | {row['outcome']} | {row['cpu_s']:.2f} | {row['largest_nfa']:,} | "
-              f"{row['nfa_builds']} |", flush=True)
+    nfa_census.print_table(__file__, names)
 
 
 if __name__ == "__main__":
