@@ -154,3 +154,20 @@ def test_the_complement_of_many_schemes_told_apart_by_type_compiles_exactly():
     assert_exact({"not": SCHEMES}, instances)
     assert_exact({"type": "object", "properties": {"s": {"not": SCHEMES}}},
                  [{"s": i} for i in instances])
+
+
+def test_factors_past_the_budget_fall_back_to_the_whole_expansion():
+    """The suite's 'dynamic evalation inside nested refs' (unevaluatedProperties.json, 2019-09 and
+    2020-12): a oneOf of a $ref to a oneOf beside required members; its factors split past 256
+    alternatives (refused after 61f69b3), the whole-schema expansion does not."""
+    one = {"oneOf": [{"$ref": "#/$defs/two"}, {"required": ["b"], "properties": {"b": True}},
+                     {"required": ["xx"], "patternProperties": {"x": True}},
+                     {"required": ["all"], "unevaluatedProperties": True}]}
+    two = {"oneOf": [{"required": ["c"], "properties": {"c": True}},
+                     {"required": ["d"], "properties": {"d": True}}]}
+    schema = {"$defs": {"one": one, "two": two},
+              "oneOf": [{"$ref": "#/$defs/one"}, {"required": ["a"], "properties": {"a": True}}],
+              "unevaluatedProperties": False}
+    assert_exact(schema, [{}, {"a": 1}, {"b": 1}, {"c": 1}, {"d": 1}, {"a": 1, "b": 1}, {"c": 1, "d": 1},
+                          {"xx": 1}, {"xx": 1, "foox": 1}, {"xx": 1, "foo": 1}, {"all": 1, "foo": 1},
+                          {"all": 1, "a": 1}, {"a": 1, "foo": 1}, {"c": 1, "e": 1}])

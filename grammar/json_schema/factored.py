@@ -25,6 +25,8 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING
 
+from formwork.grammar.budget import CompileCancelledError
+from formwork.grammar.errors import GrammarBudgetError
 from formwork.grammar.json_schema.dependencies import DEPENDENCY_KEYWORDS, dependency_alternatives
 from formwork.grammar.json_schema.discriminated import discriminated_violations
 from formwork.grammar.json_schema.expand import Alternative, Sub
@@ -46,8 +48,17 @@ def container_violations(lw: "Lowerer", target: Sub, kind: str, base: Alternativ
     """The containers of `kind` that `target` rejects, as alternatives (conjunctions of
     synthetic or user subschemas); `base`: subschemas every container asked for satisfies too
     (the positive keywords beside the ``not``), so that ways to violate that they rule out are
-    dropped."""
-    return _violations(lw, target, kind, tuple(base), ())
+    dropped.  Where the factors split past the alternatives budget (products of nested oneOfs
+    can), the whole-schema expansion, exact too, gets its chance before the refusal."""
+    try:
+        return _violations(lw, target, kind, tuple(base), ())
+    except GrammarBudgetError as factored_error:
+        if isinstance(factored_error, CompileCancelledError) or "alternatives" not in str(factored_error):
+            raise
+        try:
+            return expanded_violations(lw, target, kind, base)
+        except GrammarBudgetError:
+            raise factored_error from None
 
 
 def _violations(lw: "Lowerer", sub: Sub, kind: str, base: Alternative, refs: tuple[int, ...]
