@@ -14,14 +14,20 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Iterator, Optional
+from typing import Any, Iterator, Optional, Protocol
 
 from formwork.grammar.unique_scan import SPACE, Event, State, step, value_key
 
-if TYPE_CHECKING:
-    from formwork.grammar.unique_regions import Regions
+
+
+class RegionMoves(Protocol):
+    """What the search reads of `unique_regions.Regions` (not imported: it imports this module):
+    its tagged moves, `moves.moves(state)` -> (byte, next state, unique flags)."""
+
+    moves: Any
 
 SEARCH_STEPS = 4_000
+LOOP_VISITS = 3  # times a search path may pass one node within an item
 EXIT = ("exit",)  # the node past the array's close
 _KINDS = {"s": "start", "e": "end", "x": "after", "c": "exit"}  # scanner events of frame 0
 #: `edge` flag: the byte starts or ends an item of a unique array nested in the item (a cycle
@@ -48,7 +54,7 @@ def edge(state: State, b: int, unique: bool) -> tuple[State, tuple[str, ...], in
     return after, kinds, flags, nested, (len(after[1]) - 1 if unique else -1)
 
 
-def _moves(regions: "Regions", node: Any) -> Iterator[tuple[int, Any, tuple[str, ...], tuple[Event, ...], int]]:
+def _moves(regions: RegionMoves, node: Any) -> Iterator[tuple[int, Any, tuple[str, ...], tuple[Event, ...], int]]:
     """(byte, next node or EXIT, boundary kinds of the array, nested events, opened frame)."""
     t, state = node
     for b, nt, unique in regions.moves.moves(t):
@@ -56,13 +62,14 @@ def _moves(regions: "Regions", node: Any) -> Iterator[tuple[int, Any, tuple[str,
         yield b, (EXIT if "exit" in kinds else (nt, after)), kinds, events, opened
 
 
-def search(regions: "Regions", node: Any, prefix: Optional[bytes], seen: tuple[str, ...],
+def search(regions: RegionMoves, node: Any, prefix: Optional[bytes], seen: tuple[str, ...],
            nested: Nested = ()) -> bool:
     """Depth first, at most SEARCH_STEPS moves: a way to close the array from `node` with every
     item new, in it and in every unique array nested in its items (paths visit a node at most
-    once between two item ends)."""
+    `LOOP_VISITS` times between two item ends: a loop's later rounds spell other values, as
+    another digit after `0.1` does when 0.1 is taken)."""
     budget = SEARCH_STEPS
-    stack = [(_moves(regions, node), prefix, frozenset(seen), nested, {node})]
+    stack = [(_moves(regions, node), prefix, frozenset(seen), nested, {node: 1})]
     while stack:
         moves, text, keys, inner, visited = stack[-1]
         for b, nxt, kinds, events, opened in moves:
@@ -80,10 +87,10 @@ def search(regions: "Regions", node: Any, prefix: Optional[bytes], seen: tuple[s
             if nxt is EXIT:
                 return True
             ended = ended or inner_ended
-            if nxt in visited and not ended:
+            if visited.get(nxt, 0) >= LOOP_VISITS and not ended:
                 continue
             stack.append((_moves(regions, nxt), new_text, new_keys, new_inner,
-                          {nxt} if ended else visited | {nxt}))
+                          {nxt: 1} if ended else {**visited, nxt: visited.get(nxt, 0) + 1}))
             break
         else:
             stack.pop()
