@@ -13,12 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
+from mask_probe import mask_of  # noqa: E402
 from conftest_grammar_json import byte_vocab  # noqa: E402
 from test_json_unique_unbounded import STOP, VOCAB  # noqa: E402
 
 from formwork.grammar import unique_regions, unique_search  # noqa: E402
 from formwork.grammar.dfa import START  # noqa: E402
-from formwork.grammar.compiler import GrammarCompiler, allocate_token_bitmask  # noqa: E402
+from formwork.grammar.compiler import GrammarCompiler  # noqa: E402
 from formwork.grammar.json_schema import compile_json_schema  # noqa: E402
 from formwork.grammar.unique_capacity import multiplicities  # noqa: E402
 from formwork.grammar.unique_prepare import ROOT_STATE, prepare_regions, region_roots  # noqa: E402
@@ -110,11 +111,6 @@ def _walk_checking_good_nodes(regions, root, schema, capacity, data):
             break
 
 
-def _mask(matcher) -> np.ndarray:
-    bitmask = allocate_token_bitmask(1, VOCAB.vocab_size)
-    matcher.fill_next_token_bitmask(bitmask)
-    return np.unpackbits(bitmask.numpy()[0].view(np.uint8), bitorder="little")[: VOCAB.vocab_size].astype(bool)
-
 
 @_SETTINGS
 @given(arrays(), st.integers(2, 12), st.data())
@@ -125,7 +121,7 @@ def test_masks_equal_accept_token_and_walks_finish_valid_documents(schema, capac
     matcher = grammar.matcher(max_step_seconds=None)
     text = b""
     for _ in range(40):
-        mask = _mask(matcher)
+        mask = mask_of(matcher, VOCAB.vocab_size)
         accepted = np.zeros(VOCAB.vocab_size, dtype=bool)
         for token in range(VOCAB.vocab_size):
             if matcher.accept_token(token):

@@ -10,9 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
+from mask_probe import accepted_tokens, mask_of  # noqa: E402
 from test_json_unique_unbounded import FAVOURITES, STOP, VOCAB, schemas  # noqa: E402
 
-from formwork.grammar.compiler import GrammarCompiler, allocate_token_bitmask  # noqa: E402
+from formwork.grammar.compiler import GrammarCompiler  # noqa: E402
 from formwork.grammar.json_schema import compile_json_schema  # noqa: E402
 from formwork.grammar.unique_regions import _EXIT, Regions, TaggedMoves  # noqa: E402
 from formwork.grammar.unique_scan import BYTE_CLASS, START_STATE, step  # noqa: E402
@@ -28,20 +29,6 @@ NUMBER_ARRAYS = st.sampled_from([
 ])
 
 
-def _mask(matcher) -> np.ndarray:
-    bitmask = allocate_token_bitmask(1, VOCAB.vocab_size)
-    matcher.fill_next_token_bitmask(bitmask)
-    return np.unpackbits(bitmask.numpy()[0].view(np.uint8), bitorder="little")[: VOCAB.vocab_size].astype(bool)
-
-
-def _accepted(matcher) -> np.ndarray:
-    """Whether `accept_token` takes each token (the matcher rolled back after each)."""
-    out = np.zeros(VOCAB.vocab_size, dtype=bool)
-    for token in range(VOCAB.vocab_size):
-        if matcher.accept_token(token):
-            out[token] = True
-            matcher.rollback(1)
-    return out
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -55,7 +42,7 @@ def test_the_mask_equals_accept_token_on_every_token(schema, data):
     matcher = grammar.matcher(max_step_seconds=None)
     text = b""
     for _ in range(40):
-        mask, accepted = _mask(matcher), _accepted(matcher)
+        mask, accepted = mask_of(matcher, VOCAB.vocab_size), accepted_tokens(matcher, VOCAB.vocab_size)
         assert (mask == accepted).all(), (schema, text, [VOCAB.token_bytes[t] for t in np.flatnonzero(mask != accepted)])
         tokens = [int(t) for t in np.flatnonzero(accepted) if t != STOP]
         if not tokens:

@@ -15,9 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
+from mask_probe import accepted_tokens, mask_of  # noqa: E402
 from conftest_grammar_json import byte_vocab  # noqa: E402
 
-from formwork.grammar.compiler import GrammarCompiler, allocate_token_bitmask  # noqa: E402
+from formwork.grammar.compiler import GrammarCompiler  # noqa: E402
 from formwork.grammar.json_schema import compile_json_schema  # noqa: E402
 
 VOCAB = byte_vocab()
@@ -55,25 +56,13 @@ def unique_arrays(draw, depth: int):
 NESTED = st.integers(2, 3).flatmap(unique_arrays)
 
 
-def _mask(matcher) -> np.ndarray:
-    bitmask = allocate_token_bitmask(1, VOCAB.vocab_size)
-    matcher.fill_next_token_bitmask(bitmask)
-    return np.unpackbits(bitmask.numpy()[0].view(np.uint8), bitorder="little")[: VOCAB.vocab_size].astype(bool)
-
-
-def _accepted(matcher) -> np.ndarray:
-    out = np.zeros(VOCAB.vocab_size, dtype=bool)
-    for token in range(VOCAB.vocab_size):
-        if matcher.accept_token(token):
-            out[token] = True
-            matcher.rollback(1)
-    return out
 
 
 def _allowed_after(matcher, text: bytes) -> list[bytes]:
     for b in text:
         assert matcher.accept_token(b), text
-    return [VOCAB.token_bytes[t] for t in np.flatnonzero(_mask(matcher)) if VOCAB.token_bytes[t] is not None]
+    allowed = np.flatnonzero(mask_of(matcher, VOCAB.vocab_size))
+    return [VOCAB.token_bytes[t] for t in allowed if VOCAB.token_bytes[t] is not None]
 
 
 def _nested(inner: dict) -> dict:
@@ -113,8 +102,8 @@ def test_walks_never_dead_end_and_finish_valid_documents(schema, data):
     matcher = grammar.matcher(max_step_seconds=None)
     text = b""
     for _ in range(120):
-        mask = _mask(matcher)
-        assert (mask == _accepted(matcher)).all(), (schema, text)
+        mask = mask_of(matcher, VOCAB.vocab_size)
+        assert (mask == accepted_tokens(matcher, VOCAB.vocab_size)).all(), (schema, text)
         tokens = [int(t) for t in np.flatnonzero(mask) if VOCAB.token_bytes[t] is not None]
         # an empty mask at the start: no array of distinct items is long enough (minItems)
         assert tokens or matcher.can_terminate() or not text, f"dead end after {text!r} in {schema}"
