@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest_grammar_json import byte_vocab  # noqa: E402
 from json_exact import assert_exact, matcher_accepts  # noqa: E402
 from test_json_unique_unbounded import STOP, VOCAB  # noqa: E402
-from test_unique_mask_exact import _accepted, _mask  # noqa: E402
+from mask_probe import accepted_tokens, mask_of  # noqa: E402
 
 from formwork.grammar.compiler import GrammarCompiler  # noqa: E402
 from formwork.grammar.errors import EmptyLanguageError  # noqa: E402
@@ -125,7 +125,7 @@ def test_the_mask_equals_accept_token_with_two_readings(schema, data):
     matcher = grammar.matcher(max_step_seconds=None)
     text = b""
     for _ in range(30):
-        mask, accepted = _mask(matcher), _accepted(matcher)
+        mask, accepted = mask_of(matcher, VOCAB.vocab_size), accepted_tokens(matcher, VOCAB.vocab_size)
         assert (mask == accepted).all(), (schema, text, [VOCAB.token_bytes[t] for t in np.flatnonzero(mask != accepted)])
         tokens = [int(t) for t in np.flatnonzero(accepted) if t != STOP]
         if not tokens:
