@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Optional
 
+from formwork.grammar.json_schema.discriminators import string_values
 from formwork.grammar.json_schema.expand import NEUTRAL_KEYWORDS, Alternative, Sub
 from formwork.grammar.json_schema.violations import conjunctions, minimal, violations_of
 
@@ -82,12 +83,8 @@ def _allowed(alternative: Alternative, name: str) -> Optional[set[str]]:
 
 
 def _strings(schema: Any) -> Optional[set[str]]:
-    if not isinstance(schema, dict):
-        return None
-    values = [schema["const"]] if "const" in schema else schema.get("enum")
-    if values is None or not all(isinstance(v, str) for v in values):
-        return None
-    return set(values)
+    """`string_values`, except that a `false` member (no value at all) is not a discriminator here."""
+    return None if schema is False else string_values(schema)
 
 
 def _value_violation(way: Alternative, name: str, value: str) -> bool:

@@ -37,7 +37,7 @@ def consistent(alternative: list) -> bool:
             continue
         required.update(r for r in schema.get("required", ()) if isinstance(r, str))
         for name, sub in (schema.get("properties") or {}).items():
-            values = _strings(getattr(sub, "schema", sub))
+            values = string_values(getattr(sub, "schema", sub))
             if values is not None:
                 allowed[name] = allowed[name] & values if name in allowed else values
     for name in required:
@@ -50,7 +50,7 @@ def _object_only(schema: Any) -> bool:
     return isinstance(schema, dict) and schema.get("type") in ("object", ["object"])
 
 
-def _strings(schema: Any) -> Optional[set[str]]:
+def string_values(schema: Any) -> Optional[set[str]]:
     """The values a member schema allows when they are all strings (None: not known so)."""
     if schema is False:
         return set()
@@ -75,7 +75,7 @@ def _negated_condition(schema: dict) -> Optional[tuple[str, str, bool]]:
     if not isinstance(props, dict) or len(props) != 1:
         return None
     (name, sub), = props.items()
-    values = _strings(sub)
+    values = string_values(sub)
     if values is None or len(values) != 1 or not isinstance(sub, dict) or set(sub) - {"const", "enum"}:
         return None
     required = cond.get("required", [])
