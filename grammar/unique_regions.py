@@ -24,50 +24,55 @@ import numpy as np
 
 from formwork.grammar.dfa import DEAD
 from formwork.grammar.unique_capacity import CAPACITY, capacity_jumps, countable, multiplicities, within
+from formwork.grammar.unique_open import OPEN_TAG, OPEN_VALUES
 from formwork.grammar.unique_scan import BYTE_CLASS, CHANGES, SPACE, SPELLING, TAG, State
 from formwork.grammar.unique_search import EXIT as _EXIT, NESTED_ITEM, Nested, edge as scan_edge, search
 
 MAX_REGION = 50_000  # nodes of one region analysed; past it every node of the region is "not good"
 # the order the search tries bytes in: closers first (short completions), separators last
 _ORDER = sorted(range(256), key=lambda b: (b not in b"]}\"", b in b",", b in b" \t\n\r", b))
-_ORDER_ARRAY = np.array([b for b in _ORDER if b != TAG], dtype=np.intp)
-_FALSES = (False,) * 256
+_ORDER_ARRAY = np.array([b for b in _ORDER if b not in (TAG, OPEN_TAG)], dtype=np.intp)
+_PLAIN = (0,) * 256
+_TAGS = ((TAG, 1), (OPEN_TAG, OPEN_VALUES))  # the tag bytes, and the flag of the `[` each comes before
 
 Node = tuple[int, State]
 
 
 class TaggedMoves:
     """The live moves of each state of the tagged automaton: (byte, next state, opens a unique
-    array), the tag followed through where a `[` needs it."""
+    array: 0 no, 1 yes, `unique_open.OPEN_VALUES` one of open values), each tag followed through
+    where a `[` needs it."""
 
     def __init__(self, dfa: Any):
         self.dfa = dfa
-        self._moves: dict[int, list[tuple[int, int, bool]]] = {}
-        self._classed: dict[int, list[tuple[int, int, bool]]] = {}
-        self._tables: dict[int, dict[int, tuple[tuple[int, bool], ...]]] = {}
+        self._moves: dict[int, list[tuple[int, int, int]]] = {}
+        self._classed: dict[int, list[tuple[int, int, int]]] = {}
+        self._tables: dict[int, dict[int, tuple[tuple[int, int], ...]]] = {}
         class_of_byte = np.asarray(dfa.byte_classes()[0])
         firsts: dict[tuple[int, int], int] = {}  # (automaton's byte class, scanner's) -> a byte
         for b in _ORDER_ARRAY.tolist():
             firsts.setdefault((int(class_of_byte[b]), BYTE_CLASS[b]), b)
         self._reps = np.array(list(firsts.values()), dtype=np.intp)
         self._rep_classes = class_of_byte[self._reps]
-        self._tag_class, self._open_class = int(class_of_byte[TAG]), int(class_of_byte[0x5B])
+        self._tag_classes = tuple((int(class_of_byte[tag]), flag) for tag, flag in _TAGS)
+        self._open_class = int(class_of_byte[0x5B])
 
-    def moves(self, t: int) -> list[tuple[int, int, bool]]:
+    def moves(self, t: int) -> list[tuple[int, int, int]]:
         got = self._moves.get(t)
         if got is None:
             row = self.dfa.row(t)
             ordered = row[_ORDER_ARRAY]
             live = ordered != DEAD
-            got = list(zip(_ORDER_ARRAY[live].tolist(), ordered[live].tolist(), _FALSES))
-            if row[TAG] != DEAD:
-                after = self.dfa.row(row[TAG])[0x5B]  # the tag comes right before the bracket
-                if after != DEAD:
-                    got.append((0x5B, int(after), True))
+            got = list(zip(_ORDER_ARRAY[live].tolist(), ordered[live].tolist(), _PLAIN))
+            for tag, flag in _TAGS:
+                if row[tag] != DEAD:
+                    after = self.dfa.row(row[tag])[0x5B]  # the tag comes right before the bracket
+                    if after != DEAD:
+                        got.append((0x5B, int(after), flag))
             self._moves[t] = got
         return got
 
-    def classed(self, t: int) -> list[tuple[int, int, bool]]:
+    def classed(self, t: int) -> list[tuple[int, int, int]]:
         """`moves(t)` with one byte per (automaton byte class, scanner byte class): the moves
         that differ in what the region analysis sees (`unique_scan.BYTE_CLASS`)."""
         got = self._classed.get(t)
@@ -75,18 +80,19 @@ class TaggedMoves:
             row = self.dfa.class_row(t)
             nexts = row[self._rep_classes]
             live = nexts != DEAD
-            got = list(zip(self._reps[live].tolist(), nexts[live].tolist(), _FALSES))
-            tagged = int(row[self._tag_class])
-            if tagged != DEAD:
-                after = int(self.dfa.class_row(tagged)[self._open_class])
-                if after != DEAD:
-                    got.append((0x5B, after, True))
+            got = list(zip(self._reps[live].tolist(), nexts[live].tolist(), _PLAIN))
+            for tag_class, flag in self._tag_classes:
+                tagged = int(row[tag_class])
+                if tagged != DEAD:
+                    after = int(self.dfa.class_row(tagged)[self._open_class])
+                    if after != DEAD:
+                        got.append((0x5B, after, flag))
             self._classed[t] = got
         return got
 
-    def nexts(self, t: int, b: int) -> tuple[tuple[int, bool], ...]:
-        """The moves on byte `b`: (next state, whether a unique array opens) each; both a plain
-        and a tagged one where a `[` here may open a unique array or another one."""
+    def nexts(self, t: int, b: int) -> tuple[tuple[int, int], ...]:
+        """The moves on byte `b`: (next state, the unique array it opens as in `moves`) each;
+        both a plain and a tagged one where a `[` here may open a unique array or another one."""
         table = self._tables.get(t)
         if table is None:
             table = self._tables[t] = {}

@@ -29,6 +29,8 @@ plus — where some node of the region is not good — the tokens that leave the
 (when every character of it leads to good nodes), or outside strings the tokens that can end the
 item in progress (when every node it reaches without ending is good: `Regions.good_in_item`), else
 those that spell a prefix of an earlier item (canonical spellings), else every allowed token.
+In a unique array of open values (`unique_open`) no analysis is needed: the tokens that can end
+an item, and those that can stop inside a literal or a zero number's exponent, are tested.
 """
 from __future__ import annotations
 
@@ -38,14 +40,16 @@ from typing import Any, Hashable, Optional
 import numpy as np
 
 from formwork.grammar.dfa import START
+from formwork.grammar.unique_open import OPEN_VALUES, endless
 from formwork.grammar.unique_regions import Regions, TaggedMoves
+from formwork.grammar.unique_search import search
 from formwork.grammar.unique_scan import START_STATE, State, integral, step, value_key
 from formwork.grammar.unique_vocab import (
     ANY, BACKSLASH, CLOSE, COMMA, LITERAL, NUMBER_END, OPEN, QUOTE, SPACE, TWO_QUOTES, vocab_tables,
 )
 
 _MAX_SHAPES = 4096  # snapshot shapes whose token verdicts are kept (`UniqueTracker._shape_verdicts`)
-Level = tuple[int, int, tuple[str, ...], tuple[Any, ...]]  # frame index, item start, keys, values
+Level = tuple[int, int, tuple[str, ...], tuple[Any, ...], bool]  # frame index, item start, keys, values, open
 Reading = tuple[int, State, tuple[Level, ...]]  # tagged state, scanner state, levels
 Snapshot = tuple[tuple[Reading, ...], int]  # the live readings, bytes
 
@@ -104,7 +108,7 @@ class UniqueTracker:
         live = tuple(r for r in readings if self._fresh(r, end, local, size))
         return ((live, end), bytes(local)) if live else None
 
-    def _step(self, t: int, unique: bool, state: State, levels: tuple[Level, ...], b: int, pos: int,
+    def _step(self, t: int, unique: int, state: State, levels: tuple[Level, ...], b: int, pos: int,
               local: bytearray, size: int) -> Optional[Reading]:
         """One reading after byte `b` (at `pos`) into tagged state `t`, or None if it ends a
         duplicate item."""
@@ -113,9 +117,9 @@ class UniqueTracker:
             at = _level_at(levels, frame)
             if at < 0:
                 continue
-            index, start, keys, values = levels[at]
+            index, start, keys, values, opened = levels[at]
             if kind == "s":
-                levels = _replace(levels, at, (index, pos, keys, values))
+                levels = _replace(levels, at, (index, pos, keys, values, opened))
             elif kind == "c":
                 levels = levels[:at] + levels[at + 1:]
             else:  # an item ends: with this byte ("e") or before it ("x")
@@ -124,24 +128,25 @@ class UniqueTracker:
                 key = value_key(value)
                 if key in keys:
                     return None
-                levels = _replace(levels, at, (index, -1, keys + (key,), values + (value,)))
+                levels = _replace(levels, at, (index, -1, keys + (key,), values + (value,), opened))
         if unique:
-            levels = levels + ((len(state[1]) - 1, -1, (), ()),)
+            levels = levels + ((len(state[1]) - 1, -1, (), (), unique == OPEN_VALUES),)
         return t, state, levels
 
     def _fresh(self, reading: Reading, end: int, local: bytearray, size: int) -> bool:
         """Whether every open unique array of `reading` can still close with every item new."""
         t, state, levels = reading
         regions = self.unique.regions
-        for index, start, keys, _ in levels:
+        for index, start, keys, _, opened in levels:
             node = (t, (state[0], state[1][index:], state[2]))
-            if regions.sure(node, start < 0, len(keys)):
+            if endless(node[1]) if opened else regions.sure(node, start < 0, len(keys)):
                 continue
             self._keyed = True
             prefix = self._text(start, end, local, size) if start >= 0 else None
             nested = tuple((inner - index, self._text(at, end, local, size) if at >= 0 else None, frozenset(seen))
-                           for inner, at, seen, _ in levels if inner > index)
-            if not regions.fresh(node, prefix, keys, nested):
+                           for inner, at, seen, _, _ in levels if inner > index)
+            if not (search(regions, node, prefix, keys, nested) if opened
+                    else regions.fresh(node, prefix, keys, nested)):
                 return False
         return True
 
@@ -181,35 +186,38 @@ class UniqueTracker:
             refused = self.unique._quiet.get(key)
             if refused is None:
                 refused = self.unique._quiet[key] = tuple(self._refused(view[index], OPEN, set(), False,
-                                                                        False))
+                                                                        False, []))
         else:
             # a token refused in every reading is refused in one the grammar's mask allows it
             # in: so among the candidates of that reading, and of their union
-            bits, extra, structured, everything = 0, set(), False, False
+            bits, extra, structured, everything, loose = 0, set(), False, False, []
             for reading in readings:
-                more = self._candidates(*reading, size) if reading[2] else (OPEN, set(), False, False)
+                more = self._candidates(*reading, size) if reading[2] else (OPEN, set(), False, False, [])
                 bits |= more[0]
                 extra |= more[1]
                 structured |= more[2]
                 everything |= more[3]
-            refused = self._refused(view[index], bits, extra, structured, everything)
+                loose += more[4]
+            refused = self._refused(view[index], bits, extra, structured, everything, loose)
         if refused:
             words = view[index].view(np.uint32)
             for token in refused:
                 words[token >> 5] &= np.uint32(~(1 << (token & 31)) & 0xFFFFFFFF)
 
     def _candidates(self, t: int, state: State, levels: tuple[Level, ...], size: int
-                    ) -> tuple[int, set[int], bool, bool]:
+                    ) -> tuple[int, set[int], bool, bool, list[np.ndarray]]:
         """(signature bits of the tokens to test, more token ids to test, whether to test the
-        tokens with more than a separator after their first quote, whether to test every token)."""
+        tokens with more than a separator after their first quote, whether to test every token,
+        arrays of more token ids to test)."""
         regions = self.unique.regions
         tables = vocab_tables(self.vocab)
         bits = 0 if state[0] in ("S", "E", "U") else OPEN  # in a string, `[` is a character
         extra: set[int] = set()
         structured = False
-        for index, start, keys, values in levels:
+        loose: list[np.ndarray] = []
+        for index, start, keys, values, opened in levels:
             if len(keys) > regions.items_limit:  # past what `Regions.good` speaks of
-                return bits, extra, structured, True
+                return bits, extra, structured, True, loose
             rel = (state[0], state[1][index:], state[2])
             prefix = bytes(self._buf[start:size]) if start >= 0 else b""
             so_far = _string_so_far(rel, prefix)
@@ -220,6 +228,12 @@ class UniqueTracker:
                 for value in values:
                     if isinstance(value, str) and value.startswith(so_far):
                         extra.update(tables.closing.get(value[len(so_far):], ()))
+            if opened:  # only a token stopping where `endless` fails may leave no new completion
+                ends = tables.loose_ends.tokens(state[0], state[2])
+                if ends is None:
+                    return bits, extra, structured, True, loose
+                loose.append(ends)
+                continue
             node = (t, rel)
             if regions.all_good(node, start < 0):
                 continue
@@ -233,14 +247,14 @@ class UniqueTracker:
             if regions.canonical(node) and regions.good(node, True):
                 rests = _rests(rel, prefix, values)
             if rests is None:
-                return bits, extra, structured, True
+                return bits, extra, structured, True, loose
             for rest in rests:
                 for k in range(1, len(rest) + 1):
                     extra.update(tables.ids.get(rest[:k], ()))
-        return bits, extra, structured, False
+        return bits, extra, structured, False, loose
 
     def _refused(self, words: np.ndarray, bits: int, extra: set[int], structured: bool,
-                 everything: bool) -> list[int]:
+                 everything: bool, loose: list[np.ndarray]) -> list[int]:
         allowed = np.unpackbits(np.ascontiguousarray(words).view(np.uint8),
                                 bitorder="little")[: self.vocab.vocab_size].astype(bool)
         if everything:
@@ -252,6 +266,8 @@ class UniqueTracker:
                 chosen |= allowed & tables.structured
             for token in extra:
                 chosen[token] = chosen[token] or allowed[token]
+            for ids in loose:
+                chosen[ids] |= allowed[ids]
         token_bytes = self.vocab.token_bytes
         verdicts = self._shape_verdicts()
         return [int(token) for token in np.flatnonzero(chosen).tolist()
@@ -259,11 +275,12 @@ class UniqueTracker:
 
     def _shape_verdicts(self) -> dict[int, bool]:
         """The verdicts on tokens shared by every snapshot of this one's shape: its readings' tagged
-        states, scanner states, and per open array whether an item is in progress and whether more
-        items were seen than `Regions.sure` speaks of."""
+        states, scanner states, and per open array whether an item is in progress, whether more
+        items were seen than `Regions.sure` speaks of, and whether its items are open values."""
         readings, _ = self._snap
         limit = self.unique.regions.items_limit
-        shape = tuple((t, state, tuple((index, start >= 0, len(keys) > limit) for index, start, keys, _ in levels))
+        shape = tuple((t, state, tuple((index, start >= 0, len(keys) > limit, opened)
+                                       for index, start, keys, _, opened in levels))
                       for t, state, levels in readings)
         table = self.unique._verdicts
         if len(table) >= _MAX_SHAPES:
@@ -335,7 +352,7 @@ def _spelling(value: Any) -> bytes:
 def _identity(reading: Reading) -> Hashable:
     """What tells readings apart (their values are equal where their keys are)."""
     t, state, levels = reading
-    return t, state, tuple(level[:3] for level in levels)
+    return t, state, tuple(level[:3] + level[4:] for level in levels)
 
 
 def _level_at(levels: tuple[Level, ...], frame: int) -> int:

@@ -15,6 +15,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from formwork.grammar.unique_open import LooseEnds
+
 QUOTE, TWO_QUOTES, CLOSE, OPEN, COMMA, SPACE, LITERAL, NUMBER_END, BACKSLASH = 1, 2, 4, 8, 16, 32, 64, 128, 256
 ANY = 0x1FF
 _SPACES = b" \t\n\r"
@@ -87,6 +89,7 @@ class VocabTables:
         self.ids: dict[bytes, list[int]] = {}
         self.closing: dict[str, list[int]] = {}
         self.structured = np.zeros(len(token_bytes), dtype=bool)
+        self.loose_ends = LooseEnds(token_bytes)  # for unique arrays of open values (`unique_open`)
         after_bits = TWO_QUOTES | QUOTE | OPEN | LITERAL | NUMBER_END
         for i, data in enumerate(token_bytes):
             if data is None:

@@ -98,9 +98,17 @@ def lower_array(lw: "Lowerer", subs: list[Sub], depth: int) -> Node:
         array = _plain_array(lw, subs, depth, element_subs, positions, tail_elem, longest, min_items,
                              max_items)
         lw.unique_nodes.append(array)
-        return tagged(array)
+        return tagged(array, _open_values(lw, subs, depth, tail_elem, longest))
     return _plain_array(lw, subs, depth, element_subs, positions, tail_elem, longest, min_items,
                         max_items)
+
+
+def _open_values(lw: "Lowerer", subs: list[Sub], depth: int, tail_elem: Node, longest: int) -> bool:
+    """Whether every element is any JSON value of the bounded nesting and only the length is
+    bounded (no positional schema, no ``contains``): `unique_open` decides its freshness."""
+    if longest or any("contains" in s.schema for s in subs) or lw.options.max_nesting_depth is None:
+        return False
+    return tail_elem is lw.unconstrained(depth + 1)
 
 
 def _plain_array(lw: "Lowerer", subs: list[Sub], depth: int, element_subs: Any,

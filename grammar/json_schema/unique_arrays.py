@@ -1,8 +1,9 @@
 """``uniqueItems: true`` over unbounded items: tag the unique arrays, check the matcher can tell
 them apart, and compile the automata the matcher needs.
 
-The lowering writes each such array as usual, preceded by the byte `TAG` (`tagged`).  The grammar
-proper is that IR without tags (the language with no uniqueness: its token masks as always); the
+The lowering writes each such array as usual, preceded by the byte `TAG` (`tagged`; `OPEN_TAG`
+where its items are any JSON value: the matcher reads their freshness off its scanner,
+`unique_open`).  The grammar proper is that IR without tags (the language with no uniqueness: its token masks as always); the
 *tagged* automaton, compiled beside it, tells the matcher which `[` opens a unique array, and the
 matcher compares the items (`formwork.grammar.unique_tracker`).  That needs:
 
@@ -26,16 +27,24 @@ from formwork.grammar.ir import EMPTY, And, Bytes, Grammar, Node, Not, children,
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
 from formwork.grammar.json_schema.unique_islands import recursive_array
 from formwork.grammar.shared_nodes import is_shared, share
+from formwork.grammar.unique_open import OPEN_TAG
 from formwork.grammar.unique_prepare import prepare_regions
 from formwork.grammar.unique_scan import TAG
 
 _TAG = Bytes(bytes([TAG]))
+_OPEN_TAG = Bytes(bytes([OPEN_TAG]))
+_TAG_BYTES = (_TAG.value, _OPEN_TAG.value)
 T = TypeVar("T")
 
 
-def tagged(array: Node) -> Node:
-    """The array node `array` marked as one whose items must be distinct."""
-    return seq(_TAG, array)
+def tagged(array: Node, open_values: bool = False) -> Node:
+    """The array node `array` marked as one whose items must be distinct (`open_values`: its items
+    are any JSON value, its length alone bounded)."""
+    return seq(_OPEN_TAG if open_values else _TAG, array)
+
+
+def _has_tag(data: bytes) -> bool:
+    return any(tag in data for tag in _TAG_BYTES)
 
 
 def _bottom_up(root: Node, visit: Callable[[Node], T], memo: dict[int, T]) -> T:
@@ -62,8 +71,10 @@ def strip_tags(node: Node | Grammar) -> Node | Grammar:
 
     def strip(n: Node) -> Node:
         if isinstance(n, Bytes):
-            return (Bytes(n.value.replace(_TAG.value, b"")) if n.value != _TAG.value else EMPTY) \
-                if _TAG.value in n.value else n
+            if not _has_tag(n.value):
+                return n
+            rest = n.value.replace(_TAG.value, b"").replace(_OPEN_TAG.value, b"")
+            return Bytes(rest) if rest else EMPTY
         if all(memo[id(c)] is c for c in children(n)):  # no tag below (compared by identity: deep)
             return n
         if is_shared(n):  # still marked: unmarked, it would be built once per use
@@ -79,7 +90,7 @@ def misplaced(node: Node) -> Optional[str]:
     """Why the tags of `node` cannot be tracked (a tag under a complement or under an
     intersection of two different languages), or None."""
     has_tag: dict[int, bool] = {}
-    _bottom_up(node, lambda n: _TAG.value in n.value if isinstance(n, Bytes)
+    _bottom_up(node, lambda n: _has_tag(n.value) if isinstance(n, Bytes)
                else any(has_tag[id(c)] for c in children(n)), has_tag)
     seen: set[int] = set()
     stack = [node]
