@@ -153,15 +153,10 @@ class ObjectLowering:
         langs = [self.lw.pattern_node(pattern, "patternProperties", s.pointer, encoded=True)
                  for pattern, s in patterns.items()]
         bits = {pattern: bit for bit, pattern in enumerate(patterns)}
-        any_key = canonical_content_except(self.names) if self.names else string_content(canonical=True)
-        for lang in keys:
-            any_key = And(any_key, lang)
+        any_key: Optional[Node] = None  # made at the first member possible (often none is)
         options = []
         for mask in range(1 << len(patterns)):
-            key = any_key
             values: list[Sub] = list(extra)
-            for bit, lang in enumerate(langs):
-                key = And(key, lang) if mask >> bit & 1 else And(key, Not(lang))
             for part in self.parts:
                 matched = [s for pattern, s in part.patterns if mask >> bits[pattern] & 1]
                 if matched:
@@ -173,8 +168,20 @@ class ObjectLowering:
             value = self.lw.lower_subs(values, self.depth + 1)
             if isinstance(value, Nothing):
                 continue
+            if any_key is None:
+                any_key = self._undeclared_key(keys)
+            key = any_key
+            for bit, lang in enumerate(langs):
+                key = And(key, lang) if mask >> bit & 1 else And(key, Not(lang))
             options.append(self._member(key, value))
         return alt(*options) if options else None
+
+    def _undeclared_key(self, keys: Sequence[Node]) -> Node:
+        """The contents of a key no declared name spells, in every language of `keys`."""
+        any_key = canonical_content_except(self.names) if self.names else string_content(canonical=True)
+        for lang in keys:
+            any_key = And(any_key, lang)
+        return any_key
 
     # ------------------------------------------------------------------ the member list
     def lower(self) -> Node:
