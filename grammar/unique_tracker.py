@@ -181,12 +181,14 @@ class UniqueTracker:
         """Clear, in row `index` of `view` (the grammar's mask), the tokens the rule refuses."""
         readings, size = self._snap
         if not any(levels for _, _, levels in readings):
-            # only a token that opens a unique array can matter: the same everywhere
+            # only a token that opens a unique array can matter: the same everywhere (in a
+            # string, only one that leaves it first: with a quote too)
             key = tuple((t, state) for t, state, _ in readings)
             refused = self.unique._quiet.get(key)
             if refused is None:
+                leave = QUOTE if readings[0][1][0] in ("S", "E", "U") else 0
                 refused = self.unique._quiet[key] = tuple(self._refused(view[index], OPEN, set(), False,
-                                                                        False, []))
+                                                                        False, [], leave))
         else:
             # a token refused in every reading is refused in one the grammar's mask allows it
             # in: so among the candidates of that reading, and of their union
@@ -254,7 +256,11 @@ class UniqueTracker:
         return bits, extra, structured, False, loose
 
     def _refused(self, words: np.ndarray, bits: int, extra: set[int], structured: bool,
-                 everything: bool, loose: list[np.ndarray]) -> list[int]:
+                 everything: bool, loose: list[np.ndarray], also: int = 0) -> list[int]:
+        """The tokens the rule refuses among the allowed ones (in `words`) that hold one of the
+        signature `bits` (and, with `also`, one of those too), those of `extra` and `loose`, and
+        with `structured` those with more than a separator after their first quote; or among
+        every allowed one (`everything`)."""
         allowed = np.unpackbits(np.ascontiguousarray(words).view(np.uint8),
                                 bitorder="little")[: self.vocab.vocab_size].astype(bool)
         if everything:
@@ -262,6 +268,8 @@ class UniqueTracker:
         else:
             tables = vocab_tables(self.vocab)
             chosen = allowed & ((tables.signature & bits) != 0)
+            if also:
+                chosen &= (tables.signature & also) != 0
             if structured:
                 chosen |= allowed & tables.structured
             for token in extra:
