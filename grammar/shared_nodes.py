@@ -51,7 +51,7 @@ def share(node: Node) -> Node:
     with _SHARED_LOCK:
         got = _MARK_OF.get(node)
         if got is not None:
-            _MARK_OF.move_to_end(node)
+            _MARK_OF.move_to_end(got.item)  # the stored key: found by identity, not compared again
             return got
         marked = _MARK_OF[node] = _mark(node)
         _SHARED[marked] = marked
