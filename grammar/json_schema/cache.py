@@ -12,6 +12,7 @@ from formwork.grammar.budget import active_budget
 from formwork.grammar.compiler import CompiledGrammar, GrammarCompiler
 from formwork.grammar.gc_pause import paused_gc
 from formwork.grammar.ir import Grammar
+from formwork.grammar.ir_untrack import untrack_ir
 from formwork.grammar.json_schema.automata import SHARED
 from formwork.grammar.json_schema.unique_arrays import settle_unique_arrays
 
@@ -45,6 +46,8 @@ def compile_cached(compiler: GrammarCompiler, key: Callable[[], Hashable], lower
             dfa = SHARED.compile_cfg(node, budget)
         else:
             dfa = SHARED.compile(node, budget, keep=False)  # no compiled-grammar cache here
+        untrack_ir(node)  # what the process-wide tables keep of it is never cyclic garbage
+        untrack_ir(lowered.node)  # the same, unless unique arrays were settled
     grammar = CompiledGrammar(dfa, compiler.vocab, compiler.mask_cache,
                               time.perf_counter() - start, spec)
     grammar.warnings = list(lowered.warnings)
