@@ -75,7 +75,7 @@ def run(model_dir: Path, num_requests: int = 40) -> tuple[list[list[dict]], dict
         own = [rng.randrange(3, engine.vocab_size) for _ in range(rng.randint(1, 20))]
         prompts.append(shared + own if i % 4 == 0 else own)
     arrivals = {i: (0 if i < 10 else 2 * (i - 9)) for i in range(num_requests)}
-    aborts = {6: "3", 15: "12", 30: "21"}  # step -> request aborted before it
+    aborts = {6: "3", 15: "11", 30: "21"}  # 11: FINAL_ONLY, its text deferred  # step -> request aborted before it
     steps: list[list[dict]] = []
     so = engine.structured_output
     step = 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 import array
 import hashlib
 from collections import OrderedDict
+from collections.abc import Callable
 from collections.abc import Sequence as SequenceABC
 
 from formwork.core.sequence import Sequence
@@ -52,6 +53,8 @@ class BlockManager:
         self.blocks = [KVBlock(i) for i in range(num_blocks)]
         self._free: OrderedDict[int, None] = OrderedDict.fromkeys(range(num_blocks))
         self._cached: dict[bytes, int] = {}
+        # told of every sequence whose block table changed (blocks appended, or all freed)
+        self.on_table_change: Callable[[Sequence], None] | None = None
 
     @property
     def num_free_blocks(self) -> int:
@@ -95,8 +98,11 @@ class BlockManager:
             num_new_blocks = -(-(seq.num_computed_tokens + num_new_tokens) // self.block_size) - len(seq.block_table)
             if num_new_blocks > len(self._free):
                 return False
-            for _ in range(num_new_blocks):
-                seq.block_table.append(self._take_free_block())
+            if num_new_blocks > 0:
+                for _ in range(num_new_blocks):
+                    seq.block_table.append(self._take_free_block())
+                if self.on_table_change is not None:
+                    self.on_table_change(seq)
             return True
         if seq.block_table:
             raise BlockManagerError(f"{seq}: computed blocks can only start an empty block table")
@@ -115,6 +121,8 @@ class BlockManager:
         seq.num_hashed_blocks = max(seq.num_hashed_blocks, len(computed_blocks))
         for _ in range(num_new_blocks):
             seq.block_table.append(self._take_free_block())
+        if self.on_table_change is not None:
+            self.on_table_change(seq)
         return True
 
     def cache_full_blocks(self, seq: Sequence) -> None:
@@ -149,6 +157,8 @@ class BlockManager:
                     self._free.move_to_end(block_id, last=False)
         seq.block_table = []
         seq.num_hashed_blocks = 0
+        if self.on_table_change is not None:
+            self.on_table_change(seq)
 
     def reset_prefix_cache(self) -> None:
         """Forget all cached prefixes (blocks in use keep their contents but are no longer shareable)."""

@@ -15,11 +15,13 @@ from formwork.core.block_manager import BlockManager
 from formwork.core.config import EngineConfig
 from formwork.core.detokenizer import IncrementalDetokenizer
 from formwork.core.distributed.runner import TensorParallelRunner
+from formwork.core.input_batch import InputBatch
 from formwork.core.metrics import EngineMetrics, now
 from formwork.core.model_files import ModelFiles
 from formwork.core.model_runner import ModelRunner
+from formwork.core.new_tokens import NewTokens
 from formwork.core.output_builder import request_output, step_output
-from formwork.core.outputs import Logprob, RequestOutput
+from formwork.core.outputs import RequestOutput
 from formwork.core.sampler import Sampler, SamplerOutput
 from formwork.core.sampling_params import SamplingParams
 from formwork.core.scheduler import Scheduler, SchedulerOutput
@@ -90,17 +92,23 @@ class LLMEngine:
         self.max_model_len = max_model_len
         self.vocab_size = self.runner.vocab_size
         self.eos_token_ids = list(self.files.eos_token_ids)
-        self._eos_set = frozenset(self.eos_token_ids)
         self.metrics = EngineMetrics()
         self.block_manager = BlockManager(num_blocks, bs, enable_prefix_caching=config.enable_prefix_caching)
         self.scheduler = Scheduler(self.block_manager, max_num_seqs=config.max_num_seqs,
                                    max_num_batched_tokens=config.resolve_token_budget(max_model_len),
                                    enable_chunked_prefill=config.enable_chunked_prefill, metrics=self.metrics)
         self.sampler = Sampler(self.vocab_size, self.eos_token_ids)
+        # block tables kept between steps (the tensor-parallel workers get each step's inputs as lists)
+        self.input_batch: InputBatch | None = None
+        if isinstance(self.runner, ModelRunner) and self.runner.buffers is not None:
+            self.input_batch = InputBatch(config.max_num_seqs, self.runner.buffers.width, bs)
+            self.block_manager.on_table_change = self.input_batch.on_blocks_changed
         self.structured_output = StructuredOutputManager(
             self.tokenizer, self.vocab_size, self.eos_token_ids, max_num_seqs=config.max_num_seqs,
             enable_jump_forward=config.enable_jump_forward, overlap=config.mask_fill_overlaps,
             compile_max_seconds=config.grammar_compile_budget_s, step_max_seconds=config.grammar_step_budget_s)
+        self.new_tokens = NewTokens(self.scheduler, self.structured_output, self.metrics, self.eos_token_ids,
+                                    max_model_len)
         self.requests: dict[str, Request] = {}
         self._rng = random.Random(config.seed)
         if config.use_warmup:
@@ -146,6 +154,7 @@ class LLMEngine:
             seq.detokenizer = IncrementalDetokenizer(
                 self.tokenizer, request.prompt_token_ids, skip_special_tokens=params.skip_special_tokens,
                 stop=params.stop_strings, include_stop_str_in_output=params.include_stop_str_in_output)
+            self.new_tokens.prepare(seq)
             self.scheduler.add(seq)
         self.requests[request_id] = request
         return request
@@ -222,11 +231,14 @@ class LLMEngine:
 
     def _run_model(self, sched: SchedulerOutput, logit_seqs: list[Sequence],
                    fill: Callable[[], MaskBatch | None]) -> tuple[SamplerOutput, MaskBatch | None]:
-        items = []
-        for item in sched.scheduled:
-            seq, start = item.seq, item.seq.num_computed_tokens
-            items.append((seq.token_ids[start:start + item.num_new_tokens], start, seq.block_table))
-        batch = self.runner.prepare(items, [item.wants_logits for item in sched.scheduled])
+        if self.input_batch is not None:
+            batch = self.runner.prepare_step(self.input_batch, sched.scheduled)
+        else:
+            items = []
+            for item in sched.scheduled:
+                seq, start = item.seq, item.seq.num_computed_tokens
+                items.append((seq.token_ids[start:start + item.num_new_tokens], start, seq.block_table))
+            batch = self.runner.prepare(items, [item.wants_logits for item in sched.scheduled])
         logits = self.runner.forward(batch)
         masks: MaskBatch | None = fill()
         if not logit_seqs:
@@ -248,7 +260,7 @@ class LLMEngine:
                 seqs.append(seq)
         outputs = []
         latencies = []
-        process = self._process_new_token
+        process = self.new_tokens.process_all
         for request, seqs in touched.items():
             metrics = request.metrics
             first = metrics.first_token_time is None
@@ -259,12 +271,12 @@ class LLMEngine:
             else:
                 latencies.append(t - last)
             try:
-                for seq in seqs:
-                    process(seq, extras.get(seq.seq_id))
+                process(seqs, extras)
             except Exception as exc:  # one request's bad state must not take the engine down
                 logger.exception("request %s failed while processing its output", request.request_id)
                 request.error = f"{type(exc).__name__}: {exc}"
                 for seq in request.seqs:
+                    NewTokens.catch_up_text(seq)
                     self.scheduler.finish(seq, SequenceStatus.FINISHED_ERROR)
             output = step_output(request)
             if output is not None:
@@ -274,76 +286,6 @@ class LLMEngine:
         self.metrics.on_step_tokens(len(advanced), latencies)
         return outputs
 
-    def _process_new_token(self, seq: Sequence, extra: tuple[list | None, int | None] | None) -> None:
-        """After `seq` got a sampled token: its grammar, logprobs, text and whether it stops."""
-        params = seq.request.params
-        token_id = seq.token_ids[-1]
-        if token_id < 0:
-            raise RuntimeError("no token is allowed at this position (the constraint admits nothing)")
-        constrained = seq.request.structured_output is not None
-        if constrained:
-            self.structured_output.accept_token(seq, token_id)
-        detok: IncrementalDetokenizer = seq.detokenizer
-        if seq.logprobs is not None:
-            top, rank = extra if extra is not None else (None, None)
-            entry = {token_id: Logprob(seq.last_token_logprob, rank, detok.decode_token(token_id))}
-            for tid, lp, r in top or []:
-                entry.setdefault(tid, Logprob(lp, r, detok.decode_token(tid)))
-            seq.logprobs.append(entry)
-        status, stop_reason = None, None
-        may_stop = len(seq.token_ids) - seq.num_prompt_tokens >= params.min_tokens
-        is_eos = token_id in self._eos_set and not params.ignore_eos
-        is_stop_token = token_id in params.stop_token_ids
-        if may_stop and (is_eos or is_stop_token):
-            status = SequenceStatus.FINISHED_STOPPED
-            stop_reason = token_id if is_stop_token else None
-            if params.include_stop_str_in_output:
-                detok.append(token_id)
-        else:
-            new_text = detok.append(token_id)
-            stop = detok.check_stop(len(new_text)) if may_stop else None
-            if stop is not None:
-                status, stop_reason = SequenceStatus.FINISHED_STOPPED, stop
-        if status is None and constrained and self.structured_output.matcher(seq) is not None:
-            status, stop_reason = self._advance_constrained(seq)
-        if status is None:
-            num_tokens = len(seq.token_ids)
-            max_tokens = params.max_tokens
-            if ((max_tokens is not None and num_tokens - seq.num_prompt_tokens >= max_tokens)
-                    or num_tokens >= self.max_model_len):
-                status = SequenceStatus.FINISHED_LENGTH
-        if status is not None:
-            if not isinstance(stop_reason, str):
-                stop = detok.check_stop(len(detok.flush())) if may_stop else None
-                if stop is not None:
-                    status, stop_reason = SequenceStatus.FINISHED_STOPPED, stop
-            seq.stop_reason = stop_reason
-            self.scheduler.finish(seq, status)
-
-    def _advance_constrained(self, seq: Sequence) -> tuple[SequenceStatus | None, str | None]:
-        """After a constrained token: stop if the document is complete (even with `ignore_eos` or
-        before `min_tokens`: nothing else may follow), else append the forced continuation."""
-        so = self.structured_output
-        if so.is_complete(seq):
-            return SequenceStatus.FINISHED_STOPPED, None
-        room = self.max_model_len - seq.num_tokens
-        if seq.params.max_tokens is not None:
-            room = min(room, seq.params.max_tokens - seq.num_output_tokens)
-        forced = so.jump_forward(seq, room)
-        for i, token_id in enumerate(forced):
-            seq.append_token(token_id, 0.0)
-            seq.request.metrics.num_generation_tokens += 1
-            self.metrics.on_new_tokens(1, None)
-            new_text = seq.detokenizer.append(token_id)
-            may_stop = seq.num_output_tokens >= seq.params.min_tokens
-            stop = seq.detokenizer.check_stop(len(new_text)) if may_stop else None
-            if stop is not None:
-                so.matcher(seq).rollback(len(forced) - i - 1)
-                return SequenceStatus.FINISHED_STOPPED, stop
-        if forced and so.is_complete(seq):
-            return SequenceStatus.FINISHED_STOPPED, None
-        return None, None
-
     # ---- outputs --------------------------------------------------------------------------------
 
     def _finish_request(self, request_id: str, status: SequenceStatus) -> RequestOutput | None:
@@ -351,6 +293,7 @@ class LLMEngine:
         if request is None:
             return None
         for seq in request.seqs:
+            NewTokens.catch_up_text(seq)
             self.scheduler.finish(seq, status)
         output = request_output(request)
         self._retire(request)

@@ -85,33 +85,48 @@ def host_arrays(seqs: list[tuple[list[int], int, list[int]]], block_size: int, l
         raise ForwardBatchError(f"block_size must be positive, got {block_size}")
     news, computed_list, table_list = zip(*seqs)
     query_lens = np.fromiter(map(len, news), dtype=np.int64, count=len(seqs))
-    computed = np.array(computed_list, dtype=np.int64)
     table_lens = np.fromiter(map(len, table_list), dtype=np.int64, count=len(seqs))
+    width = int(table_lens.max()) if table_width is None else table_width
+    if int(table_lens.max()) > width:
+        raise ForwardBatchError(f"a block table of {int(table_lens.max())} blocks exceeds the buffer width {width}")
+    tables = np.zeros((len(seqs), width), dtype=np.int32)
+    filled = np.arange(width) < table_lens[:, None]
+    tables[filled] = np.fromiter(chain.from_iterable(table_list), dtype=np.int32, count=int(table_lens.sum()))
+    input_ids = np.fromiter(chain.from_iterable(news), dtype=np.int64, count=int(query_lens.sum()))
+    return assemble(input_ids, np.array(computed_list, dtype=np.int64), query_lens, tables, table_lens, block_size,
+                    np.asarray(logits_for, dtype=bool), pad_to)
+
+
+def assemble(input_ids: np.ndarray, computed: np.ndarray, query_lens: np.ndarray, tables: np.ndarray,
+             table_lens: np.ndarray, block_size: int, logits_for: np.ndarray,
+             pad_to: int | None = None) -> dict[str, np.ndarray]:
+    """The batch's fields from per-sequence arrays: the new tokens concatenated, each sequence's computed
+    count, number of new tokens, block table row (zeros past its `table_lens` blocks) and whether it wants
+    logits; padded as `host_arrays` says. Checks what `host_arrays` checks."""
+    num_seqs = len(query_lens)
     seq_lens = computed + query_lens
     _check_rows(query_lens, computed, table_lens, seq_lens, block_size)
-    longest = int(table_lens.max())
-    width = longest if table_width is None else table_width
-    if longest > width:
-        raise ForwardBatchError(f"a block table of {longest} blocks exceeds the buffer width {width}")
-    num_rows = len(seqs)
+    num_rows = num_seqs
     if pad_to is not None:
         if pad_to < num_rows or int(query_lens.max()) != 1:
             raise ForwardBatchError(f"only a decode batch of at most {pad_to} sequences pads to {pad_to} rows, "
-                                    f"got {num_rows} sequences of up to {int(query_lens.max())} new tokens")
+                                    f"got {num_seqs} sequences of up to {int(query_lens.max())} new tokens")
         num_rows = pad_to
-    tables = np.zeros((num_rows, width), dtype=np.int32)
-    filled = np.arange(width) < table_lens[:, None]
-    tables[:len(seqs)][filled] = np.fromiter(chain.from_iterable(table_list), dtype=np.int32,
-                                             count=int(table_lens.sum()))
-
-    query_start_loc = np.zeros(len(seqs) + 1, dtype=np.int64)
+    if num_rows > num_seqs:
+        tables = np.concatenate([tables, np.zeros((num_rows - num_seqs, tables.shape[1]), np.int32)])
+    query_start_loc = np.zeros(num_seqs + 1, dtype=np.int64)
     np.cumsum(query_lens, out=query_start_loc[1:])
-    seq_index = np.repeat(np.arange(len(seqs)), query_lens)
-    positions = np.arange(int(query_lens.sum()), dtype=np.int64) - query_start_loc[seq_index] + computed[seq_index]
-    slot_mapping = tables[seq_index, positions // block_size].astype(np.int64) * block_size + positions % block_size
-    logits_indices = query_start_loc[1:][np.asarray(logits_for, dtype=bool)] - 1
-    input_ids = np.fromiter(chain.from_iterable(news), dtype=np.int64, count=len(seq_index))
-    pad = num_rows - len(seqs)
+    if len(input_ids) == num_seqs:  # one new token per sequence (a decode batch)
+        positions = computed
+        slot_mapping = tables[np.arange(num_seqs), positions // block_size].astype(np.int64) * block_size
+        slot_mapping += positions % block_size
+    else:
+        seq_index = np.repeat(np.arange(num_seqs), query_lens)
+        positions = np.arange(len(input_ids), dtype=np.int64) - query_start_loc[seq_index] + computed[seq_index]
+        slot_mapping = (tables[seq_index, positions // block_size].astype(np.int64) * block_size
+                        + positions % block_size)
+    logits_indices = query_start_loc[1:][logits_for] - 1
+    pad = num_rows - num_seqs
     if pad:
         input_ids = np.concatenate([input_ids, np.zeros(pad, np.int64)])
         positions = np.concatenate([positions, np.zeros(pad, np.int64)])

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from formwork.core.forward_batch import FIELD_DTYPES, ForwardBatch, ForwardBatchError, host_arrays
@@ -58,7 +59,12 @@ class InputBuffers:
              pad_to: int | None = None) -> ForwardBatch:
         """The batch of `ForwardBatch.build`, as views into the device buffer, after one host-to-device copy.
         `pad_to` pads a decode batch to that many rows (see `host_arrays`); the batch records it."""
-        arrays = host_arrays(seqs, self.block_size, logits_for, table_width=self.width, pad_to=pad_to)
+        return self.pack_arrays(host_arrays(seqs, self.block_size, logits_for, table_width=self.width, pad_to=pad_to),
+                                pad_to)
+
+    def pack_arrays(self, arrays: dict[str, np.ndarray], pad_to: int | None = None) -> ForwardBatch:
+        """`pack` of a batch's fields already built (`host_arrays`, `InputBatch.step_arrays`; block tables
+        `max_blocks_per_seq` wide); `pad_to`: the rows a decode batch was padded to."""
         num_tokens, num_seqs = len(arrays["input_ids"]), len(arrays["seq_lens"])
         if num_tokens > self.max_tokens or num_seqs > self.max_seqs:
             raise ForwardBatchError(f"a batch of {num_tokens} tokens over {num_seqs} sequences exceeds the input "

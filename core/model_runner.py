@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
@@ -18,6 +19,10 @@ from formwork.core.memory import DEFAULT_GPU_MEMORY_UTILIZATION, kv_cache_budget
 from formwork.core.model_files import ModelFiles
 from formwork.core.models.llama import LlamaArgs
 from formwork.core.models.sharding import kv_heads_per_rank
+
+if TYPE_CHECKING:
+    from formwork.core.input_batch import InputBatch
+    from formwork.core.scheduler import ScheduledSequence
 
 
 def _kv_shape(hf_config, tensor_parallel_size: int) -> tuple[int, int, int]:
@@ -140,6 +145,14 @@ class ModelRunner:
         if self.graphs is not None and all(len(new) == 1 for new, _, _ in items):
             bucket = self.graphs.bucket_for(len(items))
         return self.buffers.pack(items, logits_for, pad_to=bucket)
+
+    def prepare_step(self, input_batch: InputBatch, scheduled: list[ScheduledSequence]) -> ForwardBatch:
+        """`prepare` for the scheduled sequences of a step, their block tables read from `input_batch` (as wide
+        as the input buffers)."""
+        if self.buffers is None:
+            raise RuntimeError("prepare_step needs the engine's input buffers (ModelRunner.for_engine)")
+        arrays, bucket = input_batch.step_arrays(scheduled, self.graphs.bucket_for if self.graphs is not None else None)
+        return self.buffers.pack_arrays(arrays, pad_to=bucket)
 
     def capture_cuda_graphs(self, max_num_seqs: int) -> None:
         """Capture one decode graph per padded batch size (largest first, sharing one memory pool). Run at

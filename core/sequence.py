@@ -74,6 +74,12 @@ class Sequence:
         self.adjusts_logits = bool(params.logit_bias) or params.min_tokens > 0 or params.needs_penalties
         # handed out in DELTA outputs so far (see formwork.core.output_builder)
         self.num_sent_tokens = self.num_sent_chars = self.num_sent_logprobs = 0
+        # the short path of a new token (set by `NewTokens.prepare`): tokens that may end the sequence, the
+        # length that ends it, whether it needs no other check, and whether its text waits until read
+        self.stop_ids: frozenset[int] = frozenset()
+        self.length_limit = 0
+        self.plain = self.defers_text = False
+        self.text_from = self.text_lag = 0  # token_ids[text_from:text_from + text_lag] wait for the detokenizer
 
     @property
     def request_id(self) -> str:

@@ -164,14 +164,14 @@ def test_graph_replay_logic_gives_the_eager_tokens(monkeypatch):
     graphs = engine.runner.graphs
     assert sorted(graphs.replays) == [1, 2, 4, 6]
     padded = []
-    prepare = engine.runner.prepare
+    prepare_step = engine.runner.prepare_step
 
-    def watch(items, logits_for):
-        batch = prepare(items, logits_for)
-        padded.append((len(items), batch.decode_bucket))
+    def watch(input_batch, scheduled):
+        batch = prepare_step(input_batch, scheduled)
+        padded.append((len(scheduled), batch.decode_bucket))
         return batch
 
-    monkeypatch.setattr(engine.runner, "prepare", watch)
+    monkeypatch.setattr(engine.runner, "prepare_step", watch)
     assert _generate(engine, 5) == eager
     assert graphs.num_replays == sum(bucket is not None for _, bucket in padded) > 10
     assert (3, 4) in padded and (5, 6) in padded  # decode batches padded to the next graph size
