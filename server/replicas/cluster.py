@@ -16,6 +16,7 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 LOCAL_OBJECT_STORE_BYTES = 100 * 1024 * 1024
+LOCAL_START_ATTEMPTS = 3  # Ray gives its raylet a fixed 30 s to register, which an oversubscribed box can miss
 
 
 class RayMissingError(ImportError):
@@ -70,9 +71,8 @@ class ReplicaCluster:
 
         started = ray_address is None
         if started:
-            ray.init(address="local", num_cpus=max(1, math.ceil(spec.num_replicas * spec.cpus_per_replica)),
-                     object_store_memory=object_store_bytes, include_dashboard=False, log_to_driver=False,
-                     namespace="formwork")
+            _start_local_ray(num_cpus=max(1, math.ceil(spec.num_replicas * spec.cpus_per_replica)),
+                             object_store_bytes=object_store_bytes)
         else:
             ray.init(address=ray_address, namespace="formwork", log_to_driver=False)
         try:
@@ -97,6 +97,24 @@ class ReplicaCluster:
             for name in self.app_names:
                 serve.delete(name)
         _release(self.started_ray)
+
+
+def _start_local_ray(*, num_cpus: int, object_store_bytes: int, attempts: int = LOCAL_START_ATTEMPTS) -> None:
+    """Start a local Ray instance, again (after shutting the half-started one down) when its node
+    timed out registering: Ray waits a fixed 30 s for that, which a loaded machine can exceed."""
+    import ray
+
+    for attempt in range(1, attempts + 1):
+        try:
+            ray.init(address="local", num_cpus=num_cpus, object_store_memory=object_store_bytes,
+                     include_dashboard=False, log_to_driver=False, namespace="formwork")
+            return
+        except Exception as exc:  # Ray raises a bare Exception for this timeout
+            if "timed out during startup" not in str(exc) or attempt == attempts:
+                raise
+            logger.warning("the local Ray node timed out during start-up (attempt %d of %d); starting it again",
+                           attempt, attempts)
+            ray.shutdown()
 
 
 def _release(started_ray: bool) -> None:
