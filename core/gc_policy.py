@@ -45,6 +45,7 @@ class StepCollector:
         self.max_deferred = max_deferred
         self.stats = FullCollections()
         self._saved: tuple[int, int, int] | None = None
+        self._installs = 0
         self._lock = threading.Lock()
 
     @property
@@ -53,17 +54,19 @@ class StepCollector:
 
     def install(self) -> None:
         """Stop automatic full collections (young ones keep their thresholds); grammar constructions
-        promote what they keep as they end."""
+        promote what they keep as they end.  Counted: each install wants its own uninstall."""
         with self._lock:
             if self._saved is None:
                 self._saved = gc.get_threshold()
                 gc.set_threshold(self._saved[0], self._saved[1], FULL_COLLECTIONS_OFF)
                 collect_young_on_resume(True)
+            self._installs += 1
 
     def uninstall(self) -> None:
-        """Give the collector back its own thresholds."""
+        """Give the collector back its own thresholds (at the last uninstall)."""
         with self._lock:
-            if self._saved is not None:
+            self._installs = max(0, self._installs - 1)
+            if self._saved is not None and self._installs == 0:
                 gc.set_threshold(*self._saved)
                 collect_young_on_resume(False)
                 self._saved = None
@@ -92,4 +95,24 @@ class StepCollector:
         return True
 
 
-STEP_COLLECTOR = StepCollector()  # the serving process's (`formwork serve` installs it)
+STEP_COLLECTOR = StepCollector()  # the process's own (`start_step_policy` installs it)
+
+
+def freeze_startup_heap() -> int:
+    """Move every object alive after start-up (modules, the model, the tokenizer, its grammar
+    tables) out of the cycle collector's reach: they live as long as the process, and a full
+    collection re-scanning them (hundreds of ms with torch and transformers loaded) would stall
+    whatever step it lands in.  Returns how many objects were frozen."""
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
+
+
+def start_step_policy() -> int:
+    """What a process that drives an engine does once loaded (`formwork serve`, a data-parallel
+    replica, the offline `LLM`): freeze the start-up heap and install `STEP_COLLECTOR`, whose
+    `between_steps` the step loop then calls (undo the install with `STEP_COLLECTOR.uninstall()`).
+    Returns how many objects are frozen."""
+    frozen = freeze_startup_heap()
+    STEP_COLLECTOR.install()
+    return frozen

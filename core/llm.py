@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+import weakref
 from collections.abc import Sequence as SequenceABC
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from typing import Any
 from tqdm import tqdm
 
 from formwork.core.engine import LLMEngine, RequestError
+from formwork.core.gc_policy import STEP_COLLECTOR, start_step_policy
 from formwork.core.model_files import ChatTemplateError
 from formwork.core.outputs import CompletionOutput, RequestOutput
 from formwork.core.sampling_params import RequestOutputKind, SamplingParams, SamplingParamsError
@@ -23,11 +25,18 @@ class LLM:
     """A model plus an engine for batch generation. `model=None` loads the embedded demo model;
     `engine_options` are `EngineConfig` fields (device, dtype, block_size, max_num_seqs,
     tensor_parallel_size, ...); the device defaults to "auto": CUDA when `torch.cuda.is_available()`,
-    else the CPU."""
+    else the CPU.
+
+    The cyclic collector runs as in `formwork serve` (`core.gc_policy.start_step_policy`): the
+    loaded process is frozen, and while an LLM is open full collections run between engine steps
+    (at the end of each `generate`, or under long generations once enough young collections
+    wait), never inside one; `close()` gives the collector back its own thresholds."""
 
     def __init__(self, model: str | Path | None = None, **engine_options: Any):
         self.engine = LLMEngine(model, **engine_options)
         self._ids = itertools.count()
+        start_step_policy()
+        self._step_policy = weakref.finalize(self, STEP_COLLECTOR.uninstall)
 
     @property
     def tokenizer(self):
@@ -37,6 +46,7 @@ class LLM:
         """Stop the engine's tensor-parallel workers, if any (`tensor_parallel_size > 1`); the LLM cannot
         generate afterwards. Garbage collection and interpreter exit do the same."""
         self.engine.close()
+        self._step_policy()
 
     def generate(self, prompts: PromptType | SequenceABC[PromptType],
                  sampling_params: SamplingParams | SequenceABC[SamplingParams] | None = None,
@@ -103,6 +113,7 @@ class LLM:
                     if output.finished:
                         results[output.request_id] = output
                         bar.update(1)
+                STEP_COLLECTOR.between_steps(idle=not engine.has_unfinished_requests())
         except BaseException:
             for request_id in order:
                 engine.abort_request(request_id)

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import logging
 import re
 import time
 from pathlib import Path
 
 from formwork.cli.args import positive_int
-from formwork.core.gc_policy import STEP_COLLECTOR
+from formwork.core import gc_policy
 from formwork.server.reasoning import REASONING_PARSERS
 
 DEVICE_HELP = "auto (CUDA when available, else the CPU), cpu, cuda or cuda:N"
@@ -148,8 +147,7 @@ def run(args: argparse.Namespace) -> int:
     core_config = engine.engine.engine.config
     logger.info("device %s, CUDA graphs %s, warm-up %s", core_config.device,
                 "on" if core_config.use_cuda_graphs else "off", "done" if core_config.use_warmup else "off")
-    freeze_startup_heap()
-    STEP_COLLECTOR.install()  # full collections run between engine steps, not inside them
+    gc_policy.start_step_policy()  # start-up frozen; full collections run between engine steps, not inside them
     config = server_config(args, default_name, model_dir)
     app = build_app(engine, config)
     engine.start()
@@ -196,14 +194,7 @@ def serve_http(app, args: argparse.Namespace, config) -> None:
                                   timeout_graceful_shutdown=5)).run()
 
 
-def freeze_startup_heap() -> int:
-    """Move every object alive after start-up (modules, the model, the tokenizer, its grammar
-    tables) out of the cycle collector's reach: they live as long as the process, and a full
-    collection re-scanning them (hundreds of ms with torch and transformers loaded) would stall
-    whatever step it lands in.  Returns how many objects were frozen."""
-    gc.collect()
-    gc.freeze()
-    return gc.get_freeze_count()
+freeze_startup_heap = gc_policy.freeze_startup_heap  # where the benchmarks and replicas import it from
 
 
 def resolve_model(model: str | None) -> tuple[Path, str]:

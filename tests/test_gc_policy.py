@@ -1,6 +1,6 @@
 """`StepCollector`: no automatic full collection while installed, deferred ones run between steps
 (when idle, or once enough young collections are pending), garbage is still freed, and the async
-engine's thread runs them."""
+engine's thread and the offline `LLM` run them."""
 from __future__ import annotations
 
 import asyncio
@@ -15,6 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from tiny_models import tiny_model_dir  # noqa: E402
 
+from formwork.core import LLM  # noqa: E402
 from formwork.core.async_engine import AsyncLLMEngine  # noqa: E402
 from formwork.core.gc_policy import FULL_COLLECTIONS_OFF, STEP_COLLECTOR, StepCollector  # noqa: E402
 from formwork.core.sampling_params import SamplingParams  # noqa: E402
@@ -160,3 +161,68 @@ def test_installed_grammar_constructions_promote_what_they_keep(collector):
     with paused_gc():
         kept = [[] for _ in range(5 * gc.get_threshold()[0])]
     assert id(kept) not in {id(x) for x in gc.get_objects(generation=2)}
+
+
+def test_installs_are_counted():
+    before = gc.get_threshold()
+    got = StepCollector()
+    got.install()
+    got.install()
+    got.uninstall()
+    assert got.installed and gc.get_threshold()[2] == FULL_COLLECTIONS_OFF
+    got.uninstall()
+    assert not got.installed and gc.get_threshold() == before
+    got.uninstall()  # one too many: nothing to undo
+    assert gc.get_threshold() == before
+
+
+def full_collections_by_place(llm: LLM, monkeypatch) -> dict[str, int]:
+    """Generate with steps that keep many new containers (enough to trip automatic full collections),
+    and count the full collections that start inside a step and outside one."""
+    kept: list = []
+    counts = {"in step": 0, "outside": 0}
+    in_step = [False]
+    step = llm.engine.step
+
+    def churning_step():
+        in_step[0] = True
+        try:
+            kept.append(churn(30))
+            return step()
+        finally:
+            in_step[0] = False
+
+    def count(phase: str, info: dict) -> None:
+        if phase == "start" and info["generation"] == 2:
+            counts["in step" if in_step[0] else "outside"] += 1
+
+    monkeypatch.setattr(llm.engine, "step", churning_step)
+    gc.callbacks.append(count)
+    try:
+        llm.generate(["Hello world"] * 2, SamplingParams(max_tokens=24, ignore_eos=True), use_tqdm=False)
+    finally:
+        gc.callbacks.remove(count)
+    return counts
+
+
+def test_the_offline_llm_runs_full_collections_between_steps_only(monkeypatch):
+    llm = LLM(tiny_model_dir("qwen2"), block_size=8)
+    try:
+        assert STEP_COLLECTOR.installed and gc.get_freeze_count() > 0  # as `formwork serve`: start_step_policy
+        fulls_before = STEP_COLLECTOR.stats.forced + STEP_COLLECTOR.stats.idle
+        dead = cyclic_garbage_in_the_old_generation()
+        counts = full_collections_by_place(llm, monkeypatch)
+        assert counts["in step"] == 0 and counts["outside"] >= 1, counts
+        assert STEP_COLLECTOR.stats.forced + STEP_COLLECTOR.stats.idle > fulls_before
+        assert dead() is None  # the garbage of before the generation is gone after it
+    finally:
+        llm.close()
+    assert not STEP_COLLECTOR.installed and gc.get_threshold()[2] != FULL_COLLECTIONS_OFF
+
+
+def test_without_the_policy_the_churning_steps_run_full_collections_inside(monkeypatch):
+    """The workload of the test above lands automatic full collections in steps (so it can fail)."""
+    llm = LLM(tiny_model_dir("qwen2"), block_size=8)
+    llm.close()  # the policy uninstalled; the engine still generates (single process)
+    counts = full_collections_by_place(llm, monkeypatch)
+    assert counts["in step"] >= 1, counts

@@ -12,11 +12,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from formwork.core.gc_policy import STEP_COLLECTOR
+from formwork.core.gc_policy import start_step_policy
 from formwork.core.outputs import RequestOutput
 from formwork.core.sampling_params import SamplingParams
 from formwork.server.engine_client import EngineClient
-from formwork.server.serve_cmd import freeze_startup_heap
 
 #: A replica queues this many requests at most before Serve holds more back (Serve's default is 5).
 MAX_ONGOING_REQUESTS = 1024
@@ -35,8 +34,7 @@ class EngineReplica:
         self.index = index
         self.client = EngineClient.from_model(model_dir, **engine_options)
         self.client.structured_output.backend  # noqa: B018 - the vocabulary's grammar tables, before the freeze
-        freeze_startup_heap()  # as `formwork serve` does: start-up objects leave the collector, and
-        STEP_COLLECTOR.install()  # full collections run between engine steps, not inside them
+        start_step_policy()  # as `formwork serve` does: start-up frozen, full collections between steps
         self.client.start()
 
     def describe(self) -> dict[str, Any]:
