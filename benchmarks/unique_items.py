@@ -44,6 +44,8 @@ CASES = {
     "objects (people)": ({"type": "array", "items": _PERSON, "uniqueItems": True},
                          [{"name": "Ann", "email": "a@x.org", "role": "author"}, {"name": "Bob"},
                           {"name": "Ann", "role": "editor"}, {"name": "Cy", "email": "c@x.org"}]),
+    "open values (enum)": ({"type": "array", "minItems": 1, "uniqueItems": True},
+                           ["a", 1, True, None, False, {"k": [1, 2]}, [1], 1.5, "b", -0.25, {"k": [2, 1]}]),
 }
 
 
