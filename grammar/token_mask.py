@@ -42,6 +42,7 @@ class TokenMaskCache:
         self.misses = 0
         self._num_words = (vocab.vocab_size + 31) // 32
         self._scratch: list[np.ndarray] = []  # zeroed buffers to compute masks in (nested calls take one each)
+        self._prepared = False
         self.stop_words = pack_token_ids(np.array(vocab.stop_token_ids, dtype=np.intp), vocab.vocab_size)
         self.text_words = ~self.stop_words  # every bit but the stop tokens'
 
@@ -106,6 +107,8 @@ class TokenMaskCache:
                       max_seconds: float | None) -> np.ndarray | None:
         """Write into `words` (all zero) the tokens `state` allows beyond the shared dense mask
         it returns (None: zeros), which its mask mostly agrees with: the mask is `base | words`."""
+        if not self._prepared:  # the per-vocabulary tables are built once, not charged to this step's budget
+            self.prepare()
         deadline = None if max_seconds is None else time.perf_counter() + max_seconds
         inside = dfa.lexeme_state(state) if self.use_lexemes and dfa.lazy else None
         if inside is not None:
@@ -134,6 +137,7 @@ class TokenMaskCache:
             self.token_slice.rest_trie.walk_layout  # noqa: B018
             self.token_slice.closed_trie.walk_layout  # noqa: B018
             self.token_slice.open_words  # noqa: B018
+        self._prepared = True
 
     def __len__(self) -> int:
         return len(self._masks)
