@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from formwork.grammar._trie_walk import layout
+from formwork.grammar.ir_untrack import untracked_tuples
 from formwork.grammar.native_walk import walk_into
 from formwork.grammar.token_trie import TokenTrie
 from formwork.grammar.trie_memo import TrieMemo
@@ -46,15 +47,17 @@ class FollowTrie:
 
 
 _FOLLOW_TRIES: TrieMemo[FollowTrie] = TrieMemo(256)
-_SEEDS: TrieMemo[list[int]] = TrieMemo(8192)
-_SEEDS_AFTER: TrieMemo[list[tuple[int, list[int]]]] = TrieMemo(8192)
+# Seeds are kept as untracked tuples of ints (as lists the collector walked them at every full
+# collection: ~2,500 after 50 Iglu schemas).
+_SEEDS: TrieMemo[tuple[int, ...]] = TrieMemo(8192)
+_SEEDS_AFTER: TrieMemo[tuple[tuple[int, tuple[int, ...]], ...]] = TrieMemo(8192)
 
 
 def follow_trie(trie: TokenTrie, byte: int) -> FollowTrie:
     return _FOLLOW_TRIES.get(trie, byte, lambda: FollowTrie(trie, byte))
 
 
-def exit_seeds(trie: TokenTrie, automaton, state: int, byte: int) -> list[int]:
+def exit_seeds(trie: TokenTrie, automaton, state: int, byte: int) -> tuple[int, ...]:
     """The trie nodes (global numbers) spelling `byte` right after a prefix that takes `automaton`
     from `state` to an accepting state (the prefix is never empty).  Shared by every automaton
     whose state has the same state key."""
@@ -62,20 +65,21 @@ def exit_seeds(trie: TokenTrie, automaton, state: int, byte: int) -> list[int]:
                       lambda: _walk(follow_trie(trie, byte), automaton, state))
 
 
-def exit_seeds_after(trie: TokenTrie, automaton, state: int, follow: bytes) -> list[tuple[int, list[int]]]:
+def exit_seeds_after(trie: TokenTrie, automaton, state: int, follow: bytes
+                     ) -> tuple[tuple[int, tuple[int, ...]], ...]:
     """`exit_seeds` for each byte of `follow` (ascending), as (byte, seeds) for the bytes that
     have some: one memo lookup for all the bytes a document allows after a lexeme."""
-    def build() -> list[tuple[int, list[int]]]:
+    def build() -> tuple[tuple[int, tuple[int, ...]], ...]:
         found = ((byte, exit_seeds(trie, automaton, state, byte)) for byte in follow)
-        return [(byte, seeds) for byte, seeds in found if seeds]
+        return untracked_tuples(tuple((byte, seeds) for byte, seeds in found if seeds))
 
     return _SEEDS_AFTER.get(trie, (automaton.state_key(state), follow), build)
 
 
-def _walk(pruned: FollowTrie, automaton, state: int) -> list[int]:
+def _walk(pruned: FollowTrie, automaton, state: int) -> tuple[int, ...]:
     """The native walk of the pruned trie: its exits are the children of nodes reached in an
     accepting state, of which the ones spelling the follow byte are the seeds."""
     exits = walk_into(pruned, automaton, np.array([pruned.num_nodes]), np.array([state]),
                       np.zeros(1, dtype=np.int32), want_exits=True)
     local = exits[pruned.flat_arrays[2][exits] == pruned.byte]
-    return pruned.nodes[local].tolist()
+    return untracked_tuples(tuple(pruned.nodes[local].tolist()))

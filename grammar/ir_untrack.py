@@ -10,8 +10,12 @@ compiled grammars' other objects cost.
 """
 from __future__ import annotations
 
+from typing import TypeVar
+
 from formwork.grammar._untrack import untrack_tree
 from formwork.grammar.ir import Grammar, Node
+
+T = TypeVar("T")
 
 
 def untrack_ir(lowered: Node | Grammar) -> int:
@@ -19,3 +23,10 @@ def untrack_ir(lowered: Node | Grammar) -> int:
     if isinstance(lowered, Grammar):
         return sum(untrack_tree(body, Node) for body in lowered.rules.values())
     return untrack_tree(lowered, Node)
+
+
+def untracked_tuples(value: T) -> T:
+    """`value`, tuples nested in tuples down to atoms (ints, bytes), untracked now: the collector
+    would untrack each level at its first look, the outer ones only at a later full collection."""
+    untrack_tree(value, tuple)
+    return value

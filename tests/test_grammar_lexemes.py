@@ -1,6 +1,7 @@
 """Lexeme masks (grammar/lexemes.py): a document state inside a string's contents, a number or an
 embedded format gets its mask from the lexeme's own automaton plus the tokens that leave it, and
 that mask must equal the plain walk of the whole vocabulary through the document automaton."""
+import gc
 import json
 import sys
 from pathlib import Path
@@ -130,12 +131,14 @@ def test_exit_seeds_are_the_follow_byte_after_a_complete_prefix():
     got = {prefixes[n] for n in exit_seeds(trie, word, START, ord('"'))}
     # 'a1"' never completes a word before '"'; '"' and '"q"' would need an empty word first
     assert got == {b'ab"', b'a"', b'abc"'}
-    assert exit_seeds(trie, word, START, ord("}")) == []
+    assert exit_seeds(trie, word, START, ord("}")) == ()
     # all the bytes after a lexeme at once: only those with seeds, each with its own
     after = exit_seeds_after(trie, word, START, b'"1}')
-    assert after == [(byte, exit_seeds(trie, word, START, byte)) for byte in b'"1']
+    assert after == tuple((byte, exit_seeds(trie, word, START, byte)) for byte in b'"1')
     assert {prefixes[n] for n in after[1][1]} == {b"a1"}  # 'a' is a word, then '1'
-    assert exit_seeds_after(trie, word, START, b"}") == []
+    assert exit_seeds_after(trie, word, START, b"}") == ()
+    gc.collect()
+    assert not gc.is_tracked(after)  # kept as tuples of ints: full collections do not walk the memo
 
 
 def test_automaton_tables_are_invisible_to_the_cycle_collector(vocab):

@@ -21,6 +21,7 @@ from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.follow_exits import follow_trie
 from formwork.grammar.lexeme_masks import warm_counted_masks
 from formwork.grammar.lexemes import HORIZON
+from formwork.grammar.nfa import accepting_bytes, byte_ranges
 
 if TYPE_CHECKING:
     from formwork.grammar.token_mask import TokenMaskCache
@@ -93,6 +94,8 @@ class SharedAutomata:
         with self._lock:
             self._builder.budget = CompileBudget().start()  # the warm-up's own (compiles fork theirs)
             dfa = self._builder.eager(_any_value_node())
+        byte_ranges(dfa)  # its tables as a region of a document's NFA, built before the start-up freeze:
+        accepting_bytes(dfa)  # else the first schema builds them (~20k lists) where full collections walk them
         for state in (START, dfa.walk(START, b"["), dfa.walk(START, b"{")):
             if state != DEAD:
                 cache.lexeme_base(dfa, state)
