@@ -1,14 +1,15 @@
-"""Unique arrays whose items are any JSON value: freshness read off the scanner state alone.
+"""Unique arrays whose items are any JSON value, or any string: freshness read off the scanner state.
 
-The lowering tags such an array (items the open value, no prefix items, no ``contains``: only
-its length is bounded) with `OPEN_TAG` instead of `unique_scan.TAG`.  Every completion of its
-items is then a JSON value of the bounded nesting, whatever the schema around it, so the region
-analysis (`unique_regions`) needs no automaton: an item in progress can end as infinitely many
-values — the region analysis calls it good — unless it is a literal (``t``, ``fals``) or a number
-whose mantissa is zero past its exponent mark (``0e``, ``-0.0E+1``: every completion is 0), and
-with no item in progress the array closes after as many new items as it needs (`endless`).  Only
-a token that ends an item, or that ends inside such a literal or number, can then be refused
-(`loose_ends`: per vocabulary, the tokens whose scanner walk from a given mode ends there).
+The lowering tags such an array (items the open value or ``{"type": "string"}``, no prefix items, no
+``contains``: only its length is bounded) with `OPEN_TAG` instead of `unique_scan.TAG`.  Every
+completion of its items is then a JSON value of the bounded nesting (or a string), whatever the
+schema around it, so the region analysis (`unique_regions`) needs no automaton: an item in
+progress can end as infinitely many values — the region analysis calls it good — unless it is a
+literal (``t``, ``fals``) or a number whose mantissa is zero past its exponent mark (``0e``,
+``-0.0E+1``: every completion is 0), and with no item in progress the array closes after as many
+new items as it needs (`endless`).  Only a token that ends an item, or that ends inside such a
+literal or number, can then be refused (`LooseEnds`: per vocabulary, the tokens whose scanner
+walk from a given mode ends there).
 """
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from formwork.grammar.ir import EMPTY, NOTHING, Node, Nothing, alt, lit, repeat,
 from formwork.grammar.json_schema.contains import (
     contains_bounds, contains_specs, counted_items, element_classes,
 )
-from formwork.grammar.json_schema.expand import Sub
+from formwork.grammar.json_schema.expand import NEUTRAL_KEYWORDS, Sub
 from formwork.grammar.json_schema.unevaluated import plain_unevaluated
 from formwork.grammar.json_schema.unique_arrays import tagged
 from formwork.grammar.json_schema.unique_items import finite_domain, unique_items
@@ -98,17 +98,26 @@ def lower_array(lw: "Lowerer", subs: list[Sub], depth: int) -> Node:
         array = _plain_array(lw, subs, depth, element_subs, positions, tail_elem, longest, min_items,
                              max_items)
         lw.unique_nodes.append(array)
-        return tagged(array, _open_values(lw, subs, depth, tail_elem, longest))
+        return tagged(array, _open_items(lw, subs, depth, element_subs(None), tail_elem, longest))
     return _plain_array(lw, subs, depth, element_subs, positions, tail_elem, longest, min_items,
                         max_items)
 
 
-def _open_values(lw: "Lowerer", subs: list[Sub], depth: int, tail_elem: Node, longest: int) -> bool:
-    """Whether every element is any JSON value of the bounded nesting and only the length is
-    bounded (no positional schema, no ``contains``): `unique_open` decides its freshness."""
-    if longest or any("contains" in s.schema for s in subs) or lw.options.max_nesting_depth is None:
+def _open_items(lw: "Lowerer", subs: list[Sub], depth: int, items: list[Sub], tail_elem: Node,
+                longest: int) -> bool:
+    """Whether every element is any JSON value of the bounded nesting, or any string, and only the
+    length is bounded (no positional schema, no ``contains``): `unique_open` decides its freshness."""
+    if longest or any("contains" in s.schema for s in subs):
         return False
-    return tail_elem is lw.unconstrained(depth + 1)
+    if items and all(_any_string(s.schema) for s in items):
+        return True
+    return lw.options.max_nesting_depth is not None and tail_elem is lw.unconstrained(depth + 1)
+
+
+def _any_string(schema: Any) -> bool:
+    """Whether `schema` is ``{"type": "string"}`` but for annotations."""
+    return isinstance(schema, dict) and schema.get("type") == "string" and \
+        NEUTRAL_KEYWORDS.issuperset(set(schema) - {"type"})
 
 
 def _plain_array(lw: "Lowerer", subs: list[Sub], depth: int, element_subs: Any,
