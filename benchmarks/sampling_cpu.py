@@ -2,7 +2,8 @@
 
 Matrix: vocab 129280 / 32000, batch 1 / 8 / 32, temperature 0.7 / 1.0, with and without top-p 0.9, with
 and without a random 50% bitmask. Logits are N(0, 4^2) (every token is within ~20 nats of the max, the
-worst case for Gumbel-max noise pruning). Prints a markdown table of the median milliseconds per call.
+worst case for Gumbel-max noise pruning). Prints a markdown table of the median thread-CPU milliseconds per
+call (steadier than wall time on a shared machine).
 
     python benchmarks/sampling_cpu.py [--repeats N] [--vocab V ...] [--batch B ...] [--markdown FILE]
 """
@@ -21,13 +22,13 @@ from formwork.kernels import SamplingTensors, reference
 
 
 def time_call(fn, repeats: int) -> float:
-    """Median wall milliseconds per call after one warm-up call."""
+    """Median thread-CPU milliseconds per call after one warm-up call."""
     fn()
     samples = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = time.thread_time()
         fn()
-        samples.append((time.perf_counter() - start) * 1000)
+        samples.append((time.thread_time() - start) * 1000)
     return statistics.median(samples)
 
 
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
             mask = bitmask if masked else None
             ms = time_call(lambda: reference.sample(logits, params, mask), args.repeats)
             lines.append(f"| {vocab} | {batch} | {temperature} | {top_p} | {'50%' if masked else '-'} | "
-                         f"{ms:.1f} | {ms / batch:.2f} |")
+                         f"{ms:.2f} | {ms / batch:.3f} |")
             print(lines[-1], flush=True)
     if args.markdown:
         with open(args.markdown, "w") as handle:

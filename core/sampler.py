@@ -13,7 +13,7 @@ reference would unpack every row.
 from __future__ import annotations
 
 from collections.abc import Collection
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -151,24 +151,29 @@ class BatchRows:
         table = np.array([seq.sampling_row for seq in seqs], dtype=np.float64).reshape(len(seqs), 4)
         self.temperature, self.top_p, self.min_p = table[:, 0], table[:, 2], table[:, 3]
         self.top_k = table[:, 1].astype(np.int64)
+        self.any_random = bool((self.temperature > 0).any())  # else no row reads its seed or step
         self.seeds = np.array([seq.seed for seq in seqs], dtype=np.int64)
         self.num_prompt_tokens = np.array([seq.num_prompt_tokens for seq in seqs], dtype=np.int64)
-        self._on_cpu: SamplingTensors | None = None  # checked once; each step replaces its steps
+        self._on_cpu: SamplingTensors | None = None  # checked once; each step rewrites its steps in place
 
     def tensors(self, seqs: list[Sequence], device: torch.device) -> SamplingTensors:
         """The kernel's parameters for this step (each row's step: its number of generated tokens). Off
-        the CPU every field goes in one packed copy; on the CPU only the steps are new."""
-        num_tokens = np.fromiter([len(seq.token_ids) for seq in seqs], dtype=np.int64, count=len(seqs))
-        steps = num_tokens - self.num_prompt_tokens  # never negative: a sequence keeps its prompt
-        if device.type != "cpu":
-            return SamplingTensors.from_arrays(temperature=self.temperature, top_k=self.top_k, top_p=self.top_p,
-                                               min_p=self.min_p, seeds=self.seeds, steps=steps, device=device)
-        if self._on_cpu is None:
-            self._on_cpu = SamplingTensors.from_arrays(temperature=self.temperature, top_k=self.top_k,
-                                                       top_p=self.top_p, min_p=self.min_p, seeds=self.seeds,
-                                                       steps=steps)
+        the CPU every field goes in one packed copy; on the CPU the same tensors serve every step, with
+        the steps rewritten in place (not at all when every row is greedy: no row draws noise)."""
+        if self._on_cpu is not None and device.type == "cpu":
+            if self.any_random:
+                np.subtract(self._token_counts(seqs), self.num_prompt_tokens, out=self._on_cpu.steps.numpy())
             return self._on_cpu
-        return replace(self._on_cpu, steps=torch.from_numpy(steps))
+        steps = self._token_counts(seqs) - self.num_prompt_tokens  # never negative: a sequence keeps its prompt
+        tensors = SamplingTensors.from_arrays(temperature=self.temperature, top_k=self.top_k, top_p=self.top_p,
+                                              min_p=self.min_p, seeds=self.seeds, steps=steps, device=device)
+        if device.type == "cpu":
+            self._on_cpu = tensors
+        return tensors
+
+    @staticmethod
+    def _token_counts(seqs: list[Sequence]) -> np.ndarray:
+        return np.fromiter([len(seq.token_ids) for seq in seqs], dtype=np.int64, count=len(seqs))
 
 
 def _mask_rows_cpu(logits: torch.Tensor, bitmask: torch.Tensor, rows: list[int]) -> None:

@@ -97,6 +97,25 @@ def test_row_parameters_follow_the_batch():
     assert reused == 1  # only the repeated batch reuses its rows
 
 
+def test_reused_row_tensors_rewrite_each_steps_count():
+    """While the batch stays, the CPU parameter tensors are reused and only the steps are rewritten in place
+    (skipped when every row is greedy, which never reads them)."""
+    seqs = _seqs([SamplingParams(temperature=0.8, seed=5), SamplingParams(temperature=0)])
+    logits = torch.randn(2, VOCAB, generator=torch.Generator().manual_seed(2))
+    sampler = Sampler(VOCAB, [0])
+    for step in range(4):
+        out = sampler(logits.clone(), seqs)
+        assert sampler._rows.tensors(seqs, torch.device("cpu")).steps.tolist() == [step, step]
+        assert out.token_ids == Sampler(VOCAB, [0])(logits.clone(), seqs).token_ids
+        for seq, token in zip(seqs, out.token_ids):
+            seq.append_token(token, 0.0)
+    greedy = _seqs([SamplingParams(temperature=0), SamplingParams(temperature=0)])
+    rows = Sampler(VOCAB, [0])._rows_of(greedy)
+    first = rows.tensors(greedy, torch.device("cpu"))
+    greedy[0].append_token(1, 0.0)
+    assert rows.tensors(greedy, torch.device("cpu")) is first and first.steps.tolist() == [0, 0]
+
+
 def test_logprobs_reported_only_where_asked():
     seqs = _seqs([SamplingParams(temperature=0), SamplingParams(temperature=0.5, logprobs=1)])
     logits = torch.randn(2, VOCAB, generator=torch.Generator().manual_seed(1))

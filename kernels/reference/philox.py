@@ -4,8 +4,9 @@ Triton's `randint(seed, offset)` with an int64 `offset` runs Philox with key (se
 counter (offset_lo, offset_hi, 0, 0) and returns the first output word. The sampler uses
 offset = (step << 32) | token_id, so a row's noise depends only on (seed, step, token id).
 
-The rounds run in C (`kernels/native/_philox.c`), one loop over the (seed, counter) pairs: the sampler
-draws noise for ~10k (row, token) pairs a step at top-p 0.9, where ~126 numpy passes over them took ~1 ms.
+The rounds run in C (`kernels/native/philox.h`): here through `_philox.c`, one loop over the (seed,
+counter) pairs (~126 numpy passes over them took ~1 ms for 10k pairs); the reference sampler's fused draw
+(`draw_rows.c`) runs the same rounds and comes back to `gumbel_noise` only to settle near ties.
 """
 
 from __future__ import annotations
