@@ -5,56 +5,34 @@ from formwork.grammar.budget import CompileBudget
 from formwork.grammar.counted_dfa import COUNT_FROM, CountedDFA, counted_intersection, is_prefix_code
 from formwork.grammar.dfa import DFA, complement, product
 from formwork.grammar.errors import RecursionNotSupportedError, UndefinedRuleError
-from formwork.grammar.ir import (
-    And, Grammar, Node, Not, Repeat, RuleRef, any_bytes, any_text, children, map_children,
-)
+from formwork.grammar.ir import And, Grammar, Node, Not, Repeat, any_bytes, any_text
+from formwork.grammar.ir_walk import References, dependency_order, replace_refs
 from formwork.grammar.gc_pause import paused_gc
 from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.nfa import FINAL, NFA, START
-from formwork.grammar.shared_nodes import is_shared, share
 from formwork.grammar.subset_builder import SubsetBuilder
 
 
 def inline_rules(grammar: Grammar) -> Node:
     """Replace every RuleRef by its rule's body; a reference cycle is an error.  Shared nodes
-    (`shared_nodes`) stay shared."""
-    done: dict[str, Node] = {}
-    active: list[str] = []
+    (`shared_nodes`) stay shared.  Rules are inlined in dependency order (each after the rules
+    it refers to), every walk with an explicit stack: a chain of rules nests as deep as it is long."""
+    references = References()
 
-    def resolve(name: str) -> Node:
-        if name in done:
-            return done[name]
+    def targets(name: str) -> list[str]:
         if name not in grammar.rules:
             raise UndefinedRuleError(f"rule {name!r} is referenced but not defined")
-        if name in active:
-            cycle = " -> ".join(active[active.index(name):] + [name])
-            raise RecursionNotSupportedError(
-                f"rules form a cycle ({cycle}); recursion needs the context-free grammar compiler")
-        active.append(name)
-        body = substitute(grammar.rules[name])
-        active.pop()
-        done[name] = body
-        return body
+        return sorted(references(grammar.rules[name]))
 
-    memo: dict[int, Node] = {}
+    def cycle(path: list[str]) -> Exception:
+        return RecursionNotSupportedError(
+            f"rules form a cycle ({' -> '.join(path)}); recursion needs the context-free grammar compiler")
 
-    def substitute(node: Node) -> Node:
-        key = id(node)
-        if key in memo:
-            return memo[key]
-        if isinstance(node, RuleRef):
-            out = resolve(node.name)
-        elif all(substitute(c) is c for c in children(node)):
-            out = node  # no reference below: the same node (equal copies compare slowly)
-        elif is_shared(node):  # still shared (rebuilt, the mark `repeat(x, 1, 1)` would be x)
-            out = share(substitute(node.item))
-        else:
-            out = map_children(node, substitute)
-        if not isinstance(node, RuleRef):
-            memo[key] = out
-        return out
-
-    return resolve(grammar.start)
+    done: dict[str, Node] = {}
+    memo: dict[int, Node] = {}  # id -> inlined, over the grammar's (live) nodes
+    for name in dependency_order([grammar.start], targets, cycle):
+        done[name] = replace_refs(grammar.rules[name], lambda ref: done[ref.name], memo)
+    return done[grammar.start]
 
 
 class AutomatonBuilder:

@@ -1,7 +1,8 @@
 """Grammar IR: byte-level regular expressions with intersection, complement and rule references.
 
 Nodes are frozen, hashable dataclasses (hashes are cached, so deep trees are cheap
-to use as dictionary keys).  Build them with the helper constructors (`lit`, `seq`,
+to use as dictionary keys; hashing and comparing walk without recursion, since lowered IR
+nests past Python's stack limit).  Build them with the helper constructors (`lit`, `seq`,
 `alt`, `repeat`, `chars`, `regex`...), which normalise as they go.  `Grammar` names
 rules; `RuleRef` refers to one.  In this (regular) compiler, references that do not
 form a cycle are inlined and a cycle raises `RecursionNotSupportedError`.
@@ -15,6 +16,7 @@ from types import MappingProxyType
 
 from formwork.grammar._nfa_build import alt_of, seq_of
 from formwork.grammar.errors import GrammarError, UndefinedRuleError
+from formwork.grammar.ir_identity import composite_eq, composite_hash, sub_nodes_getter
 from formwork.grammar.utf8 import complement_code_ranges, normalize_code_ranges, utf8_sequences
 
 
@@ -27,6 +29,11 @@ def _node(cls):
     cls._hash = field(default=None, init=False, repr=False, compare=False)
     cls._empty = field(default=None, init=False, repr=False, compare=False)
     cls = dataclass(frozen=True, slots=True)(cls)
+    sub_nodes, scalars = _COMPOSITE.get(cls.__name__, (None, None))
+    if sub_nodes is not None:
+        cls._sub_nodes = staticmethod(sub_nodes_getter(sub_nodes))
+        cls._scalars = staticmethod(attrgetter(*scalars)) if scalars else None
+        cls.__eq__ = composite_eq(sub_nodes, scalars)
     cls.__hash__ = _cached_hash(cls)
     return cls
 
@@ -35,11 +42,15 @@ def _cached_hash(cls: type) -> Callable[[object], int]:
     """The `__hash__` of a node class: the hash of its compared fields (the field itself when
     there is one, else their tuple) mixed with the class name, computed on first use and kept in
     the `_hash` slot.  One Python-level call per node (a dataclass's generated hash, wrapped,
-    costs two, and hashing a whole lowered schema calls it once per node)."""
+    costs two, and hashing a whole lowered schema calls it once per node); a class with sub-nodes
+    makes theirs first without recursion (`ir_identity`)."""
     names = [f.name for f in fields(cls) if f.compare]
     fields_of = attrgetter(*names) if names else (lambda node: ())
     salt = hash(cls.__name__)
     set_hash = cls.__dict__["_hash"].__set__
+
+    if cls._sub_nodes is not None:
+        return composite_hash(fields_of, salt, set_hash)
 
     def __hash__(self) -> int:
         cached = self._hash
@@ -51,10 +62,17 @@ def _cached_hash(cls: type) -> Callable[[object], int]:
     return __hash__
 
 
+# the sub-node fields and the other compared fields of the classes with sub-nodes (`ir_identity`)
+_COMPOSITE = {"Seq": (("items",), None), "Alt": (("items",), None), "Repeat": (("item",), ("min", "max")),
+              "And": (("a", "b"), None), "Not": (("a",), ("over_bytes",))}
+
+
 class Node:
     """Base class of IR nodes; each denotes a set of byte strings."""
 
     __slots__ = ()
+    _sub_nodes: Callable[["Node"], tuple] | None = None  # see `ir_identity` (None: a leaf)
+    _scalars: Callable[["Node"], object] | None = None
 
 
 @_node

@@ -7,15 +7,16 @@ left-recursive helper rules.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections import deque
 from dataclasses import dataclass
 
 from formwork.grammar.budget import CompileBudget
 from formwork.grammar.errors import EmptyLanguageError, GrammarBudgetError, GrammarError, UndefinedRuleError
-from formwork.grammar.ir import (
-    Alt, Empty, Grammar, Node, Nothing, Repeat, RuleRef, Seq, children, map_children, seq,
-)
-from formwork.grammar.shared_nodes import is_shared, share
+from formwork.grammar.ir import Alt, Empty, Grammar, Node, Nothing, Repeat, RuleRef, Seq, seq
+from formwork.grammar.ir_walk import References, dependency_order, no_tick, replace_refs
+
+__all__ = ["ContextFreeGrammar", "Production", "References", "lower_grammar", "no_tick", "prune_unproductive",
+           "recursive_rules", "terminal_symbol"]
 
 MAX_EXPANSION = 10_000  # symbols produced by unrolling bounded repetitions of recursive parts
 
@@ -40,58 +41,6 @@ class ContextFreeGrammar:
 
 def terminal_symbol(index: int) -> int:
     return ~index
-
-
-class References:
-    """The rule names each IR node refers to, memoised by node identity (each shared subtree is
-    walked once), iteratively (no recursion limit on deep trees), ticking `budget` as it goes."""
-
-    def __init__(self, budget: CompileBudget | None = None):
-        self._memo: dict[int, tuple[Node, frozenset[str]]] = {}  # id -> (node kept alive, names)
-        self._tick = budget.tick if budget is not None else no_tick
-
-    def __call__(self, node: Node) -> frozenset[str]:
-        memo = self._memo
-        got = memo.get(id(node))
-        if got is not None:
-            return got[1]
-        stack: list[tuple[Node, bool]] = [(node, False)]
-        while stack:
-            n, expanded = stack.pop()
-            if id(n) in memo:
-                continue
-            if isinstance(n, RuleRef):
-                memo[id(n)] = (n, frozenset((n.name,)))
-                continue
-            if not expanded:
-                self._tick("finding rule references")
-                stack.append((n, True))
-                stack.extend((k, False) for k in children(n) if id(k) not in memo)
-                continue
-            memo[id(n)] = (n, _union(memo[id(k)][1] for k in children(n)))
-        return memo[id(node)][1]
-
-
-def _union(parts: Iterable[frozenset[str]]) -> frozenset[str]:
-    """The union of `parts`, reusing a part when it is the only non-empty one."""
-    first: frozenset[str] = _NO_NAMES
-    acc: set[str] | None = None
-    for part in parts:
-        if not part or part is first:
-            continue
-        if not first:
-            first = part
-        else:
-            acc = set(first) if acc is None else acc
-            acc |= part
-    return first if acc is None else frozenset(acc)
-
-
-_NO_NAMES: frozenset[str] = frozenset()
-
-
-def no_tick(what: str) -> None:
-    """`CompileBudget.tick` where there is no budget."""
 
 
 def recursive_rules(grammar: Grammar, budget: CompileBudget | None = None,
@@ -125,6 +74,10 @@ def recursive_rules(grammar: Grammar, budget: CompileBudget | None = None,
 
 
 class _Lowerer:
+    """Builds the productions without recursion (lowered IR nests past Python's stack limit): a
+    nonterminal or helper gets its number when first used and its productions when the work queue
+    (`todo`) reaches it, and `symbols` and `inline` walk with explicit stacks."""
+
     def __init__(self, grammar: Grammar, recursive: set[str], references: References,
                  budget: CompileBudget | None):
         self.grammar = grammar
@@ -140,28 +93,31 @@ class _Lowerer:
         self.chains: dict[tuple[int, ...], list[int]] = {}  # see `up_to`
         self.marks: dict[Node, list[int]] = {}  # shared marks' symbols (see `symbols`)
         self.inlined: dict[str, Node] = {}
-        self.inline_memo: dict[int, tuple[Node, Node]] = {}  # id -> (node kept alive, inlined)
+        self.inline_memo: dict[int, Node] = {}  # id -> inlined (of nodes the grammar keeps alive)
+        self.todo: deque[tuple[int, Node, bool]] = deque()  # (lhs, node, is a helper) to expand
         self.size = 0
 
     # -- regular parts
     def inline(self, node: Node) -> Node:
         """`node` with references to regular rules replaced by their bodies (each shared
         subtree rebuilt once; subtrees that refer to no regular rule are kept as they are)."""
-        if self.references(node) <= self.recursive:
+        recursive, references = self.recursive, self.references
+        if references(node) <= recursive:
             return node
-        if isinstance(node, RuleRef):
-            got = self.inlined.get(node.name)
-            if got is None:
-                got = self.inlined[node.name] = self.inline(self.grammar.rules[node.name])
-            return got
-        memo = self.inline_memo.get(id(node))
-        if memo is not None:
-            return memo[1]
-        self.tick("inlining regular rules")
-        # a shared mark stays one (rebuilt, the mark `repeat(x, 1, 1)` would be just x)
-        out = share(self.inline(node.item)) if is_shared(node) else map_children(node, self.inline)
-        self.inline_memo[id(node)] = (node, out)
-        return out
+        grammar, inlined = self.grammar, self.inlined
+        regular_targets = lambda name: sorted(references(grammar.rules[name]) - recursive)  # noqa: E731
+        for name in dependency_order(sorted(references(node) - recursive), regular_targets):
+            if name not in inlined:
+                inlined[name] = self._inline_refs(grammar.rules[name])
+        return self._inline_refs(node)
+
+    def _inline_refs(self, node: Node) -> Node:
+        """`inline` once the regular rules below `node` are inlined."""
+        def keep(n: Node) -> bool:
+            self.tick("inlining regular rules")
+            return self.references(n) <= self.recursive
+
+        return replace_refs(node, lambda ref: self.inlined[ref.name], self.inline_memo, keep)
 
     def is_regular(self, node: Node) -> bool:
         return not self.references(node)
@@ -175,13 +131,28 @@ class _Lowerer:
 
     # -- nonterminals
     def nonterminal(self, name: str) -> int:
+        """The number of rule `name` (its productions are made when `run` reaches it)."""
         got = self.index.get(name)
         if got is None:
             got = self.index[name] = len(self.names)
             self.names.append(name)
-            for rhs in self.alternatives(self.inline(self.grammar.rules[name])):
-                self.add(got, rhs)
+            self.todo.append((got, self.grammar.rules[name], False))
         return got
+
+    def run(self) -> None:
+        """Make the productions of every nonterminal and helper numbered so far, and of those
+        they number in turn."""
+        while self.todo:
+            lhs, node, is_helper = self.todo.popleft()
+            if not is_helper:
+                for rhs in self.alternatives(self.inline(node)):
+                    self.add(lhs, rhs)
+            elif isinstance(node, Repeat):
+                self.repetition(lhs, node)
+            else:  # an Alt: a production per item
+                for item in node.items:
+                    if not isinstance(item, Nothing):
+                        self.add(lhs, self.symbols(item))
 
     def add(self, lhs: int, rhs: list[int]) -> None:
         self.tick("building the context-free grammar")
@@ -191,16 +162,13 @@ class _Lowerer:
         self.productions.append(Production(lhs, tuple(rhs)))
 
     def helper(self, node: Node) -> int:
+        """The number of a helper nonterminal for `node` (an Alt or a Repeat; its productions are
+        made when `run` reaches it)."""
         got = self.helpers.get(node)
         if got is None:
             got = self.helpers[node] = len(self.names)
             self.names.append(f"<helper {len(self.helpers)}>")
-            if isinstance(node, Repeat):
-                self.repetition(got, node)
-            else:  # an Alt: a production per item (a loop here, not `alternatives`: fewer frames)
-                for item in node.items:
-                    if not isinstance(item, Nothing):
-                        self.add(got, self.symbols(item))
+            self.todo.append((got, node, True))
         return got
 
     def repetition(self, lhs: int, node: Repeat) -> None:
@@ -234,9 +202,40 @@ class _Lowerer:
             chain.append(got)
         return chain[count - 1]
 
-    def symbols(self, node: Node) -> list[int]:
-        """One right-hand side for `node` (a helper nonterminal where it needs alternatives)."""
-        self.tick("building the context-free grammar")
+    def symbols(self, root: Node) -> list[int]:
+        """One right-hand side for `root` (a helper nonterminal where it needs alternatives).  A
+        sequence spells its items' symbols, with runs of regular items as one terminal, and a
+        shared mark (`shared_nodes`) its item's, made once (no nonterminal of its own): those
+        nest (an object's member list two marks a member), so they are walked with a stack,
+        each node's symbols made after its items' (`made`, by id)."""
+        made: dict[int, list[int]] = {}
+        stack = [root]
+        while stack:
+            node = stack[-1]
+            if id(node) in made:
+                stack.pop()
+                continue
+            self.tick("building the context-free grammar")
+            got = self._flat_symbols(node)
+            if got is None:
+                if isinstance(node, Seq):
+                    inner = [item for item in node.items if not self.is_regular(item)]
+                else:  # a mark
+                    inner = [node.item]
+                pending = [item for item in inner if id(item) not in made]
+                if pending:
+                    stack.extend(reversed(pending))
+                    continue
+                got = self._seq_symbols(node, made) if isinstance(node, Seq) else made[id(node.item)]
+                if not isinstance(node, Seq):
+                    self.marks[node] = got
+            made[id(node)] = got
+            stack.pop()
+        return list(made[id(root)])
+
+    def _flat_symbols(self, node: Node) -> list[int] | None:
+        """`symbols(node)` where it needs no other node's symbols (None: a Seq or a shared mark
+        not made yet)."""
         if isinstance(node, Empty):
             return []
         if self.is_regular(node):
@@ -244,31 +243,29 @@ class _Lowerer:
         if isinstance(node, RuleRef):
             return [self.nonterminal(node.name)]
         if isinstance(node, Seq):
-            out: list[int] = []
-            run: list[Node] = []
-            for item in node.items:
-                if self.is_regular(item):
-                    run.append(item)
-                    continue
-                if run:
-                    out.append(self.terminal(seq(*run)))
-                    run = []
-                out.extend(self.symbols(item))
-            if run:
-                out.append(self.terminal(seq(*run)))
-            return out
+            return None
         if isinstance(node, Repeat) and node.min == node.max == 1:
-            # a shared mark (`shared_nodes`): its item's symbols, made once, and no nonterminal of
-            # its own, which would cost Python frames on the way down (an object's member list nests
-            # two marks a member) and a production
-            got = self.marks.get(node)
-            if got is None:
-                got = self.marks[node] = self.symbols(node.item)
-            return list(got)
+            return self.marks.get(node)
         if isinstance(node, (Alt, Repeat)):
             return [self.helper(node)]
         raise GrammarError(f"{type(node).__name__} over recursive rules is not context-free; "
                            "intersection and complement need regular operands")
+
+    def _seq_symbols(self, node: Seq, made: dict[int, list[int]]) -> list[int]:
+        """A sequence's symbols, its non-regular items' already `made`."""
+        out: list[int] = []
+        run: list[Node] = []
+        for item in node.items:
+            if self.is_regular(item):
+                run.append(item)
+                continue
+            if run:
+                out.append(self.terminal(seq(*run)))
+                run = []
+            out.extend(made[id(item)])
+        if run:
+            out.append(self.terminal(seq(*run)))
+        return out
 
     def alternatives(self, node: Node) -> list[list[int]]:
         if isinstance(node, Nothing):
@@ -283,7 +280,8 @@ def lower_grammar(grammar: Grammar, budget: CompileBudget | None = None) -> Cont
     references = References(budget)
     recursive = recursive_rules(grammar, budget, references)
     low = _Lowerer(grammar, recursive, references, budget)
-    start = low.nonterminal(grammar.start)  # adds the productions of every rule it reaches
+    start = low.nonterminal(grammar.start)
+    low.run()  # adds the productions of every rule it reaches
     return ContextFreeGrammar(low.names, low.productions, low.terminals, start)
 
 

@@ -243,24 +243,34 @@ class _MemberChain:
 
     def rest(self, k: int, count: int, first: bool) -> Node:
         """Members from declared index k on, `count` counted so far; `first`: none yet and at
-        least one must follow."""
-        key = (k, count, first)
-        memo = self.memo
-        if key in memo:
-            return memo[key]
-        if k == len(self.members):
-            node = self.extras(count) if first else self.tail(count)
-        else:
+        least one must follow.  Each cell after the cells it leads to, with an explicit stack (a
+        cell per member deep: recursion would stop short of ~1,000 members)."""
+        root = (k, count, first)
+        memo, stack = self.memo, [root]
+        while stack:
+            key = stack[-1]
+            if key in memo:
+                stack.pop()
+                continue
+            k, count, first = key
+            if k == len(self.members):
+                memo[key] = share(self.extras(count) if first else self.tail(count))
+                continue
             member, required = self.members[k]
-            after = self.rest(k + 1, count if required else min(count + 1, self.cap), False)
-            take = seq(member, after)
+            taken = (k + 1, count if required else min(count + 1, self.cap), False)
+            skipped = None if required else (k + 1, count, first)
+            pending = [cell for cell in (taken, skipped) if cell is not None and cell not in memo]
+            if pending:
+                stack.extend(pending)
+                continue
+            take = seq(member, memo[taken])
             if self.share_takes or _holds_container(member):
                 take = share(take)
             node = take if first else seq(self.comma, take)
-            if not required:
-                node = alt(node, self.rest(k + 1, count, first))
-        node = memo[key] = share(node)
-        return node
+            if skipped is not None:
+                node = alt(node, memo[skipped])
+            memo[key] = share(node)
+        return memo[root]
 
     def _bounds(self, count: int) -> tuple[int, Optional[int]]:
         """How many more extra members there may be, `count` counted so far."""

@@ -17,10 +17,8 @@ from dataclasses import dataclass
 
 from formwork.grammar.automaton import inline_rules
 from formwork.grammar.cfg import is_recursive
-from formwork.grammar.ir import (
-    And, ByteRange, ByteSet, Grammar, Node, Not, RuleRef, alt, any_bytes, children, lit, map_children, repeat, seq,
-)
-from formwork.grammar.shared_nodes import is_shared, share
+from formwork.grammar.ir import And, ByteRange, ByteSet, Grammar, Node, Not, RuleRef, alt, any_bytes, lit, repeat, seq
+from formwork.grammar.ir_walk import replace_refs
 
 WHITESPACE = repeat(ByteSet(((9, 10), (13, 13), (32, 32))), 0, None)  # JSON's: [ \t\n\r]*
 START_RULE = "<tags>"
@@ -90,25 +88,6 @@ def _body_node(body: Node | Grammar, prefix: str, rules: dict[str, Node]) -> Nod
 
 
 def _renamed(root: Node, prefix: str, done: dict[int, Node]) -> Node:
-    """`root` with its rule references renamed under `prefix`, each node once (`done`, by id) and
-    after its children, without recursion (lowered IR nests hundreds deep); shared marks stay."""
-    stack = [root]
-    while stack:
-        node = stack[-1]
-        if id(node) in done:
-            stack.pop()
-            continue
-        pending = [c for c in children(node) if id(c) not in done]
-        if pending:
-            stack.extend(pending)
-            continue
-        stack.pop()
-        if isinstance(node, RuleRef):
-            done[id(node)] = RuleRef(f"{prefix}{node.name}")
-        elif all(done[id(c)] is c for c in children(node)):
-            done[id(node)] = node  # no reference below: the same node (equal copies compare slowly)
-        elif is_shared(node):  # still shared (rebuilt, the mark `repeat(x, 1, 1)` would be x)
-            done[id(node)] = share(done[id(node.item)])
-        else:
-            done[id(node)] = map_children(node, lambda c: done[id(c)])
-    return done[id(root)]
+    """`root` with its rule references renamed under `prefix`, each node once (`done`, by id),
+    without recursion (lowered IR nests hundreds deep); shared marks stay."""
+    return replace_refs(root, lambda ref: RuleRef(f"{prefix}{ref.name}"), done)

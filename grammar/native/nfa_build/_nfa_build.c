@@ -14,6 +14,8 @@
 /* The walk over the IR tree (`nfab_build` and the builders of each node kind, which append to the
  * arrays of _nfa_moves.c and splice regions in with _nfa_regions.c), and the module glue. */
 
+_Thread_local int nfab_depth;
+
 PyObject *s_empty, *s_items, *s_value, *s_ranges, *s_item, *s_min, *s_max, *s_name, *s_num_states, *s_is_empty,
     *s_moves, *s_counted, *s_check_nfa, *s_check_time, *s_what;
 
@@ -34,7 +36,7 @@ static int is_empty(Builder *b, PyObject *node) {
     if (cached != Py_None) return cached == Py_True;
     PyTypeObject *kind = Py_TYPE(node);
     int got = 0;
-    if (enter(b)) return -1;
+    if (enter()) return -1;
     if (kind == Seq || kind == Alt) { /* Seq: some item empty; Alt: every item empty */
         PyObject *items = get_field(node, F_ITEMS, s_items);
         Py_ssize_t n;
@@ -66,7 +68,7 @@ static int is_empty(Builder *b, PyObject *node) {
         Py_XDECREF(r);
         Py_XDECREF(dfa);
     }
-    leave(b);
+    leave();
     if (got >= 0 && set_empty(node, got ? Py_True : Py_False)) return -1;
     return got;
 }
@@ -227,7 +229,7 @@ int nfab_build(Builder *b, PyObject *node, int32_t s, int32_t e) {
     if (rc) return rc < 0 ? -1 : 0;
     PyTypeObject *kind = Py_TYPE(node);
     PyObject *lexeme = NULL;
-    if (enter(b)) return -1;
+    if (enter()) return -1;
     if (kind == Repeat && b->template_of != Py_None &&
         (lexeme = PyDict_GetItemWithError(b->lexemes, node))) { /* lexeme -> whether it is open-ended */
         Py_INCREF(lexeme);
@@ -259,7 +261,7 @@ int nfab_build(Builder *b, PyObject *node, int32_t s, int32_t e) {
         PyErr_Format(GrammarError, "unknown IR node %s", kind->tp_name);
         rc = -1;
     }
-    leave(b);
+    leave();
     return rc;
 }
 

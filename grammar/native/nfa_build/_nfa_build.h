@@ -38,7 +38,6 @@ typedef struct {
     unsigned char cuts[257]; /* 1 at every byte where a byte edge starts, and just past where one ends */
     PyObject *budget, *dfa_of, *template_of, *whole, *lexemes, *regions;
     PyObject *shared, *joins; /* marks of shared nodes (see `shared`); (node, end) -> entry state */
-    int depth;
 } Builder;
 
 /* A repetition's first build (see `nfab_copy`): its states first..last-1, its end, its saved moves. */
@@ -194,22 +193,24 @@ static inline int add(Builder *b, int32_t q, int32_t lo, int32_t hi, int32_t tar
     return 0;
 }
 
-static inline int enter(Builder *b) {
-    if (++b->depth > MAX_DEPTH) {
-        b->depth--;
+/* The depth of the walk on this thread, over every builder (a DFA of an And / Not node, asked for
+ * mid-walk, builds its operands' NFAs further up the same C stack).  Bounded by MAX_DEPTH alone,
+ * not by Python's recursion limit: a frame here costs a few hundred bytes of C stack (MAX_DEPTH of
+ * them fit the 8 MiB of a main or default thread) and no Python frame, and a real schema's IR
+ * nests past Python's default limit (Biome's configuration schema: ~1,850 deep). */
+extern _Thread_local int nfab_depth;
+
+static inline int enter(void) {
+    if (nfab_depth >= MAX_DEPTH) {
         PyErr_SetString(PyExc_RecursionError, "NFA construction: IR tree too deep");
         return -1;
     }
-    if (Py_EnterRecursiveCall(" in NFA construction")) {
-        b->depth--;
-        return -1;
-    }
+    nfab_depth++;
     return 0;
 }
 
-static inline void leave(Builder *b) {
-    Py_LeaveRecursiveCall();
-    b->depth--;
+static inline void leave(void) {
+    nfab_depth--;
 }
 
 #endif
