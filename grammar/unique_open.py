@@ -80,14 +80,13 @@ class LooseEnds:
         lengths = np.array([len(token_bytes[i]) for i in present], dtype=np.int64)
         states = np.repeat(np.arange(len(MODES.table), dtype=np.uint8)[:, None], len(present), axis=1)
         longest = int(lengths[0]) if len(present) else 0
-        padded = np.zeros((len(present), longest), dtype=np.uint8)
-        for row, i in enumerate(present):
-            padded[row, :len(token_bytes[i])] = np.frombuffer(token_bytes[i], dtype=np.uint8)
+        flat = np.frombuffer(b"".join(token_bytes[i] for i in present), dtype=np.uint8)
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1])).astype(np.int64)
         active = len(present)
         for pos in range(longest):
             while active and lengths[active - 1] <= pos:
                 active -= 1
-            states[:, :active] = MODES.table[states[:, :active], padded[:active, pos]]
+            states[:, :active] = MODES.table[states[:, :active], flat[starts[:active] + pos]]
         ids = np.array(present, dtype=np.int64)
         self._by_mode = [ids[MODES.loose[states[s]]] for s in range(len(MODES.table))]
 
