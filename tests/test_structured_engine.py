@@ -46,8 +46,9 @@ def _run(engine: LLMEngine, requests: dict) -> dict:
         engine.add_request(request_id, "Answer:", params)
     done, steps = {}, 0
     while engine.has_unfinished_requests():
-        steps += 1
-        for output in engine.step():
+        outputs = engine.step()
+        steps += bool(outputs)  # steps that ran a request (not those spent waiting for a compile)
+        for output in outputs:
             if output.finished:
                 done[output.request_id] = output
     done["_steps"] = steps
