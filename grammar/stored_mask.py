@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from formwork.grammar._packed import diff_words, or_words, write_words
+from formwork.grammar._untrack import untrack_tree
 
 #: Keep a dense copy when more than this share of the words differ from the base.
 DENSE_SHARE = 8
@@ -25,6 +26,8 @@ class StoredMask:
 
     def __init__(self, num_words: int, base: np.ndarray | None, at: bytes = _EMPTY_AT, bits: bytes = _EMPTY_AT):
         self.num_words, self.base, self.at, self.bits = num_words, base, at, bits
+        untrack_tree(self, StoredMask)  # it holds no container, so it is never on a cycle: the mask
+        # cache's 4,096 masks need not be walked by every full collection
 
     @classmethod
     def of(cls, words: np.ndarray, base: np.ndarray | None = None, owned: bool = False) -> "StoredMask":

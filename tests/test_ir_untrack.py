@@ -133,3 +133,17 @@ def test_grammars_compiled_with_untracked_ir_match_as_the_schema_says():
                 {f"name_{i}_x": "ab"}, {f"id{i}": i, f"name_{i}_x": "abcdefghijk"}]
         for doc in docs:
             assert accepts(grammar, doc) == jsonschema.Draft202012Validator(schema).is_valid(doc), doc
+
+
+def test_stored_masks_are_untracked_from_birth():
+    import numpy as np
+
+    from formwork.grammar.stored_mask import StoredMask
+
+    words = np.zeros(64, dtype=np.int32)
+    words[3] = 5
+    sparse, dense = StoredMask.of(words), StoredMask.of(np.full(64, -1, dtype=np.int32))
+    assert not gc.is_tracked(sparse) and not gc.is_tracked(dense)
+    out = np.zeros((1, 64), dtype=np.int32)
+    sparse.write(out, 0)
+    assert (out[0] == words).all()
