@@ -23,10 +23,13 @@ each build's ratio to the first is printed:
 `--no-freeze` leaves the start-up heap (torch, transformers, the vocabulary) to the collector, as
 this script did before session 15: full collections then land inside compiles, and since every
 fresh process allocates alike they tend to land on the same schemas, where the minima keep them.
+`--no-gc` disables the collector after start-up: the difference to a default run is what the
+collections cost (a diagnostic; a server cannot run so).
 """
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import subprocess
@@ -59,6 +62,8 @@ def child(args: argparse.Namespace) -> None:
     engine = FormworkEngine(tok)
     if not args.no_freeze:
         freeze_startup_heap()
+    if args.no_gc:
+        gc.disable()
     options = {} if args.max_nesting_depth is None else {"max_nesting_depth": args.max_nesting_depth}
     cases = [Case(p.stem, "json_schema", json.loads(p.read_text())["schema"], [], options)
              for p in sorted((HERE / "schemas").glob("*.json"))[:args.limit]]
@@ -87,8 +92,7 @@ def run_round(label: str, pythonpath: str, args: argparse.Namespace) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "times.json"
         command = [sys.executable, __file__, "--child", str(out), "--warm-passes", str(args.warm_passes)]
-        if args.no_freeze:
-            command.append("--no-freeze")
+        command += ["--no-freeze"] * args.no_freeze + ["--no-gc"] * args.no_gc
         if args.limit is not None:
             command += ["--limit", str(args.limit)]
         if args.max_nesting_depth is not None:
@@ -118,6 +122,8 @@ def main() -> None:
                         help="formwork's max_nesting_depth (default: the compiler's own default)")
     parser.add_argument("--no-freeze", action="store_true",
                         help="leave the start-up heap to the collector (as this script did before session 15)")
+    parser.add_argument("--no-gc", action="store_true",
+                        help="disable the collector after start-up (a diagnostic: what collections cost)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -129,7 +135,8 @@ def main() -> None:
         for label, pythonpath in (builds if r % 2 == 0 else builds[::-1]):
             rounds[label].append(run_round(label, pythonpath, args))
     print(f"\n{args.rounds} rounds a build, {args.warm_passes} warm passes a round, start-up heap "
-          f"{'not ' if args.no_freeze else ''}frozen; thread CPU ms of per-schema minima; "
+          f"{'not ' if args.no_freeze else ''}frozen{', collector off' if args.no_gc else ''}; "
+          "thread CPU ms of per-schema minima; "
           f"load {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print("| build | schemas | errors | cold p50 | cold p99 | cold sum | warm p50 | warm p99 | warm sum "
           "| cold p50 of each round |")
