@@ -68,6 +68,11 @@ def _set_cpu_threads(threads: int | None) -> None:
         torch.set_num_threads(threads)
 
 
+def _no_masks() -> None:
+    """The mask fill of a step without constrained sequences."""
+    return None
+
+
 class LLMEngine:
     """The synchronous engine. Not thread-safe: one caller drives `add_request`/`abort_request`/`step`."""
 
@@ -110,6 +115,7 @@ class LLMEngine:
         self.new_tokens = NewTokens(self.scheduler, self.structured_output, self.metrics, self.eos_token_ids,
                                     max_model_len)
         self.requests: dict[str, Request] = {}
+        self._num_constrained = 0  # live requests with a structured-output constraint
         self._rng = random.Random(config.seed)
         if config.use_warmup:
             warm_up(self)  # every kernel variant compiled before the first request
@@ -150,6 +156,7 @@ class LLMEngine:
                           arrival_time=now() if arrival_time is None else arrival_time,
                           priority=priority, seeds=self._seeds(params))
         self.structured_output.add_request(request)
+        self._num_constrained += request.structured_output is not None
         for seq in request.seqs:
             seq.detokenizer = IncrementalDetokenizer(
                 self.tokenizer, request.prompt_token_ids, skip_special_tokens=params.skip_special_tokens,
@@ -206,7 +213,8 @@ class LLMEngine:
                 self.structured_output.wait_for_grammars(timeout=0.05)  # nothing to run: don't spin
             return outputs
         logit_seqs = [item.seq for item in sched.scheduled if item.wants_logits]
-        fill = self.structured_output.start_fill(logit_seqs)  # overlaps the forward when on a thread
+        # overlaps the forward when on a thread; nothing to fill while no live request is constrained
+        fill = self.structured_output.start_fill(logit_seqs) if self._num_constrained else _no_masks
         sampled, masks = self._run_model(sched, logit_seqs, fill)
         if masks is not None:
             for seq in logit_seqs:
@@ -301,6 +309,7 @@ class LLMEngine:
 
     def _retire(self, request: Request) -> None:
         self.structured_output.remove(request)
+        self._num_constrained -= request.structured_output is not None
         request.metrics.finished_time = now()
         reasons = [seq.status.finish_reason for seq in request.seqs]
         reason = "error" if request.error else next((r for r in reasons if r != "abort"), "abort")

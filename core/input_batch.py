@@ -34,6 +34,7 @@ class InputBatch:
         self.rows: dict[Sequence, int] = {}
         self._last_seqs: list[Sequence] = []  # the previous step's sequences and their rows
         self._last_rows = np.zeros(0, dtype=np.int64)
+        self._arange: dict[int, np.ndarray] = {}
 
     def on_blocks_changed(self, seq: Sequence) -> None:
         """The block manager changed `seq`'s block table: keep its row in step (freed: give the row back)."""
@@ -87,20 +88,50 @@ class InputBatch:
         if not scheduled:
             raise ForwardBatchError("a forward batch needs at least one sequence")
         seqs = [item.seq for item in scheduled]
-        num_seqs = len(seqs)
         rows = self._rows_of(seqs)
-        computed = np.fromiter([seq.num_computed_tokens for seq in seqs], dtype=np.int64, count=num_seqs)
-        query_lens = np.fromiter([item.num_new_tokens for item in scheduled], dtype=np.int64, count=num_seqs)
-        num_tokens = int(query_lens.sum())
-        pad_to = None
-        if num_tokens == num_seqs and query_lens.min() == 1:  # a decode batch
-            input_ids = np.fromiter([seq.token_ids[seq.num_computed_tokens] for seq in seqs], dtype=np.int64,
-                                    count=num_seqs)
-            pad_to = decode_bucket(num_seqs) if decode_bucket is not None else None
-        else:
-            news = [item.seq.token_ids[item.seq.num_computed_tokens:item.seq.num_computed_tokens + item.num_new_tokens]
-                    for item in scheduled]
-            input_ids = np.fromiter(chain.from_iterable(news), dtype=np.int64, count=num_tokens)
-        logits_for = np.fromiter([item.wants_logits for item in scheduled], dtype=bool, count=num_seqs)
-        return assemble(input_ids, computed, query_lens, self.tables[rows], self.num_blocks[rows], self.block_size,
-                        logits_for, pad_to), pad_to
+        query_lens = [item.num_new_tokens for item in scheduled]
+        num_tokens = sum(query_lens)
+        computed = np.fromiter([seq.num_computed_tokens for seq in seqs], dtype=np.int64, count=len(seqs))
+        logits_for = np.fromiter([item.wants_logits for item in scheduled], dtype=bool, count=len(seqs))
+        if num_tokens == len(seqs) and min(query_lens) == 1:
+            pad_to = decode_bucket(len(seqs)) if decode_bucket is not None else None
+            return self._decode_arrays(seqs, rows, computed, logits_for, pad_to), pad_to
+        news = [item.seq.token_ids[item.seq.num_computed_tokens:item.seq.num_computed_tokens + item.num_new_tokens]
+                for item in scheduled]
+        input_ids = np.fromiter(chain.from_iterable(news), dtype=np.int64, count=num_tokens)
+        return assemble(input_ids, computed, np.array(query_lens, dtype=np.int64), self.tables[rows],
+                        self.num_blocks[rows], self.block_size, logits_for), None
+
+    def _decode_arrays(self, seqs: list[Sequence], rows: np.ndarray, computed: np.ndarray, logits_for: np.ndarray,
+                       pad_to: int | None) -> dict[str, np.ndarray]:
+        """`assemble` for one new token per sequence, in fewer array operations (the offsets, positions and
+        context lengths follow from the computed counts)."""
+        num_seqs, bs = len(seqs), self.block_size
+        num_rows = num_seqs if pad_to is None else pad_to
+        table_lens = self.num_blocks[rows]
+        if computed.min() < 0 or (computed >= table_lens * bs).any() or num_rows < num_seqs:
+            return assemble(np.zeros(num_seqs, dtype=np.int64), computed, np.ones(num_seqs, dtype=np.int64),
+                            self.tables[rows], table_lens, bs, logits_for, pad_to)  # raises its error
+        steps = self._steps(num_rows)
+        input_ids = np.zeros(num_rows, dtype=np.int64)
+        input_ids[:num_seqs] = [seq.token_ids[seq.num_computed_tokens] for seq in seqs]
+        positions = np.zeros(num_rows, dtype=np.int64)
+        positions[:num_seqs] = computed
+        seq_lens = positions + 1
+        tables = np.zeros((num_rows, self.width), dtype=np.int32)
+        np.take(self.tables, rows, axis=0, out=tables[:num_seqs])
+        slot_mapping = np.full(num_rows, -1, dtype=np.int64)
+        blocks = self.tables[rows, computed // bs]
+        np.multiply(blocks, bs, out=slot_mapping[:num_seqs], dtype=np.int64)
+        slot_mapping[:num_seqs] += computed % bs
+        logits_indices = steps[:num_seqs] if logits_for.all() else steps[:num_seqs][logits_for]
+        return dict(input_ids=input_ids, positions=positions, slot_mapping=slot_mapping, seq_lens=seq_lens,
+                    query_start_loc=steps, block_tables=tables, logits_indices=logits_indices)
+
+    def _steps(self, num_rows: int) -> np.ndarray:
+        """0, 1, ..., num_rows (a decode batch's query offsets), cached; never written."""
+        steps = self._arange.get(num_rows)
+        if steps is None:
+            steps = self._arange[num_rows] = np.arange(num_rows + 1, dtype=np.int64)
+            steps.flags.writeable = False
+        return steps

@@ -17,29 +17,37 @@ _FINAL_ONLY = RequestOutputKind.FINAL_ONLY
 
 def step_output(request: Request) -> RequestOutput | None:
     """The output a step returns for `request` (None for an unfinished FINAL_ONLY request)."""
-    if request.params.output_kind is _FINAL_ONLY and not request.is_finished:
+    finished = request.is_finished
+    kind = request.params.output_kind
+    if kind is _FINAL_ONLY and not finished:
         return None
-    return request_output(request)
+    return _output(request, finished, kind is _DELTA)
 
 
 def request_output(request: Request) -> RequestOutput:
     """`request`'s output now: a delta for DELTA requests, else cumulative."""
-    delta = request.params.output_kind is _DELTA
+    return _output(request, request.is_finished, request.params.output_kind is _DELTA)
+
+
+def _output(request: Request, finished: bool, delta: bool) -> RequestOutput:
     completions = [_delta_completion(seq) if delta else _cumulative_completion(seq) for seq in request.seqs]
+    metrics = request.metrics
     return RequestOutput(request.request_id, request.prompt, request.prompt_token_ids, completions,
-                         finished=request.is_finished, metrics=request.metrics, error=request.error,
-                         num_cached_tokens=request.metrics.num_cached_tokens)
+                         finished=finished, metrics=metrics, error=request.error,
+                         num_cached_tokens=metrics.num_cached_tokens)
 
 
 def _cumulative_completion(seq: Sequence) -> CompletionOutput:
     status = seq.status
     finished = status.is_finished
     logprobs = seq.logprobs
-    return CompletionOutput(seq.index, seq.detokenizer.visible_text(finished),
-                            seq.token_ids[seq.num_prompt_tokens:],
-                            None if logprobs is None else seq.cumulative_logprob,
-                            None if logprobs is None else list(logprobs),
-                            status.value if finished else None, seq.stop_reason)
+    if logprobs is None:
+        return CompletionOutput(seq.index, seq.detokenizer.visible_text(finished),
+                                seq.token_ids[seq.num_prompt_tokens:], None, None,
+                                status._value_ if finished else None, seq.stop_reason)
+    return CompletionOutput(seq.index, seq.detokenizer.visible_text(finished), seq.token_ids[seq.num_prompt_tokens:],
+                            seq.cumulative_logprob, list(logprobs), status._value_ if finished else None,
+                            seq.stop_reason)
 
 
 def _delta_completion(seq: Sequence) -> CompletionOutput:

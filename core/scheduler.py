@@ -120,11 +120,14 @@ class Scheduler:
     def _schedule_running(self, out: SchedulerOutput, budget: int) -> int:
         i = 0
         allocate_slots = self.block_manager.allocate_slots
+        block_size = self.block_manager.block_size
         scheduled = out.scheduled
         while i < len(self.running) and budget > 0:
             seq = self.running[i]
             num_new = min(len(seq.token_ids) - seq.num_computed_tokens, budget)
-            while not allocate_slots(seq, num_new):
+            # its blocks already hold the new tokens (most decode steps): nothing to allocate
+            fits = seq.num_computed_tokens + num_new <= len(seq.block_table) * block_size
+            while not fits and not allocate_slots(seq, num_new):
                 victim = self.running.pop()
                 self._preempt(victim)
                 out.preempted.append(victim)
