@@ -37,7 +37,7 @@ VOCAB = Vocabulary(TOKENS + [None], stop_token_ids=[len(TOKENS)])
 _PREFERRED = b'01"],[tfne.-a{:'
 
 OPEN = st.fixed_dictionaries({"type": st.just("array"), "uniqueItems": st.just(True)},
-                             optional={"minItems": st.integers(0, 2), "maxItems": st.integers(1, 4),
+                             optional={"minItems": st.integers(0, 2), "maxItems": st.integers(2, 4),
                                        "items": st.sampled_from([True, {}, {"type": "string"},
                                                                  {"type": "string", "title": "t"}])})
 
