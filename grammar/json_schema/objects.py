@@ -231,8 +231,9 @@ class _MemberChain:
         self.memo: dict[tuple[int, int, bool], Node] = {}
         # a shared `take` nests the list one mark deeper a member: past MAX_SHARED_TAKES members
         # only containers' are shared (scalars are built in both rows), so that the NFA builder's
-        # recursion (under Python's limit) builds 300 scalar members (with every take shared, 200
-        # passed the limit)
+        # recursion builds more members within its depth limit (set when that was Python's: with
+        # every take shared, 200 passed it; now the builder's own 5,000 levels: 1,000 scalar
+        # members build, 2,000 are refused as too deep)
         self.share_takes = len(members) <= MAX_SHARED_TAKES
 
     def body(self) -> Node:
