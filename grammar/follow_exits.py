@@ -15,7 +15,7 @@ import numpy as np
 
 from formwork.grammar._trie_walk import layout
 from formwork.grammar.ir_untrack import untracked_tuples
-from formwork.grammar.native_walk import walk_into
+from formwork.grammar.native_walk import walk_state
 from formwork.grammar.token_trie import TokenTrie
 from formwork.grammar.trie_memo import TrieMemo
 
@@ -50,6 +50,7 @@ _FOLLOW_TRIES: TrieMemo[FollowTrie] = TrieMemo(256)
 # Seeds are kept as untracked tuples of ints (as lists the collector walked them at every full
 # collection: ~2,500 after 50 Iglu schemas).
 _SEEDS: TrieMemo[tuple[int, ...]] = TrieMemo(8192)
+_NO_TOKENS = np.zeros(1, dtype=np.int32)  # the mask words of a pruned trie's walk: it has no tokens to mark
 _SEEDS_AFTER: TrieMemo[tuple[tuple[int, tuple[int, ...]], ...]] = TrieMemo(8192)
 
 
@@ -79,7 +80,6 @@ def exit_seeds_after(trie: TokenTrie, automaton, state: int, follow: bytes
 def _walk(pruned: FollowTrie, automaton, state: int) -> tuple[int, ...]:
     """The native walk of the pruned trie: its exits are the children of nodes reached in an
     accepting state, of which the ones spelling the follow byte are the seeds."""
-    exits = walk_into(pruned, automaton, np.array([pruned.num_nodes]), np.array([state]),
-                      np.zeros(1, dtype=np.int32), want_exits=True)
+    exits = walk_state(pruned, automaton, state, _NO_TOKENS, want_exits=True)
     local = exits[pruned.flat_arrays[2][exits] == pruned.byte]
     return untracked_tuples(tuple(pruned.nodes[local].tolist()))

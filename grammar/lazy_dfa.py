@@ -68,6 +68,8 @@ class LazyDFA:
         self._cache: dict = {}
         self._root = _root_id(root)
         self._class_list: list[int] | None = None  # class_of_byte as a list, for `walk`
+        self._class_bytes: list[bytes] | None = None  # each byte class's bytes, for `live_bytes`
+        self._after_region: dict[int, int] = {}  # a lexeme region's end NFA state -> the DFA state after it
         self._cap = cap = max(64, len(builder.sets))
         self._rows_k = np.zeros((cap, builder.num_classes), dtype=np.int32)
         self._accepting = np.zeros(cap, dtype=bool)
@@ -174,7 +176,10 @@ class LazyDFA:
         if found is not None:
             region, inside, at_start, ends = found
             automaton, local = region.local_state(inside, at_start, ends, self._standalone)
-            found = LexemeState(automaton, local, self.state_of(self._b.closure(region.end)), ends,
+            after = self._after_region.get(region.end)
+            if after is None:
+                after = self._after_region[region.end] = self.state_of(self._b.closure(region.end))
+            found = LexemeState(automaton, local, after, ends,
                                 region.counted_state(inside, at_start, self._standalone))
         self._lexeme_states[s] = found
         return found
@@ -210,8 +215,11 @@ class LazyDFA:
     def live_bytes(self, s: int) -> bytes:
         """The bytes with a move out of state `s`, ascending."""
         self.ensure_one(s)
-        starts = self._b.class_starts
-        return b"".join([_ALL_BYTES[starts[c]: starts[c + 1]] for c in self._rows_k[s].nonzero()[0].tolist()])
+        spelled = self._class_bytes
+        if spelled is None:
+            starts = self._b.class_starts
+            spelled = self._class_bytes = [_ALL_BYTES[starts[c]: starts[c + 1]] for c in range(len(starts) - 1)]
+        return b"".join([spelled[c] for c in self._rows_k[s].nonzero()[0].tolist()])
 
     def class_row(self, s: int) -> np.ndarray:
         self.ensure_one(s)

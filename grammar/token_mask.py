@@ -83,10 +83,24 @@ class TokenMaskCache:
         key = (_WITHOUT_STOPS, dfa.state_key(state))
         got = self._lookup(key)
         if got is None:
-            dense = self.stored(dfa, state, max_seconds).dense() & self.text_words
-            dense.flags.writeable = False
-            got = self._keep(key, StoredMask(self._num_words, dense))
+            got = self._keep(key, StoredMask(self._num_words, self._text_dense(dfa, state, max_seconds)))
         return got.base
+
+    def _text_dense(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None) -> np.ndarray:
+        """The dense read-only mask of `state` without the stop tokens, computed straight into a
+        scratch buffer (no entry of the mask with its stop tokens, which only this needs)."""
+        if getattr(dfa, "compute_mask", None) is not None:
+            dense = self.stored(dfa, state, max_seconds).dense() & self.text_words
+        else:
+            scratch = self._scratch.pop() if self._scratch else np.zeros(self._num_words, dtype=np.int32)
+            try:
+                base = self._compute_into(scratch, dfa, state, max_seconds)
+                dense = scratch & self.text_words if base is None else (scratch | base) & self.text_words
+            finally:
+                scratch.fill(0)
+                self._scratch.append(scratch)
+        dense.flags.writeable = False
+        return dense
 
     def _compute_stored(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None) -> StoredMask:
         custom = getattr(dfa, "compute_mask", None)  # automata with their own decomposition (CFG)

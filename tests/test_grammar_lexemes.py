@@ -237,6 +237,7 @@ def test_trie_memo_builds_once_and_evicts_the_least_recent():
 def test_prepare_computes_the_string_masks_every_schema_shares(vocab, plain):
     from formwork.grammar.automaton import AutomatonBuilder
     from formwork.grammar.json_schema.automata import SHARED
+    from formwork.grammar.token_mask import _WITHOUT_STOPS
     SHARED._builder = AutomatonBuilder()  # as a fresh process has it: nothing built yet
     compiler = GrammarCompiler(vocab, cache_enabled=False)
     compiler.prepare()
@@ -247,7 +248,7 @@ def test_prepare_computes_the_string_masks_every_schema_shares(vocab, plain):
     assert matcher.accept_string('{"a": "Ada')
     where = grammar.dfa.lexeme_state(matcher._state)
     assert where.counted is not None and where.counted.past_min
-    key = where.counted.automaton.state_key(where.counted.state)
+    key = (_WITHOUT_STOPS, where.counted.automaton.state_key(where.counted.state))
     assert key in compiler.mask_cache._masks  # computed by prepare(), before any schema
     mask = matcher.next_token_mask()
     new_keys = set(compiler.mask_cache._masks) - before
@@ -279,3 +280,34 @@ def test_a_state_at_two_places_of_one_embedded_dfa_lies_in_no_lexeme():
     dfa = SHARED.compile(repeat(And(item, item), 0, None), CompileBudget().start(), keep=False)
     state = dfa.walk(1, b"xy")  # inside the embedded DFA after "xy", and at its start again
     assert dfa.lexeme_state(state) is None and dfa.accepts(b"xyxyxy")
+
+
+@pytest.fixture(scope="module")
+def unsliced(vocab):
+    """A mask cache that walks the whole vocabulary through the document: no lexemes, no slices.
+    (`plain` is no reference inside an open-ended key lexeme: its slice shortcut allows every
+    string character after a backslash there, where the document allows only an escape.)"""
+    return TokenMaskCache(vocab, use_lexemes=False, use_slices=False)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.text(alphabet="abcdef_", min_size=1, max_size=5), min_size=1, max_size=4, unique=True),
+       st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8))
+def test_undeclared_key_masks_equal_the_unsliced_walk(vocab, unsliced, names, key):
+    """A key of an open object beside declared names: inside the key lexeme each document mask is
+    the whole walk's, and the lexeme's shared mask (`lexeme_base`, computed without keeping the
+    mask with stop tokens) is the whole walk's mask of the lexeme state less the stop tokens."""
+    schema = {"type": "object", "properties": {n: {"type": "integer"} for n in names}}
+    grammar = compile_json_schema(schema, vocab)
+    m = grammar.matcher()
+    seen = 0
+    text = json.dumps({key: 1}, ensure_ascii=False)
+    for token in deepseek_tokenizer().encode(text, add_special_tokens=False).ids:
+        where = grammar.dfa.lexeme_state(m._state)
+        if where is not None:
+            seen += 1
+            assert np.array_equal(m.next_token_mask(), unsliced.mask(grammar.dfa, m._state))
+            base = grammar.mask_cache.lexeme_base(where.automaton, where.state)
+            assert np.array_equal(base, unsliced.mask(where.automaton, where.state) & unsliced.text_words)
+        assert m.accept_token(token)
+    assert m.can_terminate() and seen
