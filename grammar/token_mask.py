@@ -128,7 +128,9 @@ class TokenMaskCache:
         if inside is not None:
             return lexeme_mask_into(words, self, dfa, inside, max_seconds, deadline)
         trie, base = self.vocab.trie, None
-        if self.use_slices and dfa.lazy and dfa.in_open_lexeme(state):
+        if self.use_slices and self.use_lexemes and dfa.lazy and dfa.in_open_lexeme(state):
+            # past the lexeme path only at a lexeme's start; inside (mid-escape) tokens of string
+            # characters are not all allowed
             trie, base = self.token_slice.closed_trie, self.token_slice.open_words
             self.sliced += 1
         elif self.use_slices and self.token_slice.covers(dfa, state):

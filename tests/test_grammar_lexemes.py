@@ -284,10 +284,21 @@ def test_a_state_at_two_places_of_one_embedded_dfa_lies_in_no_lexeme():
 
 @pytest.fixture(scope="module")
 def unsliced(vocab):
-    """A mask cache that walks the whole vocabulary through the document: no lexemes, no slices.
-    (`plain` is no reference inside an open-ended key lexeme: its slice shortcut allows every
-    string character after a backslash there, where the document allows only an escape.)"""
+    """A mask cache that walks the whole vocabulary through the document: no lexemes, no slices."""
     return TokenMaskCache(vocab, use_lexemes=False, use_slices=False)
+
+
+@pytest.mark.parametrize("inside", [b'{"\\', b'{"a\\', b'{"id":1,"\\', b'{"\\u00'])
+def test_without_lexemes_a_key_mid_escape_allows_only_the_escape(vocab, plain, unsliced, inside):
+    """Mid-escape in an open object's undeclared key the document allows only the escape's rest: the
+    open-lexeme slice shortcut (every token of string characters) must not apply there, lexemes or not."""
+    grammar = compile_json_schema(SCHEMAS["open object"][0], vocab)
+    state = grammar.dfa.walk(START, inside)
+    mask = plain.mask(grammar.dfa, state)
+    assert np.array_equal(mask, unsliced.mask(grammar.dfa, state))
+    allowed = {vocab.token_bytes[t] for t in np.flatnonzero(np.unpackbits(
+        mask.view(np.uint8), bitorder="little")[: vocab.vocab_size])}
+    assert b"!" not in allowed and b"#" not in allowed
 
 
 @settings(max_examples=15, deadline=None)
