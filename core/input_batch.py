@@ -5,20 +5,23 @@ Here each sequence that runs holds a row of `tables` while it has KV blocks: the
 sequence first runs and when the block manager appends a block to it (`on_blocks_changed`), and given
 back when its blocks are freed (finish, abort, preemption). A step gathers the rows of its scheduled
 sequences with one numpy take; only the new token ids and computed counts are read from the sequences.
-`step_arrays` returns what `forward_batch.host_arrays` returns for the same sequences.
+`step_arrays` returns what `forward_batch.host_arrays` returns for the same sequences; `pack_step` writes a
+decode step's fields straight into the input buffers' staging buffer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import chain
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from formwork.core.forward_batch import ForwardBatchError, assemble
 
 if TYPE_CHECKING:
+    from formwork.core.forward_batch import ForwardBatch
+    from formwork.core.input_buffers import InputBuffers
     from formwork.core.scheduler import ScheduledSequence
     from formwork.core.sequence import Sequence
 
@@ -85,6 +88,30 @@ class InputBatch:
                     ) -> tuple[dict[str, np.ndarray], int | None]:
         """The step's fields for `scheduled` (see `forward_batch.host_arrays`), and the rows a decode batch
         is padded to: `decode_bucket(num_seqs)` (None: no padding) when every sequence runs one token."""
+        plan = self._plan(scheduled, decode_bucket)
+        if isinstance(plan, dict):
+            return plan, None
+        num_rows, num_logits = plan.num_rows, plan.num_logits
+        out = {name: np.empty(shape, dtype=dtype) for name, (shape, dtype) in
+               self._decode_shapes(num_rows, num_logits).items()}
+        self._write_decode(plan, out)
+        return out, plan.pad_to
+
+    def pack_step(self, scheduled: list[ScheduledSequence], buffers: InputBuffers,
+                  decode_bucket: Callable[[int], int | None] | None = None) -> ForwardBatch:
+        """`buffers.pack_arrays(*step_arrays(...))`, a decode step's fields written straight into the staging
+        buffer (no intermediate arrays)."""
+        plan = self._plan(scheduled, decode_bucket)
+        if isinstance(plan, dict):
+            return buffers.pack_arrays(plan)
+        views, batch, size = buffers.staging(plan.num_rows, plan.num_rows, plan.num_logits, plan.pad_to)
+        self._write_decode(plan, views)
+        buffers.send(size)
+        return batch
+
+    def _plan(self, scheduled: list[ScheduledSequence], decode_bucket: Callable[[int], int | None] | None,
+              ) -> _DecodePlan | dict[str, np.ndarray]:
+        """A decode step's plan, or the fields of any other step (raises on a batch the buffers cannot hold)."""
         if not scheduled:
             raise ForwardBatchError("a forward batch needs at least one sequence")
         seqs = [item.seq for item in scheduled]
@@ -95,38 +122,49 @@ class InputBatch:
         logits_for = np.fromiter([item.wants_logits for item in scheduled], dtype=bool, count=len(seqs))
         if num_tokens == len(seqs) and min(query_lens) == 1:
             pad_to = decode_bucket(len(seqs)) if decode_bucket is not None else None
-            return self._decode_arrays(seqs, rows, computed, logits_for, pad_to), pad_to
+            num_seqs, bs = len(seqs), self.block_size
+            num_rows = num_seqs if pad_to is None else pad_to
+            table_lens = self.num_blocks[rows]
+            if computed.min() < 0 or (computed >= table_lens * bs).any() or num_rows < num_seqs:
+                return assemble(np.zeros(num_seqs, dtype=np.int64), computed, np.ones(num_seqs, dtype=np.int64),
+                                self.tables[rows], table_lens, bs, logits_for, pad_to)  # raises its error
+            all_logits = bool(logits_for.all())
+            return _DecodePlan(seqs, rows, computed, None if all_logits else logits_for, pad_to, num_rows,
+                               num_seqs if all_logits else int(logits_for.sum()))
         news = [item.seq.token_ids[item.seq.num_computed_tokens:item.seq.num_computed_tokens + item.num_new_tokens]
                 for item in scheduled]
         input_ids = np.fromiter(chain.from_iterable(news), dtype=np.int64, count=num_tokens)
         return assemble(input_ids, computed, np.array(query_lens, dtype=np.int64), self.tables[rows],
-                        self.num_blocks[rows], self.block_size, logits_for), None
+                        self.num_blocks[rows], self.block_size, logits_for)
 
-    def _decode_arrays(self, seqs: list[Sequence], rows: np.ndarray, computed: np.ndarray, logits_for: np.ndarray,
-                       pad_to: int | None) -> dict[str, np.ndarray]:
-        """`assemble` for one new token per sequence, in fewer array operations (the offsets, positions and
-        context lengths follow from the computed counts)."""
+    def _decode_shapes(self, num_rows: int, num_logits: int) -> dict[str, tuple[tuple[int, ...], type]]:
+        """Shape and dtype of each field of a decode batch of `num_rows` rows."""
+        return {"input_ids": ((num_rows,), np.int64), "positions": ((num_rows,), np.int64),
+                "slot_mapping": ((num_rows,), np.int64), "seq_lens": ((num_rows,), np.int64),
+                "query_start_loc": ((num_rows + 1,), np.int64), "block_tables": ((num_rows, self.width), np.int32),
+                "logits_indices": ((num_logits,), np.int64)}
+
+    def _write_decode(self, plan: _DecodePlan, out: dict[str, np.ndarray]) -> None:
+        """Write `assemble`'s fields for one new token per sequence into `out` (every element): the offsets,
+        positions and context lengths follow from the computed counts, padding rows are zero (slots -1)."""
+        seqs, rows, computed = plan.seqs, plan.rows, plan.computed
         num_seqs, bs = len(seqs), self.block_size
-        num_rows = num_seqs if pad_to is None else pad_to
-        table_lens = self.num_blocks[rows]
-        if computed.min() < 0 or (computed >= table_lens * bs).any() or num_rows < num_seqs:
-            return assemble(np.zeros(num_seqs, dtype=np.int64), computed, np.ones(num_seqs, dtype=np.int64),
-                            self.tables[rows], table_lens, bs, logits_for, pad_to)  # raises its error
-        steps = self._steps(num_rows)
-        input_ids = np.zeros(num_rows, dtype=np.int64)
+        steps = self._steps(plan.num_rows)
+        input_ids, positions, slot_mapping = out["input_ids"], out["positions"], out["slot_mapping"]
         input_ids[:num_seqs] = [seq.token_ids[seq.num_computed_tokens] for seq in seqs]
-        positions = np.zeros(num_rows, dtype=np.int64)
+        input_ids[num_seqs:] = 0
         positions[:num_seqs] = computed
-        seq_lens = positions + 1
-        tables = np.zeros((num_rows, self.width), dtype=np.int32)
+        positions[num_seqs:] = 0
+        np.add(positions, 1, out=out["seq_lens"])
+        out["query_start_loc"][...] = steps
+        tables = out["block_tables"]
         np.take(self.tables, rows, axis=0, out=tables[:num_seqs])
-        slot_mapping = np.full(num_rows, -1, dtype=np.int64)
+        tables[num_seqs:] = 0
         blocks = self.tables[rows, computed // bs]
         np.multiply(blocks, bs, out=slot_mapping[:num_seqs], dtype=np.int64)
         slot_mapping[:num_seqs] += computed % bs
-        logits_indices = steps[:num_seqs] if logits_for.all() else steps[:num_seqs][logits_for]
-        return dict(input_ids=input_ids, positions=positions, slot_mapping=slot_mapping, seq_lens=seq_lens,
-                    query_start_loc=steps, block_tables=tables, logits_indices=logits_indices)
+        slot_mapping[num_seqs:] = -1
+        out["logits_indices"][...] = steps[:num_seqs] if plan.logits_for is None else steps[:num_seqs][plan.logits_for]
 
     def _steps(self, num_rows: int) -> np.ndarray:
         """0, 1, ..., num_rows (a decode batch's query offsets), cached; never written."""
@@ -135,3 +173,15 @@ class InputBatch:
             steps = self._arange[num_rows] = np.arange(num_rows + 1, dtype=np.int64)
             steps.flags.writeable = False
         return steps
+
+
+class _DecodePlan(NamedTuple):
+    """What a decode step's fields are written from (`logits_for` None: every row wants logits)."""
+
+    seqs: list[Sequence]
+    rows: np.ndarray
+    computed: np.ndarray
+    logits_for: np.ndarray | None
+    pad_to: int | None
+    num_rows: int
+    num_logits: int

@@ -65,20 +65,31 @@ class InputBuffers:
     def pack_arrays(self, arrays: dict[str, np.ndarray], pad_to: int | None = None) -> ForwardBatch:
         """`pack` of a batch's fields already built (`host_arrays`, `InputBatch.step_arrays`; block tables
         `max_blocks_per_seq` wide); `pad_to`: the rows a decode batch was padded to."""
-        num_tokens, num_seqs = len(arrays["input_ids"]), len(arrays["seq_lens"])
+        host_views, batch, size = self.staging(len(arrays["input_ids"]), len(arrays["seq_lens"]),
+                                               len(arrays["logits_indices"]), pad_to)
+        for name, view in host_views.items():
+            view[...] = arrays[name]
+        self.send(size)
+        return batch
+
+    def staging(self, num_tokens: int, num_seqs: int, num_logits: int, pad_to: int | None,
+                ) -> tuple[dict[str, np.ndarray], ForwardBatch, int]:
+        """(numpy views of the host fields to fill, the batch of device views, bytes to `send`) for these
+        sizes, once the previous step's copy has finished reading the host buffer."""
         if num_tokens > self.max_tokens or num_seqs > self.max_seqs:
             raise ForwardBatchError(f"a batch of {num_tokens} tokens over {num_seqs} sequences exceeds the input "
                                     f"buffers ({self.max_tokens} tokens, {self.max_seqs} sequences)")
-        host_views, batch, size = self._views(num_tokens, num_seqs, len(arrays["logits_indices"]), pad_to)
+        staged = self._views(num_tokens, num_seqs, num_logits, pad_to)
         if self._copied is not None:
             self._copied.synchronize()  # the previous step's copy may still be reading `host`
-        for name, view in host_views.items():
-            view[...] = arrays[name]
+        return staged
+
+    def send(self, size: int) -> None:
+        """Copy the first `size` bytes of the filled host buffer to the device buffer."""
         self.device_buffer[:size].copy_(self.host[:size], non_blocking=True)
         self.num_copies += 1
         if self._copied is not None:
             self._copied.record()
-        return batch
 
     def _views(self, num_tokens: int, num_seqs: int, num_logits: int, pad_to: int | None):
         """(numpy views of the host fields, the ForwardBatch of device views, bytes used) for these sizes;

@@ -151,8 +151,8 @@ class ModelRunner:
         as the input buffers)."""
         if self.buffers is None:
             raise RuntimeError("prepare_step needs the engine's input buffers (ModelRunner.for_engine)")
-        arrays, bucket = input_batch.step_arrays(scheduled, self.graphs.bucket_for if self.graphs is not None else None)
-        return self.buffers.pack_arrays(arrays, pad_to=bucket)
+        bucket_for = self.graphs.bucket_for if self.graphs is not None else None
+        return input_batch.pack_step(scheduled, self.buffers, bucket_for)
 
     def capture_cuda_graphs(self, max_num_seqs: int) -> None:
         """Capture one decode graph per padded batch size (largest first, sharing one memory pool). Run at

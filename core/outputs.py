@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from formwork.core.metrics import RequestMetrics
 
 
-@dataclass
+@dataclass(slots=True)
 class Logprob:
     """Log-probability of one token, its rank among all tokens (1 = most likely) and its text."""
 
@@ -20,7 +20,7 @@ class Logprob:
 SampleLogprobs = list[dict[int, Logprob]]
 
 
-@dataclass
+@dataclass(slots=True)
 class CompletionOutput:
     """One completion of a request. `finish_reason` is None while it is still being generated;
     `stop_reason` is the stop string or stop token id that ended it (None for EOS or length)."""
@@ -37,7 +37,7 @@ class CompletionOutput:
         return self.finish_reason is not None
 
 
-@dataclass
+@dataclass(slots=True)
 class RequestOutput:
     """The state of a request: cumulative outputs so far, or the final result when `finished`.
     `error` is set (and every completion has finish_reason `error`) when the request failed alone."""

@@ -2,19 +2,22 @@
 
 A real scheduler and block manager (prefix caching on, a small pool so sequences get preempted) run random
 operations: requests join (some sharing a prompt prefix), steps run with random sampled tokens, sequences
-finish or are aborted; after every schedule the batch's arrays must equal the ones built from scratch.
+finish or are aborted; after every schedule the batch's arrays, and what `pack_step` writes into the input
+buffers, must equal the ones built from scratch.
 """
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from formwork.core.block_manager import BlockManager
 from formwork.core.forward_batch import ForwardBatchError, host_arrays
 from formwork.core.input_batch import InputBatch
+from formwork.core.input_buffers import InputBuffers
 from formwork.core.sampling_params import SamplingParams
 from formwork.core.scheduler import Scheduler
 from formwork.core.sequence import Request, SequenceStatus
@@ -45,6 +48,8 @@ def test_the_batch_arrays_equal_a_rebuild(ops, num_blocks, budget, pad):
     manager = BlockManager(num_blocks, BLOCK_SIZE, enable_prefix_caching=True)
     scheduler = Scheduler(manager, max_num_seqs=8, max_num_batched_tokens=budget)
     batch = InputBatch(8, WIDTH, BLOCK_SIZE)
+    buffers = InputBuffers(max_tokens=64, max_seqs=8, max_blocks_per_seq=WIDTH, block_size=BLOCK_SIZE,
+                           device=torch.device("cpu"))
     manager.on_table_change = batch.on_blocks_changed
     shared = [7, 8, 9, 10, 11, 12, 13, 14, 15]
     requests: list[Request] = []
@@ -69,6 +74,10 @@ def test_the_batch_arrays_equal_a_rebuild(ops, num_blocks, budget, pad):
             assert arrays.keys() == expected.keys()
             for name, values in expected.items():
                 np.testing.assert_array_equal(arrays[name], values, err_msg=name)
+            packed = batch.pack_step(sched.scheduled, buffers, bucket)  # decode steps: written in place
+            assert packed.decode_bucket == padded_to
+            for name, values in expected.items():
+                np.testing.assert_array_equal(getattr(packed, name).numpy(), values, err_msg=f"packed {name}")
             sampled = {item.seq.seq_id: (op[1][i % 8], 0.0) for i, item in enumerate(sched.scheduled)
                        if item.wants_logits}
             for seq in scheduler.update_from_output(sched, sampled):
