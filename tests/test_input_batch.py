@@ -121,3 +121,31 @@ def test_more_sequences_than_rows_are_refused():
         scheduler.add(seq)
     with pytest.raises(ForwardBatchError, match="more than 2 sequences"):
         batch.step_arrays(scheduler.schedule().scheduled)
+
+
+def test_packed_padding_rows_are_rewritten_after_a_larger_batch():
+    """Padded decode rows hold zeros (slots -1) in the staging buffer, not what an earlier batch left there."""
+    manager = BlockManager(40, BLOCK_SIZE, enable_prefix_caching=True)
+    scheduler = Scheduler(manager, max_num_seqs=8, max_num_batched_tokens=64)
+    batch = InputBatch(8, WIDTH, BLOCK_SIZE)
+    manager.on_table_change = batch.on_blocks_changed
+    buffers = InputBuffers(max_tokens=64, max_seqs=8, max_blocks_per_seq=WIDTH, block_size=BLOCK_SIZE,
+                           device=torch.device("cpu"))
+    buffers.host.fill_(7)  # stands for whatever an earlier step left in the buffer
+    requests = [Request(str(i), None, [20 + i, 21, 22, 23, 24, 25], SamplingParams(max_tokens=None),
+                        arrival_time=float(i)) for i in range(5)]
+    for request in requests:
+        scheduler.add(request.seqs[0])
+    sizes = []
+    for step in range(4):
+        sched = scheduler.schedule()
+        packed = batch.pack_step(sched.scheduled, buffers, lambda num_seqs: 8)
+        expected = _rebuilt(sched.scheduled, packed.decode_bucket)
+        for name, values in expected.items():
+            np.testing.assert_array_equal(getattr(packed, name).numpy(), values, err_msg=f"step {step} {name}")
+        sizes.append((len(sched.scheduled), packed.decode_bucket))
+        scheduler.update_from_output(sched, {item.seq.seq_id: (30, 0.0) for item in sched.scheduled})
+        if step == 1:
+            for request in requests[2:]:
+                scheduler.finish(request.seqs[0], SequenceStatus.FINISHED_ABORTED)
+    assert sizes == [(5, None), (5, 8), (2, 8), (2, 8)]
