@@ -4,10 +4,37 @@ after the rules it refers to: walks with explicit stacks, since lowered IR (and 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import TypeVar
 
 from formwork.grammar.budget import CompileBudget
 from formwork.grammar.ir import Node, RuleRef, children, map_children
 from formwork.grammar.shared_nodes import is_shared, share
+
+T = TypeVar("T")
+
+
+def bottom_up(root: Node, visit: Callable[[Node], T], memo: dict[int, T],
+              keep: Callable[[Node], bool] | None = None) -> T:
+    """`visit(n)` for `root` and every node below it, each once and after its children (whose
+    results it reads from `memo`, keyed by id), without recursion; a node for which `keep` says
+    so is its own result, its children not visited."""
+    stack = [root]
+    while stack:
+        node = stack[-1]
+        if id(node) in memo:
+            stack.pop()
+            continue
+        if keep is not None and keep(node):
+            stack.pop()
+            memo[id(node)] = node  # type: ignore[assignment]
+            continue
+        pending = [child for child in children(node) if id(child) not in memo]
+        if pending:
+            stack.extend(pending)
+            continue
+        stack.pop()
+        memo[id(node)] = visit(node)
+    return memo[id(root)]
 
 
 def replace_refs(root: Node, replace: Callable[[RuleRef], Node], done: dict[int, Node],
@@ -18,30 +45,16 @@ def replace_refs(root: Node, replace: Callable[[RuleRef], Node], done: dict[int,
     (equal copies compare slowly); a shared mark (`shared_nodes`) is marked again (rebuilt by
     `map_children`, the mark `repeat(x, 1, 1)` would be plain x, and every path would build its
     own copy)."""
-    stack = [root]
-    while stack:
-        node = stack[-1]
-        if id(node) in done:
-            stack.pop()
-            continue
-        if keep is not None and keep(node):
-            stack.pop()
-            done[id(node)] = node
-            continue
-        pending = [child for child in children(node) if id(child) not in done]
-        if pending:
-            stack.extend(pending)
-            continue
-        stack.pop()
+    def rebuild(node: Node) -> Node:
         if isinstance(node, RuleRef):
-            done[id(node)] = replace(node)
-        elif all(done[id(child)] is child for child in children(node)):
-            done[id(node)] = node
-        elif is_shared(node):
-            done[id(node)] = share(done[id(node.item)])
-        else:
-            done[id(node)] = map_children(node, lambda child: done[id(child)])
-    return done[id(root)]
+            return replace(node)
+        if all(done[id(child)] is child for child in children(node)):
+            return node
+        if is_shared(node):
+            return share(done[id(node.item)])
+        return map_children(node, lambda child: done[id(child)])
+
+    return bottom_up(root, rebuild, done, keep)
 
 
 def dependency_order(starts: Iterable[str], targets: Callable[[str], Iterable[str]],

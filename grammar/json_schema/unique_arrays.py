@@ -20,10 +20,11 @@ both readings and refuses a duplicate only where every live reading does (`uniqu
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Optional
 
 from formwork.grammar.budget import CompileBudget
 from formwork.grammar.ir import EMPTY, And, Bytes, Grammar, Node, Not, children, map_children, seq
+from formwork.grammar.ir_walk import bottom_up
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
 from formwork.grammar.json_schema.unique_islands import recursive_array
 from formwork.grammar.shared_nodes import is_shared, share
@@ -34,7 +35,6 @@ from formwork.grammar.unique_scan import TAG
 _TAG = Bytes(bytes([TAG]))
 _OPEN_TAG = Bytes(bytes([OPEN_TAG]))
 _TAG_BYTES = (_TAG.value, _OPEN_TAG.value)
-T = TypeVar("T")
 
 
 def tagged(array: Node, open_values: bool = False) -> Node:
@@ -45,24 +45,6 @@ def tagged(array: Node, open_values: bool = False) -> Node:
 
 def _has_tag(data: bytes) -> bool:
     return any(tag in data for tag in _TAG_BYTES)
-
-
-def _bottom_up(root: Node, visit: Callable[[Node], T], memo: dict[int, T]) -> T:
-    """`visit(n)` for `root` and every node below it, each once and after its children (whose
-    results it reads from `memo`, keyed by id), without recursion: lowered IR nests hundreds deep."""
-    stack = [root]
-    while stack:
-        n = stack[-1]
-        if id(n) in memo:
-            stack.pop()
-            continue
-        pending = [c for c in children(n) if id(c) not in memo]
-        if pending:
-            stack.extend(pending)
-            continue
-        stack.pop()
-        memo[id(n)] = visit(n)
-    return memo[id(root)]
 
 
 def strip_tags(node: Node | Grammar) -> Node | Grammar:
@@ -82,15 +64,15 @@ def strip_tags(node: Node | Grammar) -> Node | Grammar:
         return map_children(n, lambda c: memo[id(c)])
 
     if isinstance(node, Grammar):
-        return Grammar({name: _bottom_up(body, strip, memo) for name, body in node.rules.items()}, node.start)
-    return _bottom_up(node, strip, memo)
+        return Grammar({name: bottom_up(body, strip, memo) for name, body in node.rules.items()}, node.start)
+    return bottom_up(node, strip, memo)
 
 
 def misplaced(node: Node) -> Optional[str]:
     """Why the tags of `node` cannot be tracked (a tag under a complement or under an
     intersection of two different languages), or None."""
     has_tag: dict[int, bool] = {}
-    _bottom_up(node, lambda n: _has_tag(n.value) if isinstance(n, Bytes)
+    bottom_up(node, lambda n: _has_tag(n.value) if isinstance(n, Bytes)
                else any(has_tag[id(c)] for c in children(n)), has_tag)
     seen: set[int] = set()
     stack = [node]
