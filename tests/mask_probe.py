@@ -1,10 +1,22 @@
 """A matcher's next-token mask, and the tokens `accept_token` takes, as boolean arrays over the
-vocabulary: tests compare the two (a mask is exact when they are equal)."""
+vocabulary: tests compare the two (a mask is exact when they are equal); and compiling a random
+schema whose language may be empty."""
 from __future__ import annotations
 
 import numpy as np
 
-from formwork.grammar.compiler import allocate_token_bitmask
+from formwork.grammar.compiler import GrammarCompiler, allocate_token_bitmask
+from formwork.grammar.errors import EmptyLanguageError
+from formwork.grammar.json_schema import compile_json_schema
+
+
+def compile_unless_empty(schema, vocab):
+    """The schema's grammar (fresh compiler), or None where its language is empty (minItems over a
+    small domain of distinct items); any other error is raised."""
+    try:
+        return compile_json_schema(schema, vocab, compiler=GrammarCompiler(vocab))
+    except EmptyLanguageError:
+        return None
 
 
 def mask_of(matcher, vocab_size: int) -> np.ndarray:

@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
 from json_exact import assert_exact  # noqa: E402
+from mask_probe import compile_unless_empty  # noqa: E402
 from conftest_grammar_json import byte_vocab  # noqa: E402
 
-from formwork.grammar.compiler import GrammarCompiler, allocate_token_bitmask  # noqa: E402
+from formwork.grammar.compiler import allocate_token_bitmask  # noqa: E402
 from formwork.grammar.json_schema import UnsupportedSchemaError, compile_json_schema  # noqa: E402
 from formwork.grammar.unique_vocab import (  # noqa: E402
     BACKSLASH, CLOSE, COMMA, LITERAL, NUMBER_END, OPEN, QUOTE, SPACE, TWO_QUOTES, signatures,
@@ -78,10 +79,8 @@ _SETTINGS = settings(max_examples=25, deadline=None,
 @_SETTINGS
 @given(schemas(), st.data())
 def test_random_walks_complete_valid_documents_and_never_dead_end(schema, data):
-    try:
-        grammar = compile_json_schema(schema, VOCAB, compiler=GrammarCompiler(VOCAB))
-    except Exception as exc:  # the language may be empty (minItems over a small domain)
-        assert type(exc).__name__ == "EmptyLanguageError", exc
+    grammar = compile_unless_empty(schema, VOCAB)
+    if grammar is None:  # the language may be empty (minItems over a small domain)
         return
     validator = jsonschema.Draft202012Validator(schema)
     for _ in range(3):
@@ -111,10 +110,8 @@ def test_random_walks_complete_valid_documents_and_never_dead_end(schema, data):
 @_SETTINGS
 @given(schemas(), st.data())
 def test_rollback_restores_the_masks(schema, data):
-    try:
-        grammar = compile_json_schema(schema, VOCAB, compiler=GrammarCompiler(VOCAB))
-    except Exception as exc:
-        assert type(exc).__name__ == "EmptyLanguageError", exc
+    grammar = compile_unless_empty(schema, VOCAB)
+    if grammar is None:  # the language may be empty (minItems over a small domain)
         return
     matcher = grammar.matcher(max_step_seconds=None)  # no wall-clock budget on a loaded box
     masks, steps = [], []

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
-from mask_probe import accepted_tokens, mask_of  # noqa: E402
+from mask_probe import accepted_tokens, compile_unless_empty, mask_of  # noqa: E402
 from test_json_unique_unbounded import FAVOURITES, STOP, VOCAB, schemas  # noqa: E402
 
 from formwork.grammar.compiler import GrammarCompiler  # noqa: E402
@@ -34,10 +34,8 @@ NUMBER_ARRAYS = st.sampled_from([
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.one_of(schemas(), NUMBER_ARRAYS), st.data())
 def test_the_mask_equals_accept_token_on_every_token(schema, data):
-    try:
-        grammar = compile_json_schema(schema, VOCAB, compiler=GrammarCompiler(VOCAB))
-    except Exception as exc:  # the language may be empty (minItems over a small domain)
-        assert type(exc).__name__ == "EmptyLanguageError", exc
+    grammar = compile_unless_empty(schema, VOCAB)
+    if grammar is None:  # the language may be empty (minItems over a small domain)
         return
     matcher = grammar.matcher(max_step_seconds=None)
     text = b""

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
-from mask_probe import accepted_tokens, mask_of  # noqa: E402
+from mask_probe import accepted_tokens, compile_unless_empty, mask_of  # noqa: E402
 from conftest_grammar_json import byte_vocab  # noqa: E402
 
 from formwork.grammar.compiler import GrammarCompiler  # noqa: E402
@@ -94,10 +94,8 @@ def test_with_min_items_two_every_pair_is_used_and_then_the_array_must_close():
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(NESTED, st.data())
 def test_walks_never_dead_end_and_finish_valid_documents(schema, data):
-    try:
-        grammar = compile_json_schema(schema, VOCAB, compiler=GrammarCompiler(VOCAB))
-    except Exception as exc:  # the language may be empty (minItems over a small domain)
-        assert type(exc).__name__ == "EmptyLanguageError", exc
+    grammar = compile_unless_empty(schema, VOCAB)
+    if grammar is None:  # the language may be empty (minItems over a small domain)
         return
     matcher = grammar.matcher(max_step_seconds=None)
     text = b""
