@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 
 from formwork.grammar.budget import CompileBudget
+from formwork.grammar.cfg.follow_sets import terminal_follow
 from formwork.grammar.cfg.productions import ContextFreeGrammar, no_tick
 from formwork.grammar.errors import GrammarBudgetError
 
@@ -75,46 +76,8 @@ class EarleyParser:
         """For every terminal, the terminals that may come right after it in some sentence (the
         textbook FOLLOW sets over terminals; nullable terminals and nonterminals are seen through):
         every Earley set after scanning a terminal expects a subset of its FOLLOW set."""
-        count = len(self.by_lhs)
-        first: list[set[int]] = [set() for _ in range(count)]
-        follow: list[set[int]] = [set() for _ in range(count)]  # of nonterminals
-        follow_t: list[set[int]] = [set() for _ in range(num_terminals)]
-
-        def first_of(symbols: tuple[int, ...]) -> tuple[set[int], bool]:
-            """Terminals that may begin `symbols`, and whether they may all be empty."""
-            out: set[int] = set()
-            for x in symbols:
-                if x >= 0:
-                    out |= first[x]
-                    if not self.nullable[x]:
-                        return out, False
-                else:
-                    out.add(~x)
-                    if ~x not in self.nullable_terminals:
-                        return out, False
-            return out, True
-
-        changed = True
-        while changed:
-            changed = False
-            for lhs, rhs in zip(self.lhs, self.rhs):
-                got, _ = first_of(rhs)
-                if not got <= first[lhs]:
-                    first[lhs] |= got
-                    changed = True
-        changed = True
-        while changed:
-            changed = False
-            for lhs, rhs in zip(self.lhs, self.rhs):
-                for i, x in enumerate(rhs):
-                    after, empty = first_of(rhs[i + 1:])
-                    if empty:
-                        after = after | follow[lhs]
-                    target = follow[x] if x >= 0 else follow_t[~x]
-                    if not after <= target:
-                        target |= after
-                        changed = True
-        return [frozenset(f) for f in follow_t]
+        return terminal_follow(self.lhs, self.rhs, self.nullable, self.nullable_terminals, len(self.by_lhs),
+                               num_terminals)
 
     def expected(self, set_id: int):
         """Terminal indices the set can scan next."""
