@@ -20,7 +20,7 @@ from formwork.schemas.metaschema import check_meta_schema
 from formwork.schemas.pointer import child
 from formwork.schemas.problems import Problem, Severity
 from formwork.schemas.refs import Location, RefIndex
-from formwork.schemas.walk import ref_overrides_siblings, subschema_tuples, subschemas
+from formwork.schemas.walk import ref_overrides_siblings, subschema_tuples
 
 if TYPE_CHECKING:
     from referencing._core import Resolver  # the public type, defined privately
@@ -207,24 +207,25 @@ class _Analyser:
 
     def report_unreached_definitions(self, root: Any) -> None:
         """Info problems for unsupported keywords in root-document definitions never reached."""
-        uri = self.index.root_uri
+        uri, visited = self.index.root_uri, self.result.visited
         stack: list[tuple[Any, str, Draft, bool]] = [(root, "", self.root_draft, False)]
         while stack:
             schema, pointer, draft, in_definition = stack.pop()
             if not isinstance(schema, dict):
                 continue
-            try:
-                draft = _nested_draft(schema, draft, pointer)
-            except UnknownDraftError:
-                continue
-            unreached = in_definition and Location(uri, pointer) not in self.result.visited
-            children = []
-            for sub in subschemas(schema, draft.name):
-                verdict = classify(sub.keyword, schema[sub.keyword], draft.name, schema)
-                if unreached and verdict.kind is KeywordKind.UNSUPPORTED:
+            if "$schema" in schema:
+                try:
+                    draft = _nested_draft(schema, draft, pointer)
+                except UnknownDraftError:
                     continue
-                children.append((sub.schema, child(pointer, *sub.tokens), draft,
-                                 in_definition or sub.keyword in DEFINITION_CONTAINERS))
+            unreached = in_definition and Location(uri, pointer) not in visited
+            children = []
+            for keyword, tokens, sub, _ in subschema_tuples(schema, draft.name):
+                if unreached and classify(keyword, schema[keyword], draft.name,
+                                          schema).kind is KeywordKind.UNSUPPORTED:
+                    continue
+                children.append((sub, child(pointer, *tokens), draft,
+                                 in_definition or keyword in DEFINITION_CONTAINERS))
             stack.extend(reversed(children))
             if not unreached:
                 continue

@@ -19,6 +19,8 @@ def escape_token(token: str | int) -> str:
 
 def unescape_token(token: str) -> str:
     """Undo `escape_token`; a `~` not followed by 0 or 1 is an error."""
+    if "~" not in token:
+        return token
     out: list[str] = []
     i = 0
     while i < len(token):

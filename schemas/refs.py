@@ -15,11 +15,14 @@ from referencing import Registry, Resource, Specification
 from formwork.schemas.dialects import declared_draft, translate
 from formwork.schemas.drafts import DRAFT_2020_12_SPEC, Draft
 from formwork.schemas.errors import DynamicRefError, UnknownDraftError, UnresolvableRefError
-from formwork.schemas.pointer import child, from_fragment
+from formwork.schemas.pointer import InvalidPointerError, child, from_fragment, split_pointer
 from formwork.schemas.source import MAX_DEPTH, checked_copy
 
 if TYPE_CHECKING:
     from referencing._core import Resolver  # the public type, defined privately
+
+
+_ABSENT = object()  # a pointer token naming no member
 
 
 class Location(NamedTuple):
@@ -215,8 +218,34 @@ class RefIndex:
         if not isinstance(contents, (dict, bool)):
             raise UnresolvableRefError(f"$ref {ref!r} points to {contents!r:.40}, which is not a "
                                        "schema (an object or a boolean)", pointer=site)
-        location = self.location_of(contents) or self._boolean_location(ref, resolver)
+        location = self._root_pointer_location(ref, contents) or self.location_of(contents) \
+            or self._boolean_location(ref, resolver)
         return contents, resolved.resolver, location
+
+    def _root_pointer_location(self, ref: str, contents: Any) -> Location | None:
+        """The location of `contents` when `ref` is a JSON-pointer fragment that leads to it from
+        the root document (the usual `#/$defs/...`), read off the pointer instead of indexing every
+        object of the root (`location_of`); None otherwise (an anchor, another document, a pointer
+        relative to an embedded `$id`, a boolean).  The root is a fresh copy, so an object sits
+        at one pointer only: the canonical spelling of the pointer walked is its location."""
+        if not ref.startswith("#/") or not isinstance(contents, dict):
+            return None
+        node: Any = self._root
+        pointer = ""
+        try:
+            tokens = split_pointer(from_fragment(ref[1:]))
+        except InvalidPointerError:
+            return None
+        for token in tokens:
+            if type(node) is dict:
+                node = node.get(token, _ABSENT)
+            elif type(node) is list and token.isdigit() and str(int(token)) == token \
+                    and int(token) < len(node):
+                node = node[int(token)]
+            else:
+                return None
+            pointer = child(pointer, token)
+        return Location(self.root_uri, pointer) if node is contents else None
 
     def _boolean_location(self, ref: str, resolver: Resolver[Any]) -> Location:
         """Where a boolean target sits: its enclosing object's location plus the fragment."""
