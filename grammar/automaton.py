@@ -9,6 +9,7 @@ from formwork.grammar.ir import And, Grammar, Node, Not, Repeat, any_bytes, any_
 from formwork.grammar.ir_walk import References, dependency_order, replace_refs
 from formwork.grammar.gc_pause import paused_gc
 from formwork.grammar.lazy_dfa import LazyDFA
+from formwork.grammar.lexemes import boundary_twin
 from formwork.grammar.nfa import FINAL, NFA, START
 from formwork.grammar.subset_builder import SubsetBuilder
 
@@ -130,6 +131,9 @@ class AutomatonBuilder:
             # a fork on another thread may have made it meanwhile: every caller gets the first one
             got = self._lexemes.setdefault(node, LazyDFA(SubsetBuilder(nfa, START, FINAL, budget),
                                                          root=("lexeme", node)))
+            twin = boundary_twin(node)
+            if twin is not None and got.boundary_twin is None:
+                got.boundary_twin = self.lexeme_automaton(twin)
         return got
 
     def lexeme_template(self, node: Node) -> NFA:

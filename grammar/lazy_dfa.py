@@ -70,6 +70,7 @@ class LazyDFA:
         self._class_list: list[int] | None = None  # class_of_byte as a list, for `walk`
         self._class_bytes: list[bytes] | None = None  # each byte class's bytes, for `live_bytes`
         self._after_region: dict[int, int] = {}  # a lexeme region's end NFA state -> the DFA state after it
+        self.boundary_twin: LazyDFA | None = None  # a lexeme's twin's automaton (`lexemes.lexeme`)
         self._cap = cap = max(64, len(builder.sets))
         self._rows_k = np.zeros((cap, builder.num_classes), dtype=np.int32)
         self._accepting = np.zeros(cap, dtype=bool)

@@ -43,15 +43,22 @@ class StandaloneAutomaton(Protocol):
 _MAX_LEXEMES = 4096
 _LEXEMES: OrderedDict[Node, bool] = OrderedDict()  # lexeme -> whether it is open-ended (below)
 _LEXEMES_LOCK = threading.Lock()
+_TWINS: OrderedDict[Node, Node] = OrderedDict()  # lexeme -> its boundary twin (see `lexeme`)
 
 
-def lexeme(node: Node, open_ended: bool = False) -> Node:
+def lexeme(node: Node, open_ended: bool = False, twin: Node | None = None) -> Node:
     """Mark `node` as a lexeme (its language is unchanged) and return it.  Only nodes that
     concatenation and union keep whole can be found again: a repetition, not a sequence.
 
     `open_ended` promises that after any prefix of the lexeme, every string of JSON string
     characters can follow (e.g. string contents, or object keys other than the declared names):
-    a document state inside it then admits the whole string-character token slice."""
+    a document state inside it then admits the whole string-character token slice.
+
+    `twin` (a lexeme) promises more: both are languages of one alphabet of characters in which
+    any string of characters can follow any prefix that ends between two characters, so every
+    state of this lexeme whose next bytes are the twin start's (a state between two characters:
+    mid-character states allow only a character's rest) keeps the same tokens inside as the
+    twin's start, whose mask every schema shares (`TokenMaskCache.lexeme_base`)."""
     if isinstance(node, (Seq, Alt)):
         raise TypeError("a lexeme must be a node that seq()/alt() do not flatten (e.g. a Repeat)")
     with _LEXEMES_LOCK:
@@ -59,7 +66,17 @@ def lexeme(node: Node, open_ended: bool = False) -> Node:
         _LEXEMES.move_to_end(node)
         if len(_LEXEMES) > _MAX_LEXEMES:
             _LEXEMES.popitem(last=False)
+        if twin is not None:
+            _TWINS[node] = twin
+            _TWINS.move_to_end(node)
+            if len(_TWINS) > _MAX_LEXEMES:
+                _TWINS.popitem(last=False)
     return node
+
+
+def boundary_twin(node: Node) -> Node | None:
+    """The `twin` that `lexeme` was given for `node`, if any."""
+    return _TWINS.get(node)
 
 
 def is_lexeme(node: Node) -> bool:

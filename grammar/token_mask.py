@@ -13,7 +13,7 @@ from functools import cached_property
 
 import numpy as np
 
-from formwork.grammar.dfa import DFA
+from formwork.grammar.dfa import DFA, START
 from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.lexeme_masks import lexeme_mask_into
 from formwork.grammar.native_walk import walk_state
@@ -79,11 +79,17 @@ class TokenMaskCache:
     def lexeme_base(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None = None) -> np.ndarray:
         """The mask of a lexeme automaton's `state` without the stop tokens (its stop bits say
         the lexeme is complete, not the document), dense and read-only: the shared base that the
-        masks of document states inside the lexeme are kept against.  Cached beside `stored`."""
+        masks of document states inside the lexeme are kept against.  Cached beside `stored`;
+        a lexeme's state between two characters takes its boundary twin's (`lexemes.lexeme`)."""
         key = (_WITHOUT_STOPS, dfa.state_key(state))
         got = self._lookup(key)
         if got is None:
-            got = self._keep(key, StoredMask(self._num_words, self._text_dense(dfa, state, max_seconds)))
+            twin = getattr(dfa, "boundary_twin", None)
+            if twin is not None and dfa.live_bytes(state) == twin.live_bytes(START):
+                dense = self.lexeme_base(twin, START, max_seconds)  # between two characters: shared
+            else:
+                dense = self._text_dense(dfa, state, max_seconds)
+            got = self._keep(key, StoredMask(self._num_words, dense))
         return got.base
 
     def _text_dense(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None) -> np.ndarray:

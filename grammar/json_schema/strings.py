@@ -146,7 +146,7 @@ def canonical_content_except(names: list[str]) -> Node:
     if not all(n.isascii() and n.isprintable() and '"' not in n and "\\" not in n for n in names):
         return And(string_content(canonical=True), Not(alt(*(literal_content(n) for n in names))))
     # open-ended: after any prefix, a character that continues no name leads on to any contents
-    return lexeme(_other_keys(tuple(sorted(set(names)))), open_ended=True)
+    return lexeme(_other_keys(tuple(sorted(set(names)))), open_ended=True, twin=ANY_CONTENT)
 
 
 @functools.lru_cache(maxsize=4096)

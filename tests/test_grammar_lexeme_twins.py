@@ -1,0 +1,80 @@
+"""Boundary twins (grammar/lexemes.py `lexeme(..., twin=)`): a state of an open object's undeclared-key
+lexeme between two characters keeps the tokens inside that the string-contents lexeme keeps at its
+start, and takes that shared mask (`TokenMaskCache.lexeme_base`) instead of walking its own; states
+mid-character (inside a UTF-8 sequence or an escape) walk their own.  Both must equal a walk of the
+whole vocabulary through the key's own automaton without lexemes or slices."""
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest_grammar import deepseek_vocab  # noqa: E402
+
+from formwork.grammar.dfa import DEAD, START  # noqa: E402
+from formwork.grammar.json_schema import compile_json_schema  # noqa: E402
+from formwork.grammar.token_mask import TokenMaskCache  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def vocab():
+    return deepseek_vocab()
+
+
+@pytest.fixture(scope="module")
+def unsliced(vocab):
+    """A mask cache that walks the whole vocabulary: no lexemes, no slices."""
+    return TokenMaskCache(vocab, use_lexemes=False, use_slices=False)
+
+
+_KEY_CHARS = st.characters(codec="utf-8", exclude_categories=("Cs",))
+
+
+def check_key_states(vocab, unsliced, names: list[str], key: str) -> tuple[int, int]:
+    """Walk `{"` and `key`'s canonical spelling byte by byte through an open object beside `names`;
+    at each state inside a lexeme with a twin check its mask against the unsliced walk's and that it
+    is the twin's shared mask exactly between two characters.  Returns (shared, own) states."""
+    schema = {"type": "object", "properties": {n: {"type": "integer"} for n in names}}
+    grammar = compile_json_schema(schema, vocab)
+    cache = grammar.mask_cache
+    spelling = json.dumps(key, ensure_ascii=False)[1:-1].encode()
+    boundaries = {len(json.dumps(key[:i], ensure_ascii=False)[1:-1].encode()) for i in range(len(key) + 1)}
+    state = grammar.dfa.walk(START, b'{"')
+    counts = [0, 0]
+    for at in range(len(spelling) + 1):
+        where = grammar.dfa.lexeme_state(state)
+        twin = None if where is None else getattr(where.automaton, "boundary_twin", None)
+        if twin is not None:
+            base = cache.lexeme_base(where.automaton, where.state)
+            expected = unsliced.mask(where.automaton, where.state) & unsliced.text_words
+            assert np.array_equal(base, expected), (names, spelling[:at])
+            is_shared = base is cache.lexeme_base(twin, START)
+            assert is_shared == (at in boundaries), (names, spelling[:at])
+            counts[not is_shared] += 1
+        if at < len(spelling):
+            state = grammar.dfa.walk(state, spelling[at: at + 1])
+            assert state != DEAD
+    return counts[0], counts[1]
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.text(alphabet="ab_\u00e9", min_size=1, max_size=4), min_size=1, max_size=4, unique=True),
+       st.text(alphabet=_KEY_CHARS, max_size=5) | st.text(alphabet="ab_\n\u00e9\u4e2d\"\\\x01", max_size=6))
+def test_key_states_equal_the_unsliced_walk(vocab, unsliced, names, key):
+    """At every byte of an undeclared key the lexeme's mask equals the unsliced walk's less the stop
+    tokens, and is the twin's shared mask exactly between two characters (names with non-ASCII
+    characters fall back to an embedded automaton: no twin, nothing checked)."""
+    check_key_states(vocab, unsliced, names, key)
+
+
+@pytest.mark.parametrize("names, key, shared, own", [
+    (["id", "idx"], "idq\u00e9z", 3, 1),  # after "idq", "idqé", "idqéz"; mid-"é"
+    (["id"], "x\n\x01\u4e2d", 4, 8),  # after "x", "\n", "\u0001", "中"; mid-escapes (1 + 5), mid-"中" (2)
+])
+def test_twin_taken_between_characters_only(vocab, unsliced, names, key, shared, own):
+    """The twin path is taken (and is not dead code) at the states after whole characters."""
+    assert check_key_states(vocab, unsliced, names, key) == (shared, own)
