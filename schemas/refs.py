@@ -88,8 +88,7 @@ class SchemaRegistry:
         default = declared.target.specification
         self.documents: dict[str, Any] = dict(_metaschemas())
         self.positions: dict[int, Location] = dict(_metaschema_positions())
-        pairs = [(uri, Resource(contents=doc, specification=_specification(doc, default)))
-                 for uri, doc in self.documents.items()]
+        pairs = []
         for uri, document in (documents or {}).items():
             if not isinstance(uri, str):
                 raise TypeError(f"registry keys are URIs (str), not {type(uri).__name__}")
@@ -99,7 +98,12 @@ class SchemaRegistry:
             self.positions.update(_positions(uri, document))
             pairs.append((uri, Resource(contents=document,
                                         specification=_specification(document, default))))
-        self.registry: Registry[Any] = Registry(retrieve=_no_network).with_resources(pairs).crawl()
+        if any(uri in _metaschemas() for uri, _ in pairs):  # a meta-schema replaced: all anew
+            pairs = [(uri, Resource(contents=doc, specification=_specification(doc, default)))
+                     for uri, doc in self.documents.items()]
+            self.registry: Registry[Any] = Registry(retrieve=_no_network).with_resources(pairs).crawl()
+        else:
+            self.registry = _metaschema_registry(default).with_resources(pairs).crawl()
 
 
 def _translated(document: Any, default: Draft, uri: str) -> Any:
@@ -118,6 +122,15 @@ def _metaschemas() -> dict[str, Any]:
     draft-04, draft-06 and 2019-09 translated like any other schema of theirs."""
     return {uri: _translated(SPECIFICATIONS[uri].contents, DRAFT_2020_12_SPEC, uri)
             for uri in SPECIFICATIONS if uri.startswith(_METASCHEMA_PREFIXES)}
+
+
+@lru_cache(maxsize=None)
+def _metaschema_registry(default: Specification[Any]) -> Registry[Any]:
+    """The meta-schemas as a crawled `referencing` registry (`default`: the specification of a
+    meta-schema without `$schema`), made once: a registry's own documents are added to it."""
+    pairs = [(uri, Resource(contents=doc, specification=_specification(doc, default)))
+             for uri, doc in _metaschemas().items()]
+    return Registry(retrieve=_no_network).with_resources(pairs).crawl()
 
 
 @lru_cache(maxsize=1)
