@@ -315,6 +315,7 @@ class LLMEngine:
         reason = "error" if request.error else next((r for r in reasons if r != "abort"), "abort")
         self.metrics.on_finished(request.metrics, reason)
         del self.requests[request.request_id]
+        request.seqs = ()  # its sequences point back at it: without the cycle both die by reference counting
 
     # ---- helpers --------------------------------------------------------------------------------
 

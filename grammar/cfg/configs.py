@@ -118,11 +118,11 @@ class ConfigDFA(LazyDFA):
     def __init__(self, builder: ConfigBuilder):
         super().__init__(builder, root=None)  # cache keys unique to this automaton
         self.builder = builder
-        self.masks = ConfigMasks(self)
+        self.masks = ConfigMasks(builder)
 
     def compute_mask(self, cache, state: int, max_seconds: float | None) -> np.ndarray:
         """Packed mask of configuration `state` (called by `TokenMaskCache` on a miss)."""
-        return self.masks.compute(cache, state, max_seconds)
+        return self.masks.compute(cache, state, bool(self.accepting[state]), max_seconds)
 
 
 def config_automaton(parser: EarleyParser, terminals: list[DFA | LazyDFA]) -> ConfigDFA:

@@ -36,7 +36,7 @@ from formwork.grammar.packed import pack_token_ids
 from formwork.grammar.terminal_exits import Exits, byte_set
 
 if TYPE_CHECKING:
-    from formwork.grammar.cfg.configs import ConfigDFA
+    from formwork.grammar.cfg.configs import ConfigBuilder
     from formwork.grammar.token_mask import TokenMaskCache
 
 
@@ -55,9 +55,8 @@ def _add(words: np.ndarray, hypothesis: tuple[TerminalTable, tuple[Continuation,
 class ConfigMasks:
     """Per-configuration masks of one CFG automaton (see the module docstring)."""
 
-    def __init__(self, automaton: "ConfigDFA", max_entries: int = 512):
-        self.automaton = automaton
-        self.builder = automaton.builder
+    def __init__(self, builder: "ConfigBuilder", max_entries: int = 512):
+        self.builder = builder  # not the automaton: a cycle with it would outlive the grammar until a full collection
         self.max_entries = max_entries
         self._hyp: OrderedDict[tuple, tuple] = OrderedDict()  # (t, s, after) -> `hypothesis(...)`
         self._tables: dict[tuple[int, int], TerminalTable] = {}  # (terminal, state) -> shared table
@@ -70,8 +69,8 @@ class ConfigMasks:
         self._lock = threading.Lock()
         self._warmed = False
 
-    def compute(self, cache: "TokenMaskCache", state: int, max_seconds: float | None) -> np.ndarray:
-        automaton = self.automaton
+    def compute(self, cache: "TokenMaskCache", state: int, accepting: bool, max_seconds: float | None) -> np.ndarray:
+        """Packed mask of configuration `state` (`accepting`: whether the whole parse may end there)."""
         if not self._warmed:
             self._warmed = True
             self._warm(cache, time.perf_counter() + WARM_SECONDS)
@@ -91,7 +90,7 @@ class ConfigMasks:
                                               cache.vocab.vocab_size)
             self._not_stop_words = ~self._stop_words
         words &= self._not_stop_words  # terminal masks allow stops where the terminal may end...
-        if automaton.accepting[state]:  # ...but only the whole parse decides
+        if accepting:  # ...but only the whole parse decides
             words |= self._stop_words
         return words
 
