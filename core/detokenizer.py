@@ -5,7 +5,9 @@ keeps the bytes of an incomplete UTF-8 character until a later token completes i
 decode over a sliding window of tokens: the window's text before and after the new token is compared
 and only the difference is appended, and nothing is appended while the window ends in an incomplete
 UTF-8 sequence (U+FFFD). Both start from the last prompt tokens so word-initial spaces of the first
-generated token are kept (SentencePiece tokenizers drop them at a text start).
+generated token are kept (SentencePiece tokenizers drop them at a text start). With the tokenizer's
+`ByteLevelTable` (byte-level BPE), tokens go through `byte_level.ByteLevelDecoder` instead: the same chunks
+as `DecodeStream` from a per-token byte table, without a tokenizer call per token.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from tokenizers.decoders import DecodeStream
+
+from formwork.core.byte_level import ByteLevelDecoder, ByteLevelTable
 
 INITIAL_WINDOW = 5  # prompt tokens used as decoding context for the first generated tokens
 
@@ -92,15 +96,21 @@ class IncrementalDetokenizer:
     """Turns generated token ids into text step by step and finds stop strings in it."""
 
     def __init__(self, tokenizer: Any, prompt_token_ids: list[int], *, skip_special_tokens: bool = True,
-                 stop: list[str] | None = None, include_stop_str_in_output: bool = False):
+                 stop: list[str] | None = None, include_stop_str_in_output: bool = False,
+                 byte_table: ByteLevelTable | None = None):
         self.tokenizer = tokenizer
         self.skip_special_tokens = skip_special_tokens
         self.stop = list(stop or [])
         self.include_stop_str_in_output = include_stop_str_in_output
         context = list(prompt_token_ids[-INITIAL_WINDOW:])
         backend = getattr(tokenizer, "backend_tokenizer", None)
-        self._decoder = (_StreamDecoder(backend, context, skip_special_tokens) if backend is not None
-                         else _WindowDecoder(tokenizer, context, skip_special_tokens))
+        self._decoder: ByteLevelDecoder | _StreamDecoder | _WindowDecoder
+        if byte_table is not None:  # byte-level text does not depend on the prompt's (see byte_level.py)
+            self._decoder = ByteLevelDecoder(byte_table, skip_special_tokens)
+        elif backend is not None:
+            self._decoder = _StreamDecoder(backend, context, skip_special_tokens)
+        else:
+            self._decoder = _WindowDecoder(tokenizer, context, skip_special_tokens)
         self.output_text = ""
         self._holdback = 0 if include_stop_str_in_output or not self.stop else max(map(len, self.stop)) - 1
 

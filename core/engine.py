@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from formwork.core.block_manager import BlockManager
+from formwork.core.byte_level import ByteLevelTable
 from formwork.core.config import EngineConfig
 from formwork.core.detokenizer import IncrementalDetokenizer
 from formwork.core.distributed.runner import TensorParallelRunner
@@ -83,6 +84,7 @@ class LLMEngine:
         self.config = config = config if config is not None else EngineConfig(**options)
         self.files = model if isinstance(model, ModelFiles) else ModelFiles.load(resolve_model_path(model))
         self.tokenizer = self.files.tokenizer
+        self.byte_table = ByteLevelTable.of(self.tokenizer)  # byte-level BPE: text without tokenizer calls
         bs = config.block_size
         max_model_len = config.resolve_max_model_len(self.files.max_model_len)
         if config.tensor_parallel_size > 1:
@@ -160,7 +162,8 @@ class LLMEngine:
         for seq in request.seqs:
             seq.detokenizer = IncrementalDetokenizer(
                 self.tokenizer, request.prompt_token_ids, skip_special_tokens=params.skip_special_tokens,
-                stop=params.stop_strings, include_stop_str_in_output=params.include_stop_str_in_output)
+                stop=params.stop_strings, include_stop_str_in_output=params.include_stop_str_in_output,
+                byte_table=self.byte_table)
             self.new_tokens.prepare(seq)
             self.scheduler.add(seq)
         self.requests[request_id] = request
