@@ -3,7 +3,8 @@
 Every field of a step's `ForwardBatch` (ids, positions, slot mapping, context lengths, query offsets,
 block tables, logits rows) is packed into one staging buffer on the host (pinned on CUDA), copied to
 one device buffer of the same size with a single `copy_`, and handed to the model as typed views into
-it. Fields start on 256-byte boundaries (Triton specialises kernels on 16-byte pointer alignment, so
+it (on the CPU the staging buffer is the device buffer: no copy; a step's forward ends before the next
+step writes it). Fields start on 256-byte boundaries (Triton specialises kernels on 16-byte pointer alignment, so
 every step sees the same alignment), in `FIELD_DTYPES` order. Block tables are always the full
 `max_blocks_per_seq` wide, so the layout of a decode batch padded to `n` rows depends on `n` only: a
 CUDA graph captured on those views reads the next step's inputs at the same addresses.
@@ -37,7 +38,8 @@ class InputBuffers:
         capacity = self._layout(max_tokens, max_seqs, max_seqs)[1]
         on_cuda = device.type == "cuda"
         self.host = torch.empty(capacity, dtype=torch.uint8, pin_memory=on_cuda)
-        self.device_buffer = torch.empty(capacity, dtype=torch.uint8, device=device)
+        self.device_buffer = (self.host if device.type == "cpu"
+                              else torch.empty(capacity, dtype=torch.uint8, device=device))
         self._host_np = self.host.numpy()
         self._copied = torch.cuda.Event() if on_cuda else None  # the last copy out of `host` finished
         self.num_copies = 0
@@ -85,8 +87,10 @@ class InputBuffers:
         return staged
 
     def send(self, size: int) -> None:
-        """Copy the first `size` bytes of the filled host buffer to the device buffer."""
-        self.device_buffer[:size].copy_(self.host[:size], non_blocking=True)
+        """Copy the first `size` bytes of the filled host buffer to the device buffer (nothing to copy on the
+        CPU, where they are one buffer)."""
+        if self.device_buffer is not self.host:
+            self.device_buffer[:size].copy_(self.host[:size], non_blocking=True)
         self.num_copies += 1
         if self._copied is not None:
             self._copied.record()

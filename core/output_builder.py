@@ -17,36 +17,39 @@ _FINAL_ONLY = RequestOutputKind.FINAL_ONLY
 
 def step_output(request: Request) -> RequestOutput | None:
     """The output a step returns for `request` (None for an unfinished FINAL_ONLY request)."""
-    finished = request.is_finished
     kind = request.params.output_kind
-    if kind is _FINAL_ONLY and not finished:
+    if kind is _FINAL_ONLY and not request.is_finished:
         return None
-    return _output(request, finished, kind is _DELTA)
+    return _output(request, kind is _DELTA)
 
 
 def request_output(request: Request) -> RequestOutput:
     """`request`'s output now: a delta for DELTA requests, else cumulative."""
-    return _output(request, request.is_finished, request.params.output_kind is _DELTA)
+    return _output(request, request.params.output_kind is _DELTA)
 
 
-def _output(request: Request, finished: bool, delta: bool) -> RequestOutput:
-    completions = [_delta_completion(seq) if delta else _cumulative_completion(seq) for seq in request.seqs]
+def _output(request: Request, delta: bool) -> RequestOutput:
+    """The request's output; it is finished when every completion has a finish reason."""
+    completion = _delta_completion if delta else _cumulative_completion
+    seqs = request.seqs
+    if len(seqs) == 1:  # n = 1, most requests
+        only = completion(seqs[0])
+        completions, finished = [only], only.finish_reason is not None
+    else:
+        completions = [completion(seq) for seq in seqs]
+        finished = all(output.finish_reason is not None for output in completions)
     metrics = request.metrics
-    return RequestOutput(request.request_id, request.prompt, request.prompt_token_ids, completions,
-                         finished=finished, metrics=metrics, error=request.error,
-                         num_cached_tokens=metrics.num_cached_tokens)
+    return RequestOutput(request.request_id, request.prompt, request.prompt_token_ids, completions, finished, metrics,
+                         request.error, metrics.num_cached_tokens)
 
 
 def _cumulative_completion(seq: Sequence) -> CompletionOutput:
     status = seq.status
     finished = status.is_finished
     logprobs = seq.logprobs
-    if logprobs is None:
-        return CompletionOutput(seq.index, seq.detokenizer.visible_text(finished),
-                                seq.token_ids[seq.num_prompt_tokens:], None, None,
-                                status._value_ if finished else None, seq.stop_reason)
     return CompletionOutput(seq.index, seq.detokenizer.visible_text(finished), seq.token_ids[seq.num_prompt_tokens:],
-                            seq.cumulative_logprob, list(logprobs), status._value_ if finished else None,
+                            None if logprobs is None else seq.cumulative_logprob,
+                            None if logprobs is None else list(logprobs), status._value_ if finished else None,
                             seq.stop_reason)
 
 
@@ -65,4 +68,4 @@ def _delta_completion(seq: Sequence) -> CompletionOutput:
         new_logprobs = logprobs[seq.num_sent_logprobs:]
         seq.num_sent_logprobs = len(logprobs)
     return CompletionOutput(seq.index, new_text, new_tokens, None if logprobs is None else seq.cumulative_logprob,
-                            new_logprobs, status.value if finished else None, seq.stop_reason)
+                            new_logprobs, status._value_ if finished else None, seq.stop_reason)

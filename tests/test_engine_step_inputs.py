@@ -18,6 +18,7 @@ from formwork.core import model_runner  # noqa: E402
 from formwork.core.cuda_graphs import DecodeGraphs  # noqa: E402
 from formwork.core.engine import LLMEngine  # noqa: E402
 from formwork.core.forward_batch import ForwardBatch, ForwardBatchError, host_arrays  # noqa: E402
+from formwork.core.input_buffers import InputBuffers  # noqa: E402
 from formwork.core.sampling_params import SamplingParams  # noqa: E402
 
 torch.set_num_threads(1)
@@ -78,11 +79,20 @@ def _decoding_engine(**options) -> LLMEngine:
 
 def test_a_decode_step_copies_its_inputs_once():
     engine = _decoding_engine()
-    copies = engine.runner.buffers.num_copies
+    buffers = engine.runner.buffers
+    copies = buffers.num_copies
     with TransferCounter() as counter:
         engine.step()
-    assert engine.runner.buffers.num_copies == copies + 1
-    # the one packed copy of the batch; sampling parameters are one more `.to` on CUDA (none on the CPU)
+    assert buffers.num_copies == copies + 1
+    # on the CPU the staging buffer is the device buffer: no copy at all (sampling parameters are one `.to`
+    # on CUDA, none on the CPU)
+    assert counter.calls == [] and buffers.device_buffer is buffers.host
+    # elsewhere (here the meta device, which allocates nothing) the packed batch is one copy
+    elsewhere = InputBuffers(max_tokens=16, max_seqs=4, max_blocks_per_seq=4, block_size=16,
+                             device=torch.device("meta"))
+    with TransferCounter() as counter:
+        batch = elsewhere.pack([([5], 4, [0]), ([6], 4, [1])], [True, True])
+    assert batch.input_ids.device.type == "meta" and elsewhere.device_buffer is not elsewhere.host
     assert len(counter.calls) == 1 and counter.calls[0].startswith("copy_ (core/input_buffers.py"), counter.calls
     items = [([5], 4, [0]), ([6], 4, [1])]
     with TransferCounter() as old_way:  # what every step did before: a copy per field
