@@ -148,8 +148,8 @@ static int chain(Builder *b, PyObject *node, int32_t s, int32_t e) {
 static PyObject *star_item(Builder *b, PyObject *node) {
     long long lo, hi;
     if (Py_TYPE(node) != Repeat) return NULL;
-    if (b->template_of != Py_None && PyDict_Contains(b->lexemes, node)) return NULL; /* 1, or -1 */
-    if (PyDict_GET_SIZE(b->shared) && PyDict_Contains(b->shared, node)) return NULL;
+    if (b->template_of != Py_None && node_in(b->lexemes, node)) return NULL; /* 1, or -1 */
+    if (node_in(b->shared, node)) return NULL;
     if (nfab_bounds(node, &lo, &hi) || lo != 0 || hi >= 0) return NULL;
     PyObject *item = get_field(node, F_ITEM, s_item);
     const int empty = item ? is_empty(b, item) : -1;
@@ -205,23 +205,40 @@ static int byte_set(Builder *b, PyObject *node, int32_t s, int32_t e) {
 
 /* A node marked by `shared_nodes.share` (a Repeat{1,1}): built once per end state e, from a fresh
  * entry state that s has an epsilon move into; a later use with the same end state gets an epsilon
- * move into that entry state (the language from it on is the same). */
+ * move into that entry state (the language from it on is the same).  `joins` maps the node (found
+ * by `node_hash`) to a dict of end state -> entry state. */
 static int shared(Builder *b, PyObject *node, int32_t s, int32_t e) {
-    PyObject *key = Py_BuildValue("(Oi)", node, e), *item = NULL, *entry = NULL;
-    if (!key) return -1;
+    const Py_hash_t h = node_hash(node);
+    if (h == -1) return -1;
+    PyObject *ends = _PyDict_GetItem_KnownHash(b->joins, node, h), *end = NULL, *item = NULL, *entry = NULL;
     int rc = -1;
-    PyObject *got = PyDict_GetItemWithError(b->joins, key);
+    if (ends) {
+        Py_INCREF(ends);
+    } else if (PyErr_Occurred() || !(ends = PyDict_New()) || _PyDict_SetItem_KnownHash(b->joins, node, ends, h)) {
+        Py_XDECREF(ends);
+        return -1;
+    }
+    if (!(end = PyLong_FromLong(e))) goto done;
+    PyObject *got = PyDict_GetItemWithError(ends, end);
     if (got) {
         rc = add(b, s, EPSILON, 0, (int32_t)PyLong_AsLong(got));
     } else if (!PyErr_Occurred()) {
         const int32_t q = new_state(b);
         rc = q < 0 || !(item = get_field(node, F_ITEM, s_item)) || !(entry = PyLong_FromLong(q)) ||
-             PyDict_SetItem(b->joins, key, entry) || add(b, s, EPSILON, 0, q) || nfab_build(b, item, q, e) ? -1 : 0;
+             PyDict_SetItem(ends, end, entry) || add(b, s, EPSILON, 0, q) || nfab_build(b, item, q, e) ? -1 : 0;
     }
+done:
     Py_XDECREF(entry);
     Py_XDECREF(item);
-    Py_DECREF(key);
+    Py_XDECREF(end);
+    Py_DECREF(ends);
     return rc;
+}
+
+/* `dict[node]` (borrowed), found by `node_hash`; NULL if absent or with an exception. */
+static PyObject *lookup(PyObject *dict, PyObject *node) {
+    const Py_hash_t h = node_hash(node);
+    return h == -1 ? NULL : _PyDict_GetItem_KnownHash(dict, node, h);
 }
 
 int nfab_build(Builder *b, PyObject *node, int32_t s, int32_t e) {
@@ -230,15 +247,15 @@ int nfab_build(Builder *b, PyObject *node, int32_t s, int32_t e) {
     PyTypeObject *kind = Py_TYPE(node);
     PyObject *lexeme = NULL;
     if (enter()) return -1;
-    if (kind == Repeat && b->template_of != Py_None &&
-        (lexeme = PyDict_GetItemWithError(b->lexemes, node))) { /* lexeme -> whether it is open-ended */
+    if (kind == Repeat && b->template_of != Py_None && PyDict_GET_SIZE(b->lexemes) &&
+        (lexeme = lookup(b->lexemes, node))) { /* lexeme -> whether it is open-ended */
         Py_INCREF(lexeme);
         int open = PyObject_IsTrue(lexeme);
         rc = open < 0 ? -1 : nfab_splice(b, node, s, e, open);
         Py_DECREF(lexeme);
     } else if (PyErr_Occurred()) {
         rc = -1;
-    } else if (kind == Repeat && PyDict_GET_SIZE(b->shared) && (rc = PyDict_Contains(b->shared, node))) {
+    } else if (kind == Repeat && (rc = node_in(b->shared, node))) {
         rc = rc < 0 ? -1 : shared(b, node, s, e);
     } else if (kind == Empty) {
         rc = add(b, s, EPSILON, 0, e);

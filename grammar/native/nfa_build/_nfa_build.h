@@ -99,6 +99,28 @@ static inline PyObject *get_field(PyObject *node, int field, PyObject *name) {
     return value ? Py_NewRef(value) : PyObject_GetAttr(node, name);
 }
 
+/* `node`'s hash as `hash(node)` gives it (its Python `__hash__` caches it in the `_hash` slot): read
+ * from the slot when cached, so that looking a node up in a dict makes no Python call; -1 with an
+ * exception on failure. */
+static inline Py_hash_t node_hash(PyObject *node) {
+    const Py_ssize_t at = offset_of(node, F_HASH);
+    PyObject *cached = at >= 0 ? *(PyObject **)((char *)node + at) : NULL;
+    if (!cached || !PyLong_CheckExact(cached)) return PyObject_Hash(node);
+    Py_hash_t h = PyLong_AsSsize_t(cached);
+    if (h == -1 && PyErr_Occurred()) { /* as the type slot reads a big int's hash */
+        PyErr_Clear();
+        h = PyLong_Type.tp_hash(cached);
+    }
+    return h == -1 ? -2 : h;
+}
+
+/* `node` in `dict` (1, 0, or -1 with an exception), found by `node_hash`. */
+static inline int node_in(PyObject *dict, PyObject *node) {
+    if (!PyDict_GET_SIZE(dict)) return 0;
+    const Py_hash_t h = node_hash(node);
+    return h == -1 ? -1 : _PyDict_Contains_KnownHash(dict, node, h);
+}
+
 static inline int grow(void **data, Py_ssize_t *cap, Py_ssize_t need, size_t size) {
     if (need <= *cap) return 0;
     Py_ssize_t c = *cap ? 2 * *cap : 64;
