@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from formwork.grammar.cfg.automaton import compile_automaton
+from formwork.grammar.cfg.configs import ConfigDFA
 from formwork.grammar.budget import CompileBudget, active_budget
 from formwork.grammar.dfa import DFA
 from formwork.grammar.lazy_dfa import LazyDFA
@@ -144,6 +145,8 @@ class GrammarCompiler:
         budget = self._budget()
         with budget.active():  # parsing an EBNF grammar checks it too
             dfa = compile_automaton(build(), budget)
+        if isinstance(dfa, ConfigDFA):  # a recursive grammar: its terminals' first tables
+            dfa.masks.warm(self.mask_cache)
         compiled = CompiledGrammar(dfa, self.vocab, self.mask_cache, time.perf_counter() - start, key)
         if self.cache_enabled:
             with self._lock:

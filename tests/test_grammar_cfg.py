@@ -245,20 +245,26 @@ def test_nullable_start_rules_accept_the_empty_string_and_more(compiler, grammar
             assert m.can_terminate()
 
 
-def test_the_first_mask_builds_each_terminals_first_tables(vocab, monkeypatch):
-    """Within its time cap the first mask builds the tables of every terminal's start state and
-    the states one byte in; with no time for it, none, and the masks are the same."""
+def test_compiling_builds_each_terminals_first_tables(vocab, monkeypatch):
+    """Within its CPU cap, compiling a recursive grammar builds the tables of every terminal's start
+    state and the states one byte in, before any mask; with no time for it, none, and the masks
+    are the same."""
     from formwork.grammar.cfg import masks as cfg_masks
 
-    def first_mask(seconds: float):
+    def compiled(seconds: float):
         monkeypatch.setattr(cfg_masks, "WARM_SECONDS", seconds)
         g = GrammarCompiler(vocab, cache_enabled=False).compile_ebnf(SQL_LARK)
-        return g.dfa.masks, g.mask_cache.mask(g.dfa, START)
+        tables = dict(g.dfa.masks._tables)
+        return tables, g.dfa.masks.builder.terminals, g.mask_cache.mask(g.dfa, START)
 
-    warmed, mask = first_mask(10.0)
-    for t, dfa in enumerate(warmed.builder.terminals):
+    warmed, terminals, mask = compiled(10.0)
+    g = GrammarCompiler(vocab, cache_enabled=False).compile_ebnf(SQL_LARK)
+    order, parser = g.dfa.masks._nearest_first(), g.dfa.masks.builder.parser
+    assert sorted(order) == list(range(len(terminals)))  # every terminal once, the first set's first
+    assert set(order[:len(parser.expected(parser.start))]) == set(parser.expected(parser.start))
+    for t, dfa in enumerate(terminals):
         row = np.asarray(dfa.row(START))
-        assert {(t, START)} | {(t, int(s)) for s in row[row != 0]} <= warmed._tables.keys()
-    cold, same = first_mask(0.0)
-    assert len(cold._tables) < len(warmed._tables)
+        assert {(t, START)} | {(t, int(s)) for s in row[row != 0]} <= warmed.keys()
+    cold, _, same = compiled(0.0)
+    assert len(cold) < len(warmed)
     np.testing.assert_array_equal(mask, same)

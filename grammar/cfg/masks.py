@@ -11,11 +11,12 @@ For a hypothesis (earley_set, terminal t, state s), a token is allowed when eith
 A configuration's mask is the OR of its hypotheses' masks (a boundary hypothesis: of its
 expected terminals from their start states), plus the stop tokens where the parse may end.
 
-Before its first mask, a grammar builds the tables most first visits need (`_warm`): those of
-each terminal's start state and of the states one byte in, within `WARM_SECONDS`.  This moves
-the costliest walks of a new grammar (a name's loop state: every token that is a name) from
-its later masks into its time to first mask, the way XGrammar precomputes at compile time, but
-for a handful of states only.
+At compile time (`warm`, called where a grammar is compiled) a grammar builds the tables most
+first visits need: those of each terminal's start state and of the states one byte in, the
+terminals its first sets expect first, within `WARM_SECONDS` of thread CPU.  This moves the
+costliest walks of a new grammar (a name's loop state: every token that is a name; a member
+key's state after its quote, one per key after `{"`) out of its first masks, the way XGrammar
+precomputes at compile time, but for a handful of states only.
 """
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 
 
 _UNSEEN = object()
-WARM_SECONDS = 0.010  # what a grammar's first mask may spend building its terminals' first tables
+WARM_SECONDS = 0.010  # thread CPU a compile may spend building its terminals' first tables
 
 
 def _add(words: np.ndarray, hypothesis: tuple[TerminalTable, tuple[Continuation, ...]]) -> None:
@@ -67,13 +68,9 @@ class ConfigMasks:
         self._stop_words: np.ndarray | None = None
         self._not_stop_words: np.ndarray | None = None
         self._lock = threading.Lock()
-        self._warmed = False
 
     def compute(self, cache: "TokenMaskCache", state: int, accepting: bool, max_seconds: float | None) -> np.ndarray:
         """Packed mask of configuration `state` (`accepting`: whether the whole parse may end there)."""
-        if not self._warmed:
-            self._warmed = True
-            self._warm(cache, time.perf_counter() + WARM_SECONDS)
         deadline = None if max_seconds is None else time.perf_counter() + max_seconds
         b = self.builder
         words = np.zeros((cache.vocab.vocab_size + 31) // 32, dtype=np.int32)
@@ -94,17 +91,32 @@ class ConfigMasks:
             words |= self._stop_words
         return words
 
-    def _warm(self, cache: "TokenMaskCache", stop: float) -> None:
+    def warm(self, cache: "TokenMaskCache") -> None:
         """Build each terminal's start row and FOLLOW bytes, and the tables of its start state and
-        of the states one byte in (shared by language with every grammar), until `stop`."""
-        for t, dfa in enumerate(self.builder.terminals):
+        of the states one byte in (shared by language with every grammar), terminals nearest the
+        start first, for at most `WARM_SECONDS` of this thread's CPU."""
+        stop = time.thread_time() + WARM_SECONDS
+        for t in self._nearest_first():
+            dfa = self.builder.terminals[t]
             self._keep(t)
             row = self._start(t)[3]
             for s in (START, *sorted(set(row[row != 0].tolist()))):
-                if time.perf_counter() > stop:
+                if time.thread_time() > stop:
                     return
                 if (t, s) not in self._tables:
                     self._tables[(t, s)] = terminal_table(cache, dfa, s)
+
+    def _nearest_first(self) -> list[int]:
+        """Every terminal, breadth first from those the first Earley set expects along FOLLOW sets."""
+        parser = self.builder.parser
+        follow = self._follow_sets()
+        order = sorted(parser.expected(parser.start))
+        seen = set(order)
+        for t in order:  # the loop reaches the terminals appended on the way
+            for t2 in sorted(follow[t] - seen):
+                seen.add(t2)
+                order.append(t2)
+        return order + [t for t in range(len(self.builder.terminals)) if t not in seen]
 
     def hypothesis(self, cache: "TokenMaskCache", sid: int, t: int, s: int,
                    deadline: float | None) -> tuple[TerminalTable, tuple[Continuation, ...]]:
@@ -169,13 +181,17 @@ class ConfigMasks:
         (A terminal table keeps them all: terminals that end alike share its exits.)"""
         got = self._keeps.get(t)
         if got is None:
-            if self._follow is None:
-                self._follow = self.builder.parser.terminal_follow(len(self.builder.terminals))
             bits = 0
-            for t2 in self._follow[t]:
+            for t2 in self._follow_sets()[t]:
                 bits |= self._start(t2)[0]
             got = self._keeps[t] = bits.to_bytes(32, "little")
         return got
+
+    def _follow_sets(self) -> list[frozenset[int]]:
+        """The FOLLOW set of every terminal (computed once)."""
+        if self._follow is None:
+            self._follow = self.builder.parser.terminal_follow(len(self.builder.terminals))
+        return self._follow
 
     def _start(self, t: int) -> tuple[int, Hashable, object, np.ndarray]:
         """(the bytes terminal t may start with, the state key of its start, its DFA, the start

@@ -9,6 +9,7 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 from formwork.grammar.budget import active_budget
+from formwork.grammar.cfg.configs import ConfigDFA
 from formwork.grammar.compiler import CompiledGrammar, GrammarCompiler
 from formwork.grammar.gc_pause import paused_gc
 from formwork.grammar.ir import Grammar
@@ -48,6 +49,8 @@ def compile_cached(compiler: GrammarCompiler, key: Callable[[], Hashable], lower
             dfa = SHARED.compile(node, budget, keep=False)  # no compiled-grammar cache here
         untrack_ir(node)  # what the process-wide tables keep of it is never cyclic garbage
         untrack_ir(lowered.node)  # the same, unless unique arrays were settled
+    if isinstance(dfa, ConfigDFA):  # a recursive schema: its terminals' first tables
+        dfa.masks.warm(compiler.mask_cache)
     grammar = CompiledGrammar(dfa, compiler.vocab, compiler.mask_cache,
                               time.perf_counter() - start, spec)
     grammar.warnings = list(lowered.warnings)
