@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from test_kernels_reference_sampling import _brute_force_row  # noqa: E402
 
 from formwork.kernels import SamplingTensors, reference  # noqa: E402
-from formwork.kernels._draw import draw_rows, top_p_threshold  # noqa: E402
+from formwork.kernels._draw import draw_rows, top_p_threshold, use_simd  # noqa: E402
 from formwork.kernels.reference.philox import gumbel_noise  # noqa: E402
 from formwork.kernels.reference.sampling import NEVER_WINS  # noqa: E402
 
@@ -149,3 +149,22 @@ def test_draw_rows_refuses_top_p_without_relative_probabilities():
     with pytest.raises(ValueError, match="x holds"):
         draw_rows(values, 2, 4, one, one, None, one, one, None, None, np.zeros(1, dtype=np.int64),
                   np.zeros(1, dtype=np.int64), NEVER_WINS, out)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 64), st.integers(1, 500), st.integers(0, 2**32 - 1), st.sampled_from([1.0, 0.9, 0.5]))
+def test_the_avx2_noise_draws_the_tokens_of_the_scalar_rounds(rows, vocab, seed, top_p):
+    """The noise levels eight at a time (AVX2, where the CPU has it) give every row the scalar rounds' token."""
+    gen = np.random.default_rng(seed)
+    logits = torch.from_numpy(gen.normal(0, 2, (rows, vocab)).astype(np.float32))
+    params = SamplingTensors.from_lists([0.8] * rows, [0] * rows, [top_p] * rows, [0.0] * rows,
+                                        gen.integers(-(2**63), 2**63 - 1, rows).tolist(),
+                                        gen.integers(0, 2**40, rows).tolist())
+    previous = use_simd(False)
+    try:
+        scalar = reference.sample(logits, params, with_logprobs=False)[0]
+        use_simd(True)
+        simd = reference.sample(logits, params, with_logprobs=False)[0]
+    finally:
+        use_simd(previous)
+    assert torch.equal(scalar, simd)

@@ -146,9 +146,18 @@ done:
     return result;
 }
 
+/* use_simd(wanted) -> bool: whether the noise levels were drawn with AVX2 so far; from now on, with AVX2
+ * when `wanted` and the CPU has it (tests compare the two paths). */
+static PyObject *use_simd(PyObject *self, PyObject *args) {
+    int wanted;
+    if (!PyArg_ParseTuple(args, "p", &wanted)) return NULL;
+    return PyBool_FromLong(draw_use_simd(wanted));
+}
+
 static PyMethodDef methods[] = {
     {"draw_rows", draw_rows, METH_VARARGS, "Truncate and Gumbel-max draw each row of float32 logits."},
     {"top_p_threshold", top_p_threshold_of, METH_VARARGS, "The top-p threshold of one row's candidates."},
+    {"use_simd", use_simd, METH_VARARGS, "Draw the noise levels with AVX2 when wanted and available."},
     {NULL, NULL, 0, NULL},
 };
 

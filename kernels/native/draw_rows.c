@@ -29,6 +29,23 @@
 
 static double segment_low[SEGMENTS], segment_high[SEGMENTS];  /* G at each segment's ends, widened */
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define HAVE_AVX2_PATH 1
+#endif
+static int use_avx2;  /* the noise levels eight at a time (set by draw_use_simd) */
+
+int draw_use_simd(int wanted) {
+    int previous = use_avx2;
+#ifdef HAVE_AVX2_PATH
+    __builtin_cpu_init();
+    use_avx2 = wanted && __builtin_cpu_supports("avx2");
+#else
+    (void)wanted;
+#endif
+    return previous;
+}
+
 DrawScratch *draw_scratch_new(ptrdiff_t vocab) {
     size_t n = (size_t)(vocab > 0 ? vocab : 1);
     DrawScratch *scratch = calloc(1, sizeof(DrawScratch));
@@ -66,6 +83,7 @@ static double gumbel(uint32_t level) {
 }
 
 void draw_tables_init(void) {
+    draw_use_simd(1);
     for (uint32_t i = 0; i < SEGMENTS; i++) {
         segment_low[i] = gumbel(i << SEGMENT_BITS) - TABLE_SLACK;
         segment_high[i] = gumbel(((i + 1) << SEGMENT_BITS) - 1) + TABLE_SLACK;
@@ -117,9 +135,57 @@ static ptrdiff_t kept_tokens(const DrawRow *row, DrawScratch *scratch) {
 
 /* The noise level (the top 23 bits of the Philox word) of each kept token: a loop of its own, which the
  * compiler vectorizes (~1.7x the scalar rounds with SSE2's pmuludq). */
-static void noise_levels(uint64_t seed, uint32_t step, const int32_t *restrict ids, uint32_t *restrict levels,
-                         ptrdiff_t count) {
+static void noise_levels_scalar(uint64_t seed, uint32_t step, const int32_t *restrict ids,
+                                uint32_t *restrict levels, ptrdiff_t count) {
     for (ptrdiff_t k = 0; k < count; k++) levels[k] = philox_word(seed, (uint32_t)ids[k], step) >> 9;
+}
+
+#ifdef HAVE_AVX2_PATH
+
+/* 32-bit lanes of the high and low halves of the products of each lane of c with the multiplier m (whose
+ * every lane holds it): vpmuludq multiplies the even lanes, and the odd lanes shifted down. */
+__attribute__((target("avx2"))) static inline void mul_hi_lo(__m256i c, __m256i m, __m256i *hi, __m256i *lo) {
+    __m256i even = _mm256_mul_epu32(c, m), odd = _mm256_mul_epu32(_mm256_srli_epi64(c, 32), m);
+    *hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+    *lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+}
+
+/* `noise_levels_scalar` eight tokens at a time: the same Philox rounds on 32-bit lanes (~2.7x). */
+__attribute__((target("avx2"))) static void noise_levels_avx2(uint64_t seed, uint32_t step, const int32_t *ids,
+                                                               uint32_t *levels, ptrdiff_t count) {
+    const __m256i round_a = _mm256_set1_epi32((int)PHILOX_ROUND_A), round_b = _mm256_set1_epi32((int)PHILOX_ROUND_B);
+    __m256i keys0[PHILOX_ROUNDS], keys1[PHILOX_ROUNDS];
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (int r = 0; r < PHILOX_ROUNDS; r++, k0 += PHILOX_KEY_A, k1 += PHILOX_KEY_B) {
+        keys0[r] = _mm256_set1_epi32((int)k0);
+        keys1[r] = _mm256_set1_epi32((int)k1);
+    }
+    ptrdiff_t k = 0;
+    for (; k + 8 <= count; k += 8) {
+        __m256i c0 = _mm256_loadu_si256((const __m256i *)(ids + k)), c1 = _mm256_set1_epi32((int)step);
+        __m256i c2 = _mm256_setzero_si256(), c3 = _mm256_setzero_si256(), hi_a, lo_a, hi_b, lo_b;
+        for (int r = 0; r < PHILOX_ROUNDS; r++) {
+            mul_hi_lo(c0, round_a, &hi_a, &lo_a);
+            mul_hi_lo(c2, round_b, &hi_b, &lo_b);
+            c0 = _mm256_xor_si256(_mm256_xor_si256(hi_b, c1), keys0[r]);
+            c2 = _mm256_xor_si256(_mm256_xor_si256(hi_a, c3), keys1[r]);
+            c1 = lo_b;
+            c3 = lo_a;
+        }
+        _mm256_storeu_si256((__m256i *)(levels + k), _mm256_srli_epi32(c0, 9));
+    }
+    noise_levels_scalar(seed, step, ids + k, levels + k, count - k);
+}
+#endif
+
+static void noise_levels(uint64_t seed, uint32_t step, const int32_t *ids, uint32_t *levels, ptrdiff_t count) {
+#ifdef HAVE_AVX2_PATH
+    if (use_avx2) {
+        noise_levels_avx2(seed, step, ids, levels, count);
+        return;
+    }
+#endif
+    noise_levels_scalar(seed, step, ids, levels, count);
 }
 
 int64_t draw_row(const DrawRow *row, DrawScratch *scratch) {

@@ -28,6 +28,10 @@ typedef struct {
 /* Fill the noise bounds table (once, before any draw_row). */
 void draw_tables_init(void);
 
+/* Draw the noise levels with AVX2 when `wanted` and the CPU has it (the same words as the scalar rounds);
+ * returns whether it was on. On by default. */
+int draw_use_simd(int wanted);
+
 /* A scratch for rows of up to `vocab` tokens, or NULL when out of memory. */
 DrawScratch *draw_scratch_new(ptrdiff_t vocab);
 void draw_scratch_free(DrawScratch *scratch);
