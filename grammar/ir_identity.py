@@ -89,10 +89,43 @@ def composite_eq(fields: tuple[str, ...], scalars: tuple[str, ...] | None) -> Ca
 
 
 def _same_below(xs: tuple, ys: tuple) -> bool:
-    """Whether the sub-nodes `xs` and `ys` (as many) are equal pairwise: pairs compared with an
-    explicit stack, each pair once (copies of a shared graph would otherwise be compared path by
-    path), cached hashes that differ telling unequal nodes apart at once."""
-    stack = [(x, y) for x, y in zip(xs, ys) if x is not y]
+    """Whether the sub-nodes `xs` and `ys` (as many) are equal pairwise.  The usual unequal-object
+    pair is a fresh copy of a node made of the same objects (a member rebuilt around interned
+    parts) or an equal leaf: those are settled here, one level down; any other pair goes to
+    `_same_deep`."""
+    deeper = None
+    for x, y in zip(xs, ys):
+        if x is y:
+            continue
+        kind = type(x)
+        if kind is not type(y):
+            return False
+        hx, hy = x._hash, y._hash
+        if hx is not None and hy is not None and hx != hy:
+            return False
+        sub = kind._sub_nodes
+        if sub is None:  # a leaf: its own fields
+            if x != y:
+                return False
+            continue
+        scalars = kind._scalars
+        if scalars is not None and scalars(x) != scalars(y):
+            return False
+        a, b = sub(x), sub(y)
+        if len(a) != len(b):
+            return False
+        if not all(map(is_, a, b)):
+            if deeper is None:
+                deeper = []
+            deeper.append((x, y))
+    return deeper is None or _same_deep(deeper)
+
+
+def _same_deep(pairs: list[tuple[Any, Any]]) -> bool:
+    """Whether the node pairs `pairs` are equal: compared with an explicit stack, each pair once
+    (copies of a shared graph would otherwise be compared path by path), cached hashes that
+    differ telling unequal nodes apart at once."""
+    stack = pairs
     seen: set[tuple[int, int]] = set()
     while stack:
         x, y = stack.pop()
