@@ -69,6 +69,7 @@ class LazyDFA:
         self._root = _root_id(root)
         self._class_list: list[int] | None = None  # class_of_byte as a list, for `walk`
         self._class_bytes: list[bytes] | None = None  # each byte class's bytes, for `live_bytes`
+        self._live: dict[int, bytes] = {}  # `live_bytes` per state asked
         self._after_region: dict[int, int] = {}  # a lexeme region's end NFA state -> the DFA state after it
         self.boundary_twin: LazyDFA | None = None  # a lexeme's twin's automaton (`lexemes.lexeme`)
         self._cap = cap = max(64, len(builder.sets))
@@ -214,13 +215,18 @@ class LazyDFA:
         return self._rows_k[s].take(self._b.class_of_byte)
 
     def live_bytes(self, s: int) -> bytes:
-        """The bytes with a move out of state `s`, ascending."""
+        """The bytes with a move out of state `s`, ascending (kept per state: a built row never
+        changes, and the lexeme masks ask again for each state inside the lexeme)."""
+        got = self._live.get(s)
+        if got is not None:
+            return got
         self.ensure_one(s)
         spelled = self._class_bytes
         if spelled is None:
             starts = self._b.class_starts
             spelled = self._class_bytes = [_ALL_BYTES[starts[c]: starts[c + 1]] for c in range(len(starts) - 1)]
-        return b"".join([spelled[c] for c in self._rows_k[s].nonzero()[0].tolist()])
+        got = self._live[s] = b"".join([spelled[c] for c in self._rows_k[s].nonzero()[0].tolist()])
+        return got
 
     def class_row(self, s: int) -> np.ndarray:
         self.ensure_one(s)

@@ -13,13 +13,14 @@ from functools import cached_property
 
 import numpy as np
 
-from formwork.grammar.dfa import DFA, START
+from formwork.grammar.dfa import DFA
 from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.lexeme_masks import lexeme_mask_into
 from formwork.grammar.native_walk import walk_state
 from formwork.grammar.packed import pack_token_ids
 from formwork.grammar.slices import JSON_STRING_CHARS, TokenSlice
 from formwork.grammar.stored_mask import StoredMask
+from formwork.grammar.twin_places import twin_place
 from formwork.grammar.vocabulary import Vocabulary
 
 StateKey = tuple
@@ -80,13 +81,14 @@ class TokenMaskCache:
         """The mask of a lexeme automaton's `state` without the stop tokens (its stop bits say
         the lexeme is complete, not the document), dense and read-only: the shared base that the
         masks of document states inside the lexeme are kept against.  Cached beside `stored`;
-        a lexeme's state between two characters takes its boundary twin's (`lexemes.lexeme`)."""
+        a lexeme's state with a place in its boundary twin takes the twin's (`twin_places`)."""
         key = (_WITHOUT_STOPS, dfa.state_key(state))
         got = self._lookup(key)
         if got is None:
             twin = getattr(dfa, "boundary_twin", None)
-            if twin is not None and dfa.live_bytes(state) == twin.live_bytes(START):
-                dense = self.lexeme_base(twin, START, max_seconds)  # between two characters: shared
+            place = None if twin is None else twin_place(dfa, state, twin)
+            if place is not None:  # the twin's mask, which every schema shares
+                dense = self.lexeme_base(twin, place, max_seconds)
             else:
                 dense = self._text_dense(dfa, state, max_seconds)
             got = self._keep(key, StoredMask(self._num_words, dense))
