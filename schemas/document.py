@@ -53,6 +53,11 @@ class SchemaDocument:
         return self._index.resolver
 
     @property
+    def analysis(self) -> Analysis:
+        """What the traversal from the root found (targets, `$ref` sites, problems)."""
+        return self._analysis
+
+    @property
     def registry_uris(self) -> list[str]:
         """URIs of the documents `$ref`s may reach besides the root: the registry and the
         bundled 2020-12 / draft-07 meta-schemas."""

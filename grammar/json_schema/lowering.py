@@ -29,6 +29,7 @@ from formwork.grammar.json_schema.objects import ObjectLowering
 from formwork.grammar.json_schema.one_of import CANONICAL_SCALARS, resolve_one_of
 from formwork.grammar.json_schema.options import IndentSpec, JsonSchemaOptions, Whitespace
 from formwork.grammar.json_schema.pieces import encoded_pattern, pattern_language
+from formwork.grammar.json_schema.ref_lowerings import RefLowerings
 from formwork.grammar.json_schema.scalars import lower_number, lower_string
 from formwork.grammar.json_schema.strings import quoted, string_content
 from formwork.grammar.json_schema.values import (
@@ -115,6 +116,8 @@ class Lowerer:
         self.value_products: list[Node] = []
         self._rule_ids = itertools.count()
         self._memo: dict[tuple, Node] = {}
+        self.cycle_refs = 0  # `RuleRef`s made where a $ref cycle came back (see `ref_lowerings`)
+        self.kept = RefLowerings(self, MAX_NESTED_SCHEMAS)
         self._pattern_dfas: dict[str, Any] = {}
         self._leaves = _LEAVES.setdefault(_ws_key(options), {})
         # what every shared leaf of this lowering depends on besides its keywords; none is shared
@@ -229,9 +232,12 @@ class Lowerer:
             # a $ref cycle back to these subschemas before their expansion: a rule of the whole
             # disjunction (otherwise each of its alternatives nests the others before one repeats)
             self._referenced.add(frame)
+            self.cycle_refs += 1
             return RuleRef(_rule_name(frame))
-        node = self._memo[key] = self._framed(self._pending, key, subs[0].pointer,
-                                              lambda: self._lower_expanded(subs, depth))
+        def lower() -> Node:
+            return self._framed(self._pending, key, subs[0].pointer,
+                                lambda: self._lower_expanded(subs, depth))
+        node = self._memo[key] = self.kept.lower(subs[0], depth, lower) if len(subs) == 1 else lower()
         return node
 
     def _lower_expanded(self, subs: list[Sub], depth: int) -> Node:
@@ -279,11 +285,13 @@ class Lowerer:
         if frame is not None and not self._indent:
             # a $ref cycle back to the same conjunction: true recursion through a grammar rule
             self._referenced.add(frame)
+            self.cycle_refs += 1
             return RuleRef(_rule_name(frame))
         if frame is not None:
             raise RecursionNotSupportedError(
                 f"the schema at {subs[0].pointer or '#'} contains itself through $ref, and indented "
                 "whitespace depends on the depth; use a whitespace policy without indent")
+        self.kept.note_frames(len(self._frames))
         if len(self._frames) >= MAX_NESTED_SCHEMAS:
             raise RecursionNotSupportedError(
                 f"the schema at {subs[0].pointer or '#'} nests more than {MAX_NESTED_SCHEMAS} "
@@ -308,6 +316,7 @@ class Lowerer:
         """`_lower_alternative` of a conjunction with no nested subschemas: it lowers no other
         conjunction, so it needs no frame (it still counts towards the nesting limit and takes a
         rule number, as every conjunction does)."""
+        self.kept.note_frames(len(self._frames))
         if len(self._frames) >= MAX_NESTED_SCHEMAS:
             raise RecursionNotSupportedError(
                 f"the schema at {subs[0].pointer or '#'} nests more than {MAX_NESTED_SCHEMAS} "

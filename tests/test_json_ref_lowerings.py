@@ -1,0 +1,164 @@
+"""Lowered `$ref` sites kept across compilations (`grammar/json_schema/ref_lowerings.py`): a schema
+lowered while the table holds other schemas' sites gives the IR it gives with the table empty."""
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from formwork.grammar.ir import Grammar
+from formwork.grammar.lexemes import is_lexeme, is_open_ended
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from formwork.grammar.errors import RecursionNotSupportedError
+from formwork.grammar.ir import children
+from formwork.grammar.json_schema import lower_json_schema
+from formwork.grammar.json_schema import ref_lowerings
+from formwork.grammar.json_schema.lowering import MAX_NESTED_SCHEMAS
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_lowering_digests import _FIELDS  # noqa: E402
+
+KUBERNETES = Path(__file__).resolve().parents[1] / "benchmarks" / "corpora" / "kubernetes"
+DEFS = [f"D{i}" for i in range(4)]
+
+
+def ir_text(root: Any) -> str:
+    """`test_lowering_digests.ir_text` without recursion (these IRs nest past Python's stack)."""
+    lines: list[str] = []
+    index: dict[Any, int] = {}
+
+    def visit(top: Any) -> int:
+        stack = [top]
+        while stack:
+            node = stack[-1]
+            if node in index:
+                stack.pop()
+                continue
+            pending = [c for c in children(node) if c not in index]
+            if pending:
+                stack.extend(reversed(pending))
+                continue
+            stack.pop()
+            fields = [repr(getattr(node, f)) for f in _FIELDS if hasattr(node, f)]
+            mark = "L+" if is_open_ended(node) else "L" if is_lexeme(node) else ""
+            kids = [index[c] for c in children(node)]
+            lines.append(f"{type(node).__name__}{mark} {' '.join(fields)} {kids}")
+            index[node] = len(lines) - 1
+        return index[top]
+
+    if isinstance(root, Grammar):
+        for name in sorted(root.rules):
+            lines.append(f"rule {name!r} -> {visit(root.rules[name])} start={root.start!r}")
+    else:
+        visit(root)
+    return "\n".join(lines)
+
+
+def _fresh(schema: Any, **options: Any) -> str:
+    ref_lowerings.clear()
+    return ir_text(lower_json_schema(schema, **options).node)
+
+
+def _nodes(root: Any) -> set[int]:
+    seen: dict[int, Any] = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) not in seen:
+            seen[id(node)] = node
+            stack.extend(children(node))
+    return set(seen)
+
+
+def _kept_nodes() -> set[int]:
+    return {id(kept.node) for kept in ref_lowerings._KEPT.values()}
+
+
+def test_kubernetes_kinds_lower_alike_with_the_table_warm() -> None:
+    schemas = [json.loads(p.read_text()) for p in sorted(KUBERNETES.glob("*.json"))[:24]]
+    fresh = [_fresh(s) for s in schemas]
+    ref_lowerings.clear()
+    for schema in schemas:  # every kind lowered once: the table holds their shared definitions
+        lower_json_schema(schema)
+    hits = 0
+    for schema, expected in zip(schemas, fresh):
+        lowered = lower_json_schema(schema).node
+        hits += bool(_nodes(lowered) & _kept_nodes())
+        assert ir_text(lowered) == expected
+    assert hits >= len(schemas) - 2  # nearly every kind reused a kept site
+
+
+_LEAVES = st.sampled_from([{"type": "string"}, {"type": "integer", "minimum": 3}, {"enum": ["a", 1]},
+                           {"type": "boolean"}, {"type": "string", "maxLength": 2}])
+
+
+@st.composite
+def _definition(draw: st.DrawFn, index: int) -> dict[str, Any]:
+    names = draw(st.lists(st.sampled_from("abcd"), min_size=1, max_size=3, unique=True))
+    properties = {}
+    for name in names:
+        target = draw(st.sampled_from(DEFS))  # any definition: recursion included
+        properties[name] = draw(st.one_of(
+            _LEAVES, st.just({"$ref": f"#/$defs/{target}", "description": name}),
+            st.just({"type": "array", "items": {"$ref": f"#/$defs/{target}"}, "maxItems": 2})))
+    return {"type": "object", "properties": properties,
+            "required": draw(st.lists(st.sampled_from(names), max_size=1)),
+            "additionalProperties": draw(st.booleans())}
+
+
+@st.composite
+def _document(draw: st.DrawFn) -> dict[str, Any]:
+    defs = {name: draw(_definition(i)) for i, name in enumerate(DEFS)}
+    used = draw(st.lists(st.sampled_from(DEFS), min_size=1, max_size=3, unique=True))
+    return {"type": "object", "additionalProperties": False,
+            "properties": {f"p{name}": {"$ref": f"#/$defs/{name}", "title": "t"} for name in used},
+            "$defs": defs}
+
+
+@settings(max_examples=60, deadline=None)
+@given(_document(), st.sampled_from([None, 2, "auto"]), st.data())
+def test_generated_documents_lower_alike_after_related_ones(document: dict[str, Any], levels: Any,
+                                                            data: st.DataObject) -> None:
+    # a related document: one definition redrawn (same name, maybe other contents)
+    other = copy.deepcopy(document)
+    changed = data.draw(st.sampled_from(DEFS))
+    other["$defs"][changed] = data.draw(_definition(DEFS.index(changed)))
+    expected = []
+    for schema in (document, other):
+        try:
+            expected.append(_fresh(schema, max_nesting_depth=levels))
+        except RecursionNotSupportedError:
+            expected.append(None)
+    ref_lowerings.clear()
+    for schema, fresh in [(document, expected[0]), (other, expected[1]), (document, expected[0])]:
+        try:
+            got = ir_text(lower_json_schema(schema, max_nesting_depth=levels).node)
+        except RecursionNotSupportedError:
+            got = None
+        assert got == fresh
+
+
+def _nested(levels: int, inner: Any) -> dict[str, Any]:
+    """`inner` under `levels` objects (each a distinct conjunction)."""
+    for level in range(levels):
+        inner = {"type": "object", "properties": {f"k{level}": inner}, "required": [f"k{level}"]}
+    return inner
+
+
+def test_a_kept_site_reused_deeper_is_refused_as_afresh() -> None:
+    deep = _nested(MAX_NESTED_SCHEMAS - 10, {"type": "string"})
+    shallow = {"type": "object", "properties": {"s": {"$ref": "#/$defs/Deep"}}, "$defs": {"Deep": deep}}
+    buried = {"type": "object", "properties": {"s": _nested(20, {"$ref": "#/$defs/Deep"})},
+              "$defs": {"Deep": deep}}
+    ref_lowerings.clear()
+    with pytest.raises(RecursionNotSupportedError):
+        lower_json_schema(buried)
+    lower_json_schema(shallow)
+    assert ref_lowerings._KEPT  # the shallow site was kept
+    with pytest.raises(RecursionNotSupportedError):
+        lower_json_schema(buried)
