@@ -60,6 +60,18 @@ def share(node: Node) -> Node:
     return marked
 
 
+def renew(marks: list[Node]) -> bool:
+    """Whether every mark in `marks` is still live (the mark of its node); each one found is
+    renewed as a `share` that found it would renew it."""
+    with _SHARED_LOCK:
+        for mark in marks:
+            node = mark.item
+            if _MARK_OF.get(node) is not mark:
+                return False
+            _MARK_OF.move_to_end(node)
+    return True
+
+
 def is_shared(node: Node) -> bool:
     return node in _SHARED
 

@@ -23,13 +23,17 @@ from formwork.grammar.json_schema.strings import (
 from formwork.grammar.json_schema.unevaluated import plain_unevaluated
 from formwork.grammar.json_schema.values import container
 from formwork.grammar.json_schema.witnesses import Witness, WitnessChain
-from formwork.grammar.shared_nodes import is_shared, share
+from formwork.grammar.shared_nodes import is_shared, renew, share
 
 if TYPE_CHECKING:
     from formwork.grammar.json_schema.lowering import Lowerer
 
 MAX_PATTERNS = 4
 MAX_SHARED_TAKES = 100  # see `_MemberChain.share_takes`
+MAX_CHAINS = 4096  # member lists kept by `_MemberChain.body` (all dropped when full)
+# (members, id of the extra member's mark, id of the comma, counts) -> (the member list's node,
+# the extra mark and comma (kept: their ids are in the key), the marks it is made of)
+_CHAINS: dict[tuple, tuple[Node, tuple, list[Node]]] = {}
 
 
 @dataclass(slots=True)
@@ -222,7 +226,8 @@ class _MemberChain:
     def __init__(self, members: list[tuple[Node, bool]], extra: Optional[Node], comma: Node,
                  min_props: int, max_props: Optional[int]):
         self.members = members
-        self.extra = None if extra is None else share(extra)
+        self.marks: list[Node] = []  # every mark made or found for this list (`_share`)
+        self.extra = None if extra is None else self._share(extra)
         self.comma = comma
         fixed = sum(required for _, required in members)
         self.min_props = max(0, min_props - fixed)  # of the optional and extra members
@@ -237,10 +242,28 @@ class _MemberChain:
         self.share_takes = len(members) <= MAX_SHARED_TAKES
 
     def body(self) -> Node:
-        """The non-empty member list (NOTHING when the counts allow none)."""
+        """The non-empty member list (NOTHING when the counts allow none).  A list made before
+        from equal members, the same extra mark and comma and the same counts is the same node,
+        made of the same marks: while those are all live (`renew`), it is taken again, without
+        looking each cell up again (a schema compiled again, or objects alike in one)."""
         if self.max_props is not None and self.max_props < 0:
             return NOTHING
-        return self.rest(0, 0, True)
+        key = (tuple(self.members), id(self.extra), id(self.comma), self.min_props, self.max_props)
+        got = _CHAINS.get(key)
+        if got is not None and renew(got[2]):
+            return got[0]
+        body = self.rest(0, 0, True)
+        if len(_CHAINS) >= MAX_CHAINS:
+            _CHAINS.clear()
+        _CHAINS[key] = (body, (self.extra, self.comma), self.marks)
+        return body
+
+    def _share(self, node: Node) -> Node:
+        """`share(node)`, the mark kept in `marks`."""
+        marked = share(node)
+        if marked is not node:
+            self.marks.append(marked)
+        return marked
 
     def rest(self, k: int, count: int, first: bool) -> Node:
         """Members from declared index k on, `count` counted so far; `first`: none yet and at
@@ -255,7 +278,7 @@ class _MemberChain:
                 continue
             k, count, first = key
             if k == len(self.members):
-                memo[key] = share(self.extras(count) if first else self.tail(count))
+                memo[key] = self._share(self.extras(count) if first else self.tail(count))
                 continue
             member, required = self.members[k]
             taken = (k + 1, count if required else min(count + 1, self.cap), False)
@@ -266,11 +289,11 @@ class _MemberChain:
                 continue
             take = seq(member, memo[taken])
             if self.share_takes or _holds_container(member):
-                take = share(take)
+                take = self._share(take)
             node = take if first else seq(self.comma, take)
             if skipped is not None:
                 node = alt(node, memo[skipped])
-            memo[key] = share(node)
+            memo[key] = self._share(node)
         return memo[root]
 
     def _bounds(self, count: int) -> tuple[int, Optional[int]]:
@@ -284,7 +307,7 @@ class _MemberChain:
         extra = self.extra
         if extra is None or (hi is not None and hi < lo):
             return NOTHING
-        return share(seq(extra, repeat(seq(self.comma, extra), lo - 1, None if hi is None else hi - 1)))
+        return self._share(seq(extra, repeat(seq(self.comma, extra), lo - 1, None if hi is None else hi - 1)))
 
     def tail(self, count: int) -> Node:
         """After a member: the extra members, each after a comma (`count` counted so far)."""
