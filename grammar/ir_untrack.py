@@ -16,6 +16,7 @@ from formwork.grammar._untrack import untrack_tree
 from formwork.grammar.ir import Grammar, Node
 
 T = TypeVar("T")
+N = TypeVar("N", bound=Node)
 
 
 def untrack_ir(lowered: Node | Grammar) -> int:
@@ -23,6 +24,13 @@ def untrack_ir(lowered: Node | Grammar) -> int:
     if isinstance(lowered, Grammar):
         return sum(untrack_tree(body, Node) for body in lowered.rules.values())
     return untrack_tree(lowered, Node)
+
+
+def untracked_ir(node: N) -> N:
+    """`node` with its nodes and item tuples untracked now: for the lowering's process-wide memos,
+    whose entries the compiled grammar may not hold (an interned equal copy, a failed compile)."""
+    untrack_tree(node, Node)
+    return node
 
 
 def untracked_tuples(value: T) -> T:

@@ -142,7 +142,7 @@ def _counted_item(node: Node, budget: CompileBudget, dfa_of: Callable[[Node], DF
     return None if item.empty else item
 
 
-def _whole(dfa: DFA) -> tuple[list[list[tuple[int, int, int]]], bytes]:
+def _whole(dfa: DFA) -> tuple[tuple[tuple[tuple[int, int, int], ...], ...], bytes]:
     """What embedding a DFA whole needs: its byte ranges and accepting flags."""
     return _dfa_spec_tail(dfa)[1:]
 
@@ -165,8 +165,9 @@ def _dfa_spec_tail(dfa: DFA) -> tuple:
     return got
 
 
-def byte_ranges(dfa: DFA) -> list[list[tuple[int, int, int]]]:
-    """Per state, its transitions as (lo, hi, target) byte ranges without the dead state (cached)."""
+def byte_ranges(dfa: DFA) -> tuple[tuple[tuple[int, int, int], ...], ...]:
+    """Per state, its transitions as (lo, hi, target) byte ranges without the dead state (cached;
+    untracked tuples: a full collection does not scan them)."""
     got = dfa._cache.get("byte_ranges")
     if got is None:
         table = np.ascontiguousarray(dfa.table, dtype=np.int32)

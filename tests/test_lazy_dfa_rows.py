@@ -208,6 +208,6 @@ def test_embedded_dfa_byte_ranges_are_the_runs_of_each_row(data):
                 if table[q, lo] != DEAD:
                     runs.append((lo, b - 1, int(table[q, lo])))
                 lo = b
-        want.append(runs)
-    assert byte_ranges(DFA(table, np.zeros(num_states, dtype=bool))) == want
+        want.append(tuple(runs))
+    assert byte_ranges(DFA(table, np.zeros(num_states, dtype=bool))) == tuple(want)
 

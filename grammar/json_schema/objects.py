@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Optional, Sequence
 
 from formwork.grammar.errors import GrammarBudgetError
 from formwork.grammar.ir import EMPTY, NOTHING, Alt, And, Node, Not, Nothing, Seq, alt, lit, repeat, seq
+from formwork.grammar.ir_untrack import untracked_ir
 from formwork.grammar.json_schema.expand import WITNESS, Sub
 from formwork.grammar.json_schema.property_names import PropertyNames
 from formwork.grammar.json_schema.strings import (
@@ -75,7 +76,7 @@ def object_part(lw: "Lowerer", sub: Sub) -> ObjectPart:
 def _key_prefix(name: str, colon: Node) -> Node:
     """A declared member up to its value: the quoted name and the colon (names recur across
     schemas)."""
-    return seq(QUOTE, literal_content(name), QUOTE, colon)
+    return untracked_ir(seq(QUOTE, literal_content(name), QUOTE, colon))
 
 
 class ObjectLowering:

@@ -27,6 +27,7 @@ from formwork.grammar.ir import (
     EMPTY, NOTHING, Alt, And, ByteSet, Bytes, Empty, Node, Not, Nothing, Repeat, Seq, alt, chars, lit,
     map_children, repeat, seq,
 )
+from formwork.grammar.ir_untrack import untracked_ir, untracked_tuples
 from formwork.grammar.lexemes import lexeme
 
 QUOTE = lit('"')
@@ -153,24 +154,18 @@ def canonical_content_except(names: list[str]) -> Node:
 def _other_keys(names: tuple[str, ...]) -> Node:
     """The key language of `canonical_content_except` for `names` (sorted, distinct), before it
     is marked as a lexeme.  Built once per process, like the trie it walks."""
-    trie = _names_trie(names)
-    leaving = alt(trie.leave_ascii, seq(trie.prefixes, _NOT_IN_NAMES))
-    return Repeat(alt(seq(leaving, ANY_CONTENT), trie.stopping), 1, 1)
-
-
-class _NamesTrie:
-    """Three languages over a trie of names (after the prefix spelled so far): `prefixes` (every
-    prefix, names included), `stopping` (proper prefixes that are no name) and `leave_ascii` (a
-    prefix and one raw ASCII byte that no name continues with)."""
-
-    def __init__(self, prefixes: Node, stopping: Node, leave_ascii: Node):
-        self.prefixes, self.stopping, self.leave_ascii = prefixes, stopping, leave_ascii
+    prefixes, stopping, leave_ascii = _names_trie(names)
+    leaving = alt(leave_ascii, seq(prefixes, _NOT_IN_NAMES))
+    return Repeat(alt(seq(leaving, ANY_CONTENT), stopping), 1, 1)
 
 
 @functools.lru_cache(maxsize=4096)
-def _names_trie(suffixes: tuple[str, ...]) -> _NamesTrie:
-    """The `_NamesTrie` of `suffixes` (sorted, distinct).  Built once per process: property names
-    recur across schemas."""
+def _names_trie(suffixes: tuple[str, ...]) -> tuple[Node, Node, Node]:
+    """Three languages over a trie of `suffixes` (sorted, distinct; after the prefix spelled so
+    far): every prefix, names included; the proper prefixes that are no name; and a prefix and one
+    raw ASCII byte that no name continues with.  Built once per process: property names recur
+    across schemas.  A plain tuple of IR nodes, which the collector stops scanning once the nodes
+    are untracked (`ir_untrack`)."""
     groups: dict[str, list[str]] = {}
     for suffix in suffixes:
         if suffix:
@@ -179,12 +174,12 @@ def _names_trie(suffixes: tuple[str, ...]) -> _NamesTrie:
     stopping = [] if suffixes and not suffixes[0] else [EMPTY]  # "" first: a name ends here
     leave_ascii = [_leave_ascii(frozenset(ord(c) for c in groups))]
     for c, rest in groups.items():
-        below = _names_trie(tuple(rest))
+        below_prefixes, below_stopping, below_leave = _names_trie(tuple(rest))
         head = lit(c)
-        prefixes.append(seq(head, below.prefixes))
-        stopping.append(seq(head, below.stopping))
-        leave_ascii.append(seq(head, below.leave_ascii))
-    return _NamesTrie(alt(*prefixes), alt(*stopping), alt(*leave_ascii))
+        prefixes.append(seq(head, below_prefixes))
+        stopping.append(seq(head, below_stopping))
+        leave_ascii.append(seq(head, below_leave))
+    return untracked_tuples((untracked_ir(alt(*prefixes)), untracked_ir(alt(*stopping)), untracked_ir(alt(*leave_ascii))))
 
 
 #: The ASCII characters a canonical spelling escapes, and their escapes.

@@ -71,7 +71,7 @@ done:
 
 PyDoc_STRVAR(table_ranges_doc,
 "table_ranges(table, num_states) -> per state, its (lo, hi, target) runs of equal targets but the\n"
-"dead state 0, as a list of lists of untracked tuples; `table` holds num_states rows of 256 int32.");
+"dead state 0, as an untracked tuple of untracked tuples; `table` holds num_states rows of 256 int32.");
 
 static PyObject *table_ranges(PyObject *Py_UNUSED(module), PyObject *args) {
     Py_buffer view = {0};
@@ -89,23 +89,28 @@ static PyObject *table_ranges(PyObject *Py_UNUSED(module), PyObject *args) {
             goto done;
         }
     }
-    if (!(out = PyList_New(n))) goto done;
+    if (!(out = PyTuple_New(n))) goto done;
     for (Py_ssize_t q = 0; q < n; q++) {
         const int32_t *row = t + q * 256;
-        PyObject *runs = PyList_New(0);
-        if (!runs) goto fail;
-        PyList_SET_ITEM(out, q, runs);
+        int count = 0;
         for (int lo = 0, hi; lo < 256; lo = hi + 1) {
+            for (hi = lo; hi < 255 && row[hi + 1] == row[lo]; hi++) {}
+            count += row[lo] != 0;
+        }
+        PyObject *runs = PyTuple_New(count);
+        if (!runs) goto fail;
+        PyTuple_SET_ITEM(out, q, runs);
+        for (int lo = 0, hi, k = 0; lo < 256; lo = hi + 1) {
             for (hi = lo; hi < 255 && row[hi + 1] == row[lo]; hi++) {}
             if (row[lo] == 0) continue;
             PyObject *run = Py_BuildValue("(iii)", lo, hi, row[lo]);
             if (!run) goto fail;
             PyObject_GC_UnTrack(run); /* three ints */
-            int rc = PyList_Append(runs, run);
-            Py_DECREF(run);
-            if (rc) goto fail;
+            PyTuple_SET_ITEM(runs, k++, run);
         }
+        PyObject_GC_UnTrack(runs); /* untracked tuples only */
     }
+    PyObject_GC_UnTrack(out); /* kept per DFA for the process's life: nothing for a full collection to scan */
     goto done;
 fail:
     Py_CLEAR(out);
