@@ -9,13 +9,16 @@ inside a compile, or between steps (the policy's deferred full collections).  Po
 
 - `automatic`: CPython's thresholds (what the process did before issue 22);
 - `deferred`: `core.gc_policy.StepCollector` installed, never idle (sustained load: a full collection
-  runs between steps only once `--max-deferred` young collections are pending).
+  runs between steps only once `--max-deferred` young collections are pending);
+- `frozen`: `deferred` with `freeze_survivors` (each deferred full collection freezes what survived it).
 
-The two run side by side in one invocation (a subprocess each, alternating with `--rounds`), for
+They run side by side in one invocation (a subprocess each, alternating with `--rounds`), for
 each `--build NAME=DIR` given (a directory holding a `formwork` tree with its C extensions built in
 place, put first on PYTHONPATH; default: the installed formwork):
 
     .venv/bin/python benchmarks/gc_pauses.py [--limit N] [--rounds 1] [--max-deferred 100] [--build NAME=DIR ...]
+
+(a build named `base` runs no `frozen` policy: builds before session 16 lack it).
 """
 from __future__ import annotations
 
@@ -32,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
-POLICIES = ("automatic", "deferred")
+POLICIES = ("automatic", "deferred", "frozen")
 
 
 def run_policy(policy: str, limit: int | None, max_deferred: int, depth: int) -> dict:
@@ -54,8 +57,8 @@ def run_policy(policy: str, limit: int | None, max_deferred: int, depth: int) ->
     cases = load_corpus("iglu-central", limit)
     bitmask = allocate_token_bitmask(1, vocab.vocab_size)
     freeze_startup_heap()
-    collector = StepCollector(max_deferred)
-    if policy == "deferred":
+    collector = StepCollector(max_deferred, freeze_survivors=True) if policy == "frozen" else StepCollector(max_deferred)
+    if policy != "automatic":
         collector.install()
     log, steps, slow, compiled = CollectorClock(), [], [], 0
     started = time.thread_time()
@@ -110,6 +113,7 @@ def main() -> None:
     parser.add_argument("--max-deferred", type=int, default=100)
     parser.add_argument("--depth", type=int, default=6, help="max_nesting_depth of open values")
     parser.add_argument("--build", action="append", default=[], help="NAME=DIR, repeatable (see the docstring)")
+    parser.add_argument("--policies", default=",".join(POLICIES), help="comma-separated, of " + ", ".join(POLICIES))
     parser.add_argument("--policy", choices=POLICIES, help="run one policy here and print its numbers as JSON")
     parser.add_argument("--out", type=Path, default=HERE / "results" / "gc_pauses.md")
     args = parser.parse_args()
@@ -119,8 +123,10 @@ def main() -> None:
     rows = []
     builds = [build.split("=", 1) for build in args.build] or [("", "")]
     for _ in range(args.rounds):
-        for policy in POLICIES:
+        for policy in args.policies.split(","):
             for name, directory in builds:
+                if policy == "frozen" and name == "base":
+                    continue  # `freeze_survivors` is new in session 16
                 command = [sys.executable, __file__, "--policy", policy, "--max-deferred", str(args.max_deferred),
                            "--depth", str(args.depth)] + (["--limit", str(args.limit)] if args.limit else [])
                 path = filter(None, [directory, os.environ.get("PYTHONPATH")])

@@ -10,6 +10,12 @@ since the last full one, which bounds how much cyclic garbage can wait.  Young c
 automatic: they walk only the objects made since the last one; and what a grammar construction keeps
 goes to the old generation as the construction ends (`gc_pause.collect_young_on_resume`), not at a
 generation-1 collection inside a later mask step.
+
+With `freeze_survivors`, each deferred full collection then freezes what survived it (`gc.freeze`), so
+the next one walks only what survived since (the grammars compiled and the requests in flight since),
+not every grammar the process holds.  What is frozen is still freed by reference counting; only a
+reference cycle that dies frozen is never freed.  Compiled grammars and finished requests leave none
+(tests/test_gc_refcount.py), but code outside the engine (a server's handlers) may, so it is opt-in.
 """
 from __future__ import annotations
 
@@ -32,6 +38,7 @@ class FullCollections:
     forced: int = 0
     seconds: float = 0.0
     longest: float = 0.0
+    frozen: int = 0  # objects frozen after the last one (`freeze_survivors`)
 
 
 class StepCollector:
@@ -39,10 +46,11 @@ class StepCollector:
 
     Process-wide: install one, from the thread that drives the engine."""
 
-    def __init__(self, max_deferred: int = DEFAULT_MAX_DEFERRED) -> None:
+    def __init__(self, max_deferred: int = DEFAULT_MAX_DEFERRED, freeze_survivors: bool = False) -> None:
         if max_deferred < 1:
             raise ValueError(f"max_deferred must be at least 1, got {max_deferred}")
         self.max_deferred = max_deferred
+        self.freeze_survivors = freeze_survivors
         self.stats = FullCollections()
         self._saved: tuple[int, int, int] | None = None
         self._installs = 0
@@ -84,6 +92,9 @@ class StepCollector:
             return False
         start = time.thread_time()
         gc.collect()
+        if self.freeze_survivors:
+            gc.freeze()
+            self.stats.frozen = gc.get_freeze_count()
         took = time.thread_time() - start
         stats = self.stats
         if idle:
