@@ -86,3 +86,21 @@ def test_key_states_equal_the_unsliced_walk(vocab, unsliced, names, key):
 def test_twin_taken_between_characters_only(vocab, unsliced, names, key, shared, own):
     """The twin's masks are taken (not dead code) where it has a place, and only there."""
     assert check_key_states(vocab, unsliced, names, key) == (shared, own)
+
+
+def test_prepare_computes_the_twin_places_masks(vocab):
+    """`GrammarCompiler.prepare` finds the string-contents lexeme's places inside UTF-8 characters
+    (1, 2 or 3 bytes left, and the second bytes of E0, ED, F0, F4 leads) and computes their masks."""
+    from formwork.grammar.automaton import AutomatonBuilder
+    from formwork.grammar.compiler import GrammarCompiler
+    from formwork.grammar.json_schema.automata import SHARED
+    from formwork.grammar.json_schema.strings import ANY_CONTENT
+    from formwork.grammar.token_mask import _WITHOUT_STOPS
+    from formwork.grammar.twin_places import _PLACES
+    SHARED._builder = AutomatonBuilder()  # as a fresh process has it: nothing built yet
+    compiler = GrammarCompiler(vocab, cache_enabled=False)
+    compiler.prepare()
+    twin = SHARED._builder.lexeme_automaton(ANY_CONTENT)
+    places = _PLACES[twin]
+    assert {len(rest) for rest in places} == {1, 2, 3} and len(places) == 7
+    assert all((_WITHOUT_STOPS, twin.state_key(s)) in compiler.mask_cache._masks for s in places.values())

@@ -19,6 +19,7 @@ from formwork.grammar.dfa import DEAD, START, DFA
 from formwork.grammar.ir import Grammar, Node, Repeat
 from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.follow_exits import follow_trie
+from formwork.grammar.twin_places import warm_twin_places
 from formwork.grammar.lexeme_masks import warm_counted_masks
 from formwork.grammar.lexemes import HORIZON
 from formwork.grammar.nfa import accepting_bytes, byte_ranges
@@ -82,6 +83,7 @@ class SharedAutomata:
         warm_counted_masks(cache, counted)
         for automaton in unbounded:
             cache.lexeme_base(automaton, START)
+        warm_twin_places(cache, unbounded[1])  # ANY_CONTENT: the twin of every undeclared-key lexeme
         for byte in b'",}]':  # the pruned tries of the bytes that end JSON lexemes (lexeme exits)
             follow_trie(cache.vocab.trie, byte)
 
