@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from formwork.server.replicas import child_processes
+
 logger = logging.getLogger(__name__)
 
 LOCAL_OBJECT_STORE_BYTES = 100 * 1024 * 1024
@@ -100,21 +102,26 @@ class ReplicaCluster:
 
 
 def _start_local_ray(*, num_cpus: int, object_store_bytes: int, attempts: int = LOCAL_START_ATTEMPTS) -> None:
-    """Start a local Ray instance, again (after shutting the half-started one down) when its node
-    timed out registering: Ray waits a fixed 30 s for that, which a loaded machine can exceed."""
+    """Start a local Ray instance, again (after killing the half-started node's processes) when its
+    node timed out registering: Ray waits a fixed 30 s for that, which a loaded machine can exceed."""
     import ray
 
     for attempt in range(1, attempts + 1):
+        before = child_processes.descendants()
         try:
             ray.init(address="local", num_cpus=num_cpus, object_store_memory=object_store_bytes,
                      include_dashboard=False, log_to_driver=False, namespace="formwork")
             return
         except Exception as exc:  # Ray raises a bare Exception for this timeout
-            if "timed out during startup" not in str(exc) or attempt == attempts:
+            timed_out = "timed out during startup" in str(exc)
+            if timed_out:
+                # Ray had not recorded the node yet, so its shutdown leaves the node's processes running
+                ray.shutdown()
+                child_processes.kill_started_since(before)
+            if not timed_out or attempt == attempts:
                 raise
             logger.warning("the local Ray node timed out during start-up (attempt %d of %d); starting it again",
                            attempt, attempts)
-            ray.shutdown()
 
 
 def _release(started_ray: bool) -> None:
