@@ -16,7 +16,6 @@ from formwork.grammar._untrack import untrack_tree
 from formwork.grammar.ir import Grammar, Node
 
 T = TypeVar("T")
-N = TypeVar("N", bound=Node)
 
 
 def untrack_ir(lowered: Node | Grammar) -> int:
@@ -26,11 +25,12 @@ def untrack_ir(lowered: Node | Grammar) -> int:
     return untrack_tree(lowered, Node)
 
 
-def untracked_ir(node: N) -> N:
-    """`node` with its nodes and item tuples untracked now: for the lowering's process-wide memos,
-    whose entries the compiled grammar may not hold (an interned equal copy, a failed compile)."""
-    untrack_tree(node, Node)
-    return node
+def untracked_ir(value: T) -> T:
+    """`value` (an IR node, or tuples of nodes and atoms) with its nodes and tuples untracked now:
+    for the lowering's process-wide memos, whose entries the compiled grammar may not hold (an
+    interned equal copy, a failed compile)."""
+    untrack_tree(value, Node)
+    return value
 
 
 def untracked_tuples(value: T) -> T:

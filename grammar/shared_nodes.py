@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 
 from formwork.grammar.ir import Empty, Node, Nothing, Repeat
 
@@ -60,7 +61,7 @@ def share(node: Node) -> Node:
     return marked
 
 
-def renew(marks: list[Node]) -> bool:
+def renew(marks: Sequence[Node]) -> bool:
     """Whether every mark in `marks` is still live (the mark of its node); each one found is
     renewed as a `share` that found it would renew it."""
     with _SHARED_LOCK:

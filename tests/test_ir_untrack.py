@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest_grammar_json import byte_vocab  # noqa: E402
 
+import formwork.grammar.ir_untrack as ir_untrack  # noqa: E402
 import formwork.grammar.json_schema.cache as schema_cache  # noqa: E402
 from formwork.grammar._untrack import untrack_tree  # noqa: E402
 from formwork.grammar.compiler import GrammarCompiler  # noqa: E402
@@ -110,6 +111,7 @@ def test_compiled_schemas_leave_their_ir_untracked(monkeypatch):
     nodes_kept_per_compile(compiler, 0, 5)  # the process-wide leaves and memos, once
     untracked = nodes_kept_per_compile(compiler, 1000, 40)
     monkeypatch.setattr(schema_cache, "untrack_ir", lambda lowered: 0)
+    monkeypatch.setattr(ir_untrack, "untrack_tree", lambda value, kind: 0)  # the memos' own untracking too
     tracked = nodes_kept_per_compile(compiler, 2000, 40)
     assert tracked > 20  # the process-wide tables keep each schema's IR
     # What stays tracked: entries of bounded memos outside the compiled tree (a key prefix per member,

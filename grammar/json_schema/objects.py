@@ -34,7 +34,7 @@ MAX_SHARED_TAKES = 100  # see `_MemberChain.share_takes`
 MAX_CHAINS = 4096  # member lists kept by `_MemberChain.body` (all dropped when full)
 # (members, id of the extra member's mark, id of the comma, counts) -> (the member list's node,
 # the extra mark and comma (kept: their ids are in the key), the marks it is made of)
-_CHAINS: dict[tuple, tuple[Node, tuple, list[Node]]] = {}
+_CHAINS: dict[tuple, tuple[Node, tuple, tuple[Node, ...]]] = {}
 
 
 @dataclass(slots=True)
@@ -256,7 +256,8 @@ class _MemberChain:
         body = self.rest(0, 0, True)
         if len(_CHAINS) >= MAX_CHAINS:
             _CHAINS.clear()
-        _CHAINS[key] = (body, (self.extra, self.comma), self.marks)
+        # untracked (immutable IR and tuples): kept for the process's life, nothing for a full collection to scan
+        _CHAINS[untracked_ir(key)] = untracked_ir((body, (self.extra, self.comma), tuple(self.marks)))
         return body
 
     def _share(self, node: Node) -> Node:
