@@ -30,6 +30,7 @@ from formwork.grammar.json_schema.one_of import CANONICAL_SCALARS, resolve_one_o
 from formwork.grammar.json_schema.options import IndentSpec, JsonSchemaOptions, Whitespace
 from formwork.grammar.json_schema.pieces import encoded_pattern, pattern_language
 from formwork.grammar.json_schema.ref_lowerings import RefLowerings
+from formwork.grammar.json_schema.ref_lowerings import state as ref_state
 from formwork.grammar.json_schema.scalars import lower_number, lower_string
 from formwork.grammar.json_schema.strings import quoted, string_content
 from formwork.grammar.json_schema.values import (
@@ -116,8 +117,12 @@ class Lowerer:
         self.value_products: list[Node] = []
         self._rule_ids = itertools.count()
         self._memo: dict[tuple, Node] = {}
-        self.cycle_refs = 0  # `RuleRef`s made where a $ref cycle came back (see `ref_lowerings`)
-        self.kept = RefLowerings(self, MAX_NESTED_SCHEMAS)
+        # for `ref_lowerings`: `RuleRef`s made where a $ref cycle came back, memo hits on lowerings
+        # that changed more than their node (`_context_keys`)
+        self.cycle_refs = self.context_hits = 0
+        self._context_keys: set[tuple] = set()
+        self.kept = RefLowerings(doc, options, isinstance(options.whitespace, IndentSpec),
+                                 MAX_NESTED_SCHEMAS)
         self._pattern_dfas: dict[str, Any] = {}
         self._leaves = _LEAVES.setdefault(_ws_key(options), {})
         # what every shared leaf of this lowering depends on besides its keywords; none is shared
@@ -222,22 +227,31 @@ class Lowerer:
         key = (tuple([id(s.schema) for s in subs]), depth if self._indent else 0)
         got = self._memo.get(key)
         if got is not None:
+            if key in self._context_keys:
+                self.context_hits += 1
             return got
         check_budget("lowering the schema")
-        if len(subs) == 1 and _plain_leaf(subs[0]):
-            node = self._memo[key] = self._lower_leaf(subs, depth)  # what the steps below come to
-            return node
-        frame = self._pending.get(key)
+        plain = len(subs) == 1 and _plain_leaf(subs[0])
+        frame = None if plain else self._pending.get(key)
         if frame is not None and not self._indent:
             # a $ref cycle back to these subschemas before their expansion: a rule of the whole
             # disjunction (otherwise each of its alternatives nests the others before one repeats)
             self._referenced.add(frame)
             self.cycle_refs += 1
             return RuleRef(_rule_name(frame))
-        def lower() -> Node:
-            return self._framed(self._pending, key, subs[0].pointer,
-                                lambda: self._lower_expanded(subs, depth))
-        node = self._memo[key] = self.kept.lower(subs[0], depth, lower) if len(subs) == 1 else lower()
+        before = ref_state(self)
+        site = None if plain or len(subs) > 1 else self.kept.begin(self, subs[0], depth)
+        if plain:
+            node = self._lower_leaf(subs, depth)
+        elif site is not None and site.kept is not None:
+            node = site.kept
+        else:
+            node = self._framed(self._pending, key, subs[0].pointer, lambda: self._lower_expanded(subs, depth))
+            if site is not None:
+                self.kept.end(self, site, node)
+        self._memo[key] = node
+        if ref_state(self) != before:
+            self._context_keys.add(key)
         return node
 
     def _lower_expanded(self, subs: list[Sub], depth: int) -> Node:

@@ -23,7 +23,7 @@ import itertools
 import pickle
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from formwork.grammar.ir import Node
 from formwork.schemas.keywords import ANNOTATION_KEYWORDS
@@ -49,6 +49,19 @@ class KeptLowering:
     frames: int  # how many conjunction frames deeper than its start it nested
 
 
+@dataclass(frozen=True, slots=True)
+class _Recording:
+    """A site being lowered (`RefLowerings.begin`), or `kept` IR found for it."""
+
+    key: tuple
+    kept: Optional[Node]
+    start: int  # frames open at its start
+    outer_deepest: int
+    first_rule: int
+    calls: int
+    state: tuple[int, ...]
+
+
 _KEPT: dict[tuple, KeptLowering] = {}
 _LOCK = threading.Lock()
 
@@ -59,18 +72,26 @@ def clear() -> None:
         _KEPT.clear()
 
 
-class RefLowerings:
-    """One lowerer's access to the kept lowerings (its document's serialised targets, memoised)."""
+def state(lw: "Lowerer") -> tuple[int, ...]:
+    """What a lowering that depends on more than its contents changes in `lw` (a within-compile
+    memo hit on such a lowering counts too: `Lowerer.lower_subs`)."""
+    return (len(lw.warnings), len(lw.rules), len(lw.unique_arrays), len(lw.value_products),
+            lw.cycle_refs, lw.context_hits)
 
-    def __init__(self, lw: "Lowerer", max_frames: int) -> None:
-        self.lw = lw
+
+class RefLowerings:
+    """One lowering's access to the kept lowerings (its document's serialised targets, memoised).
+    It holds no reference to the lowerer (which holds it): the lowerer is passed in."""
+
+    def __init__(self, doc: Any, options: Any, indent: bool, max_frames: int) -> None:
         self._max_frames = max_frames  # a lowering nesting this many frames is refused
+        self._indent = indent
         # None: nothing is kept (nor with unbounded open values: a site may use the any-JSON rule
         # another site of the lowering made)
-        self._analysis = None if lw.options.max_nesting_depth is None else getattr(lw.doc, "analysis", None)
-        self._context = (lw.doc.draft.name, lw.options.whitespace.__repr__(), lw.options.max_whitespace,
-                         lw.options.forbid_additional_properties, lw.options.lenient,
-                         lw.options.max_nesting_depth)
+        self._analysis = None if options.max_nesting_depth is None else getattr(doc, "analysis", None)
+        self._context = (doc.draft.name, repr(options.whitespace), options.max_whitespace,
+                         options.forbid_additional_properties, options.lenient,
+                         options.max_nesting_depth)
         self._pickled: dict[Any, Optional[bytes]] = {}  # target Location -> bytes (None: unusable)
         #: rule frames open at the deepest point of the lowering so far (see `note_frames`)
         self.deepest = 0
@@ -80,12 +101,13 @@ class RefLowerings:
         if open_frames > self.deepest:
             self.deepest = open_frames
 
-    def lower(self, sub: "Sub", depth: int, lower: Callable[[], Node]) -> Node:
-        """`lower()`, the lowering of the `$ref` site `sub` at `depth`, or the kept one."""
+    def begin(self, lw: "Lowerer", sub: "Sub", depth: int) -> Optional["_Recording"]:
+        """Before `lw` lowers `sub` at `depth` (no Python frame between, so deep schemas nest as
+        deep as without this): None when `sub` is no keepable `$ref` site; else a recording
+        whose `kept` is the kept IR to use, or, None, the lowering to pass to `end`."""
         key = self._key(sub, depth)
         if key is None:
-            return lower()
-        lw = self.lw
+            return None
         start = len(lw._frames)
         kept = _KEPT.get(key)
         if kept is not None and start + kept.frames < self._max_frames:
@@ -93,30 +115,25 @@ class RefLowerings:
             if kept.open_values:
                 lw.any_value.calls += 1
             self.note_frames(start + kept.frames)
-            return kept.node
-        state = self._state()
-        outer_deepest, self.deepest = self.deepest, start
+            return _Recording(key, kept.node, start, 0, 0, 0, ())
         first_rule = next(lw._rule_ids)
         lw._rule_ids = itertools.count(first_rule)
-        calls = lw.any_value.calls
-        try:
-            node = lower()
-        finally:
-            deepest, self.deepest = self.deepest, max(outer_deepest, self.deepest)
-        if self._state() == state:
-            taken = next(lw._rule_ids) - first_rule
-            lw._rule_ids = itertools.count(first_rule + taken)
-            with _LOCK:
-                if len(_KEPT) >= MAX_KEPT:
-                    _KEPT.clear()
-                _KEPT[key] = KeptLowering(node, taken, lw.any_value.calls != calls, deepest - start)
-        return node
+        recording = _Recording(key, None, start, self.deepest, first_rule, lw.any_value.calls, state(lw))
+        self.deepest = start
+        return recording
 
-    def _state(self) -> tuple[int, ...]:
-        """What a lowering that depends on more than its contents changes."""
-        lw = self.lw
-        return (len(lw.warnings), len(lw.rules), len(lw.unique_arrays), len(lw.value_products),
-                lw.cycle_refs)
+    def end(self, lw: "Lowerer", recording: "_Recording", node: Node) -> None:
+        """After `lw` lowered the site of `recording` to `node`: keep it if it depends on nothing else."""
+        deepest, self.deepest = self.deepest, max(recording.outer_deepest, self.deepest)
+        if state(lw) != recording.state:
+            return
+        taken = next(lw._rule_ids) - recording.first_rule
+        lw._rule_ids = itertools.count(recording.first_rule + taken)
+        with _LOCK:
+            if len(_KEPT) >= MAX_KEPT:
+                _KEPT.clear()
+            _KEPT[recording.key] = KeptLowering(node, taken, lw.any_value.calls != recording.calls,
+                                                deepest - recording.start)
 
     def _key(self, sub: "Sub", depth: int) -> Optional[tuple]:
         """The contents `sub`'s lowering reads, or None when it is not a plain `$ref` site of the
@@ -128,10 +145,12 @@ class RefLowerings:
         site = analysis.sites.get(type(analysis.root)(root_uri, sub.pointer))
         if site is None or site.ref != schema["$ref"]:
             return None
-        site_bytes = pickle.dumps(schema, 5)
+        site_bytes = _pickled(schema)
+        if site_bytes is None:
+            return None
         if any(scoped in site_bytes for scoped in _SCOPED):
             return None
-        parts: list[Any] = [self._context, depth if self.lw._indent else 0, site_bytes]
+        parts: list[Any] = [self._context, depth if self._indent else 0, site_bytes]
         seen, stack = set(), [site.target]
         while stack:
             target = stack.pop()
@@ -153,9 +172,17 @@ class RefLowerings:
         pickled: Optional[bytes] = None
         if target.uri == analysis.root.uri and target in analysis.targets \
                 and target in analysis.target_sites:
-            pickled = pickle.dumps(analysis.targets[target], 5)
-            if any(scoped in pickled for scoped in _SCOPED):
+            pickled = _pickled(analysis.targets[target])
+            if pickled is not None and any(scoped in pickled for scoped in _SCOPED):
                 pickled = None
         self._pickled[target] = pickled
         return pickled
 
+
+def _pickled(schema: Any) -> Optional[bytes]:
+    """`schema` serialised, or None when it nests too deep for `pickle` (which recurses in C
+    against Python's limit, and a lowering of such a schema is deep already)."""
+    try:
+        return pickle.dumps(schema, 5)
+    except RecursionError:
+        return None
