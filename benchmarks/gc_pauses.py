@@ -95,6 +95,7 @@ def run_policy(policy: str, limit: int | None, max_deferred: int, depth: int) ->
             "step_p50_us": float(np.percentile(ms, 50) * 1e3), "step_p99_us": float(np.percentile(ms, 99) * 1e3),
             "step_max_ms": float(ms.max()), "steps_over_5ms": int((ms > 5).sum()), "pauses": pauses,
             "slowest": sorted(slow, reverse=True)[:8],
+            "between_full_ms": [round(took * 1e3, 2) for where, gen, took in log.pauses if where == "between" and gen == 2],
             "tracked_objects": len(gc.get_objects()),
             "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
