@@ -7,19 +7,24 @@ chosen token.
 Grammar masks: `bitmask` has one packed int32 row per logits row (all ones where unconstrained) and
 `bitmask_rows` lists the constrained rows. On CUDA the bitmask goes to the fused `kernels.sample`; on
 the CPU only the constrained rows are masked (a numpy bit unpack) before sampling, since the torch
-reference would unpack every row.
+reference would unpack every row. A CPU batch whose rows are all greedy and want no logprobs takes one
+numpy argmax (the reference's temperature-0 rule) instead of the kernel call and its parameter tensors.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 import torch
 
 from formwork.core.sequence import Sequence
 from formwork.kernels import SamplingTensors, apply_token_bitmask, sample
+from formwork.kernels.dispatch import BACKEND_ENV
+from formwork.kernels.reference.sampling import NEG_INF
 
 
 @dataclass
@@ -31,6 +36,7 @@ class SamplerOutput:
     sampled_ranks: list[int | None]
 
 
+_SEQ_ID = attrgetter("seq_id")
 SPARSE_MASK_SHARE = 8  # rows are masked token by token when at most 1 word in this many forbids a token
 
 
@@ -41,6 +47,8 @@ class Sampler:
         self.vocab_size = vocab_size
         self.eos_token_ids = list(eos_token_ids)
         self._rows: BatchRows | None = None  # the last batch's row parameters
+        # greedy-only CPU batches take one argmax here unless a backend other than torch is forced (read once)
+        self._argmax_on_cpu = os.environ.get(BACKEND_ENV, "").strip().lower() in ("", "torch")
 
     def __call__(self, logits: torch.Tensor, seqs: list[Sequence], bitmask: torch.Tensor | None = None,
                  bitmask_rows: list[int] | None = None) -> SamplerOutput:
@@ -55,6 +63,8 @@ class Sampler:
             bitmask = None
         elif bitmask is not None:
             bitmask = bitmask.to(logits.device, non_blocking=True)
+        if rows.argmax_only and bitmask is None and self._argmax_on_cpu and logits.device.type == "cpu":
+            return SamplerOutput(_argmax_tokens(logits), [0.0] * len(seqs), [None] * len(seqs), [None] * len(seqs))
         # a row's logprob is only reported when it asked for logprobs
         token_ids, logprobs = sample(logits, rows.tensors(seqs, logits.device), bitmask,
                                      with_logprobs=bool(rows.with_logprobs))
@@ -65,7 +75,7 @@ class Sampler:
     def _rows_of(self, seqs: list[Sequence]) -> "BatchRows":
         """The per-row parameters of `seqs`: the previous step's when the batch holds the same sequences
         in the same order (what a sequence's parameters say never changes), else built anew."""
-        key = tuple([seq.seq_id for seq in seqs])
+        key = tuple(map(_SEQ_ID, seqs))  # ids, not the sequences: a finished one must not stay referenced
         rows = self._rows
         if rows is None or rows.key != key:
             rows = self._rows = BatchRows(key, seqs)
@@ -152,6 +162,7 @@ class BatchRows:
         self.temperature, self.top_p, self.min_p = table[:, 0], table[:, 2], table[:, 3]
         self.top_k = table[:, 1].astype(np.int64)
         self.any_random = bool((self.temperature > 0).any())  # else no row reads its seed or step
+        self.argmax_only = not self.any_random and not self.with_logprobs  # every token is its row's argmax
         self.seeds = np.array([seq.seed for seq in seqs], dtype=np.int64)
         self.num_prompt_tokens = np.array([seq.num_prompt_tokens for seq in seqs], dtype=np.int64)
         self._on_cpu: SamplingTensors | None = None  # checked once; each step rewrites its steps in place
@@ -174,6 +185,17 @@ class BatchRows:
     @staticmethod
     def _token_counts(seqs: list[Sequence]) -> np.ndarray:
         return np.fromiter([len(seq.token_ids) for seq in seqs], dtype=np.int64, count=len(seqs))
+
+
+def _argmax_tokens(logits: torch.Tensor) -> list[int]:
+    """Each row's greedy token as the torch reference samples it at temperature 0 (the lowest id among
+    the maxima; -1 where the row allows nothing), without building its parameter tensors."""
+    values = logits.numpy()
+    ids = values.argmax(axis=1)
+    allowed = values[np.arange(len(ids)), ids] > NEG_INF
+    if not allowed.all():
+        ids[~allowed] = -1
+    return ids.tolist()
 
 
 def _mask_rows_cpu(logits: torch.Tensor, bitmask: torch.Tensor, rows: list[int]) -> None:

@@ -1,4 +1,6 @@
-"""Shape/dtype/device checks shared by both backends (no host-device syncs)."""
+"""Shape/dtype/device checks shared by both backends (no host-device syncs).
+
+Every kernel call runs these, so an error's message is only formatted when a check fails."""
 
 from __future__ import annotations
 
@@ -12,83 +14,93 @@ _FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 _INDEX_DTYPES = (torch.int32, torch.int64)
 
 
-def _require(condition: bool, message: str) -> None:
-    if not condition:
-        raise KernelInputError(message)
-
-
 def _shape(t: Tensor) -> tuple[int, ...]:
     return tuple(t.shape)
 
 
 def _same_device(**tensors: Tensor) -> None:
     devices = {name: t.device for name, t in tensors.items()}
-    _require(len(set(devices.values())) == 1, f"tensors must share one device, got {devices}")
+    if len(set(devices.values())) != 1:
+        raise KernelInputError(f"tensors must share one device, got {devices}")
 
 
 def _check_cache_pair(k_cache: Tensor, v_cache: Tensor) -> None:
-    _require(k_cache.dim() == 4,
-             f"k_cache must be [blocks, block_size, kv_heads, head_dim], got {_shape(k_cache)}")
-    _require(v_cache.shape == k_cache.shape, f"v_cache {_shape(v_cache)} != k_cache {_shape(k_cache)}")
+    if k_cache.dim() != 4:
+        raise KernelInputError(f"k_cache must be [blocks, block_size, kv_heads, head_dim], got {_shape(k_cache)}")
+    if v_cache.shape != k_cache.shape:
+        raise KernelInputError(f"v_cache {_shape(v_cache)} != k_cache {_shape(k_cache)}")
 
 
 def check_kv_write_inputs(key: Tensor, value: Tensor, k_cache: Tensor, v_cache: Tensor,
                           slot_mapping: Tensor) -> None:
-    _require(key.dim() == 3, f"key must be [tokens, kv_heads, head_dim], got {_shape(key)}")
-    _require(value.shape == key.shape, f"value {_shape(value)} != key {_shape(key)}")
+    if key.dim() != 3:
+        raise KernelInputError(f"key must be [tokens, kv_heads, head_dim], got {_shape(key)}")
+    if value.shape != key.shape:
+        raise KernelInputError(f"value {_shape(value)} != key {_shape(key)}")
     _check_cache_pair(k_cache, v_cache)
-    _require(key.shape[1:] == k_cache.shape[2:],
-             f"key heads/dim {_shape(key)[1:]} != cache heads/dim {_shape(k_cache)[2:]}")
-    _require(slot_mapping.shape == (key.shape[0],),
-             f"slot_mapping must be [{key.shape[0]}], got {_shape(slot_mapping)}")
-    _require(slot_mapping.dtype in _INDEX_DTYPES, f"slot_mapping must be int32/int64, got {slot_mapping.dtype}")
+    if key.shape[1:] != k_cache.shape[2:]:
+        raise KernelInputError(f"key heads/dim {_shape(key)[1:]} != cache heads/dim {_shape(k_cache)[2:]}")
+    if slot_mapping.shape != (key.shape[0],):
+        raise KernelInputError(f"slot_mapping must be [{key.shape[0]}], got {_shape(slot_mapping)}")
+    if slot_mapping.dtype not in _INDEX_DTYPES:
+        raise KernelInputError(f"slot_mapping must be int32/int64, got {slot_mapping.dtype}")
     _same_device(key=key, value=value, k_cache=k_cache, v_cache=v_cache, slot_mapping=slot_mapping)
 
 
 def check_attention_inputs(query: Tensor, k_cache: Tensor, v_cache: Tensor, block_tables: Tensor,
                            seq_lens: Tensor, query_start_loc: Tensor, sliding_window: int | None) -> None:
-    _require(query.dim() == 3, f"query must be [tokens, heads, head_dim], got {_shape(query)}")
-    _require(query.dtype in _FLOAT_DTYPES, f"query dtype {query.dtype} not in {_FLOAT_DTYPES}")
+    if query.dim() != 3:
+        raise KernelInputError(f"query must be [tokens, heads, head_dim], got {_shape(query)}")
+    if query.dtype not in _FLOAT_DTYPES:
+        raise KernelInputError(f"query dtype {query.dtype} not in {_FLOAT_DTYPES}")
     _check_cache_pair(k_cache, v_cache)
-    _require(k_cache.shape[3] == query.shape[2],
-             f"query head_dim {query.shape[2]} != cache head_dim {k_cache.shape[3]}")
+    if k_cache.shape[3] != query.shape[2]:
+        raise KernelInputError(f"query head_dim {query.shape[2]} != cache head_dim {k_cache.shape[3]}")
     num_heads, num_kv_heads = query.shape[1], k_cache.shape[2]
-    _require(num_heads % num_kv_heads == 0,
-             f"num_heads {num_heads} not a multiple of num_kv_heads {num_kv_heads}")
-    _require(block_tables.dim() == 2, f"block_tables must be [seqs, max_blocks], got {_shape(block_tables)}")
+    if num_heads % num_kv_heads != 0:
+        raise KernelInputError(f"num_heads {num_heads} not a multiple of num_kv_heads {num_kv_heads}")
+    if block_tables.dim() != 2:
+        raise KernelInputError(f"block_tables must be [seqs, max_blocks], got {_shape(block_tables)}")
     num_seqs = block_tables.shape[0]
-    _require(seq_lens.shape == (num_seqs,), f"seq_lens must be [{num_seqs}], got {_shape(seq_lens)}")
-    _require(query_start_loc.shape == (num_seqs + 1,),
-             f"query_start_loc must be [{num_seqs + 1}], got {_shape(query_start_loc)}")
+    if seq_lens.shape != (num_seqs,):
+        raise KernelInputError(f"seq_lens must be [{num_seqs}], got {_shape(seq_lens)}")
+    if query_start_loc.shape != (num_seqs + 1,):
+        raise KernelInputError(f"query_start_loc must be [{num_seqs + 1}], got {_shape(query_start_loc)}")
     for name, t in (("block_tables", block_tables), ("seq_lens", seq_lens), ("query_start_loc", query_start_loc)):
-        _require(t.dtype in _INDEX_DTYPES, f"{name} must be int32/int64, got {t.dtype}")
-    _require(sliding_window is None or sliding_window > 0,
-             f"sliding_window must be None or > 0, got {sliding_window}")
+        if t.dtype not in _INDEX_DTYPES:
+            raise KernelInputError(f"{name} must be int32/int64, got {t.dtype}")
+    if not (sliding_window is None or sliding_window > 0):
+        raise KernelInputError(f"sliding_window must be None or > 0, got {sliding_window}")
     _same_device(query=query, k_cache=k_cache, v_cache=v_cache, block_tables=block_tables,
                  seq_lens=seq_lens, query_start_loc=query_start_loc)
 
 
 def check_bitmask_inputs(logits: Tensor, bitmask: Tensor, indices: Tensor | None) -> None:
-    _require(logits.dim() == 2, f"logits must be [batch, vocab], got {_shape(logits)}")
-    _require(logits.dtype in _FLOAT_DTYPES, f"logits dtype {logits.dtype} not in {_FLOAT_DTYPES}")
-    _require(bitmask.dim() == 2 and bitmask.dtype == torch.int32,
-             f"bitmask must be int32 [batch, words], got {bitmask.dtype} {_shape(bitmask)}")
-    _require(bitmask.shape[0] == logits.shape[0],
-             f"bitmask rows {bitmask.shape[0]} != logits rows {logits.shape[0]}")
+    if logits.dim() != 2:
+        raise KernelInputError(f"logits must be [batch, vocab], got {_shape(logits)}")
+    if logits.dtype not in _FLOAT_DTYPES:
+        raise KernelInputError(f"logits dtype {logits.dtype} not in {_FLOAT_DTYPES}")
+    if not (bitmask.dim() == 2 and bitmask.dtype == torch.int32):
+        raise KernelInputError(f"bitmask must be int32 [batch, words], got {bitmask.dtype} {_shape(bitmask)}")
+    if bitmask.shape[0] != logits.shape[0]:
+        raise KernelInputError(f"bitmask rows {bitmask.shape[0]} != logits rows {logits.shape[0]}")
     _same_device(logits=logits, bitmask=bitmask)
     if indices is not None:
-        _require(indices.dim() == 1 and indices.dtype in _INDEX_DTYPES,
-                 f"indices must be a 1-D int tensor, got {indices.dtype} {_shape(indices)}")
+        if not (indices.dim() == 1 and indices.dtype in _INDEX_DTYPES):
+            raise KernelInputError(f"indices must be a 1-D int tensor, got {indices.dtype} {_shape(indices)}")
         _same_device(logits=logits, indices=indices)
 
 
 def check_sample_inputs(logits: Tensor, params: SamplingTensors, bitmask: Tensor | None) -> None:
-    _require(logits.dim() == 2, f"logits must be [batch, vocab], got {_shape(logits)}")
-    _require(logits.dtype in _FLOAT_DTYPES, f"logits dtype {logits.dtype} not in {_FLOAT_DTYPES}")
-    _require(isinstance(params, SamplingTensors), f"params must be SamplingTensors, got {type(params)}")
-    _require(params.batch_size == logits.shape[0],
-             f"SamplingTensors has {params.batch_size} rows, logits {logits.shape[0]}")
-    _require(params.temperature.device == logits.device,
-             f"SamplingTensors on {params.temperature.device}, logits on {logits.device}")
+    if logits.dim() != 2:
+        raise KernelInputError(f"logits must be [batch, vocab], got {_shape(logits)}")
+    if logits.dtype not in _FLOAT_DTYPES:
+        raise KernelInputError(f"logits dtype {logits.dtype} not in {_FLOAT_DTYPES}")
+    if not isinstance(params, SamplingTensors):
+        raise KernelInputError(f"params must be SamplingTensors, got {type(params)}")
+    if params.batch_size != logits.shape[0]:
+        raise KernelInputError(f"SamplingTensors has {params.batch_size} rows, logits {logits.shape[0]}")
+    if params.temperature.device != logits.device:
+        raise KernelInputError(f"SamplingTensors on {params.temperature.device}, logits on {logits.device}")
     if bitmask is not None:
         check_bitmask_inputs(logits, bitmask, None)

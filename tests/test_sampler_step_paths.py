@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest_kernels import pack_bitmask  # noqa: E402
 
+import formwork.core.sampler as sampler_module  # noqa: E402
 from formwork.core.sampler import Sampler  # noqa: E402
 from formwork.core.sampling_params import SamplingParams  # noqa: E402
 from formwork.core.sequence import Request  # noqa: E402
@@ -148,3 +150,45 @@ def test_philox_words_in_c_follow_the_definition(triples):
     row = philox_words(seeds[0], lows[:, None], highs[0])
     assert row.shape == (len(triples), 1)
     assert row[:, 0].tolist() == [_philox_first_word(triples[0][0], t[1], triples[0][2]) for t in triples]
+
+
+@settings(max_examples=100, deadline=None)
+@given(_batches(), st.booleans(), st.booleans())
+def test_greedy_cpu_batches_take_the_references_tokens_without_the_kernel(batch, masked, blank):
+    """A batch of greedy rows without logprobs is sampled by one argmax in the sampler: the same tokens as
+    the reference kernel at temperature 0 (first maximum, -1 for a row that allows nothing), masks included."""
+    logits, bitmask, _ = batch
+    if blank:
+        logits[0] = float("-inf")  # a row that allows nothing
+    rows = len(logits)
+    seqs = _seqs([SamplingParams(temperature=0)] * rows)
+    greedy = SamplingTensors.from_lists([0.0] * rows, [0] * rows, [1.0] * rows, [0.0] * rows, [0] * rows, [0] * rows)
+    expected = reference.sample(logits, greedy, bitmask if masked else None)[0].tolist()
+    sampler = Sampler(VOCAB, [0])
+    assert sampler._argmax_on_cpu and sampler._rows_of(seqs).argmax_only
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sampler_module, "sample", _no_kernel)
+        out = sampler(logits.clone(), seqs, bitmask if masked else None)
+    assert out.token_ids == expected
+    assert out.logprobs == [0.0] * rows and out.top_logprobs == [None] * rows and out.sampled_ranks == [None] * rows
+
+
+def _no_kernel(*args, **kwargs):
+    raise AssertionError("the kernel ran for a greedy-only batch")
+
+
+def test_kernel_runs_where_a_row_is_random_or_wants_logprobs(monkeypatch):
+    calls = []
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return reference.sample(*args, **kwargs)
+
+    monkeypatch.setattr(sampler_module, "sample", counting)
+    logits = torch.randn(2, VOCAB, generator=torch.Generator().manual_seed(3))
+    for params in ([SamplingParams(temperature=0), SamplingParams(temperature=0.5)],
+                   [SamplingParams(temperature=0), SamplingParams(temperature=0, logprobs=1)]):
+        Sampler(VOCAB, [0])(logits.clone(), _seqs(params))
+    assert len(calls) == 2
+    monkeypatch.setenv("FORMWORK_KERNEL_BACKEND", "triton")  # a forced backend keeps the kernel call
+    assert not Sampler(VOCAB, [0])._argmax_on_cpu
