@@ -16,7 +16,6 @@ import argparse
 import json
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -24,10 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 def run() -> None:
     from grammar_harness import Tokenized
-    from unique_recursive import cases, plain, spelling
+    from unique_recursive import cases, measure, plain, spelling
 
-    from formwork.grammar.compiler import GrammarCompiler, allocate_token_bitmask
-    from formwork.grammar.json_schema import compile_json_schema
+    from formwork.grammar.compiler import GrammarCompiler
     from formwork.grammar.vocabulary import Vocabulary
 
     tok = Tokenized()
@@ -39,18 +37,8 @@ def run() -> None:
             compiler = GrammarCompiler(vocab, cache_enabled=False)
             compiler.prepare()
             tokens = encode(spelling(schema, registry, doc, vocab))
-            start = time.thread_time()
-            grammar = compile_json_schema(plain(schema), vocab, registry=registry or None, compiler=compiler)
-            compile_ms = (time.thread_time() - start) * 1e3
-            matcher = grammar.matcher(max_step_seconds=None)
-            bitmask = allocate_token_bitmask(1, vocab.vocab_size)
-            times = []
-            for token in tokens:
-                start = time.thread_time()
-                matcher.fill_next_token_bitmask(bitmask)
-                times.append((time.thread_time() - start) * 1e3)
-                if not matcher.accept_token(token):
-                    raise AssertionError(f"{name}: the matcher refused token {token}")
+            compile_ms, mask_us = measure(plain(schema), registry, tokens, vocab, compiler)
+            times = [us / 1e3 for us in mask_us]
             print(json.dumps({"schema": name, "vocab": vocab_name, "compile": compile_ms, "times": times}), flush=True)
 
 
