@@ -305,12 +305,16 @@ class Lowerer:
             raise RecursionNotSupportedError(
                 f"the schema at {subs[0].pointer or '#'} contains itself through $ref, and indented "
                 "whitespace depends on the depth; use a whitespace policy without indent")
+        self._check_nesting(subs)
+        return self._framed(self._frames, key, subs[0].pointer, lambda: self._lower_alternative(subs, depth))
+
+    def _check_nesting(self, subs: list[Sub]) -> None:
+        """Refuse a conjunction nested inside `MAX_NESTED_SCHEMAS` open ones (noted for `kept`)."""
         self.kept.note_frames(len(self._frames))
         if len(self._frames) >= MAX_NESTED_SCHEMAS:
             raise RecursionNotSupportedError(
                 f"the schema at {subs[0].pointer or '#'} nests more than {MAX_NESTED_SCHEMAS} "
                 "distinct combinations of subschemas (a $ref cycle that never repeats exactly)")
-        return self._framed(self._frames, key, subs[0].pointer, lambda: self._lower_alternative(subs, depth))
 
     def _framed(self, frames: dict, key: tuple, pointer: str, lower: Callable[[], Node]) -> Node:
         """`lower()` with a frame for `key` open in `frames` meanwhile; a `$ref` cycle that came back
@@ -330,11 +334,7 @@ class Lowerer:
         """`_lower_alternative` of a conjunction with no nested subschemas: it lowers no other
         conjunction, so it needs no frame (it still counts towards the nesting limit and takes a
         rule number, as every conjunction does)."""
-        self.kept.note_frames(len(self._frames))
-        if len(self._frames) >= MAX_NESTED_SCHEMAS:
-            raise RecursionNotSupportedError(
-                f"the schema at {subs[0].pointer or '#'} nests more than {MAX_NESTED_SCHEMAS} "
-                "distinct combinations of subschemas (a $ref cycle that never repeats exactly)")
+        self._check_nesting(subs)
         next(self._rule_ids)
         key = self._shared_leaf_key(subs, depth)
         if key is None:
