@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from formwork.grammar.ir import Grammar
-from formwork.grammar.lexemes import is_lexeme, is_open_ended
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,42 +19,10 @@ from formwork.grammar.json_schema import ref_lowerings
 from formwork.grammar.json_schema.lowering import MAX_NESTED_SCHEMAS
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_lowering_digests import _FIELDS  # noqa: E402
+from test_lowering_digests import ir_text  # noqa: E402
 
 KUBERNETES = Path(__file__).resolve().parents[1] / "benchmarks" / "corpora" / "kubernetes"
 DEFS = [f"D{i}" for i in range(4)]
-
-
-def ir_text(root: Any) -> str:
-    """`test_lowering_digests.ir_text` without recursion (these IRs nest past Python's stack)."""
-    lines: list[str] = []
-    index: dict[Any, int] = {}
-
-    def visit(top: Any) -> int:
-        stack = [top]
-        while stack:
-            node = stack[-1]
-            if node in index:
-                stack.pop()
-                continue
-            pending = [c for c in children(node) if c not in index]
-            if pending:
-                stack.extend(reversed(pending))
-                continue
-            stack.pop()
-            fields = [repr(getattr(node, f)) for f in _FIELDS if hasattr(node, f)]
-            mark = "L+" if is_open_ended(node) else "L" if is_lexeme(node) else ""
-            kids = [index[c] for c in children(node)]
-            lines.append(f"{type(node).__name__}{mark} {' '.join(fields)} {kids}")
-            index[node] = len(lines) - 1
-        return index[top]
-
-    if isinstance(root, Grammar):
-        for name in sorted(root.rules):
-            lines.append(f"rule {name!r} -> {visit(root.rules[name])} start={root.start!r}")
-    else:
-        visit(root)
-    return "\n".join(lines)
 
 
 def _fresh(schema: Any, **options: Any) -> str:

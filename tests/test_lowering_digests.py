@@ -24,20 +24,29 @@ _FIELDS = ("value", "ranges", "min", "max", "name")
 
 
 def ir_text(root: Node | Grammar) -> str:
-    """A canonical text of `root`: one line per distinct node (children by line number)."""
+    """A canonical text of `root`: one line per distinct node (children by line number, each node
+    after its children, in depth-first order; an explicit stack, as IRs may nest past Python's)."""
     lines: list[str] = []
     index: dict[Node, int] = {}
 
-    def visit(node: Node) -> int:
-        got = index.get(node)
-        if got is not None:
-            return got
-        kids = [visit(c) for c in children(node)]
-        fields = [repr(getattr(node, f)) for f in _FIELDS if hasattr(node, f)]
-        mark = "L+" if is_open_ended(node) else "L" if is_lexeme(node) else ""
-        lines.append(f"{type(node).__name__}{mark} {' '.join(fields)} {kids}")
-        index[node] = len(lines) - 1
-        return index[node]
+    def visit(top: Node) -> int:
+        stack = [top]
+        while stack:
+            node = stack[-1]
+            if node in index:
+                stack.pop()
+                continue
+            pending = [c for c in children(node) if c not in index]
+            if pending:
+                stack.extend(reversed(pending))
+                continue
+            stack.pop()
+            fields = [repr(getattr(node, f)) for f in _FIELDS if hasattr(node, f)]
+            mark = "L+" if is_open_ended(node) else "L" if is_lexeme(node) else ""
+            kids = [index[c] for c in children(node)]
+            lines.append(f"{type(node).__name__}{mark} {' '.join(fields)} {kids}")
+            index[node] = len(lines) - 1
+        return index[top]
 
     if isinstance(root, Grammar):
         for name in sorted(root.rules):
