@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,15 @@ DEFS = [f"D{i}" for i in range(4)]
 def _fresh(schema: Any, **options: Any) -> str:
     ref_lowerings.clear()
     return ir_text(lower_json_schema(schema, **options).node)
+
+
+def _renumbered(text: str) -> str:
+    """`text` with its rules numbered in order of first mention.  A reused site leaves no
+    within-compile memo entries for the subschemas inside it, so a later equal one (the shared
+    `true` of `additionalProperties`, say) is lowered rather than found, taking a rule number:
+    the rules after it are numbered one higher than afresh, with the same bodies."""
+    numbers: dict[str, str] = {}
+    return re.sub(r" \((\d+)\)'", lambda m: f" ({numbers.setdefault(m.group(1), str(len(numbers)))})'", text)
 
 
 def _nodes(root: Any) -> set[int]:
@@ -106,7 +116,7 @@ def test_generated_documents_lower_alike_after_related_ones(document: dict[str, 
             got = ir_text(lower_json_schema(schema, max_nesting_depth=levels).node)
         except RecursionNotSupportedError:
             got = None
-        assert got == fresh
+        assert (got if got is None else _renumbered(got)) == (fresh if fresh is None else _renumbered(fresh))
 
 
 def _nested(levels: int, inner: Any) -> dict[str, Any]:
@@ -128,3 +138,25 @@ def test_a_kept_site_reused_deeper_is_refused_as_afresh() -> None:
     assert ref_lowerings._KEPT  # the shallow site was kept
     with pytest.raises(RecursionNotSupportedError):
         lower_json_schema(buried)
+
+
+def test_a_reused_site_changes_later_rule_numbers_only() -> None:
+    # pD2's site (D2 -> D3, whose `additionalProperties: true` is lowered there) is reused in `other`,
+    # so D0's `true` is lowered rather than found in the memo: pD1's rule is numbered one higher
+    def obj(a: dict, more: bool) -> dict:
+        return {"type": "object", "properties": {"a": a}, "required": [], "additionalProperties": more}
+
+    document = {"type": "object", "additionalProperties": False,
+                "properties": {f"p{d}": {"$ref": f"#/$defs/{d}", "title": "t"} for d in ("D2", "D0", "D1")},
+                "$defs": {"D0": obj({"$ref": "#/$defs/D0", "description": "a"}, True),
+                          "D1": obj({"type": "string"}, False),
+                          "D2": obj({"$ref": "#/$defs/D3", "description": "a"}, False),
+                          "D3": obj({"type": "string"}, True)}}
+    other = copy.deepcopy(document)
+    other["$defs"]["D1"] = obj({"$ref": "#/$defs/D1", "description": "a"}, False)
+    fresh = _fresh(other, max_nesting_depth=2)
+    ref_lowerings.clear()
+    lower_json_schema(document, max_nesting_depth=2)
+    got = ir_text(lower_json_schema(other, max_nesting_depth=2).node)
+    assert got != fresh and "pD1 (13)" in got and "pD1 (12)" in fresh
+    assert _renumbered(got) == _renumbered(fresh)

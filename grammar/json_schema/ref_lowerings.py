@@ -15,7 +15,10 @@ closure uses `$id`, anchors or dynamic references, or reaches another document; 
 open values are unbounded (`max_nesting_depth=None`: they are a grammar rule).  What the kept
 lowering did to the lowerer's counters is replayed on reuse (rule numbers, the open-value hint,
 the nesting depth it reached, so a reuse where the lowering would have been refused for
-nesting lowers afresh and is refused).
+nesting lowers afresh and is refused).  A reuse leaves no within-compile memo entries for the
+subschemas inside the site, so a later identical one (the `true` of an `additionalProperties`) is
+lowered rather than found: the rules after it may be numbered higher than afresh, with the same
+bodies (the same language).
 """
 from __future__ import annotations
 
