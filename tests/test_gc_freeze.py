@@ -72,6 +72,13 @@ def objects_kept() -> int:
     return len(gc.get_objects()) + gc.get_freeze_count()
 
 
+def quietest_round(kept: list[int]) -> int:
+    """The smallest growth from one round to the next after the first.  What a cycle the freeze
+    kept leaks comes back every round; a bounded cache of the process (other tests filled it too)
+    may take a few entries in some round, but not in all."""
+    return min(b - a for a, b in zip(kept[1:], kept[2:]))
+
+
 def test_survivors_are_frozen_and_the_next_full_collection_skips_them(freezing):
     kept = [[] for _ in range(1000)]
     gc.collect(1)
@@ -108,11 +115,11 @@ def test_compiles_of_distinct_schemas_keep_nothing_more_each_round(freezing, gra
     first): a cycle the freeze kept would add its objects every round."""
     batch = schemas(12)
     kept = []
-    for _ in range(4):
+    for _ in range(5):
         for schema in batch:
             compile_and_step(grammar_setup, schema, freezing)
         kept.append(objects_kept())
-    assert kept[3] - kept[1] <= 10, kept
+    assert quietest_round(kept) <= 5, kept
 
 
 def test_frozen_requests_die_and_requests_keep_nothing_more_each_round(freezing):
@@ -130,12 +137,12 @@ def test_frozen_requests_die_and_requests_keep_nothing_more_each_round(freezing)
         plain = SamplingParams(max_tokens=6, ignore_eos=True)
         structured = SamplingParams(max_tokens=6, ignore_eos=True, structured_outputs={"json": {"type": "integer"}})
         kept = []
-        for round_ in range(4):
+        for round_ in range(5):
             for k, params in enumerate((plain, structured)):
                 dead = run(f"r{round_}-{k}", params)
                 assert dead() is None
             kept.append(objects_kept())
         assert freezing.stats.forced > 0
-        assert kept[3] - kept[1] <= 10, kept
+        assert quietest_round(kept) <= 5, kept
     finally:
         engine.close()
