@@ -33,10 +33,19 @@ def diamonds(depth: int) -> Node:
     return node
 
 
-REGULAR = Grammar({"start": seq(lit("<"), diamonds(DEPTH)), "leaf": lit("z")}, "start")
-# recursive: the diamonds become a terminal of the context-free grammar (`cfg.productions`)
-RECURSIVE = Grammar({"start": alt(lit("0"), seq(lit("("), RuleRef("start"), lit(")")), diamonds(DEPTH)),
-                     "leaf": lit("z")}, "start")
+def regular() -> Grammar:
+    """The regular chain.  Built when used, not at import: marks are evicted oldest first once the
+    process has made 65,536 (`shared_nodes._MAX_MARKS`), and an evicted mark is built per path."""
+    return Grammar({"start": seq(lit("<"), diamonds(DEPTH)), "leaf": lit("z")}, "start")
+
+
+def recursive() -> Grammar:
+    """The recursive one: the diamonds become a terminal of the context-free grammar
+    (`cfg.productions`); built when used, as `regular`."""
+    return Grammar({"start": alt(lit("0"), seq(lit("("), RuleRef("start"), lit(")")), diamonds(DEPTH)),
+                    "leaf": lit("z")}, "start")
+
+
 ORACLES = {"regular": re.compile(rf"<[xy]{{{DEPTH}}}z"),
            "recursive": re.compile(rf"(\(*)(0|[xy]{{{DEPTH}}}z)(\)*)")}
 
@@ -50,7 +59,7 @@ def test_inline_rules_keeps_a_rebuilt_mark_shared():
 
 
 def _compiled(name: str):
-    grammar = REGULAR if name == "regular" else RECURSIVE
+    grammar = regular() if name == "regular" else recursive()
     compiler = GrammarCompiler(byte_vocab(), cache_enabled=False, budget=CompileBudget())
     return compiler.compile_grammar(grammar)
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest_grammar_json import byte_vocab  # noqa: E402
-from test_inline_shared_marks import DEPTH, RECURSIVE  # noqa: E402
+from test_inline_shared_marks import DEPTH, recursive  # noqa: E402
 
 from formwork.grammar import compile_json_schema, compile_tags  # noqa: E402
 from formwork.grammar.budget import CompileBudget  # noqa: E402
@@ -26,7 +26,6 @@ from formwork.grammar.shared_nodes import is_shared, share  # noqa: E402
 from formwork.grammar.tags import tags_language  # noqa: E402
 from formwork.grammar.tags.language import Region  # noqa: E402
 
-REGION = Region("<t>", "<t>", RECURSIVE, "</t>")
 ORACLE = re.compile(rf"(\(*)(?:0|[xy]{{{DEPTH}}}z)(\)*)")  # one region's body, parentheses counted apart
 
 
@@ -50,7 +49,7 @@ COMPILED: list[object] = []
 def test_recursive_region_with_shared_marks_compiles_within_the_default_budget(regions, space):
     # fails without the marks kept: 2^24 paths need far more than the 500k NFA-state budget
     if not COMPILED:
-        language = tags_language([REGION], ["<t>"], free_text=False)
+        language = tags_language([Region("<t>", "<t>", recursive(), "</t>")], ["<t>"], free_text=False)
         COMPILED.append(GrammarCompiler(byte_vocab(), cache_enabled=False, budget=CompileBudget())
                         .compile_grammar(language))
     text = space.join(f"<t>{'(' * left}{''.join(steps)}{end}{')' * right}</t>"
