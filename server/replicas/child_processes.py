@@ -7,6 +7,7 @@ does not stop them and a retry would compete with them for the CPU it lacked.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from pathlib import Path
@@ -46,8 +47,6 @@ def kill_started_since(before: set[int]) -> set[int]:
     """SIGKILL every descendant of this process not in `before`; the ids it signalled."""
     started = descendants() - before
     for pid in started:
-        try:
+        with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     return started
