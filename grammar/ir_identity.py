@@ -91,8 +91,8 @@ def composite_eq(fields: tuple[str, ...], scalars: tuple[str, ...] | None) -> Ca
 def _same_below(xs: tuple, ys: tuple) -> bool:
     """Whether the sub-nodes `xs` and `ys` (as many) are equal pairwise.  The usual unequal-object
     pair is a fresh copy of a node made of the same objects (a member rebuilt around interned
-    parts) or an equal leaf: those are settled here, one level down; any other pair goes to
-    `_same_deep`."""
+    parts) or an equal leaf: those are settled here, one level down; the differing sub-nodes of any
+    other pair go to `_same_deep`."""
     deeper = None
     for x, y in zip(xs, ys):
         if x is y:
@@ -114,10 +114,10 @@ def _same_below(xs: tuple, ys: tuple) -> bool:
         a, b = sub(x), sub(y)
         if len(a) != len(b):
             return False
-        if not all(map(is_, a, b)):
+        if not all(map(is_, a, b)):  # their differing sub-nodes go on (x and y are checked)
             if deeper is None:
                 deeper = []
-            deeper.append((x, y))
+            deeper.extend(pair for pair in zip(a, b) if pair[0] is not pair[1])
     return deeper is None or _same_deep(deeper)
 
 
