@@ -18,29 +18,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from formwork.grammar.vocabulary import bytes_to_unicode
+
 REPLACEMENT = "\ufffd"
 
 
-def byte_alphabet() -> dict[str, int]:
-    """The byte-level alphabet: character -> the byte it stands for. Printable Latin-1 bytes stand for
-    themselves; every other byte, in increasing order, for the next code point from U+0100 on."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("\xa1"), ord("\xac") + 1),
-                 *range(ord("\xae"), ord("\xff") + 1)]
-    alphabet = {chr(b): b for b in printable}
-    shifted = 0
-    for b in range(256):
-        if chr(b) not in alphabet:
-            alphabet[chr(256 + shifted)] = b
-            shifted += 1
-    return alphabet
-
-
-def _translation(alphabet: dict[str, int]) -> dict[int, str]:
-    """`str.translate` table: an alphabet character to the Latin-1 character of its byte, any other
-    character below U+0100 to U+FFFF (then the token, holding a character outside the alphabet, fails to
-    encode as Latin-1 and keeps its UTF-8)."""
+def _translation() -> dict[int, str]:
+    """`str.translate` table: a byte-level alphabet character (`vocabulary.bytes_to_unicode`) to the
+    Latin-1 character of its byte, any other character below U+0100 to U+FFFF (then the token, holding a
+    character outside the alphabet, fails to encode as Latin-1 and keeps its UTF-8)."""
     table = {ord(c): "\uffff" for c in map(chr, range(256))}
-    table.update({ord(c): chr(b) for c, b in alphabet.items()})
+    table.update({ord(c): chr(b) for b, c in bytes_to_unicode().items()})
     return table
 
 
@@ -75,7 +63,7 @@ class ByteLevelTable:
         backend = getattr(tokenizer, "backend_tokenizer", None)
         if backend is None or type(backend.decoder) is not decoders.ByteLevel:
             return None
-        translation = _translation(byte_alphabet())
+        translation = _translation()
         size = backend.get_vocab_size(with_added_tokens=True)
         special = {i for i, token in backend.get_added_tokens_decoder().items() if token.special}
         kept = []

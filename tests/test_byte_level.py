@@ -15,7 +15,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest_grammar import deepseek_dir  # noqa: E402
 from tiny_models import tiny_model_dir  # noqa: E402
 
-from formwork.core.byte_level import ByteLevelDecoder, ByteLevelTable, byte_alphabet  # noqa: E402
+from formwork.core.byte_level import ByteLevelDecoder, ByteLevelTable  # noqa: E402
+from formwork.grammar.vocabulary import bytes_to_unicode  # noqa: E402
 from formwork.core.detokenizer import IncrementalDetokenizer, _StreamDecoder  # noqa: E402
 
 
@@ -47,7 +48,7 @@ def token_ids(name: str):
 
 
 def test_the_alphabet_is_the_byte_level_pre_tokenizers() -> None:
-    alphabet = byte_alphabet()
+    alphabet = {c: b for b, c in bytes_to_unicode().items()}
     assert sorted(alphabet) == sorted(pre_tokenizers.ByteLevel.alphabet())
     assert sorted(alphabet.values()) == list(range(256))
 
