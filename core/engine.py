@@ -112,7 +112,7 @@ class LLMEngine:
             self.block_manager.on_table_change = self.input_batch.on_blocks_changed
         self.structured_output = StructuredOutputManager(
             self.tokenizer, self.vocab_size, self.eos_token_ids, max_num_seqs=config.max_num_seqs,
-            enable_jump_forward=config.enable_jump_forward, overlap=config.mask_fill_overlaps,
+            enable_jump_forward=config.use_jump_forward, overlap=config.overlap_mask_fill,
             compile_max_seconds=config.grammar_compile_budget_s, step_max_seconds=config.grammar_step_budget_s)
         self.new_tokens = NewTokens(self.scheduler, self.structured_output, self.metrics, self.eos_token_ids,
                                     max_model_len)

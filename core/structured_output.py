@@ -196,12 +196,12 @@ class StructuredOutputManager:
 
     def start_fill(self, seqs: list[Sequence]) -> Callable[[], MaskBatch | None]:
         """Begin filling the masks of the sampled `seqs`; call the result before sampling. With
-        `overlap`, the fill runs on a thread (e.g. while the GPU runs the forward)."""
+        `overlap`, the fill runs on a thread; without, it runs when the result is called, which the
+        engine does after launching the forward (on a GPU the fill then overlaps the forward)."""
         if not any(self.matcher(seq) is not None for seq in seqs):
             return lambda: None
         if self._fill_executor is None:
-            batch = self.fill_bitmask(seqs)
-            return lambda: batch
+            return lambda: self.fill_bitmask(seqs)
         future = self._fill_executor.submit(self.fill_bitmask, seqs)
         return future.result
 

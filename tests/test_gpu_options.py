@@ -75,6 +75,16 @@ def test_switch_defaults_on_cuda(fake_cuda):
         EngineConfig(device="cuda", gpu_memory_utilization=0.8, kv_cache_memory=GiB)
 
 
+def test_jump_forward_defaults_to_off_where_decode_replays_cuda_graphs(fake_cuda):
+    assert not EngineConfig(device="cuda").use_jump_forward  # a jump would take the step off its graph
+    assert EngineConfig(device="cuda", cuda_graphs=False).use_jump_forward
+    assert EngineConfig(device="cuda", enable_jump_forward=True).use_jump_forward
+    assert EngineConfig(device="cpu").use_jump_forward
+    assert not EngineConfig(device="cpu", enable_jump_forward=False).use_jump_forward
+    with pytest.raises(ConfigError, match="enable_jump_forward must be a bool or None"):
+        EngineConfig(device="cpu", enable_jump_forward="on")
+
+
 def test_kv_budget_arithmetic():
     profile = MemoryProfile(total=80 * GiB, used=5 * GiB, activation_peak=2 * GiB)
     assert kv_cache_budget(profile, 0.9) == int(72 * GiB) - 7 * GiB

@@ -251,6 +251,19 @@ def test_overlapped_mask_fill_gives_the_same_outputs():
     assert all(c.finish_reason == "stop" for c in threaded["n2"].outputs)
 
 
+def test_inline_mask_fill_waits_for_the_call(monkeypatch):
+    """Without the thread, start_fill defers the fill to its result's call, which the engine makes after
+    launching the forward (so on a GPU the fill overlaps the forward)."""
+    eng = LLMEngine(tiny_model_dir("llama"), block_size=8)
+    order = []
+    fill, forward = eng.structured_output.fill_bitmask, eng.runner.forward
+    monkeypatch.setattr(eng.structured_output, "fill_bitmask", lambda seqs: order.append("fill") or fill(seqs))
+    monkeypatch.setattr(eng.runner, "forward", lambda batch: order.append("forward") or forward(batch))
+    out = _run(eng, {"r": _params({"regex": r"[a-z]{2,8}\.(com|org)"}, temperature=1.0, seed=4)})
+    assert out["r"].outputs[0].finish_reason == "stop"
+    assert order[:2] == ["forward", "fill"] and order.count("fill") == order.count("forward")
+
+
 def test_unconstrained_batches_never_touch_masks():
     eng = LLMEngine(tiny_model_dir("llama"), block_size=8)
     _run(eng, {"a": _params(None, max_tokens=4), "b": _params(None, max_tokens=4, temperature=1.0)})
