@@ -32,6 +32,7 @@ def copy_bandwidth(device: str, nbytes: int) -> float:
 def kernel_cases(device: str, smoke: bool) -> list[tuple[str, int, object]]:
     """(name, bytes a kernel must move at least, call) for each kernel at the issue's shapes."""
     from formwork import kernels
+    from formwork.kernels import reference
 
     gpu = not smoke
     dtype = torch.bfloat16 if gpu else torch.float32
@@ -66,8 +67,11 @@ def kernel_cases(device: str, smoke: bool) -> list[tuple[str, int, object]]:
          attention([1, 1], list(long_ctx))),
         (f"KV write {tokens} tokens", 2 * tokens * kv_bytes,
          lambda: kernels.write_kv_cache(key, key, k_cache, v_cache, slots)),
+        (f"KV write {tokens} tokens, torch twin", 2 * tokens * kv_bytes,
+         lambda: reference.write_kv_cache(key, key, k_cache, v_cache, slots)),
         (f"bitmask apply {rows} x {vocab}", logit_bytes, lambda: kernels.apply_token_bitmask(logits, bitmask)),
         (f"sample greedy {rows} x {vocab} (masked)", logit_bytes, sampler(0.0, 0, 1.0)),
+        (f"sample T=0.8 {rows} x {vocab} (masked)", logit_bytes, sampler(0.8, 0, 1.0)),
         (f"sample T=0.8 top-k 50 top-p 0.9 {rows} x {vocab} (masked)", logit_bytes, sampler(0.8, 50, 0.9)),
     ]
 
