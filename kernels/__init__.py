@@ -1,4 +1,5 @@
-"""formwork.kernels: KV-cache write, paged attention, bitmask apply and fused sampling.
+"""formwork.kernels: KV-cache write, paged attention, bitmask apply, fused sampling, and the model's fused
+elementwise work (RMSNorm with residual add, SiLU-and-mul, rotary embedding).
 
 Each op dispatches to Triton on CUDA tensors and to the torch reference otherwise;
 `FORMWORK_KERNEL_BACKEND=triton|torch` forces one (see `dispatch.py`).
@@ -7,8 +8,11 @@ Each op dispatches to Triton on CUDA tensors and to the torch reference otherwis
 from formwork.kernels.dispatch import (
     apply_token_bitmask,
     paged_attention,
+    rms_norm,
+    rotary_embedding,
     sample,
     select_backend,
+    silu_and_mul,
     write_kv_cache,
 )
 from formwork.kernels.errors import KernelBackendError, KernelInputError
@@ -20,7 +24,10 @@ __all__ = [
     "SamplingTensors",
     "apply_token_bitmask",
     "paged_attention",
+    "rms_norm",
+    "rotary_embedding",
     "sample",
     "select_backend",
+    "silu_and_mul",
     "write_kv_cache",
 ]

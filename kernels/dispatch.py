@@ -17,13 +17,24 @@ import torch
 
 from formwork.kernels import reference
 from formwork.kernels.errors import KernelBackendError
-from formwork.kernels.launch import attention_key, bitmask_key, kv_write_key, sample_key
+from formwork.kernels.launch import (
+    attention_key,
+    bitmask_key,
+    kv_write_key,
+    rms_norm_key,
+    rotary_key,
+    sample_key,
+    silu_and_mul_key,
+)
 from formwork.kernels.sampling_tensors import SamplingTensors
 from formwork.kernels.validation import (
     check_attention_inputs,
     check_bitmask_inputs,
     check_kv_write_inputs,
+    check_rms_norm_inputs,
+    check_rotary_inputs,
     check_sample_inputs,
+    check_silu_and_mul_inputs,
 )
 from formwork.kernels.variants import variant_log
 
@@ -118,3 +129,35 @@ def sample(
         token_ids, logprobs = _triton("sampling").sample(logits, params, bitmask)
         return token_ids, logprobs if with_logprobs else None
     return reference.sample(logits, params, bitmask, with_logprobs=with_logprobs)
+
+
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, residual: torch.Tensor | None = None
+             ) -> torch.Tensor:
+    """RMSNorm of ``x`` [tokens, hidden] (float32 statistics, HF Llama's rounding); with ``residual``, of
+    ``residual + x``, which is written back into ``residual`` in place (the fused residual add)."""
+    check_rms_norm_inputs(x, weight, residual)
+    variant_log.record(rms_norm_key(x, weight, residual))
+    if select_backend(x) == "triton":
+        return _triton("norm").rms_norm(x, weight, eps, residual)
+    return reference.rms_norm(x, weight, eps, residual)
+
+
+def silu_and_mul(gate_up: torch.Tensor) -> torch.Tensor:
+    """``silu(gate) * up`` [tokens, width] of the fused projection ``gate_up = [gate | up]``."""
+    check_silu_and_mul_inputs(gate_up)
+    variant_log.record(silu_and_mul_key(gate_up))
+    if select_backend(gate_up) == "triton":
+        return _triton("activation").silu_and_mul(gate_up)
+    return reference.silu_and_mul(gate_up)
+
+
+def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor, inv_freq: torch.Tensor,
+                     scaling: float) -> None:
+    """Rotate query [tokens, heads, head_dim] and key [tokens, kv_heads, head_dim] in place (NeoX rotate-half)
+    by each token's position; cos/sin = (cos|sin)(position * inv_freq) * scaling in the query dtype."""
+    check_rotary_inputs(positions, query, key, inv_freq)
+    variant_log.record(rotary_key(positions, query, key))
+    if select_backend(query) == "triton":
+        _triton("rotary").rotary_embedding(positions, query, key, inv_freq, scaling)
+    else:
+        reference.rotary_embedding(positions, query, key, inv_freq, scaling)

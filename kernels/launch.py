@@ -92,3 +92,53 @@ def sample_key(logits: torch.Tensor, has_mask: bool) -> tuple:
 
 def bitmask_key(logits: torch.Tensor, has_indices: bool) -> tuple:
     return ("apply_token_bitmask", logits.dtype, has_indices, aligned(logits))
+
+
+# --- elementwise kernels (RMSNorm, SiLU-and-mul, rotary): one program per token row ------------------
+
+ACTIVATION_BLOCK = 1024     # silu_and_mul: columns per program (programs tile the row)
+
+
+@dataclass(frozen=True)
+class RowLaunch:
+    block: int          # elements per program: the row padded to a power of two (or a fixed tile)
+    num_warps: int
+
+
+def row_warps(block: int) -> int:
+    """More warps for longer rows: 4 up to 1024 elements, 8 up to 4096, 16 beyond."""
+    return 4 if block <= 1024 else 8 if block <= 4096 else 16
+
+
+def norm_launch(hidden_size: int) -> RowLaunch:
+    block = next_power_of_2(hidden_size)
+    return RowLaunch(block, row_warps(block))
+
+
+def activation_launch(width: int) -> RowLaunch:
+    block = min(ACTIVATION_BLOCK, next_power_of_2(width))
+    return RowLaunch(block, row_warps(block))
+
+
+def rotary_launch(num_heads: int, num_kv_heads: int, head_dim: int) -> RowLaunch:
+    """Block of the [heads, head_dim // 2] half-tiles one program rotates (q or k, the larger)."""
+    block = next_power_of_2(max(num_heads, num_kv_heads)) * next_power_of_2(head_dim // 2)
+    return RowLaunch(block, row_warps(block))
+
+
+def rms_norm_key(x: torch.Tensor, weight: torch.Tensor, residual: torch.Tensor | None) -> tuple:
+    operands = (x, weight) if residual is None else (x, weight, residual)
+    return ("rms_norm", x.dtype, x.shape[-1], residual is not None, norm_launch(x.shape[-1]), aligned(*operands))
+
+
+def silu_and_mul_key(gate_up: torch.Tensor) -> tuple:
+    width = gate_up.shape[-1] // 2
+    return ("silu_and_mul", gate_up.dtype, width, activation_launch(width), aligned(gate_up))
+
+
+def rotary_key(positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor) -> tuple:
+    """Row and head strides are constexprs of the kernel (fixed per model: q/k are views of one qkv row)."""
+    _, num_heads, head_dim = query.shape
+    return ("rotary_embedding", query.dtype, positions.dtype, num_heads, key.shape[1], head_dim,
+            query.stride()[:2], key.stride()[:2], rotary_launch(num_heads, key.shape[1], head_dim),
+            aligned(positions, query, key))

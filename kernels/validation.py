@@ -104,3 +104,44 @@ def check_sample_inputs(logits: Tensor, params: SamplingTensors, bitmask: Tensor
         raise KernelInputError(f"SamplingTensors on {params.temperature.device}, logits on {logits.device}")
     if bitmask is not None:
         check_bitmask_inputs(logits, bitmask, None)
+
+
+def check_rms_norm_inputs(x: Tensor, weight: Tensor, residual: Tensor | None) -> None:
+    if x.dim() != 2:
+        raise KernelInputError(f"x must be [tokens, hidden], got {_shape(x)}")
+    if x.dtype not in _FLOAT_DTYPES:
+        raise KernelInputError(f"x dtype {x.dtype} not in {_FLOAT_DTYPES}")
+    if weight.shape != (x.shape[1],) or weight.dtype != x.dtype:
+        raise KernelInputError(f"weight must be {x.dtype} [{x.shape[1]}], got {weight.dtype} {_shape(weight)}")
+    _same_device(x=x, weight=weight)
+    if residual is not None:
+        if residual.shape != x.shape or residual.dtype != x.dtype:
+            raise KernelInputError(f"residual must be {x.dtype} {_shape(x)}, got {residual.dtype} {_shape(residual)}")
+        if not residual.is_contiguous():
+            raise KernelInputError("residual must be contiguous (it is updated in place)")
+        _same_device(x=x, residual=residual)
+
+
+def check_silu_and_mul_inputs(gate_up: Tensor) -> None:
+    if gate_up.dim() != 2 or gate_up.shape[1] % 2:
+        raise KernelInputError(f"gate_up must be [tokens, 2 * width], got {_shape(gate_up)}")
+    if gate_up.dtype not in _FLOAT_DTYPES:
+        raise KernelInputError(f"gate_up dtype {gate_up.dtype} not in {_FLOAT_DTYPES}")
+
+
+def check_rotary_inputs(positions: Tensor, query: Tensor, key: Tensor, inv_freq: Tensor) -> None:
+    if query.dim() != 3 or key.dim() != 3:
+        raise KernelInputError(f"query/key must be [tokens, heads, head_dim], got {_shape(query)}, {_shape(key)}")
+    num_tokens, _, head_dim = query.shape
+    if key.shape[0] != num_tokens or key.shape[2] != head_dim or head_dim % 2:
+        raise KernelInputError(f"query {_shape(query)} and key {_shape(key)} need equal tokens and an even head_dim")
+    if query.dtype not in _FLOAT_DTYPES or key.dtype != query.dtype:
+        raise KernelInputError(f"query/key dtypes {query.dtype}, {key.dtype}: one of {_FLOAT_DTYPES} for both")
+    if query.stride(-1) != 1 or key.stride(-1) != 1:
+        raise KernelInputError("query/key need a contiguous head_dim (they are rotated in place)")
+    if positions.shape != (num_tokens,) or positions.dtype not in _INDEX_DTYPES:
+        raise KernelInputError(f"positions must be int32/int64 [{num_tokens}], got {positions.dtype} "
+                               f"{_shape(positions)}")
+    if inv_freq.shape != (head_dim // 2,) or inv_freq.dtype != torch.float32:
+        raise KernelInputError(f"inv_freq must be float32 [{head_dim // 2}], got {inv_freq.dtype} {_shape(inv_freq)}")
+    _same_device(positions=positions, query=query, key=key, inv_freq=inv_freq)

@@ -65,7 +65,8 @@ def test_no_variant_is_first_launched_after_warm_up(model, fresh_log):
                        block_size=4, dtype="float32")
     warmed = fresh_log.seen()
     ops = {key[0] for key in warmed}
-    assert {"paged_attention", "write_kv_cache", "sample"} <= ops
+    assert {"paged_attention", "write_kv_cache", "sample", "rms_norm", "silu_and_mul", "rotary_embedding"} <= ops
+    assert {key[3] for key in warmed if key[0] == "rms_norm"} == {False, True}  # first layer's and fused-add norms
     splits = {key[8].num_splits for key in warmed if key[0] == "paged_attention"}
     assert 1 in splits and max(splits) > 1  # both decode regimes (small batches split the KV)
     _serve_everything(engine, 64)

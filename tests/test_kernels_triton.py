@@ -3,6 +3,7 @@
 TRITON_INTERPRET must be set before triton is first imported, which cannot be guaranteed inside a shared
 pytest session, so these tests spawn `python -m pytest` on:
   * kernels_triton_cases.py: every Triton kernel against its torch twin (exact or per-dtype tolerance);
+  * kernels_triton_elementwise_cases.py: the same for RMSNorm, SiLU-and-mul and rotary;
   * test_kernels_sampling.py: the sampling properties (greedy, masks, seeds, chi-square) with
     FORMWORK_KERNEL_BACKEND=triton, i.e. through the dispatcher on the Triton path.
 A failure shows the subprocess's pytest report.
@@ -30,8 +31,9 @@ def _run_interpreted(test_file: str, extra_env: dict[str, str]) -> subprocess.Co
 
 @pytest.mark.parametrize("test_file,extra_env", [
     ("kernels_triton_cases.py", {}),
+    ("kernels_triton_elementwise_cases.py", {}),
     ("test_kernels_sampling.py", {"FORMWORK_KERNEL_BACKEND": "triton"}),
-], ids=["triton-vs-torch", "sampling-properties-on-triton"])
+], ids=["triton-vs-torch", "elementwise-triton-vs-torch", "sampling-properties-on-triton"])
 def test_triton_kernels_under_interpreter(test_file, extra_env):
     result = _run_interpreted(test_file, extra_env)
     report = result.stdout[-6000:] + result.stderr[-3000:]

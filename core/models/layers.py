@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from formwork import kernels
 from formwork.core.distributed.group import TensorParallelGroup
 from formwork.core.models.sharding import Shard, vocab_shard
 
@@ -87,18 +88,16 @@ class RowParallelLinear(nn.Module):
 
 
 class RMSNorm(nn.Module):
-    """RMSNorm computed in float32 and cast back, with HF Llama's exact order of operations."""
+    """RMSNorm computed in float32 and cast back, with HF Llama's exact order of operations
+    (`kernels.rms_norm`); given the residual stream it first adds the input into it, in place."""
 
     def __init__(self, hidden_size: int, eps: float, *, dtype: torch.dtype, device):
         super().__init__()
         self.weight = _empty(hidden_size, dtype=dtype, device=device)
         self.eps = eps
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        input_dtype = x.dtype
-        h = x.to(torch.float32)
-        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * h.to(input_dtype)
+    def forward(self, x: torch.Tensor, residual: torch.Tensor | None = None) -> torch.Tensor:
+        return kernels.rms_norm(x, self.weight, self.eps, residual)
 
 
 class SwiGLUMLP(nn.Module):
@@ -113,8 +112,7 @@ class SwiGLUMLP(nn.Module):
         self.down_proj = RowParallelLinear(intermediate_size, hidden_size, bias, tp, dtype=dtype, device=device)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        gate, up = self.gate_up_proj.split(self.gate_up_proj(x))
-        return self.down_proj(F.silu(gate) * up)
+        return self.down_proj(kernels.silu_and_mul(self.gate_up_proj(x)))
 
 
 class VocabParallelEmbedding(nn.Module):

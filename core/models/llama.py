@@ -24,13 +24,7 @@ from formwork.core.models.layers import (
     VocabParallelEmbedding,
     copy_checked,
 )
-from formwork.core.models.rope import (
-    RotaryEmbedding,
-    UnsupportedRopeError,
-    apply_rotary,
-    compute_inv_freq,
-    rope_parameters,
-)
+from formwork.core.models.rope import RotaryEmbedding, UnsupportedRopeError, compute_inv_freq, rope_parameters
 from formwork.core.models.sharding import Shard, check_divisible, kv_head_shard
 
 
@@ -131,14 +125,14 @@ class LlamaAttention(nn.Module):
         self.scale = self.head_dim ** -0.5
         self.sliding_window = args.sliding_windows[layer_idx]
 
-    def forward(self, hidden: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, batch: ForwardBatch,
+    def forward(self, hidden: torch.Tensor, rotary: RotaryEmbedding, batch: ForwardBatch,
                 k_cache: torch.Tensor, v_cache: torch.Tensor) -> torch.Tensor:
         num_tokens = hidden.shape[0]
         q, k, v = self.qkv_proj.split(self.qkv_proj(hidden))
         q = q.view(num_tokens, self.num_heads, self.head_dim)
         k = k.view(num_tokens, self.num_kv_heads, self.head_dim)
         v = v.view(num_tokens, self.num_kv_heads, self.head_dim)
-        q, k = apply_rotary(q, k, cos, sin)
+        rotary(batch.positions, q, k)
         kernels.write_kv_cache(k, v, k_cache, v_cache, batch.slot_mapping)
         out = kernels.paged_attention(q, k_cache, v_cache, batch.block_tables, batch.seq_lens,
                                       batch.query_start_loc, self.scale, self.sliding_window)
@@ -153,9 +147,17 @@ class LlamaDecoderLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(args.hidden_size, args.rms_norm_eps, dtype=dtype, device=device)
         self.mlp = SwiGLUMLP(args.hidden_size, args.intermediate_size, args.mlp_bias, tp, dtype=dtype, device=device)
 
-    def forward(self, hidden, cos, sin, batch, k_cache, v_cache) -> torch.Tensor:
-        hidden = hidden + self.self_attn(self.input_layernorm(hidden), cos, sin, batch, k_cache, v_cache)
-        return hidden + self.mlp(self.post_attention_layernorm(hidden))
+    def forward(self, hidden: torch.Tensor, residual: torch.Tensor | None, rotary: RotaryEmbedding,
+                batch: ForwardBatch, k_cache: torch.Tensor, v_cache: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """(this layer's MLP output, residual stream before it): the next norm adds the two (fused), so
+        the sum ``residual + mlp`` is the layer's output. ``residual`` None (first layer): ``hidden`` is it."""
+        if residual is None:
+            residual, hidden = hidden, self.input_layernorm(hidden)
+        else:
+            hidden = self.input_layernorm(hidden, residual)
+        hidden = self.self_attn(hidden, rotary, batch, k_cache, v_cache)
+        return self.mlp(self.post_attention_layernorm(hidden, residual)), residual
 
 
 class LlamaModel(nn.Module):
@@ -168,11 +170,10 @@ class LlamaModel(nn.Module):
         self.rotary_emb = RotaryEmbedding(args.head_dim, args.rope, args.max_positions, device=device)
 
     def forward(self, batch: ForwardBatch, kv_caches: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
-        hidden = self.embed_tokens(batch.input_ids)
-        cos, sin = self.rotary_emb(batch.positions, hidden.dtype)
+        hidden, residual = self.embed_tokens(batch.input_ids), None
         for layer, (k_cache, v_cache) in zip(self.layers, kv_caches):
-            hidden = layer(hidden, cos, sin, batch, k_cache, v_cache)
-        return self.norm(hidden)
+            hidden, residual = layer(hidden, residual, self.rotary_emb, batch, k_cache, v_cache)
+        return self.norm(hidden, residual)
 
 
 class LlamaForCausalLM(nn.Module):

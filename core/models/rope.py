@@ -11,6 +11,8 @@ import math
 
 import torch
 
+from formwork import kernels
+
 SUPPORTED_ROPE_TYPES = ("default", "linear", "llama3", "yarn")
 
 
@@ -95,29 +97,14 @@ def compute_inv_freq(head_dim: int, params: dict, max_positions: int) -> tuple[t
         f"rope_type {rope_type!r} is not supported; supported: {', '.join(SUPPORTED_ROPE_TYPES)}")
 
 
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-
-
 class RotaryEmbedding(torch.nn.Module):
-    """Applies rotary embeddings to flat ``[tokens, heads, head_dim]`` query/key tensors by position."""
+    """Rotates flat ``[tokens, heads, head_dim]`` query/key tensors in place by position
+    (`kernels.rotary_embedding`: cos/sin computed in float32 and scaled, as HF does)."""
 
     def __init__(self, head_dim: int, params: dict, max_positions: int, device: torch.device | str = "cpu"):
         super().__init__()
         inv_freq, self.attention_scaling = compute_inv_freq(head_dim, params, max_positions)
         self.inv_freq = inv_freq.to(device)  # plain attribute: never cast to the model dtype
 
-    def forward(self, positions: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos/sin tables [tokens, 1, head_dim] in ``dtype`` (computed in float32, as HF does)."""
-        freqs = positions.to(torch.float32)[:, None] * self.inv_freq[None, :]
-        emb = torch.cat((freqs, freqs), dim=-1)
-        cos = (emb.cos() * self.attention_scaling).to(dtype)
-        sin = (emb.sin() * self.attention_scaling).to(dtype)
-        return cos[:, None, :], sin[:, None, :]
-
-
-def apply_rotary(query: torch.Tensor, key: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor
-                 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Rotate ``[tokens, heads, head_dim]`` query and key by the per-token cos/sin tables."""
-    return query * cos + rotate_half(query) * sin, key * cos + rotate_half(key) * sin
+    def forward(self, positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor) -> None:
+        kernels.rotary_embedding(positions, query, key, self.inv_freq, self.attention_scaling)
