@@ -61,7 +61,23 @@ def kernel_cases(device: str, smoke: bool) -> list[tuple[str, int, object]]:
         return lambda: kernels.sample(logits, params, bitmask)
 
     logit_bytes = rows * vocab * 4 + bitmask.numel() * 4
-    return [
+    hidden, inter = (2048, 8192) if gpu else (256, 512)
+    x = torch.randn(batch, hidden, device=device, dtype=dtype)
+    residual, norm_weight = torch.zeros_like(x), torch.ones(hidden, device=device, dtype=dtype)
+    gate_up = torch.randn(batch, 2 * inter, device=device, dtype=dtype)
+    qkv = torch.randn(batch, (heads + 2 * kv_heads) * dim, device=device, dtype=dtype)
+    query = qkv[:, :heads * dim].view(batch, heads, dim)
+    key_heads = qkv[:, heads * dim:(heads + kv_heads) * dim].view(batch, kv_heads, dim)
+    positions = torch.arange(batch, device=device)
+    inv_freq = 1.0 / (10000.0 ** (torch.arange(0, dim, 2, device=device, dtype=torch.float32) / dim))
+    fused = [
+        (f"rms_norm + residual add {batch} x {hidden}", (4 * batch + 1) * hidden * elt,
+         lambda: kernels.rms_norm(x, norm_weight, 1e-5, residual)),
+        (f"silu_and_mul {batch} x {inter}", 3 * batch * inter * elt, lambda: kernels.silu_and_mul(gate_up)),
+        (f"rotary {batch} x {heads}+{kv_heads} heads x {dim}", 2 * batch * (heads + kv_heads) * dim * elt,
+         lambda: kernels.rotary_embedding(positions, query, key_heads, inv_freq, 1.0)),
+    ]
+    return fused + [
         (f"decode attention {batch} x {ctx} tokens", batch * ctx * kv_bytes, attention([1] * batch, [ctx] * batch)),
         (f"split-KV decode 2 x {long_ctx[0]}/{long_ctx[1]} tokens", sum(long_ctx) * kv_bytes,
          attention([1, 1], list(long_ctx))),
