@@ -44,6 +44,7 @@ _MAX_LEXEMES = 4096
 _LEXEMES: OrderedDict[Node, bool] = OrderedDict()  # lexeme -> whether it is open-ended (below)
 _LEXEMES_LOCK = threading.Lock()
 _TWINS: OrderedDict[Node, Node] = OrderedDict()  # lexeme -> its boundary twin (see `lexeme`)
+_evictions = 0  # lexemes evicted so far (see `evictions`)
 
 
 def lexeme(node: Node, open_ended: bool = False, twin: Node | None = None) -> Node:
@@ -65,13 +66,21 @@ def lexeme(node: Node, open_ended: bool = False, twin: Node | None = None) -> No
         _LEXEMES[node] = open_ended
         _LEXEMES.move_to_end(node)
         if len(_LEXEMES) > _MAX_LEXEMES:
+            global _evictions
             _LEXEMES.popitem(last=False)
+            _evictions += 1
         if twin is not None:
             _TWINS[node] = twin
             _TWINS.move_to_end(node)
             if len(_TWINS) > _MAX_LEXEMES:
                 _TWINS.popitem(last=False)
     return node
+
+
+def evictions() -> int:
+    """How many lexemes have been evicted so far: IR kept across compiles is marked as when it was
+    built while this count is what it was then."""
+    return _evictions
 
 
 def boundary_twin(node: Node) -> Node | None:

@@ -22,6 +22,7 @@ _MAX_MARKS = 1 << 16  # a mark evicted before its compile only costs size: the l
 _SHARED: dict[Node, Node] = {}  # each mark to itself: the table the NFA builder reads
 _MARK_OF: OrderedDict[Node, Node] = OrderedDict()  # each marked node to its mark, oldest use first
 _SHARED_LOCK = threading.Lock()
+_evictions = 0  # marks evicted so far (see `evictions`)
 _new = object.__new__
 _set_item, _set_min, _set_max, _set_hash, _set_empty = (
     Repeat.__dict__[name].__set__ for name in ("item", "min", "max", "_hash", "_empty"))
@@ -57,8 +58,17 @@ def share(node: Node) -> Node:
         marked = _MARK_OF[node] = _mark(node)
         _SHARED[marked] = marked
         if len(_MARK_OF) > _MAX_MARKS:
+            global _evictions
             del _SHARED[_MARK_OF.popitem(last=False)[1]]
+            _evictions += 1
     return marked
+
+
+def evictions() -> int:
+    """How many marks have been evicted so far: IR kept across compiles is as built while this
+    count is what it was then."""
+    return _evictions
+
 
 
 def renew(marks: Sequence[Node]) -> bool:

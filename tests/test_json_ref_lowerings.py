@@ -160,3 +160,32 @@ def test_a_reused_site_changes_later_rule_numbers_only() -> None:
     got = ir_text(lower_json_schema(other, max_nesting_depth=2).node)
     assert got != fresh and "pD1 (13)" in got and "pD1 (12)" in fresh
     assert _renumbered(got) == _renumbered(fresh)
+
+
+
+@pytest.mark.parametrize("table", ["shared marks", "lexemes"])
+def test_kept_sites_are_lowered_afresh_after_an_eviction(table: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a kept site's IR holds marks of both tables; once either evicted one, the IR may hold it
+    from formwork.grammar import lexemes, shared_nodes
+    from formwork.grammar.ir import Bytes, repeat
+
+    many = {"type": "object", "properties": {f"m{i}": {"type": "string", "maxLength": 3} for i in range(8)},
+            "maxProperties": 4}  # shared member cells, and string lexemes
+    document = {"type": "object", "properties": {"a": {"$ref": "#/$defs/Many"}}, "$defs": {"Many": many}}
+    fresh = _fresh(document)
+    (kept,) = ref_lowerings._KEPT.values()
+    lower_json_schema(document)
+    assert ref_lowerings._KEPT[next(iter(ref_lowerings._KEPT))] is kept  # reused while nothing was evicted
+    evicting = repeat(Bytes(b"evicts the oldest entry"), 2, 3)
+    if table == "shared marks":
+        monkeypatch.setattr(shared_nodes, "_MAX_MARKS", len(shared_nodes._MARK_OF))
+        shared_nodes.share(evicting)
+    else:
+        monkeypatch.setattr(lexemes, "_MAX_LEXEMES", len(lexemes._LEXEMES))
+        lexemes.lexeme(evicting)
+    monkeypatch.undo()
+    assert kept.evictions != ref_lowerings._evictions()
+    again = lower_json_schema(document).node
+    (renewed,) = ref_lowerings._KEPT.values()
+    assert renewed is not kept and renewed.evictions == ref_lowerings._evictions()  # lowered afresh, kept again
+    assert ir_text(again) == fresh

@@ -15,7 +15,9 @@ closure uses `$id`, anchors or dynamic references, or reaches another document; 
 open values are unbounded (`max_nesting_depth=None`: they are a grammar rule).  What the kept
 lowering did to the lowerer's counters is replayed on reuse (rule numbers, the open-value hint,
 the nesting depth it reached, so a reuse where the lowering would have been refused for
-nesting lowers afresh and is refused).  A reuse leaves no within-compile memo entries for the
+nesting lowers afresh and is refused).  Its IR holds shared marks and lexemes whose tables
+evict their oldest entries when full: once either table has evicted one, the sites kept before
+are lowered afresh (and kept again).  A reuse leaves no within-compile memo entries for the
 subschemas inside the site, so a later identical one (the `true` of an `additionalProperties`) is
 lowered rather than found: the rules after it may be numbered higher than afresh, with the same
 bodies (the same language).
@@ -28,6 +30,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
+from formwork.grammar import lexemes, shared_nodes
 from formwork.grammar.ir import Node
 from formwork.schemas.keywords import ANNOTATION_KEYWORDS
 
@@ -50,6 +53,7 @@ class KeptLowering:
     rule_ids: int  # rule numbers taken
     open_values: bool  # whether it asked for open values (`AnyValue.calls` grew)
     frames: int  # how many conjunction frames deeper than its start it nested
+    evictions: int  # marks and lexemes evicted before it was kept (`_evictions`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +116,7 @@ class RefLowerings:
         if key is None:
             return None
         start = len(lw._frames)
-        kept = _KEPT.get(key)
+        kept = _live(_KEPT.get(key))
         if kept is not None and start + kept.frames < self._max_frames:
             lw._rule_ids = itertools.count(next(lw._rule_ids) + kept.rule_ids)
             if kept.open_values:
@@ -136,7 +140,7 @@ class RefLowerings:
             if len(_KEPT) >= MAX_KEPT:
                 _KEPT.clear()
             _KEPT[recording.key] = KeptLowering(node, taken, lw.any_value.calls != recording.calls,
-                                                deepest - recording.start)
+                                                deepest - recording.start, _evictions())
 
     def _key(self, sub: "Sub", depth: int) -> Optional[tuple]:
         """The contents `sub`'s lowering reads, or None when it is not a plain `$ref` site of the
@@ -180,6 +184,20 @@ class RefLowerings:
                 pickled = None
         self._pickled[target] = pickled
         return pickled
+
+
+def _evictions() -> int:
+    """Shared marks and lexemes evicted so far (both counts only grow)."""
+    return shared_nodes.evictions() + lexemes.evictions()
+
+
+def _live(kept: Optional[KeptLowering]) -> Optional[KeptLowering]:
+    """`kept` while no shared mark or lexeme was evicted since it was kept; else None (lower
+    afresh): one of its marks may be gone, and the IR would build that mark's member cells once
+    per path, or walk a lexeme as plain IR (the same language, larger or slower)."""
+    if kept is not None and kept.evictions != _evictions():
+        return None
+    return kept
 
 
 def _pickled(schema: Any) -> Optional[bytes]:
