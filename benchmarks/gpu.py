@@ -152,7 +152,6 @@ def transformers_figures(model_dir: Path, sizes: Sizes, vocab: int, device: str)
     start = time.perf_counter()
     generate(prompts)
     wall = time.perf_counter() - start
-    del model
     return dict(tpot_ms=tpot * 1e3, tok_s=sizes.requests * sizes.new_tokens / wall)
 
 
