@@ -12,12 +12,10 @@ from dataclasses import dataclass
 
 import torch
 
-TILE = 16                   # attention: KV positions per inner step (>= 16 for tl.dot)
+from formwork.kernels.attention_tuning import AttentionTuning, current_tuning, default_splits, fit_shared_memory
+
 MIN_BLOCK_M = 16            # attention: query rows per program (>= 16 for tl.dot)
 PREFILL_BLOCK_M = 64
-MAX_SPLITS = 16
-SPLIT_MIN_TOKENS = 128      # at least this many KV positions per split
-SPLIT_MAX_PROGRAMS = 128    # split KV only when the un-split decode grid is this small
 SAMPLE_MAX_BLOCK = 1024
 
 
@@ -37,37 +35,38 @@ class AttentionLaunch:
     num_splits: int     # KV splits (flash-decoding); 1 = none
     d_pad: int          # head_dim padded to a power of two >= 16
     fp32_dot: bool      # exact float32 dots (fp32 inputs, or bf16 under the interpreter)
-
-
-def default_splits(decode_only: bool, num_programs: int, max_context: int) -> int:
-    """Flash-decoding split count: only for decode batches too small to fill the GPU, and only as many
-    splits as the longest possible context (block table width * block size, known without a sync) has
-    SPLIT_MIN_TOKENS-long slices; a power of two <= MAX_SPLITS."""
-    if not decode_only or num_programs > SPLIT_MAX_PROGRAMS:
-        return 1
-    splits = 1
-    while splits < MAX_SPLITS and (splits * 2) * SPLIT_MIN_TOKENS <= max_context:
-        splits *= 2
-    return splits
+    kv_tile: int        # KV positions per loop iteration
+    num_warps: int
+    num_stages: int
 
 
 def attention_launch(query: torch.Tensor, k_cache: torch.Tensor, block_tables: torch.Tensor,
-                     num_kv_splits: int | None = None, block_m: int | None = None) -> AttentionLaunch:
-    """Blocking and splits of one paged-attention call (64 query rows per program for prefill, 16 for
-    decode; see `default_splits`), unless overridden."""
+                     num_kv_splits: int | None = None, block_m: int | None = None,
+                     tuning: AttentionTuning | None = None) -> AttentionLaunch:
+    """Blocking, tiling and splits of one paged-attention call (64 query rows per program for prefill,
+    16 for decode; KV tiles, warps, stages and splits from `tuning`, by default `current_tuning`), with
+    `num_kv_splits` and `block_m` overriding the heuristics."""
     num_tokens, num_heads, head_dim = query.shape
     num_seqs = block_tables.shape[0]
     num_kv_heads = k_cache.shape[2]
     group_pad = next_power_of_2(num_heads // num_kv_heads)
     decode_only = num_tokens == num_seqs
+    if tuning is None:
+        tuning = current_tuning()
     if block_m is None:
         block_m = MIN_BLOCK_M if decode_only else PREFILL_BLOCK_M
     block_q = max(block_m, group_pad, MIN_BLOCK_M) // group_pad
     if num_kv_splits is None:
-        num_programs = (num_tokens // block_q + num_seqs) * num_kv_heads
-        num_kv_splits = default_splits(decode_only, num_programs, block_tables.shape[1] * k_cache.shape[1])
+        # a decode batch has one useful program per (sequence, kv head)
+        num_programs = (num_seqs if decode_only else num_tokens // block_q + num_seqs) * num_kv_heads
+        max_context = block_tables.shape[1] * k_cache.shape[1]
+        num_kv_splits = default_splits(tuning, decode_only, num_programs, max_context)
     fp32_dot = query.dtype == torch.float32 or (query.dtype == torch.bfloat16 and not query.is_cuda)
-    return AttentionLaunch(block_q, group_pad, num_kv_splits, max(16, next_power_of_2(head_dim)), fp32_dot)
+    d_pad = max(16, next_power_of_2(head_dim))
+    kv_tile, num_warps, num_stages = tuning.phase(decode_only)
+    tile_bytes = 2 * d_pad * (4 if fp32_dot else k_cache.element_size())  # K and V of one position
+    kv_tile, num_stages = fit_shared_memory(kv_tile, num_stages, tile_bytes)
+    return AttentionLaunch(block_q, group_pad, num_kv_splits, d_pad, fp32_dot, kv_tile, num_warps, num_stages)
 
 
 def attention_key(query: torch.Tensor, k_cache: torch.Tensor, block_tables: torch.Tensor,

@@ -24,6 +24,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from conftest_kernels import dense_attention_f64, make_paged_case, random_bitmask  # noqa: E402
 
 from formwork.kernels import SamplingTensors, reference  # noqa: E402
+from formwork.kernels.attention_tuning import AttentionTuning  # noqa: E402
+from formwork.kernels.launch import attention_launch  # noqa: E402
 from formwork.kernels.triton import attention, bitmask, kv_cache, sampling  # noqa: E402
 
 TOLERANCE = {torch.float32: 1e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}
@@ -120,6 +122,29 @@ def test_split_kv_decode_over_long_context_matches_dense(splits):
     torch.testing.assert_close(out.double(), dense_attention_f64(case), atol=1e-5, rtol=1e-5)
 
 
+# (query lens, context lens, heads, kv heads, head_dim, block size, window, splits, dtype)
+KV_TILE_CASES = {
+    "decode-splits-partial-pages": ([1, 1, 1], [300, 37, 129], 8, 2, 32, 16, None, 4, torch.float32),
+    "mixed-window-pages-of-5": ([1, 20, 7], [150, 20, 90], 6, 3, 24, 5, 33, None, torch.float16),
+    "chunked-prefill-mqa-window-splits": ([40, 1], [100, 70], 4, 1, 64, 8, 9, 2, torch.bfloat16),
+}
+
+
+@pytest.mark.parametrize("kv_tile", [16, 32, 64, 128])
+@pytest.mark.parametrize("case_name", list(KV_TILE_CASES))
+def test_each_kv_tile_matches_dense_attention(kv_tile, case_name):
+    """Tiles spanning several pages, part of a page, or pages that straddle tiles (block size 5)."""
+    query_lens, ctx_lens, heads, kv_heads, head_dim, block_size, window, splits, dtype = KV_TILE_CASES[case_name]
+    case = make_paged_case(kv_tile, query_lens, ctx_lens, heads, kv_heads, head_dim, block_size, dtype)
+    tuning = AttentionTuning(kv_tile=kv_tile, prefill_kv_tile=kv_tile)
+    args = (case.query, case.k_cache, case.v_cache, case.block_tables, case.seq_lens, case.query_start_loc,
+            case.scale, window)
+    assert attention_launch(case.query, case.k_cache, case.block_tables, splits, tuning=tuning).kv_tile == kv_tile
+    out = attention.paged_attention(*args, num_kv_splits=splits, tuning=tuning)
+    tol = TOLERANCE[dtype]
+    torch.testing.assert_close(out.double(), dense_attention_f64(case, window), atol=tol, rtol=tol)
+
+
 def test_attention_reads_strided_query_and_int64_metadata():
     case = make_paged_case(9, [3, 1], [10, 6], 4, 2, 16, 4, torch.float16)
     fused = torch.cat([case.query, torch.zeros_like(case.query)], dim=1)  # [T, 2H, D]
@@ -163,11 +188,3 @@ def test_sampling_matches_reference_exactly(seed, rows, vocab, rows_per_program)
     ref_tokens, ref_logprobs = reference.sample(logits, params, packed)
     assert tokens.tolist() == ref_tokens.tolist()
     torch.testing.assert_close(logprobs, ref_logprobs, atol=1e-5, rtol=1e-5)
-
-
-def test_default_split_heuristic():
-    assert attention._default_splits(False, 4, 10_000) == 1          # prefill never splits
-    assert attention._default_splits(True, 4, 100) == 1              # short contexts do not split
-    assert attention._default_splits(True, 4, 300) == 2
-    assert attention._default_splits(True, 4, 100_000) == attention.MAX_SPLITS
-    assert attention._default_splits(True, attention.SPLIT_MAX_PROGRAMS + 1, 100_000) == 1  # GPU already full

@@ -16,8 +16,8 @@ import torch
 import triton
 import triton.language as tl
 
-from formwork.kernels.launch import MAX_SPLITS, SPLIT_MAX_PROGRAMS, TILE, attention_launch  # noqa: F401
-from formwork.kernels.launch import default_splits as _default_splits  # noqa: F401 (kernel tests use it)
+from formwork.kernels.attention_tuning import AttentionTuning
+from formwork.kernels.launch import attention_launch
 
 
 @triton.jit
@@ -50,7 +50,7 @@ def _paged_attention_kernel(
     GROUP: tl.constexpr,
     GROUP_PAD: tl.constexpr,
     BLOCK_Q: tl.constexpr,
-    TILE: tl.constexpr,
+    KV_TILE: tl.constexpr,
     WINDOW: tl.constexpr,
     NUM_SPLITS: tl.constexpr,
     NUM_HEADS: tl.constexpr,
@@ -89,7 +89,7 @@ def _paged_attention_kernel(
     kv_begin = 0
     if WINDOW > 0:
         kv_begin = tl.maximum(block_first_pos - WINDOW + 1, 0)
-    num_tiles = tl.cdiv(kv_end - kv_begin, TILE)
+    num_tiles = tl.cdiv(kv_end - kv_begin, KV_TILE)
     tiles_per_split = tl.cdiv(num_tiles, NUM_SPLITS)
     tile_begin = split * tiles_per_split
     tile_end = tl.minimum(tile_begin + tiles_per_split, num_tiles)
@@ -99,11 +99,15 @@ def _paged_attention_kernel(
     acc = tl.zeros([BLOCK_M, D_PAD], tl.float32)
     table_row = block_tables_ptr + seq.to(tl.int64) * block_table_stride
     for tile in range(tile_begin, tile_end):
-        pos = kv_begin + tile * TILE + tl.arange(0, TILE)
+        # a tile spans KV_TILE // BLOCK_SIZE pages (or part of one): the block table is read per position
+        pos = kv_begin + tile * KV_TILE + tl.arange(0, KV_TILE)
         pos_ok = pos < kv_end
         physical = tl.load(table_row + pos // BLOCK_SIZE, mask=pos_ok, other=0).to(tl.int64)
         slot = physical * cache_stride_b + (pos % BLOCK_SIZE) * cache_stride_o + kv_head * cache_stride_h
-        kv_mask = pos_ok[:, None] & dim_ok[None, :]
+        if HEAD_DIM == D_PAD:
+            kv_mask = pos_ok[:, None]  # constant along the head dim: vector loads
+        else:
+            kv_mask = pos_ok[:, None] & dim_ok[None, :]
         k = tl.load(k_cache_ptr + slot[:, None] + dims[None, :], mask=kv_mask, other=0.0)
         v = tl.load(v_cache_ptr + slot[:, None] + dims[None, :], mask=kv_mask, other=0.0)
         if FP32_DOT:
@@ -176,10 +180,12 @@ def paged_attention(
     sliding_window: int | None = None,
     num_kv_splits: int | None = None,
     block_m: int | None = None,
+    tuning: AttentionTuning | None = None,
 ) -> torch.Tensor:
     """Same contract as the torch reference. `num_kv_splits` (power of two) and `block_m` (query rows
-    per program) override the heuristics of `launch.attention_launch`: `default_splits`, and 64 rows
-    for prefill, 16 for decode."""
+    per program) override the heuristics of `launch.attention_launch` (`default_splits`, and 64 rows
+    for prefill, 16 for decode); `tuning` replaces `attention_tuning.current_tuning` (KV tile, warps,
+    stages, split heuristic)."""
     num_tokens, num_heads, head_dim = query.shape
     num_seqs = block_tables.shape[0]
     num_kv_heads = k_cache.shape[2]
@@ -192,7 +198,7 @@ def paged_attention(
         return out
     if num_kv_splits is not None and (num_kv_splits < 1 or num_kv_splits & (num_kv_splits - 1)):
         raise ValueError(f"num_kv_splits must be a power of two, got {num_kv_splits}")
-    launch = attention_launch(query, k_cache, block_tables, num_kv_splits, block_m)
+    launch = attention_launch(query, k_cache, block_tables, num_kv_splits, block_m, tuning)
     num_kv_splits, d_pad = launch.num_splits, launch.d_pad
     num_q_blocks = num_tokens // launch.block_q + num_seqs
     partial_shape = (num_tokens, num_heads, num_kv_splits) if num_kv_splits > 1 else (1,)
@@ -214,13 +220,15 @@ def paged_attention(
         GROUP=num_heads // num_kv_heads,
         GROUP_PAD=launch.group_pad,
         BLOCK_Q=launch.block_q,
-        TILE=TILE,
+        KV_TILE=launch.kv_tile,
         WINDOW=sliding_window or 0,
         NUM_SPLITS=num_kv_splits,
         NUM_HEADS=num_heads,
         # fp32 inputs use exact (non-tf32) dots; the interpreter's bf16 tl.dot is wrong, so on CPU
         # bf16 tiles are upcast too. fp16 (and bf16 on GPU) use native tensor-core dots.
         FP32_DOT=launch.fp32_dot,
+        num_warps=launch.num_warps,
+        num_stages=launch.num_stages,
     )
     if num_kv_splits > 1:
         _merge_splits_kernel[(num_tokens, num_heads)](
