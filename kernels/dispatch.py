@@ -126,7 +126,9 @@ def sample(
     check_sample_inputs(logits, params, bitmask)
     variant_log.record(sample_key(logits, bitmask is not None))
     if select_backend(logits) == "triton":
-        token_ids, logprobs = _triton("sampling").sample(logits, params, bitmask)
+        # CUDA: the split-row sampler; the interpreter: the streaming kernel, whose programs take many rows
+        token_ids, logprobs = _triton("sampling_split" if logits.is_cuda else "sampling").sample(logits, params,
+                                                                                                  bitmask)
         return token_ids, logprobs if with_logprobs else None
     return reference.sample(logits, params, bitmask, with_logprobs=with_logprobs)
 

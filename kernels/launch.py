@@ -85,8 +85,38 @@ def sample_block(vocab_size: int) -> int:
     return min(SAMPLE_MAX_BLOCK, next_power_of_2(vocab_size))
 
 
+
+
+SAMPLE_CHUNK = 4096         # split sampler: tokens per stage-1 program (64 x 129,280 logits: 2,048 programs)
+SAMPLE_TOP_K_MAX = 128      # split sampler: largest top_k it draws itself (candidates kept per chunk)
+
+
+@dataclass(frozen=True)
+class SplitSampleLaunch:
+    chunk: int          # tokens per stage-1 program
+    num_chunks: int     # stage-1 programs per row
+    chunks_pad: int     # num_chunks padded to a power of two (stage 2's vector of chunk results)
+    top_k_max: int      # candidates kept per chunk; rows with a larger top_k stream their row in stage 2
+    block: int          # the streaming fallback's block (`sample_block`)
+    chunk_warps: int
+    merge_warps: int
+
+
+def split_sample_launch(vocab_size: int, chunk: int | None = None,
+                        top_k_max: int | None = None) -> SplitSampleLaunch:
+    """Blocking of the split sampler (`triton/sampling_split.py`): SAMPLE_CHUNK and SAMPLE_TOP_K_MAX unless
+    overridden (powers of two, chunk >= top_k_max)."""
+    chunk = chunk or SAMPLE_CHUNK
+    top_k_max = top_k_max or SAMPLE_TOP_K_MAX
+    num_chunks = -(-vocab_size // chunk)
+    chunks_pad = next_power_of_2(num_chunks)
+    return SplitSampleLaunch(chunk, num_chunks, chunks_pad, top_k_max, sample_block(vocab_size),
+                             8 if chunk >= 4096 else 4, 8 if chunks_pad * top_k_max >= 4096 else 4)
+
+
 def sample_key(logits: torch.Tensor, has_mask: bool) -> tuple:
-    return ("sample", logits.dtype, has_mask, sample_block(logits.shape[1]), aligned(logits))
+    """The split sampler's kernels (whose streaming fallback is the one-program-per-row kernel's code)."""
+    return ("sample", logits.dtype, has_mask, split_sample_launch(logits.shape[1]), aligned(logits))
 
 
 def bitmask_key(logits: torch.Tensor, has_indices: bool) -> tuple:

@@ -12,7 +12,8 @@ data values, so a row usually settles in far fewer passes (top-k also stops as s
         sum(e_j : x_j >= t) >= p * sum(e_j : x_j >= top-k threshold),  e_j = exp((x_j - max) / T);
   * min-p keeps e_j >= min_p.
 ROWS is 1 on a GPU (one row per program); under the interpreter many rows share a program, which costs
-the same per operation, so tests stay fast.
+the same per operation, so tests stay fast. On CUDA, `kernels.sample` runs the split-row sampler
+(`sampling_split.py`), which streams through `sample_rows` only the rows its candidates cannot cover.
 """
 
 from __future__ import annotations
@@ -43,30 +44,38 @@ def _masked_logits(logits_ptr, bitmask_ptr, rows, row_ok, offs, vocab_size, num_
 
 
 @triton.jit
-def _float_key(x):
+def float_key(x):
     """Order-preserving int64 key of float32 values."""
     bits = x.to(tl.int32, bitcast=True)
     return (bits ^ ((bits >> 31) & 0x7FFFFFFF)).to(tl.int64)
 
 
 @triton.jit
-def _key_float(key):
-    """Inverse of `_float_key`."""
+def key_float(key):
+    """Inverse of `float_key`."""
     bits = key.to(tl.int32)
     bits = bits ^ ((bits >> 31) & 0x7FFFFFFF)
     return bits.to(tl.float32, bitcast=True)
 
 
 @triton.jit
+def neg_log_log_uniform(seed, step, token_ids):
+    """log(-log(u)) of the uniform u keyed by (seed, step, token id): the Gumbel noise is its negation."""
+    bits = tl.randint(seed, (step << 32) | token_ids.to(tl.int64))
+    uniform = ((bits >> 9) * 2 + 1).to(tl.float32) * (1.0 / 16777216.0)
+    return tl.log(-tl.log(uniform))
+
+
+@triton.jit
 def _top_k_threshold(logits_ptr, bitmask_ptr, rows, row_ok, vocab_size, num_words, logits_stride,
                      bitmask_stride, row_max, top_k, active, HAS_MASK: tl.constexpr, BLOCK: tl.constexpr):
     """Per row, the k-th largest masked logit for active rows, -inf for the others."""
-    lo = _float_key(tl.full(row_max.shape, float("-inf"), tl.float32))
-    hi = tl.where(active, _float_key(row_max), lo)
+    lo = float_key(tl.full(row_max.shape, float("-inf"), tl.float32))
+    hi = tl.where(active, float_key(row_max), lo)
     while tl.max(hi - lo, axis=0) > 0:
         moving = lo < hi
         mid = lo + (hi - lo + 1) // 2
-        probe = _key_float(mid)
+        probe = key_float(mid)
         count = tl.zeros(row_max.shape, tl.int32)
         above = tl.full(row_max.shape, float("inf"), tl.float32)
         below = tl.full(row_max.shape, float("-inf"), tl.float32)
@@ -79,10 +88,10 @@ def _top_k_threshold(logits_ptr, bitmask_ptr, rows, row_ok, vocab_size, num_word
             below = tl.maximum(below, tl.max(tl.where(ge, float("-inf"), x), axis=1))
         enough = moving & (count >= top_k)
         short = moving & (count < top_k)
-        lo = tl.where(enough, tl.maximum(_float_key(above), mid), lo)
-        hi = tl.where(short, tl.minimum(_float_key(below), mid - 1), hi)
+        lo = tl.where(enough, tl.maximum(float_key(above), mid), lo)
+        hi = tl.where(short, tl.minimum(float_key(below), mid - 1), hi)
         hi = tl.where(enough & (count == top_k), lo, hi)
-    return _key_float(lo)
+    return key_float(lo)
 
 
 @triton.jit
@@ -97,12 +106,12 @@ def _top_p_threshold(logits_ptr, bitmask_ptr, rows, row_ok, vocab_size, num_word
         e = tl.exp((x - row_max[:, None]) * inv_temp[:, None])
         total += tl.sum(tl.where(x >= floor[:, None], e, 0.0), axis=1)
     target = top_p * total
-    lo = _float_key(floor)
-    hi = tl.where(active, _float_key(row_max), lo)
+    lo = float_key(floor)
+    hi = tl.where(active, float_key(row_max), lo)
     while tl.max(hi - lo, axis=0) > 0:
         moving = lo < hi
         mid = lo + (hi - lo + 1) // 2
-        probe = _key_float(mid)
+        probe = key_float(mid)
         mass = tl.zeros(row_max.shape, tl.float32)
         above = tl.full(row_max.shape, float("inf"), tl.float32)
         below = tl.full(row_max.shape, float("-inf"), tl.float32)
@@ -116,22 +125,23 @@ def _top_p_threshold(logits_ptr, bitmask_ptr, rows, row_ok, vocab_size, num_word
             below = tl.maximum(below, tl.max(tl.where(ge, float("-inf"), x), axis=1))
         enough = moving & (mass >= target)
         short = moving & (mass < target)
-        lo = tl.where(enough, tl.maximum(_float_key(above), mid), lo)
-        hi = tl.where(short, tl.minimum(_float_key(below), mid - 1), hi)
-    return _key_float(lo)
+        lo = tl.where(enough, tl.maximum(float_key(above), mid), lo)
+        hi = tl.where(short, tl.minimum(float_key(below), mid - 1), hi)
+    return key_float(lo)
 
 
-@triton.jit(do_not_specialize=["batch"])
-def _sample_kernel(
+@triton.jit
+def sample_rows(
     logits_ptr, bitmask_ptr,
     temperature_ptr, top_k_ptr, top_p_ptr, min_p_ptr, seed_ptr, step_ptr,
     token_out_ptr, logprob_out_ptr,
-    batch, vocab_size, num_words, logits_stride, bitmask_stride,
+    rows, batch, vocab_size, num_words, logits_stride, bitmask_stride,
     HAS_MASK: tl.constexpr,
     ROWS: tl.constexpr,
     BLOCK: tl.constexpr,
 ):
-    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
+    """Sample the int64 rows `rows` ([ROWS], those >= batch skipped) by streaming each whole row and
+    store their tokens and logprobs (the split sampler's fallback calls this with ROWS=1)."""
     row_ok = rows < batch
 
     # Pass 1: max, first argmax, and the temperature-1 log-sum-exp for logprobs (online).
@@ -182,10 +192,8 @@ def _sample_kernel(
             scaled = (x - center[:, None]) * inv_temp[:, None]
             keep = (x >= floor[:, None]) & (x > float("-inf"))
             keep = keep & ((tl.exp(scaled) >= min_p[:, None]) | (x == center[:, None]))
-            counter = (step[:, None] << 32) | offs[None, :].to(tl.int64)
-            bits = tl.randint(seed[:, None], counter)
-            uniform = ((bits >> 9) * 2 + 1).to(tl.float32) * (1.0 / 16777216.0)
-            score = tl.where(keep, scaled - tl.log(-tl.log(uniform)), float("-inf"))
+            score = tl.where(keep, scaled - neg_log_log_uniform(seed[:, None], step[:, None], offs[None, :]),
+                             float("-inf"))
             block_best = tl.max(score, axis=1)
             block_arg = tl.argmax(score, axis=1).to(tl.int64) + start
             drawn = tl.where(block_best > best, block_arg, drawn)
@@ -196,6 +204,22 @@ def _sample_kernel(
     logprob = tl.where(has_token, chosen.to(tl.float32) - log_norm, float("-inf"))
     tl.store(token_out_ptr + rows, tl.where(has_token, token, -1), mask=row_ok)
     tl.store(logprob_out_ptr + rows, logprob, mask=row_ok)
+
+
+@triton.jit(do_not_specialize=["batch"])
+def _sample_kernel(
+    logits_ptr, bitmask_ptr,
+    temperature_ptr, top_k_ptr, top_p_ptr, min_p_ptr, seed_ptr, step_ptr,
+    token_out_ptr, logprob_out_ptr,
+    batch, vocab_size, num_words, logits_stride, bitmask_stride,
+    HAS_MASK: tl.constexpr,
+    ROWS: tl.constexpr,
+    BLOCK: tl.constexpr,
+):
+    rows = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)
+    sample_rows(logits_ptr, bitmask_ptr, temperature_ptr, top_k_ptr, top_p_ptr, min_p_ptr, seed_ptr, step_ptr,
+                token_out_ptr, logprob_out_ptr, rows, batch, vocab_size, num_words, logits_stride, bitmask_stride,
+                HAS_MASK, ROWS, BLOCK)
 
 
 def sample(
