@@ -8,6 +8,7 @@ functions a variant key per call: the kernel plus everything Triton compiles a s
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -139,16 +140,19 @@ def row_warps(block: int) -> int:
     return 4 if block <= 1024 else 8 if block <= 4096 else 16
 
 
+@functools.lru_cache(maxsize=None)
 def norm_launch(hidden_size: int) -> RowLaunch:
     block = next_power_of_2(hidden_size)
     return RowLaunch(block, row_warps(block))
 
 
+@functools.lru_cache(maxsize=None)
 def activation_launch(width: int) -> RowLaunch:
     block = min(ACTIVATION_BLOCK, next_power_of_2(width))
     return RowLaunch(block, row_warps(block))
 
 
+@functools.lru_cache(maxsize=None)
 def rotary_launch(num_heads: int, num_kv_heads: int, head_dim: int) -> RowLaunch:
     """Block of the [heads, head_dim // 2] half-tiles one program rotates (q or k, the larger)."""
     block = next_power_of_2(max(num_heads, num_kv_heads)) * next_power_of_2(head_dim // 2)

@@ -113,13 +113,15 @@ def check_rms_norm_inputs(x: Tensor, weight: Tensor, residual: Tensor | None) ->
         raise KernelInputError(f"x dtype {x.dtype} not in {_FLOAT_DTYPES}")
     if weight.shape != (x.shape[1],) or weight.dtype != x.dtype:
         raise KernelInputError(f"weight must be {x.dtype} [{x.shape[1]}], got {weight.dtype} {_shape(weight)}")
-    _same_device(x=x, weight=weight)
+    if weight.device != x.device:
+        _same_device(x=x, weight=weight)
     if residual is not None:
         if residual.shape != x.shape or residual.dtype != x.dtype:
             raise KernelInputError(f"residual must be {x.dtype} {_shape(x)}, got {residual.dtype} {_shape(residual)}")
         if not residual.is_contiguous():
             raise KernelInputError("residual must be contiguous (it is updated in place)")
-        _same_device(x=x, residual=residual)
+        if residual.device != x.device:
+            _same_device(x=x, residual=residual)
 
 
 def check_silu_and_mul_inputs(gate_up: Tensor) -> None:
@@ -144,4 +146,5 @@ def check_rotary_inputs(positions: Tensor, query: Tensor, key: Tensor, inv_freq:
                                f"{_shape(positions)}")
     if inv_freq.shape != (head_dim // 2,) or inv_freq.dtype != torch.float32:
         raise KernelInputError(f"inv_freq must be float32 [{head_dim // 2}], got {inv_freq.dtype} {_shape(inv_freq)}")
-    _same_device(positions=positions, query=query, key=key, inv_freq=inv_freq)
+    if not query.device == key.device == positions.device == inv_freq.device:
+        _same_device(positions=positions, query=query, key=key, inv_freq=inv_freq)
