@@ -153,13 +153,23 @@ def silu_and_mul(gate_up: torch.Tensor) -> torch.Tensor:
     return reference.silu_and_mul(gate_up)
 
 
+def rotary_tables(positions: torch.Tensor, inv_freq: torch.Tensor, scaling: float, dtype: torch.dtype
+                  ) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """The cos/sin tables that `rotary_embedding` reads on the torch path, made once per step for every
+    layer; None where the Triton kernel runs (it computes them in registers)."""
+    if select_backend(positions) == "triton":
+        return None
+    return reference.rotary_tables(positions, inv_freq, scaling, dtype)
+
+
 def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor, inv_freq: torch.Tensor,
-                     scaling: float) -> None:
+                     scaling: float, tables: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
     """Rotate query [tokens, heads, head_dim] and key [tokens, kv_heads, head_dim] in place (NeoX rotate-half)
-    by each token's position; cos/sin = (cos|sin)(position * inv_freq) * scaling in the query dtype."""
+    by each token's position; cos/sin = (cos|sin)(position * inv_freq) * scaling in the query dtype
+    (`tables`: this step's `rotary_tables`, which the torch path then does not make again)."""
     check_rotary_inputs(positions, query, key, inv_freq)
     variant_log.record(rotary_key(positions, query, key))
     if select_backend(query) == "triton":
         _triton("rotary").rotary_embedding(positions, query, key, inv_freq, scaling)
     else:
-        reference.rotary_embedding(positions, query, key, inv_freq, scaling)
+        reference.rotary_embedding(positions, query, key, inv_freq, scaling, tables)

@@ -160,3 +160,28 @@ def test_variant_keys_name_the_compiled_binaries(fresh_log):
     rotary = [key for key in keys if key[0] == "rotary_embedding"]
     assert [key[:8] for key in rotary] == [("rotary_embedding", torch.float32, torch.int64, 4, 1, 8, (48, 8), (48, 8))]
     assert len(keys) == 4 and sum(fresh_log.launches.values()) == 5
+
+
+def test_the_torch_path_makes_a_steps_rotary_tables_once_for_all_layers(monkeypatch):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from conftest_model import make_runner, prefill_logits
+
+    from formwork.kernels import reference
+    from formwork.kernels.reference import rotary as reference_rotary
+
+    runner = make_runner("llama", num_blocks=8, block_size=4)
+    assert len(runner.model.model.layers) > 1
+    made = []
+
+    def counted(*args):
+        made.append(args[0].shape)
+        return original(*args)
+
+    original = reference_rotary.rotary_tables
+    monkeypatch.setattr(reference, "rotary_tables", counted)  # what dispatch calls once per step
+    monkeypatch.setattr(reference_rotary, "rotary_tables", counted)  # a layer's own (tables not given)
+    prefill_logits(runner, [3, 5, 7, 9, 11], list(range(2)))
+    assert made == [torch.Size([5])]

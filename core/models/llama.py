@@ -8,6 +8,7 @@ gate/up_proj); ``packed_modules`` tells the loader how checkpoint names map onto
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import torch
@@ -26,6 +27,9 @@ from formwork.core.models.layers import (
 )
 from formwork.core.models.rope import RotaryEmbedding, UnsupportedRopeError, compute_inv_freq, rope_parameters
 from formwork.core.models.sharding import Shard, check_divisible, kv_head_shard
+
+
+Rotate = Callable[[torch.Tensor, torch.Tensor], None]  # rotates a step's query and key in place
 
 
 class UnsupportedConfigError(ValueError):
@@ -125,14 +129,14 @@ class LlamaAttention(nn.Module):
         self.scale = self.head_dim ** -0.5
         self.sliding_window = args.sliding_windows[layer_idx]
 
-    def forward(self, hidden: torch.Tensor, rotary: RotaryEmbedding, batch: ForwardBatch,
+    def forward(self, hidden: torch.Tensor, rotate: Rotate, batch: ForwardBatch,
                 k_cache: torch.Tensor, v_cache: torch.Tensor) -> torch.Tensor:
         num_tokens = hidden.shape[0]
         q, k, v = self.qkv_proj.split(self.qkv_proj(hidden))
         q = q.view(num_tokens, self.num_heads, self.head_dim)
         k = k.view(num_tokens, self.num_kv_heads, self.head_dim)
         v = v.view(num_tokens, self.num_kv_heads, self.head_dim)
-        rotary(batch.positions, q, k)
+        rotate(q, k)
         kernels.write_kv_cache(k, v, k_cache, v_cache, batch.slot_mapping)
         out = kernels.paged_attention(q, k_cache, v_cache, batch.block_tables, batch.seq_lens,
                                       batch.query_start_loc, self.scale, self.sliding_window)
@@ -147,7 +151,7 @@ class LlamaDecoderLayer(nn.Module):
         self.post_attention_layernorm = RMSNorm(args.hidden_size, args.rms_norm_eps, dtype=dtype, device=device)
         self.mlp = SwiGLUMLP(args.hidden_size, args.intermediate_size, args.mlp_bias, tp, dtype=dtype, device=device)
 
-    def forward(self, hidden: torch.Tensor, residual: torch.Tensor | None, rotary: RotaryEmbedding,
+    def forward(self, hidden: torch.Tensor, residual: torch.Tensor | None, rotate: Rotate,
                 batch: ForwardBatch, k_cache: torch.Tensor, v_cache: torch.Tensor
                 ) -> tuple[torch.Tensor, torch.Tensor]:
         """(this layer's MLP output, residual stream before it): the next norm adds the two (fused), so
@@ -156,7 +160,7 @@ class LlamaDecoderLayer(nn.Module):
             residual, hidden = hidden, self.input_layernorm(hidden)
         else:
             hidden = self.input_layernorm(hidden, residual)
-        hidden = self.self_attn(hidden, rotary, batch, k_cache, v_cache)
+        hidden = self.self_attn(hidden, rotate, batch, k_cache, v_cache)
         return self.mlp(self.post_attention_layernorm(hidden, residual)), residual
 
 
@@ -171,8 +175,9 @@ class LlamaModel(nn.Module):
 
     def forward(self, batch: ForwardBatch, kv_caches: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
         hidden, residual = self.embed_tokens(batch.input_ids), None
+        rotate = self.rotary_emb.step(batch.positions, hidden.dtype)
         for layer, (k_cache, v_cache) in zip(self.layers, kv_caches):
-            hidden, residual = layer(hidden, residual, self.rotary_emb, batch, k_cache, v_cache)
+            hidden, residual = layer(hidden, residual, rotate, batch, k_cache, v_cache)
         return self.norm(hidden, residual)
 
 

@@ -8,6 +8,7 @@ would make a request's output depend on its batch neighbours.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 
@@ -106,5 +107,9 @@ class RotaryEmbedding(torch.nn.Module):
         inv_freq, self.attention_scaling = compute_inv_freq(head_dim, params, max_positions)
         self.inv_freq = inv_freq.to(device)  # plain attribute: never cast to the model dtype
 
-    def forward(self, positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor) -> None:
-        kernels.rotary_embedding(positions, query, key, self.inv_freq, self.attention_scaling)
+    def step(self, positions: torch.Tensor, dtype: torch.dtype) -> Callable[[torch.Tensor, torch.Tensor], None]:
+        """What rotates a step's query and key (``rotate(q, k)``, in place) in every layer: on the torch
+        path the cos/sin tables of `positions` are made here, once for all layers."""
+        inv_freq, scaling = self.inv_freq, self.attention_scaling
+        tables = kernels.rotary_tables(positions, inv_freq, scaling, dtype)
+        return lambda query, key: kernels.rotary_embedding(positions, query, key, inv_freq, scaling, tables)

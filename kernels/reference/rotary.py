@@ -21,8 +21,9 @@ def _rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 
 def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor, inv_freq: torch.Tensor,
-                     scaling: float) -> None:
-    """Rotate ``[tokens, heads, head_dim]`` query and key in place: ``x * cos + rotate_half(x) * sin``."""
-    cos, sin = rotary_tables(positions, inv_freq, scaling, query.dtype)
+                     scaling: float, tables: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
+    """Rotate ``[tokens, heads, head_dim]`` query and key in place: ``x * cos + rotate_half(x) * sin``
+    (``tables``: this step's `rotary_tables`, when made once for every layer)."""
+    cos, sin = rotary_tables(positions, inv_freq, scaling, query.dtype) if tables is None else tables
     query.copy_(query * cos + _rotate_half(query) * sin)
     key.copy_(key * cos + _rotate_half(key) * sin)
