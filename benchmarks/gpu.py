@@ -238,10 +238,11 @@ def triton_binaries() -> int:
     """Triton binaries of formwork's kernels compiled (or loaded from the cache) in this process."""
     import triton
 
-    from formwork.kernels.triton import attention, bitmask, kv_cache, sampling
+    from formwork.kernels.triton import (activation, attention, bitmask, kv_cache, norm, rotary, sampling,
+                                         sampling_split)
 
     total = 0
-    for module in (attention, bitmask, kv_cache, sampling):
+    for module in (activation, attention, bitmask, kv_cache, norm, rotary, sampling, sampling_split):
         for obj in vars(module).values():
             if isinstance(obj, triton.runtime.JITFunction):
                 total += sum(len(entry[0]) for entry in getattr(obj, "device_caches", {}).values())
