@@ -222,6 +222,18 @@ def _sample_kernel(
                 HAS_MASK, ROWS, BLOCK)
 
 
+def sample_outputs(logits: torch.Tensor, bitmask: torch.Tensor | None
+                   ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor, torch.Tensor]:
+    """A sampler's inputs with unit stride along the vocabulary, and its empty outputs (token ids, logprobs)."""
+    if logits.stride(1) != 1:
+        logits = logits.contiguous()
+    if bitmask is not None and bitmask.stride(1) != 1:
+        bitmask = bitmask.contiguous()
+    batch = logits.shape[0]
+    return (logits, bitmask, torch.empty(batch, dtype=torch.int64, device=logits.device),
+            torch.empty(batch, dtype=torch.float32, device=logits.device))
+
+
 def sample(
     logits: torch.Tensor,
     params: SamplingTensors,
@@ -233,15 +245,10 @@ def sample(
     `rows_per_program` (a power of two) defaults to 1 on CUDA and to up to 1024 under the interpreter.
     """
     batch, vocab = logits.shape
-    if logits.stride(1) != 1:
-        logits = logits.contiguous()
-    tokens = torch.empty(batch, dtype=torch.int64, device=logits.device)
-    logprobs = torch.empty(batch, dtype=torch.float32, device=logits.device)
+    logits, bitmask, tokens, logprobs = sample_outputs(logits, bitmask)
     if batch == 0:
         return tokens, logprobs
     has_mask = bitmask is not None
-    if has_mask and bitmask.stride(1) != 1:
-        bitmask = bitmask.contiguous()
     if rows_per_program is None:
         rows_per_program = 1 if logits.is_cuda else min(INTERPRETER_ROWS, triton.next_power_of_2(batch))
     _sample_kernel[(triton.cdiv(batch, rows_per_program),)](

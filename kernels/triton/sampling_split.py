@@ -33,7 +33,8 @@ import triton.language as tl
 
 from formwork.kernels.launch import split_sample_launch
 from formwork.kernels.sampling_tensors import SamplingTensors
-from formwork.kernels.triton.sampling import float_key, key_float, neg_log_log_uniform, sample_rows
+from formwork.kernels.triton.sampling import (float_key, key_float, neg_log_log_uniform, sample_outputs,
+                                               sample_rows)
 
 # Offsets inside a (row, chunk) record; the candidates' logits start at CANDIDATES, their ids top_k_max later.
 MAX, ARG, SUM_EXP, BEST, BEST_ID, FLOOR, OVERFLOW = (tl.constexpr(i) for i in range(7))
@@ -81,12 +82,10 @@ def _row_max(work_ptr, row, num_chunks, CHUNKS_PAD: tl.constexpr, RECORD: tl.con
 
 
 @triton.jit
-def _chunk_floor(x, top_k, TOP_K_MAX: tl.constexpr):
-    """A value t <= the k-th largest of x with count(x >= t) <= TOP_K_MAX where one exists (else the k-th
-    largest itself): bisection on float keys, the bounds snapped to data values, stopped once the count
-    lies in [top_k, TOP_K_MAX]."""
-    lo = float_key(tl.min(x, axis=0))  # count(x >= min) = CHUNK >= TOP_K_MAX >= top_k
-    hi = float_key(tl.max(x, axis=0))
+def _bisect_floor(x, lo, hi, top_k, stop):
+    """The largest float key t in [lo, hi] with count(x >= t) >= top_k, except that the search stops at
+    the first t whose count lies in [top_k, stop]: bisection on float keys, the bounds snapped to data
+    values (lo must satisfy count(x >= key_float(lo)) >= top_k)."""
     while lo < hi:
         mid = lo + (hi - lo + 1) // 2
         probe = key_float(mid)
@@ -96,8 +95,16 @@ def _chunk_floor(x, top_k, TOP_K_MAX: tl.constexpr):
         below = tl.max(tl.where(ge, float("-inf"), x), axis=0)
         enough = count >= top_k
         lo = tl.where(enough, tl.maximum(float_key(above), mid), lo)
-        hi = tl.where(enough, tl.where(count <= TOP_K_MAX, lo, hi), tl.minimum(float_key(below), mid - 1))
+        hi = tl.where(enough, tl.where(count <= stop, lo, hi), tl.minimum(float_key(below), mid - 1))
     return key_float(lo)
+
+
+@triton.jit
+def _chunk_floor(x, top_k, TOP_K_MAX: tl.constexpr):
+    """A value t <= the k-th largest of x with count(x >= t) <= TOP_K_MAX where one exists (else the k-th
+    largest itself), stopped once the count lies in [top_k, TOP_K_MAX]."""
+    # count(x >= min) = CHUNK >= TOP_K_MAX >= top_k
+    return _bisect_floor(x, float_key(tl.min(x, axis=0)), float_key(tl.max(x, axis=0)), top_k, TOP_K_MAX)
 
 
 @triton.jit
@@ -169,19 +176,7 @@ def _top_k_draw(work_ptr, work_int_ptr, row, num_chunks, row_max, temperature, t
     overflows = tl.load(work_ptr + chunk_records + OVERFLOW, mask=chunks < num_chunks, other=float("-inf"))
 
     # The k-th largest candidate (ties kept), bisecting from the highest chunk floor.
-    lo = float_key(tl.max(floors, axis=0))
-    hi = float_key(row_max)
-    while lo < hi:
-        mid = lo + (hi - lo + 1) // 2
-        probe = key_float(mid)
-        ge = x >= probe
-        count = tl.sum(ge.to(tl.int32), axis=0)
-        above = tl.min(tl.where(ge, x, float("inf")), axis=0)
-        below = tl.max(tl.where(ge, float("-inf"), x), axis=0)
-        enough = count >= top_k
-        lo = tl.where(enough, tl.maximum(float_key(above), mid), lo)
-        hi = tl.where(enough, tl.where(count == top_k, lo, hi), tl.minimum(float_key(below), mid - 1))
-    floor = key_float(lo)
+    floor = _bisect_floor(x, float_key(tl.max(floors, axis=0)), float_key(row_max), top_k, top_k)
     overflowed = tl.max(((overflows == floor) & (overflows > float("-inf"))).to(tl.int32), axis=0)
 
     scaled = (x - row_max) * (1.0 / temperature)
@@ -263,15 +258,10 @@ def sample(
     """Masked sampling with the contract of `sampling.sample`; `chunk` and `top_k_max` (powers of two,
     chunk >= top_k_max) override `launch.split_sample_launch`'s defaults (tests use small ones)."""
     batch, vocab = logits.shape
-    if logits.stride(1) != 1:
-        logits = logits.contiguous()
-    tokens = torch.empty(batch, dtype=torch.int64, device=logits.device)
-    logprobs = torch.empty(batch, dtype=torch.float32, device=logits.device)
+    logits, bitmask, tokens, logprobs = sample_outputs(logits, bitmask)
     if batch == 0:
         return tokens, logprobs
     has_mask = bitmask is not None
-    if has_mask and bitmask.stride(1) != 1:
-        bitmask = bitmask.contiguous()
     launch = split_sample_launch(vocab, chunk, top_k_max)
     if launch.chunk < launch.top_k_max:
         raise ValueError(f"chunk {launch.chunk} < top_k_max {launch.top_k_max}")
