@@ -5,8 +5,8 @@ Llama with the fused kernels against the same engine with the torch twins patche
     python benchmarks/fused_elementwise.py [--out benchmarks/results/fused_elementwise.md]   # CUDA GPU
     python benchmarks/fused_elementwise.py --smoke --out FILE    # CPU: interpreted Triton, tiny shapes, no model
 
-The twins side of the model A/B is not the code before the fused kernels: its rotary builds the cos/sin
-tables in every layer (the old code built them once per step) and copies q/k back in place.
+The twins side of the model A/B is not exactly the code before the fused kernels: its rotary copies q/k back
+in place. Both sides read cos/sin tables made by torch once per step (`kernels.rotary_tables`).
 """
 
 from __future__ import annotations
@@ -66,11 +66,12 @@ def kernel_rows(device: str, smoke: bool) -> list[tuple]:
             expected_qkv = qkv.clone()
             positions = torch.randint(0, 32768, (tokens,), device=device, generator=gen)
             inv_freq = 1.0 / (500000.0 ** (torch.arange(0, dim, 2, dtype=torch.float32, device=device) / dim))
-            rotary.rotary_embedding(positions, *_qk_views(qkv, heads, kv_heads, dim), inv_freq, 1.0)
+            tables = reference.rotary_tables(positions, inv_freq, 1.0, dtype)
+            rotary.rotary_embedding(*_qk_views(qkv, heads, kv_heads, dim), *tables)
             reference.rotary_embedding(positions, *_qk_views(expected_qkv, heads, kv_heads, dim), inv_freq, 1.0)
             diff_args = (qkv.clone(), expected_qkv.clone())  # compared before the timing loops rotate them again
             row(f"rotary {tokens} x {heads}+{kv_heads} heads x {dim} {dtype}",
-                lambda: rotary.rotary_embedding(positions, *_qk_views(qkv, heads, kv_heads, dim), inv_freq, 1.0),
+                lambda: rotary.rotary_embedding(*_qk_views(qkv, heads, kv_heads, dim), *tables),
                 lambda: reference.rotary_embedding(positions, *_qk_views(expected_qkv, heads, kv_heads, dim),
                                                    inv_freq, 1.0), *diff_args)
     return rows

@@ -154,11 +154,9 @@ def silu_and_mul(gate_up: torch.Tensor) -> torch.Tensor:
 
 
 def rotary_tables(positions: torch.Tensor, inv_freq: torch.Tensor, scaling: float, dtype: torch.dtype
-                  ) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """The cos/sin tables that `rotary_embedding` reads on the torch path, made once per step for every
-    layer; None where the Triton kernel runs (it computes them in registers)."""
-    if select_backend(positions) == "triton":
-        return None
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The cos/sin tables [tokens, 1, head_dim] that `rotary_embedding` reads, made by torch (float32, scaled,
+    cast to `dtype`, as HF does) once per step for every layer."""
     return reference.rotary_tables(positions, inv_freq, scaling, dtype)
 
 
@@ -166,10 +164,12 @@ def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Te
                      scaling: float, tables: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
     """Rotate query [tokens, heads, head_dim] and key [tokens, kv_heads, head_dim] in place (NeoX rotate-half)
     by each token's position; cos/sin = (cos|sin)(position * inv_freq) * scaling in the query dtype
-    (`tables`: this step's `rotary_tables`, which the torch path then does not make again)."""
+    (`tables`: this step's `rotary_tables`, made here when not given)."""
     check_rotary_inputs(positions, query, key, inv_freq)
     variant_log.record(rotary_key(positions, query, key))
+    if tables is None:
+        tables = rotary_tables(positions, inv_freq, scaling, query.dtype)
     if select_backend(query) == "triton":
-        _triton("rotary").rotary_embedding(positions, query, key, inv_freq, scaling)
+        _triton("rotary").rotary_embedding(query, key, *tables)
     else:
         reference.rotary_embedding(positions, query, key, inv_freq, scaling, tables)

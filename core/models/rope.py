@@ -108,8 +108,8 @@ class RotaryEmbedding(torch.nn.Module):
         self.inv_freq = inv_freq.to(device)  # plain attribute: never cast to the model dtype
 
     def step(self, positions: torch.Tensor, dtype: torch.dtype) -> Callable[[torch.Tensor, torch.Tensor], None]:
-        """What rotates a step's query and key (``rotate(q, k)``, in place) in every layer: on the torch
-        path the cos/sin tables of `positions` are made here, once for all layers."""
+        """What rotates a step's query and key (``rotate(q, k)``, in place) in every layer: the cos/sin
+        tables of `positions` are made here, once for all layers."""
         inv_freq, scaling = self.inv_freq, self.attention_scaling
         tables = kernels.rotary_tables(positions, inv_freq, scaling, dtype)
         return lambda query, key: kernels.rotary_embedding(positions, query, key, inv_freq, scaling, tables)
