@@ -62,9 +62,9 @@ def _walk_seeds(trie: TokenTrie, dfa, nodes: np.ndarray | bytes, states: np.ndar
 
 
 def walk_state(trie: TokenTrie, dfa, state: int, words: np.ndarray, deadline: float | None = None,
-               want_exits: bool = False) -> np.ndarray | None:
+               want_exits: bool = False, keep: bytes | None = None) -> np.ndarray | None:
     """`walk_into` from the root in DFA state `state` (tokens whose every prefix stays alive)."""
-    return _walk_seeds(trie, dfa, _INT64.pack(trie.num_nodes), _INT64.pack(state), words, deadline, want_exits, None)
+    return _walk_seeds(trie, dfa, _INT64.pack(trie.num_nodes), _INT64.pack(state), words, deadline, want_exits, keep)
 
 
 def follow(trie: TokenTrie, dfa, exit_nodes: np.ndarray, start_row: np.ndarray, words: np.ndarray,

@@ -234,6 +234,26 @@ def test_trie_memo_builds_once_and_evicts_the_least_recent():
     assert built == [1, 2, 3, 2]
 
 
+def test_trie_memo_keeps_a_table_per_trie_and_lets_a_dead_trie_go():
+    import gc
+    import weakref
+
+    from formwork.grammar.token_trie import TokenTrie
+    from formwork.grammar.trie_memo import TrieMemo
+
+    first, second = TokenTrie([b"a"], 1), TokenTrie([b"b"], 1)
+    memo: TrieMemo[str] = TrieMemo(4)
+    assert memo.get(first, 1, lambda: "first") == "first"
+    assert memo.get(second, 1, lambda: "second") == "second"  # the last-trie shortcut moves on
+    assert memo.get(first, 1, lambda: "built again") == "first"
+    assert memo.get(second, 1, lambda: "built again") == "second"
+    table = weakref.ref(memo._table(second))
+    del second
+    gc.collect()
+    assert table() is None and len(memo._tables) == 1  # the dead trie's table is gone too
+    assert memo.get(first, 1, lambda: "built again") == "first"
+
+
 def test_prepare_computes_the_string_masks_every_schema_shares(vocab, plain):
     from formwork.grammar.automaton import AutomatonBuilder
     from formwork.grammar.json_schema.automata import SHARED

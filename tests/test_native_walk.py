@@ -23,7 +23,7 @@ from formwork.grammar.automaton import AutomatonBuilder  # noqa: E402
 from formwork.grammar.compiler import GrammarCompiler  # noqa: E402
 from formwork.grammar.dfa import DEAD, START  # noqa: E402
 from formwork.grammar.errors import GrammarBudgetError  # noqa: E402
-from formwork.grammar.follow_exits import exit_seeds  # noqa: E402
+from formwork.grammar.follow_exits import exit_seeds, exit_seeds_after  # noqa: E402
 from formwork.grammar.ir import alt, chars, lit, repeat, seq  # noqa: E402
 from formwork.grammar.json_schema import compile_json_schema  # noqa: E402
 from formwork.grammar.native_walk import walk_into, walk_state  # noqa: E402
@@ -110,6 +110,28 @@ def test_exit_seeds_are_the_brute_force_ones(tokens, term, byte, prefix):
     want = {p for p in prefixes.values() if len(p) > 1 and p[-1] == byte
             and dfa.walk(state, p[:-1]) != DEAD and dfa.accepting[dfa.walk(state, p[:-1])]}
     assert {prefixes[n] for n in exit_seeds(vocab.trie, dfa, state, byte)} == want
+
+
+@settings(deadline=None, max_examples=60)
+@given(tokens=tokens_strategy, term=regexes(), follow=st.sets(st.sampled_from(ALPHABET), min_size=1),
+       prefix=st.binary(max_size=3).map(lambda b: bytes(ALPHABET[x % 6] for x in b)))
+def test_exit_seeds_after_walk_every_follow_byte_at_once(tokens, term, follow, prefix):
+    """One walk of the pruned trie of several follow bytes gives, per byte (ascending, only
+    those with seeds), the brute-force seeds as ascending trie nodes: what `exit_seeds` gives."""
+    vocab = Vocabulary(tokens)
+    dfa = AutomatonBuilder().dfa(term)
+    state = dfa.walk(START, prefix)
+    if state == DEAD:
+        return
+    prefixes = node_prefixes(vocab.trie)
+    want = []
+    for byte in sorted(follow):
+        seeds = tuple(sorted(n for n, p in prefixes.items() if len(p) > 1 and p[-1] == byte
+                             and dfa.walk(state, p[:-1]) != DEAD and dfa.accepting[dfa.walk(state, p[:-1])]))
+        if seeds:
+            want.append((byte, seeds))
+            assert exit_seeds(vocab.trie, dfa, state, byte) == seeds
+    assert exit_seeds_after(vocab.trie, dfa, state, bytes(sorted(follow))) == tuple(want)
 
 
 def test_a_lazy_automaton_builds_its_rows_inside_the_walk(monkeypatch):

@@ -84,8 +84,8 @@ class SharedAutomata:
         for automaton in unbounded:
             cache.lexeme_base(automaton, START)
         warm_twin_places(cache, unbounded[1])  # ANY_CONTENT: the twin of every undeclared-key lexeme
-        for byte in b'",}]':  # the pruned tries of the bytes that end JSON lexemes (lexeme exits)
-            follow_trie(cache.vocab.trie, byte)
+        for follow in (b'"', b",}", b",]", b",", b"}", b"]"):  # the pruned tries of the bytes that end
+            follow_trie(cache.vocab.trie, follow)  # JSON lexemes (lexeme exits)
 
     def warm_any_values(self, cache: "TokenMaskCache") -> None:
         """The automaton of the bounded any-JSON value of the default whitespace policy (what
