@@ -43,11 +43,12 @@ class StandaloneAutomaton(Protocol):
 _MAX_LEXEMES = 4096
 _LEXEMES: OrderedDict[Node, bool] = OrderedDict()  # lexeme -> whether it is open-ended (below)
 _LEXEMES_LOCK = threading.Lock()
-_TWINS: OrderedDict[Node, Node] = OrderedDict()  # lexeme -> its boundary twin (see `lexeme`)
+_TWINS: dict[Node, Node] = {}  # lexeme -> its boundary twin (see `lexeme`; dropped with its lexeme)
 _evictions = 0  # lexemes evicted so far (see `evictions`)
+_PINNED: set[Node] = set()  # lexemes made once (module constants): never evicted, nothing would mark them again
 
 
-def lexeme(node: Node, open_ended: bool = False, twin: Node | None = None) -> Node:
+def lexeme(node: Node, open_ended: bool = False, twin: Node | None = None, pinned: bool = False) -> Node:
     """Mark `node` as a lexeme (its language is unchanged) and return it.  Only nodes that
     concatenation and union keep whole can be found again: a repetition, not a sequence.
 
@@ -59,21 +60,28 @@ def lexeme(node: Node, open_ended: bool = False, twin: Node | None = None) -> No
     any string of characters can follow any prefix that ends between two characters, so every
     state of this lexeme whose next bytes are the twin start's (a state between two characters:
     mid-character states allow only a character's rest) keeps the same tokens inside as the
-    twin's start, whose mask every schema shares (`TokenMaskCache.lexeme_base`)."""
+    twin's start, whose mask every schema shares (`TokenMaskCache.lexeme_base`).
+
+    The table keeps the lexemes used last (`_MAX_LEXEMES`); a lowering marks its lexemes as it
+    builds them, so an evicted one is marked again when next built.  A lexeme built once (a module
+    constant) is `pinned`: it is never evicted."""
     if isinstance(node, (Seq, Alt)):
         raise TypeError("a lexeme must be a node that seq()/alt() do not flatten (e.g. a Repeat)")
     with _LEXEMES_LOCK:
+        if pinned:
+            _PINNED.add(node)
         _LEXEMES[node] = open_ended
         _LEXEMES.move_to_end(node)
-        if len(_LEXEMES) > _MAX_LEXEMES:
+        while len(_LEXEMES) - len(_PINNED) > _MAX_LEXEMES:  # pinned ones are not counted
             global _evictions
-            _LEXEMES.popitem(last=False)
+            oldest, oldest_open = _LEXEMES.popitem(last=False)
+            if oldest in _PINNED:
+                _LEXEMES[oldest] = oldest_open  # kept, as the newest
+                continue
+            _TWINS.pop(oldest, None)
             _evictions += 1
         if twin is not None:
             _TWINS[node] = twin
-            _TWINS.move_to_end(node)
-            if len(_TWINS) > _MAX_LEXEMES:
-                _TWINS.popitem(last=False)
     return node
 
 

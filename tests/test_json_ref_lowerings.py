@@ -140,7 +140,17 @@ def test_a_kept_site_reused_deeper_is_refused_as_afresh() -> None:
         lower_json_schema(buried)
 
 
-def test_a_reused_site_changes_later_rule_numbers_only() -> None:
+@pytest.fixture
+def roomy_tables(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Room in the shared-mark and lexeme tables (the suite before may have filled them): an eviction
+    while a test lowers would make its kept sites be lowered afresh."""
+    from formwork.grammar import lexemes, shared_nodes
+
+    monkeypatch.setattr(shared_nodes, "_MAX_MARKS", len(shared_nodes._MARK_OF) + 10_000)
+    monkeypatch.setattr(lexemes, "_MAX_LEXEMES", len(lexemes._LEXEMES) + 1_000)
+
+
+def test_a_reused_site_changes_later_rule_numbers_only(roomy_tables: None) -> None:
     # pD2's site (D2 -> D3, whose `additionalProperties: true` is lowered there) is reused in `other`,
     # so D0's `true` is lowered rather than found in the memo: pD1's rule is numbered one higher
     def obj(a: dict, more: bool) -> dict:
@@ -164,7 +174,8 @@ def test_a_reused_site_changes_later_rule_numbers_only() -> None:
 
 
 @pytest.mark.parametrize("table", ["shared marks", "lexemes"])
-def test_kept_sites_are_lowered_afresh_after_an_eviction(table: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_kept_sites_are_lowered_afresh_after_an_eviction(table: str, monkeypatch: pytest.MonkeyPatch,
+                                                         roomy_tables: None) -> None:
     # a kept site's IR holds marks of both tables; once either evicted one, the IR may hold it
     from formwork.grammar import lexemes, shared_nodes
     from formwork.grammar.ir import Bytes, repeat
@@ -175,17 +186,31 @@ def test_kept_sites_are_lowered_afresh_after_an_eviction(table: str, monkeypatch
     fresh = _fresh(document)
     (kept,) = ref_lowerings._KEPT.values()
     lower_json_schema(document)
-    assert ref_lowerings._KEPT[next(iter(ref_lowerings._KEPT))] is kept  # reused while nothing was evicted
+    reused = ref_lowerings._KEPT[next(iter(ref_lowerings._KEPT))] is kept  # (no IR in an assertion message:
+    assert reused  # a shared node's repr is exponential)
     evicting = repeat(Bytes(b"evicts the oldest entry"), 2, 3)
     if table == "shared marks":
         monkeypatch.setattr(shared_nodes, "_MAX_MARKS", len(shared_nodes._MARK_OF))
         shared_nodes.share(evicting)
     else:
-        monkeypatch.setattr(lexemes, "_MAX_LEXEMES", len(lexemes._LEXEMES))
+        monkeypatch.setattr(lexemes, "_MAX_LEXEMES", len(lexemes._LEXEMES) - len(lexemes._PINNED))
         lexemes.lexeme(evicting)
-    monkeypatch.undo()
-    assert kept.evictions != ref_lowerings._evictions()
-    again = lower_json_schema(document).node
+    evicted = kept.evictions != ref_lowerings._evictions()
+    assert evicted
+    again = ir_text(lower_json_schema(document).node)
     (renewed,) = ref_lowerings._KEPT.values()
-    assert renewed is not kept and renewed.evictions == ref_lowerings._evictions()  # lowered afresh, kept again
-    assert ir_text(again) == fresh
+    afresh = renewed is not kept and renewed.evictions == ref_lowerings._evictions()
+    assert afresh  # lowered afresh, kept again
+    assert again == fresh
+
+
+def test_a_pinned_lexeme_outlives_evictions(monkeypatch: pytest.MonkeyPatch) -> None:
+    from formwork.grammar import lexemes
+    from formwork.grammar.ir import Bytes, repeat
+    from formwork.grammar.json_schema.strings import ANY_CONTENT
+
+    monkeypatch.setattr(lexemes, "_MAX_LEXEMES", 1)
+    for i in range(3):  # each evicts every other unpinned lexeme
+        lexemes.lexeme(repeat(Bytes(b"lexeme %d" % i), 2, 3))
+    assert lexemes.is_lexeme(ANY_CONTENT) and lexemes.is_open_ended(ANY_CONTENT)
+    assert not lexemes.is_lexeme(repeat(Bytes(b"lexeme 1"), 2, 3))

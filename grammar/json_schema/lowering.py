@@ -175,7 +175,8 @@ class Lowerer:
                 # length-bounded strings use the canonical spelling: far fewer automaton states
                 # per counted character than the general escape model
                 bounded = spec[1] > 0 or spec[2] is not None
-                node = quoted(lexeme(string_content(spec[1], spec[2], canonical=bounded)))
+                # pinned: marked once, like the leaf (the lexeme table's LRU would not see it used again)
+                node = quoted(lexeme(string_content(spec[1], spec[2], canonical=bounded), pinned=True))
             self._leaves[spec] = node
         return node
 

@@ -104,7 +104,7 @@ _ESCAPED_CHAR = re.compile(r'[\x00-\x1f"\\]')
 #: Raw ASCII characters of a canonical spelling, as byte ranges (no ``"``, ``\`` or controls).
 _RAW_ASCII = ((0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7F))
 _NON_ASCII = chars([(0x80, 0x10FFFF)])
-ANY_CONTENT = lexeme(repeat(CANONICAL_CHAR, 0, None), open_ended=True)
+ANY_CONTENT = lexeme(repeat(CANONICAL_CHAR, 0, None), open_ended=True, pinned=True)
 
 
 def _raw_ascii_except(excluded: frozenset[int]) -> tuple[tuple[int, int], ...]:
