@@ -28,7 +28,7 @@ def _node(cls):
                            "_empty": "bool | None"}
     cls._hash = field(default=None, init=False, repr=False, compare=False)
     cls._empty = field(default=None, init=False, repr=False, compare=False)
-    cls = dataclass(frozen=True, slots=True)(cls)
+    cls = dataclass(frozen=True, slots=True, repr=False)(cls)
     sub_nodes, scalars = _COMPOSITE.get(cls.__name__, (None, None))
     if sub_nodes is not None:
         cls._sub_nodes = staticmethod(sub_nodes_getter(sub_nodes))
@@ -73,6 +73,34 @@ class Node:
     __slots__ = ()
     _sub_nodes: Callable[["Node"], tuple] | None = None  # see `ir_identity` (None: a leaf)
     _scalars: Callable[["Node"], object] | None = None
+
+    def __repr__(self) -> str:
+        return _bounded_repr(self, REPR_DEPTH)
+
+
+REPR_DEPTH = 4  # levels of sub-nodes a repr shows: a shared graph's full repr grows with its paths
+REPR_ITEMS = 8  # items of a Seq/Alt a repr shows
+
+
+def _bounded_repr(node: Node, depth: int) -> str:
+    """`Type(field=value, ...)` with sub-nodes shown `depth` levels down (then `...`), leaves in full."""
+    parts = []
+    for f in fields(node):
+        if f.repr:
+            parts.append(f"{f.name}={_field_repr(getattr(node, f.name), depth)}")
+    return f"{type(node).__name__}({', '.join(parts)})"
+
+
+def _field_repr(value: object, depth: int) -> str:
+    if isinstance(value, Node):
+        return _bounded_repr(value, depth - 1) if depth > 0 else "..."
+    if isinstance(value, tuple) and value and isinstance(value[0], Node):
+        if depth <= 0:
+            return f"(...{len(value)} nodes)"
+        shown = [_bounded_repr(item, depth - 1) for item in value[:REPR_ITEMS]]
+        more = f", ...{len(value) - REPR_ITEMS} more" if len(value) > REPR_ITEMS else ""
+        return f"({', '.join(shown)}{more})"
+    return repr(value)
 
 
 @_node

@@ -145,3 +145,16 @@ def test_dependency_order_puts_each_name_after_what_it_reaches(drawn) -> None:
     assert sorted(order) == sorted(reach)
     position = {name: i for i, name in enumerate(order)}
     assert all(position[t] < position[a] for a in order for t in targets[a])
+
+
+def test_the_repr_of_a_shared_graph_is_bounded():
+    # each level refers twice to the one below: the full repr would have 2**60 leaves
+    from formwork.grammar.ir import REPR_DEPTH, Alt, Bytes, Seq
+
+    node = Bytes(b"x")
+    for level in range(60):
+        node = Alt((Seq((node, Bytes(b"%d" % level))), node))
+    text = repr(node)
+    assert len(text) < 10_000 and text.startswith("Alt(items=(Seq(items=(Alt(") and "..." in text
+    assert text.count("Bytes(value=b'59')") == 1 and REPR_DEPTH < text.count("(")
+    assert repr(Bytes(b"x")) == "Bytes(value=b'x')"
