@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 
 MAX_PATTERNS = 4
 MAX_SHARED_TAKES = 100  # see `_MemberChain.share_takes`
-MAX_PLAIN_FIRSTS = 5  # see `_plain`
 MAX_CHAINS = 4096  # member lists kept by `_MemberChain.body` (all dropped when full)
 # (members, id of the extra member's mark, id of the comma, counts) -> (the member list's node,
 # the extra mark and comma (kept: their ids are in the key), the marks it is made of)
@@ -212,21 +211,6 @@ def _holds_container(member: Node) -> bool:
     return any(is_shared(p) or isinstance(p, Alt) and any(map(is_shared, p.items)) for p in parts)
 
 
-def _plain(members: list[tuple[Node, bool]], cap: int) -> bool:
-    """Whether a member list is built as a tree without marks (`_MemberChain.plain_body`): not
-    counted (`cap` 0), at most MAX_SHARED_TAKES members, and few places where it may start (the
-    members up to the first required one, plus the extra members' place when none is required):
-    member k is then built once per such place before it, and a member holding a container (whose
-    own marks end at each copy's end) only where that is once (k = 0, or the first member required)."""
-    if cap or len(members) > MAX_SHARED_TAKES:
-        return False
-    first_required = next((k for k, (_, required) in enumerate(members) if required), len(members))
-    if first_required + 1 > MAX_PLAIN_FIRSTS:
-        return False
-    return all(min(k, first_required) == 0 or not _holds_container(member)
-               for k, (member, _) in enumerate(members))
-
-
 class _MemberChain:
     """The members inside an object's braces: the declared `members` in order, each optional
     unless required, then any number of `extra` members (None: none allowed), their count within
@@ -257,21 +241,6 @@ class _MemberChain:
         # every take shared, 200 passed it; now the builder's own 5,000 levels: 1,000 scalar
         # members build, 2,000 are refused as too deep)
         self.share_takes = len(members) <= MAX_SHARED_TAKES
-        self.plain = _plain(members, self.cap)
-
-    def plain_body(self) -> Node:
-        """The member list as a tree, no cell marked: after a member, what follows does not depend
-        on which members were skipped (no count), so each optional member is `(, member)?` before
-        the same remainder; the row before the first member holds a remainder per member that may
-        come first, so the tree grows with those places times the members, which `_plain` keeps
-        small (cheaper to make than the marks of `rest`'s cells)."""
-        after, first = self.tail(0), self.extras(0)
-        for member, required in reversed(self.members):
-            take = seq(member, after)
-            first = take if required else alt(take, first)
-            lead = seq(self.comma, member)
-            after = seq(lead if required else alt(lead, EMPTY), after)
-        return first
 
     def body(self) -> Node:
         """The non-empty member list (NOTHING when the counts allow none).  A list made before
@@ -284,7 +253,7 @@ class _MemberChain:
         got = _CHAINS.get(key)
         if got is not None and renew(got[2]):
             return got[0]
-        body = self.plain_body() if self.plain else self.rest(0, 0, True)
+        body = self.rest(0, 0, True)
         if len(_CHAINS) >= MAX_CHAINS:
             _CHAINS.clear()
         # untracked (immutable IR and tuples): kept for the process's life, nothing for a full collection to scan
