@@ -68,12 +68,12 @@ def kernel_rows(device: str, smoke: bool) -> list[tuple]:
             inv_freq = 1.0 / (500000.0 ** (torch.arange(0, dim, 2, dtype=torch.float32, device=device) / dim))
             tables = reference.rotary_tables(positions, inv_freq, 1.0, dtype)
             rotary.rotary_embedding(*_qk_views(qkv, heads, kv_heads, dim), *tables)
-            reference.rotary_embedding(positions, *_qk_views(expected_qkv, heads, kv_heads, dim), inv_freq, 1.0)
+            reference.rotary_embedding(*_qk_views(expected_qkv, heads, kv_heads, dim), *tables)
             diff_args = (qkv.clone(), expected_qkv.clone())  # compared before the timing loops rotate them again
             row(f"rotary {tokens} x {heads}+{kv_heads} heads x {dim} {dtype}",
                 lambda: rotary.rotary_embedding(*_qk_views(qkv, heads, kv_heads, dim), *tables),
-                lambda: reference.rotary_embedding(positions, *_qk_views(expected_qkv, heads, kv_heads, dim),
-                                                   inv_freq, 1.0), *diff_args)
+                lambda: reference.rotary_embedding(*_qk_views(expected_qkv, heads, kv_heads, dim), *tables),
+                *diff_args)
     return rows
 
 

@@ -70,12 +70,13 @@ def kernel_cases(device: str, smoke: bool) -> list[tuple[str, int, object]]:
     key_heads = qkv[:, heads * dim:(heads + kv_heads) * dim].view(batch, kv_heads, dim)
     positions = torch.arange(batch, device=device)
     inv_freq = 1.0 / (10000.0 ** (torch.arange(0, dim, 2, device=device, dtype=torch.float32) / dim))
+    tables = kernels.rotary_tables(positions, inv_freq, 1.0, dtype)
     fused = [
         (f"rms_norm + residual add {batch} x {hidden}", (4 * batch + 1) * hidden * elt,
          lambda: kernels.rms_norm(x, norm_weight, 1e-5, residual)),
         (f"silu_and_mul {batch} x {inter}", 3 * batch * inter * elt, lambda: kernels.silu_and_mul(gate_up)),
         (f"rotary {batch} x {heads}+{kv_heads} heads x {dim}", 2 * batch * (heads + kv_heads) * dim * elt,
-         lambda: kernels.rotary_embedding(positions, query, key_heads, inv_freq, 1.0)),
+         lambda: kernels.rotary_embedding(query, key_heads, *tables)),
     ]
     return fused + [
         (f"decode attention {batch} x {ctx} tokens", batch * ctx * kv_bytes, attention([1] * batch, [ctx] * batch)),

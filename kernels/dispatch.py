@@ -33,6 +33,7 @@ from formwork.kernels.validation import (
     check_kv_write_inputs,
     check_rms_norm_inputs,
     check_rotary_inputs,
+    check_rotary_table_inputs,
     check_sample_inputs,
     check_silu_and_mul_inputs,
 )
@@ -155,21 +156,18 @@ def silu_and_mul(gate_up: torch.Tensor) -> torch.Tensor:
 
 def rotary_tables(positions: torch.Tensor, inv_freq: torch.Tensor, scaling: float, dtype: torch.dtype
                   ) -> tuple[torch.Tensor, torch.Tensor]:
-    """The cos/sin tables [tokens, 1, head_dim] that `rotary_embedding` reads, made by torch (float32, scaled,
-    cast to `dtype`, as HF does) once per step for every layer."""
+    """A step's cos/sin tables [tokens, 1, head_dim]: (cos|sin)(position * inv_freq) * scaling, made by
+    torch in float32 and cast to `dtype` (as HF does), once for every layer's `rotary_embedding`."""
+    check_rotary_table_inputs(positions, inv_freq)
     return reference.rotary_tables(positions, inv_freq, scaling, dtype)
 
 
-def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor, inv_freq: torch.Tensor,
-                     scaling: float, tables: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
+def rotary_embedding(query: torch.Tensor, key: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> None:
     """Rotate query [tokens, heads, head_dim] and key [tokens, kv_heads, head_dim] in place (NeoX rotate-half)
-    by each token's position; cos/sin = (cos|sin)(position * inv_freq) * scaling in the query dtype
-    (`tables`: this step's `rotary_tables`, made here when not given)."""
-    check_rotary_inputs(positions, query, key, inv_freq)
-    variant_log.record(rotary_key(positions, query, key))
-    if tables is None:
-        tables = rotary_tables(positions, inv_freq, scaling, query.dtype)
+    by a step's `rotary_tables`."""
+    check_rotary_inputs(query, key, cos, sin)
+    variant_log.record(rotary_key(query, key, cos))
     if select_backend(query) == "triton":
-        _triton("rotary").rotary_embedding(query, key, *tables)
+        _triton("rotary").rotary_embedding(query, key, cos, sin)
     else:
-        reference.rotary_embedding(positions, query, key, inv_freq, scaling, tables)
+        reference.rotary_embedding(query, key, cos, sin)

@@ -169,9 +169,10 @@ def silu_and_mul_key(gate_up: torch.Tensor) -> tuple:
     return ("silu_and_mul", gate_up.dtype, width, activation_launch(width), aligned(gate_up))
 
 
-def rotary_key(positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor) -> tuple:
-    """Row and head strides are constexprs of the kernel (fixed per model: q/k are views of one qkv row)."""
+def rotary_key(query: torch.Tensor, key: torch.Tensor, cos: torch.Tensor) -> tuple:
+    """Row and head strides are constexprs of the kernel (fixed per model: q/k are views of one qkv row),
+    and so is the tables' row stride."""
     _, num_heads, head_dim = query.shape
-    return ("rotary_embedding", query.dtype, positions.dtype, num_heads, key.shape[1], head_dim,
-            query.stride()[:2], key.stride()[:2], rotary_launch(num_heads, key.shape[1], head_dim),
-            aligned(positions, query, key))
+    return ("rotary_embedding", query.dtype, num_heads, key.shape[1], head_dim, query.stride()[:2],
+            key.stride()[:2], cos.stride(0), rotary_launch(num_heads, key.shape[1], head_dim),
+            aligned(query, key, cos))

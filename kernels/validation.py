@@ -131,7 +131,16 @@ def check_silu_and_mul_inputs(gate_up: Tensor) -> None:
         raise KernelInputError(f"gate_up dtype {gate_up.dtype} not in {_FLOAT_DTYPES}")
 
 
-def check_rotary_inputs(positions: Tensor, query: Tensor, key: Tensor, inv_freq: Tensor) -> None:
+def check_rotary_table_inputs(positions: Tensor, inv_freq: Tensor) -> None:
+    if positions.dim() != 1 or positions.dtype not in _INDEX_DTYPES:
+        raise KernelInputError(f"positions must be int32/int64 [tokens], got {positions.dtype} {_shape(positions)}")
+    if inv_freq.dim() != 1 or inv_freq.dtype != torch.float32:
+        raise KernelInputError(f"inv_freq must be float32 [head_dim / 2], got {inv_freq.dtype} {_shape(inv_freq)}")
+    if positions.device != inv_freq.device:
+        _same_device(positions=positions, inv_freq=inv_freq)
+
+
+def check_rotary_inputs(query: Tensor, key: Tensor, cos: Tensor, sin: Tensor) -> None:
     if query.dim() != 3 or key.dim() != 3:
         raise KernelInputError(f"query/key must be [tokens, heads, head_dim], got {_shape(query)}, {_shape(key)}")
     num_tokens, _, head_dim = query.shape
@@ -141,10 +150,10 @@ def check_rotary_inputs(positions: Tensor, query: Tensor, key: Tensor, inv_freq:
         raise KernelInputError(f"query/key dtypes {query.dtype}, {key.dtype}: one of {_FLOAT_DTYPES} for both")
     if query.stride(-1) != 1 or key.stride(-1) != 1:
         raise KernelInputError("query/key need a contiguous head_dim (they are rotated in place)")
-    if positions.shape != (num_tokens,) or positions.dtype not in _INDEX_DTYPES:
-        raise KernelInputError(f"positions must be int32/int64 [{num_tokens}], got {positions.dtype} "
-                               f"{_shape(positions)}")
-    if inv_freq.shape != (head_dim // 2,) or inv_freq.dtype != torch.float32:
-        raise KernelInputError(f"inv_freq must be float32 [{head_dim // 2}], got {inv_freq.dtype} {_shape(inv_freq)}")
-    if not query.device == key.device == positions.device == inv_freq.device:
-        _same_device(positions=positions, query=query, key=key, inv_freq=inv_freq)
+    table = (num_tokens, 1, head_dim)
+    if cos.shape != table or sin.shape != table or cos.dtype != query.dtype or sin.dtype != query.dtype \
+            or cos.stride(-1) != 1 or sin.stride() != cos.stride():
+        raise KernelInputError(f"cos/sin tables must be {query.dtype} {list(table)} with a contiguous head_dim "
+                               f"(`rotary_tables`), got {cos.dtype} {_shape(cos)}, {sin.dtype} {_shape(sin)}")
+    if not query.device == key.device == cos.device == sin.device:
+        _same_device(query=query, key=key, cos=cos, sin=sin)

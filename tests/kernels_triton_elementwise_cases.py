@@ -96,7 +96,8 @@ def test_rotary_matches_reference(tokens, heads, kv_heads, head_dim, dtype, scal
     expected_qkv = qkv.clone()
     expected_query = expected_qkv[:, :heads * head_dim].view(tokens, heads, head_dim)
     expected_key = expected_qkv[:, heads * head_dim:(heads + kv_heads) * head_dim].view(tokens, kv_heads, head_dim)
-    reference.rotary_embedding(positions, expected_query, expected_key, inv_freq, scaling)
+    tables = reference.rotary_tables(positions, inv_freq, scaling, dtype)
+    reference.rotary_embedding(expected_query, expected_key, *tables)
     rotary.rotary_embedding(query, key, *reference.rotary_tables(positions.to(torch.int32), inv_freq, scaling, dtype))
     if dtype == torch.float32:  # torch's tables, torch's products: the same bits
         assert torch.equal(qkv, expected_qkv)

@@ -86,7 +86,7 @@ def test_silu_and_mul_rejects_an_odd_width():
 
 def _rotated(positions, query, key, inv_freq, scaling=1.0):
     query, key = query.clone(), key.clone()
-    kernels.rotary_embedding(positions, query, key, inv_freq, scaling)
+    kernels.rotary_embedding(query, key, *kernels.rotary_tables(positions, inv_freq, scaling, query.dtype))
     return query, key
 
 
@@ -124,20 +124,26 @@ def test_rotary_rotates_views_of_a_fused_row_in_place():
     value = qkv[:, 12:].clone()
     query, key = qkv[:, :8].view(2, 2, 4), qkv[:, 8:12].view(2, 1, 4)
     expected_q, expected_k = _rotated(torch.tensor([3, 9]), query, key, _inv_freq(4))
-    kernels.rotary_embedding(torch.tensor([3, 9]), query, key, _inv_freq(4), 1.0)
+    kernels.rotary_embedding(query, key, *kernels.rotary_tables(torch.tensor([3, 9]), _inv_freq(4), 1.0, query.dtype))
     assert torch.equal(qkv[:, :8].view(2, 2, 4), expected_q) and torch.equal(qkv[:, 8:12].view(2, 1, 4), expected_k)
     assert torch.equal(qkv[:, 12:], value)
 
 
 @pytest.mark.parametrize("positions, inv_freq, message", [
     (torch.tensor([1.0, 2.0]), _inv_freq(4), "positions must be"),
-    (torch.tensor([1]), _inv_freq(4), "positions must be"),
-    (torch.tensor([1, 2]), _inv_freq(6), "inv_freq must be"),
+    (torch.tensor([[1, 2]]), _inv_freq(4), "positions must be"),
     (torch.tensor([1, 2]), _inv_freq(4).double(), "inv_freq must be"),
 ])
-def test_rotary_rejects_bad_inputs(positions, inv_freq, message):
+def test_rotary_tables_reject_bad_inputs(positions, inv_freq, message):
     with pytest.raises(KernelInputError, match=message):
-        kernels.rotary_embedding(positions, torch.zeros(2, 2, 4), torch.zeros(2, 1, 4), inv_freq, 1.0)
+        kernels.rotary_tables(positions, inv_freq, 1.0, torch.float32)
+
+
+@pytest.mark.parametrize("tokens, head_dim, dtype", [(1, 4, torch.float32), (2, 6, torch.float32), (2, 4, torch.float16)])
+def test_rotary_rejects_tables_of_another_shape_or_dtype(tokens, head_dim, dtype):
+    cos, sin = kernels.rotary_tables(torch.arange(tokens), _inv_freq(head_dim), 1.0, dtype)
+    with pytest.raises(KernelInputError, match="cos/sin tables must be"):
+        kernels.rotary_embedding(torch.zeros(2, 2, 4), torch.zeros(2, 1, 4), cos, sin)
 
 
 # --- variant keys ---------------------------------------------------------------------------------
@@ -149,8 +155,8 @@ def test_variant_keys_name_the_compiled_binaries(fresh_log):
     kernels.rms_norm(torch.zeros(1, 1500), torch.ones(1500), 1e-6, torch.zeros(1, 1500))  # token count: no new key
     kernels.silu_and_mul(torch.zeros(2, 6000))
     qkv = torch.zeros(2, 6 * 8)
-    kernels.rotary_embedding(torch.tensor([0, 1]), qkv[:, :32].view(2, 4, 8), qkv[:, 32:40].view(2, 1, 8),
-                             _inv_freq(8), 1.0)
+    kernels.rotary_embedding(qkv[:, :32].view(2, 4, 8), qkv[:, 32:40].view(2, 1, 8),
+                             *kernels.rotary_tables(torch.tensor([0, 1]), _inv_freq(8), 1.0, torch.float32))
     keys = sorted(fresh_log.seen(), key=str)
     assert [key[:4] for key in keys if key[0] == "rms_norm"] == [
         ("rms_norm", torch.float32, 1500, False), ("rms_norm", torch.float32, 1500, True)]
@@ -158,11 +164,11 @@ def test_variant_keys_name_the_compiled_binaries(fresh_log):
     assert [key[:4] for key in keys if key[0] == "silu_and_mul"] == [
         ("silu_and_mul", torch.float32, 3000, RowLaunch(1024, 4))]
     rotary = [key for key in keys if key[0] == "rotary_embedding"]
-    assert [key[:8] for key in rotary] == [("rotary_embedding", torch.float32, torch.int64, 4, 1, 8, (48, 8), (48, 8))]
+    assert [key[:8] for key in rotary] == [("rotary_embedding", torch.float32, 4, 1, 8, (48, 8), (48, 8), 8)]
     assert len(keys) == 4 and sum(fresh_log.launches.values()) == 5
 
 
-def test_the_torch_path_makes_a_steps_rotary_tables_once_for_all_layers(monkeypatch):
+def test_a_steps_rotary_tables_are_made_once_for_all_layers(monkeypatch):
     import sys
     from pathlib import Path
 
@@ -170,7 +176,6 @@ def test_the_torch_path_makes_a_steps_rotary_tables_once_for_all_layers(monkeypa
     from conftest_model import make_runner, prefill_logits
 
     from formwork.kernels import reference
-    from formwork.kernels.reference import rotary as reference_rotary
 
     runner = make_runner("llama", num_blocks=8, block_size=4)
     assert len(runner.model.model.layers) > 1
@@ -180,8 +185,7 @@ def test_the_torch_path_makes_a_steps_rotary_tables_once_for_all_layers(monkeypa
         made.append(args[0].shape)
         return original(*args)
 
-    original = reference_rotary.rotary_tables
-    monkeypatch.setattr(reference, "rotary_tables", counted)  # what dispatch calls once per step
-    monkeypatch.setattr(reference_rotary, "rotary_tables", counted)  # a layer's own (tables not given)
+    original = reference.rotary_tables
+    monkeypatch.setattr(reference, "rotary_tables", counted)  # what kernels.rotary_tables calls
     prefill_logits(runner, [3, 5, 7, 9, 11], list(range(2)))
     assert made == [torch.Size([5])]

@@ -110,6 +110,5 @@ class RotaryEmbedding(torch.nn.Module):
     def step(self, positions: torch.Tensor, dtype: torch.dtype) -> Callable[[torch.Tensor, torch.Tensor], None]:
         """What rotates a step's query and key (``rotate(q, k)``, in place) in every layer: the cos/sin
         tables of `positions` are made here, once for all layers."""
-        inv_freq, scaling = self.inv_freq, self.attention_scaling
-        tables = kernels.rotary_tables(positions, inv_freq, scaling, dtype)
-        return lambda query, key: kernels.rotary_embedding(positions, query, key, inv_freq, scaling, tables)
+        cos, sin = kernels.rotary_tables(positions, self.inv_freq, self.attention_scaling, dtype)
+        return lambda query, key: kernels.rotary_embedding(query, key, cos, sin)

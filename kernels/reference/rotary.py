@@ -20,10 +20,8 @@ def _rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
 
 
-def rotary_embedding(positions: torch.Tensor, query: torch.Tensor, key: torch.Tensor, inv_freq: torch.Tensor,
-                     scaling: float, tables: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
-    """Rotate ``[tokens, heads, head_dim]`` query and key in place: ``x * cos + rotate_half(x) * sin``
-    (``tables``: this step's `rotary_tables`, when made once for every layer)."""
-    cos, sin = rotary_tables(positions, inv_freq, scaling, query.dtype) if tables is None else tables
+def rotary_embedding(query: torch.Tensor, key: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> None:
+    """Rotate ``[tokens, heads, head_dim]`` query and key in place by a step's `rotary_tables`:
+    ``x * cos + rotate_half(x) * sin``."""
     query.copy_(query * cos + _rotate_half(query) * sin)
     key.copy_(key * cos + _rotate_half(key) * sin)
