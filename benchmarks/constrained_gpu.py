@@ -92,10 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="formwork-constrained-") as tmp:
         model = gpu.build_tiny_model(Path(tmp) / "m") if args.smoke else gpu.build_big_model(Path(tmp) / "m", device)
         rows = [(name, run_case(model, sizes, device, args.smoke, jump, threaded)) for name, jump, threaded in CASES]
-    text = render("CPU (smoke run)" if args.smoke else torch.cuda.get_device_name(), sizes.requests, rows)
-    print(text)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text)
+    gpu.report(render("CPU (smoke run)" if args.smoke else torch.cuda.get_device_name(), sizes.requests, rows),
+               args.out)
     return 0
 
 

@@ -388,10 +388,15 @@ def main(argv: list[str] | None = None) -> int:
         name += f"; formwork with tensor_parallel_size {tp}"
     text = render(name, fw, hf, parity, cons, cold, copy, kernel_rows, sizes, args.smoke)
     text += f"\nThe whole run took {time.perf_counter() - started:.0f} s.\n"
-    print(text)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text)
+    report(text, args.out)
     return 0
+
+
+def report(text: str, out: str) -> None:
+    """Print a benchmark's markdown and write it to `out`."""
+    print(text)
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(text)
 
 
 if __name__ == "__main__":
