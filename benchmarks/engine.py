@@ -94,18 +94,22 @@ class _AttentionTimer:
 
 # Overhead rows: label -> (sampling, output kind). Outputs are CUMULATIVE (every step, as a streaming
 # client reads them) unless the label says final-only (what offline `LLM.generate` asks for).
-OVERHEAD_KINDS = {"greedy": ("greedy", "CUMULATIVE"), "greedy, final-only outputs": ("greedy", "FINAL_ONLY"),
-                  "T=0.8 top-p 0.9": ("top-p", "CUMULATIVE")}
+# "async": async scheduling on (on the CPU the forward blocks, so this times the same work in its order).
+OVERHEAD_KINDS = {"greedy": ("greedy", "CUMULATIVE", False),
+                  "greedy, final-only outputs": ("greedy", "FINAL_ONLY", False),
+                  "T=0.8 top-p 0.9": ("top-p", "CUMULATIVE", False),
+                  "greedy, async scheduling": ("greedy", "CUMULATIVE", True)}
 
 
-def step_overhead(model_dir: Path, num_seqs: int = 64, steps: int = 40,
-                  params_kind: str = "greedy", output_kind: str = "CUMULATIVE") -> dict:
+def step_overhead(model_dir: Path, num_seqs: int = 64, steps: int = 40, params_kind: str = "greedy",
+                  output_kind: str = "CUMULATIVE", async_scheduling: bool = False) -> dict:
     """Per decode step with `num_seqs` running sequences: wall ms of `engine.step()`, of the model
     forward inside it, and their difference (the engine's own overhead), also in main-thread CPU time
     (steadier on a shared box); medians over `steps` steps."""
     from formwork.core import LLMEngine, RequestOutputKind, SamplingParams
 
-    engine = LLMEngine(model_dir, block_size=16, max_num_seqs=num_seqs, max_num_batched_tokens=2048)
+    engine = LLMEngine(model_dir, block_size=16, max_num_seqs=num_seqs, max_num_batched_tokens=2048,
+                       async_scheduling=async_scheduling)
     kind = RequestOutputKind[output_kind]
     params = (SamplingParams(temperature=0, max_tokens=steps + 8, ignore_eos=True, output_kind=kind)
               if params_kind == "greedy" else
@@ -269,8 +273,9 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(args.threads)
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = build_model(Path(tmp) / "model")
-        overhead = render_overhead({label: step_overhead(model_dir, params_kind=sampling, output_kind=outputs)
-                                    for label, (sampling, outputs) in OVERHEAD_KINDS.items()})
+        overhead = render_overhead({label: step_overhead(model_dir, params_kind=sampling, output_kind=outputs,
+                                                         async_scheduling=overlap)
+                                    for label, (sampling, outputs, overlap) in OVERHEAD_KINDS.items()})
         print("Engine overhead per decode step, 64 running sequences (step wall time minus model forward):")
         print(overhead)
         if args.overhead_only:

@@ -215,8 +215,9 @@ def parity_figure(device: str, max_new: int = 16) -> float:
     return same / total
 
 
-def graph_parity(device: str, max_new: int = 24) -> float:
-    """Share of tokens equal with and without CUDA graphs (tiny float32 Llama, greedy and seeded rows)."""
+def graph_parity(device: str, max_new: int = 24) -> tuple[float, float]:
+    """Shares of tokens equal to the eager synchronous engine's with CUDA graphs, and with CUDA graphs and
+    async scheduling (tiny float32 Llama, greedy and seeded rows)."""
     from tiny_models import tiny_model_dir
 
     from formwork.core import LLM, SamplingParams
@@ -225,13 +226,16 @@ def graph_parity(device: str, max_new: int = 24) -> float:
     params = [SamplingParams(temperature=0.0 if i % 2 else 0.8, seed=i, max_tokens=max_new, ignore_eos=True)
               for i in range(len(prompts))]
     runs = []
-    for graphs in (False, True):
+    for graphs, overlap in ((False, False), (True, False), (True, True)):
         llm = LLM(tiny_model_dir("llama"), device=device, dtype="float32", max_num_seqs=8,
-                  kv_cache_memory=64 << 20, cuda_graphs=graphs)
+                  kv_cache_memory=64 << 20, cuda_graphs=graphs, async_scheduling=overlap)
         runs.append([o.outputs[0].token_ids for o in llm.generate(prompts, params, use_tqdm=False)])
         del llm
-    same = sum(a == b for eager, graph in zip(*runs) for a, b in zip(eager, graph))
-    return same / (len(prompts) * max_new)
+
+    def share(run: list[list[int]]) -> float:
+        return sum(a == b for eager, other in zip(runs[0], run) for a, b in zip(eager, other)) / (len(prompts) * max_new)
+
+    return share(runs[1]), share(runs[2])
 
 
 def triton_binaries() -> int:
@@ -310,6 +314,7 @@ def render(device_name: str, fw: dict, hf: dict, parity: float, cons: dict, cold
              f"{sizes.new_tokens} tokens, ignore_eos) | {fw['tok_s']:,.0f} tok/s | {hf['tok_s']:,.0f} tok/s "
              "| >= 20,000 tok/s |",
              f"| float32 greedy tokens equal to transformers (tiny model) | {parity:.0%} | | 100% |", "",
+             _async_line(fw, sizes), "",
              f"Constrained decoding, {sizes.requests} concurrent JSON-schema requests: mean TPOT "
              f"{cons['tpot_ms']:.2f} ms vs {cons['free_tpot_ms']:.2f} ms unconstrained with the same output lengths "
              f"(**{cons['ratio']:.3f}x**, "
@@ -317,8 +322,10 @@ def render(device_name: str, fw: dict, hf: dict, parity: float, cons: dict, cold
              f"{sizes.constrained_max_tokens} tokens, {cons['valid']} of them valid.", "",
              f"After start-up (warm-up, CUDA-graph capture), every formwork run above compiled "
              f"{cons['new_binaries']} new Triton binaries and launched {cons['new_variants']} new kernel variants "
-             "(target 0). Tokens equal with and without CUDA graphs (tiny float32 Llama): "
-             + ("not run (no CUDA)." if cons["graph_parity"] is None else f"{cons['graph_parity']:.0%}."), "",
+             "(target 0). Tokens equal to the eager synchronous engine's with CUDA graphs, and with CUDA graphs "
+             "and async scheduling (tiny float32 Llama): "
+             + ("not run (no CUDA)." if cons["graph_parity"] is None else
+                "{:.0%} and {:.0%}.".format(*cons["graph_parity"])), "",
              f"Cold start (fresh process, empty Triton cache): /health 200 after {cold['to_health_s']:.1f} s, first "
              f"token of the first (JSON-schema) request {cold['first_token_s'] * 1e3:.0f} ms later (target <= 1 s).",
              "", f"Kernels against the device's measured copy bandwidth ({copy / 1e9:,.0f} GB/s, read + write):", "",
@@ -326,6 +333,16 @@ def render(device_name: str, fw: dict, hf: dict, parity: float, cons: dict, cold
     for name, ms, bandwidth in kernel_rows:
         lines.append(f"| {name} | {ms:.3f} | {bandwidth / 1e9:,.1f} | {bandwidth / copy:.0%} |")
     return "\n".join(lines) + "\n"
+
+
+def _async_line(fw: dict, sizes: Sizes) -> str:
+    """The async-scheduling A/B: the figures above ran with it on (one rank); here the same with it off."""
+    off = fw.get("sync")
+    if off is None:
+        return "Async scheduling: off (tensor parallelism), so no A/B."
+    return (f"Async scheduling A/B: the figures above ran with it on; with it off the same engine gives TPOT "
+            f"{off['tpot_ms']:.2f} ms ({fw['tpot_ms'] / off['tpot_ms']:.2f}x with it on) and {off['tok_s']:,.0f} "
+            f"tok/s for the {sizes.requests} requests ({fw['tok_s'] / off['tok_s']:.2f}x).")
 
 
 def engine_options(smoke: bool, tensor_parallel_size: int) -> dict:
@@ -366,7 +383,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"cold start: {cold}", flush=True)
         from formwork.core import LLM
 
-        llm = LLM(model_dir, device=device, max_num_seqs=sizes.requests, **engine_options(args.smoke, tp))
+        options = engine_options(args.smoke, tp)
+        llm = LLM(model_dir, device=device, max_num_seqs=sizes.requests, async_scheduling=tp == 1, **options)
         warmed = (triton_binaries(), variant_log.seen())
         fw = formwork_figures(llm, sizes, vocab, device)
         cons = constrained_figures(llm, sizes, vocab)
@@ -375,9 +393,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"formwork: {fw}; constrained: {cons}", flush=True)
         llm.close()
         del llm
-        gc.collect()
-        if device == "cuda":
-            torch.cuda.empty_cache()
+        _free_memory(device)
+        if tp == 1:
+            llm = LLM(model_dir, device=device, max_num_seqs=sizes.requests, async_scheduling=False, **options)
+            fw["sync"] = formwork_figures(llm, sizes, vocab, device)
+            print(f"formwork, async scheduling off: {fw['sync']}", flush=True)
+            llm.close()
+            del llm
+            _free_memory(device)
         hf = transformers_figures(model_dir, sizes, vocab, device)
         print(f"transformers: {hf}", flush=True)
     parity = parity_figure(device)
@@ -390,6 +413,13 @@ def main(argv: list[str] | None = None) -> int:
     text += f"\nThe whole run took {time.perf_counter() - started:.0f} s.\n"
     report(text, args.out)
     return 0
+
+
+def _free_memory(device: str) -> None:
+    """Give the memory of engines already closed and deleted back before the next one loads."""
+    gc.collect()
+    if device == "cuda":
+        torch.cuda.empty_cache()
 
 
 def report(text: str, out: str) -> None:

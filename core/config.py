@@ -41,6 +41,12 @@ class EngineConfig:
     Start-up: `warmup` runs every kernel variant once before serving (None: on for CUDA); `cuda_graphs`
     captures decode steps as CUDA graphs per padded batch size (None: on for CUDA; True on CPU is refused).
 
+    `async_scheduling` schedules and launches step n+1 before step n's sampled tokens reach the host: the
+    next step's input ids are read from the sampled tokens on the device, so the CPU's scheduling, input
+    packing, output processing and mask filling run while the GPU computes (None: on for CUDA with one
+    rank unless `enable_jump_forward` is True; it needs one token per step, so it turns jump-forward off, and
+    True with jump-forward is refused).
+
     `cpu_threads` is torch's intra-op thread count for a forward on the CPU (ignored on CUDA). None keeps
     torch's count but leaves one core free when torch would use every core: the server's event loop and
     the grammar compile and mask threads run beside the forward, and an OpenMP team sharing its cores with
@@ -69,6 +75,7 @@ class EngineConfig:
     seed: int = 0
     max_waiting_requests: int | None = None
     enable_jump_forward: bool | None = None
+    async_scheduling: bool | None = None
     overlap_mask_fill: bool = False
     grammar_compile_budget_s: float = 10.0
     grammar_step_budget_s: float = 5.0
@@ -93,6 +100,11 @@ class EngineConfig:
             raise ConfigError(f"seed must be an int, got {self.seed!r}")
         if self.enable_jump_forward is not None and not isinstance(self.enable_jump_forward, bool):
             raise ConfigError(f"enable_jump_forward must be a bool or None, got {self.enable_jump_forward!r}")
+        if self.async_scheduling is not None and not isinstance(self.async_scheduling, bool):
+            raise ConfigError(f"async_scheduling must be a bool or None, got {self.async_scheduling!r}")
+        if self.async_scheduling and self.enable_jump_forward:
+            raise ConfigError("async_scheduling needs one new token per step: turn jump-forward off "
+                              "(enable_jump_forward=False) or async scheduling off")
         if not isinstance(self.overlap_mask_fill, bool):
             raise ConfigError(f"overlap_mask_fill must be a bool, got {self.overlap_mask_fill!r}")
         for name in ("grammar_compile_budget_s", "grammar_step_budget_s"):
@@ -133,6 +145,9 @@ class EngineConfig:
             return
         if self.cuda_graphs:
             raise ConfigError("cuda_graphs with tensor_parallel_size > 1 is not supported (use --no-cuda-graphs)")
+        if self.async_scheduling:
+            raise ConfigError("async_scheduling with tensor_parallel_size > 1 is not supported "
+                              "(use --no-async-scheduling)")
         if not self.on_cuda:
             return
         if self.device != "cuda":
@@ -168,10 +183,19 @@ class EngineConfig:
         return self.on_cuda and self.num_gpu_blocks is None and self.kv_cache_memory is None
 
     @property
+    def use_async_scheduling(self) -> bool:
+        """Whether step n+1 is launched before step n's tokens are read (default: on CUDA with one rank,
+        unless jump-forward was asked for)."""
+        if self.async_scheduling is None:
+            return self.on_cuda and self.tensor_parallel_size == 1 and not self.enable_jump_forward
+        return self.async_scheduling
+
+    @property
     def use_jump_forward(self) -> bool:
-        """Whether forced tokens are appended without sampling (default: unless CUDA graphs are used)."""
+        """Whether forced tokens are appended without sampling (default: unless CUDA graphs or async
+        scheduling are used)."""
         if self.enable_jump_forward is None:
-            return not self.use_cuda_graphs
+            return not (self.use_cuda_graphs or self.use_async_scheduling)
         return self.enable_jump_forward
 
     def resolve_cpu_threads(self) -> int | None:

@@ -23,6 +23,9 @@ from formwork.core.model_runner import ModelRunner
 from formwork.core.new_tokens import NewTokens
 from formwork.core.output_builder import request_output, step_output
 from formwork.core.outputs import RequestOutput
+from formwork.core.pending_step import PENDING_TOKEN, PendingStep, drop_placeholder
+from formwork.core.request_checks import (DuplicateRequestError, InvalidPromptError, PromptTooLongError,
+                                          RequestError, VocabularyRangeError, check_request)
 from formwork.core.sampler import Sampler, SamplerOutput
 from formwork.core.sampling_params import SamplingParams
 from formwork.core.scheduler import Scheduler, SchedulerOutput
@@ -32,25 +35,8 @@ from formwork.core.warmup import warm_up
 
 logger = logging.getLogger(__name__)
 
-
-class RequestError(ValueError):
-    """A request cannot be accepted (it fails alone; the engine keeps running)."""
-
-
-class InvalidPromptError(RequestError):
-    """The prompt is empty or holds token ids outside the vocabulary."""
-
-
-class PromptTooLongError(RequestError):
-    """The prompt leaves no room to generate within max_model_len."""
-
-
-class VocabularyRangeError(RequestError):
-    """Sampling parameters name token ids outside the model's vocabulary."""
-
-
-class DuplicateRequestError(RequestError):
-    """A live request already has this request_id."""
+__all__ = ["DuplicateRequestError", "InvalidPromptError", "LLMEngine", "PromptTooLongError", "RequestError",
+           "VocabularyRangeError", "resolve_model_path"]
 
 
 def resolve_model_path(model: str | Path | None) -> Path:
@@ -117,6 +103,9 @@ class LLMEngine:
         self.new_tokens = NewTokens(self.scheduler, self.structured_output, self.metrics, self.eos_token_ids,
                                     max_model_len)
         self.requests: dict[str, Request] = {}
+        # async scheduling (single-process runner only): the step whose tokens are not read yet
+        self.async_scheduling = config.use_async_scheduling and self.input_batch is not None
+        self._pending: PendingStep | None = None
         self._num_constrained = 0  # live requests with a structured-output constraint
         self._rng = random.Random(config.seed)
         if config.use_warmup:
@@ -208,7 +197,10 @@ class LLMEngine:
 
     @torch.inference_mode()
     def step(self) -> list[RequestOutput]:
-        """Run one iteration; returns the outputs of requests that produced tokens or finished."""
+        """Run one iteration; returns the outputs of requests that produced tokens or finished (with async
+        scheduling, the tokens of the step before: see `formwork.core.pending_step`)."""
+        if self.async_scheduling:
+            return self._step_async()
         outputs = self._release_grammars()
         sched = self.scheduler.schedule()
         if sched.is_empty:
@@ -230,6 +222,50 @@ class LLMEngine:
         extras = {seq_ids[i]: (top[i], ranks[i]) for i, row in enumerate(top) if row is not None}
         outputs.extend(self._postprocess(advanced, extras))
         return outputs
+
+    def _step_async(self) -> list[RequestOutput]:
+        """Schedule and launch this step on placeholders, then read the previous step's tokens and process
+        them while the forward runs, then fill this step's masks and sample, leaving its tokens unread."""
+        outputs = self._release_grammars()
+        sched = self.scheduler.schedule()
+        pending, self._pending = self._pending, None
+        if sched.is_empty:
+            if pending is not None:
+                outputs.extend(self._read_pending(pending))
+            elif not outputs and self.structured_output.has_pending:
+                self.structured_output.wait_for_grammars(timeout=0.05)  # nothing to run: don't spin
+            return outputs
+        batch = self.runner.prepare_step(self.input_batch, sched.scheduled)
+        if pending is not None:
+            pending.feed(batch.input_ids, sched.scheduled)
+        logits = self.runner.forward(batch)
+        if pending is not None:
+            outputs.extend(self._read_pending(pending))  # the host waits for step n's tokens only
+        logit_seqs = [item.seq for item in sched.scheduled if item.wants_logits]
+        if not logit_seqs:
+            self.scheduler.update_from_output(sched, {})
+            return outputs
+        masks = self.structured_output.start_fill(logit_seqs)() if self._num_constrained else None
+        if masks is None:
+            sampled = self.sampler.launch(logits, logit_seqs)
+        else:
+            sampled = self.sampler.launch(logits, logit_seqs, masks.bitmask, masks.rows)
+            for seq in logit_seqs:
+                if seq.seq_id in masks.errors and not seq.status.is_finished:
+                    outputs.append(self.fail_request(seq.request_id, masks.errors[seq.seq_id]))
+        sampled.start_copy()
+        rows = {seq.seq_id: row for row, seq in enumerate(logit_seqs)}
+        advanced = self.scheduler.update_from_output(sched, dict.fromkeys(rows, (PENDING_TOKEN, 0.0)))
+        PendingStep.mark_final(advanced)
+        self._pending = PendingStep(advanced, [rows[seq.seq_id] for seq in advanced], sampled)
+        return outputs
+
+    def _read_pending(self, pending: PendingStep) -> list[RequestOutput]:
+        """The previous step's tokens into its sequences, then their stop checks, text and outputs."""
+        out, live = pending.read()
+        top, ranks = out.top_logprobs, out.sampled_ranks
+        extras = {seq.seq_id: (top[row], ranks[row]) for seq, row in live if top[row] is not None}
+        return self._postprocess([seq for seq, _ in live], extras)
 
     def _release_grammars(self) -> list[RequestOutput]:
         """Let requests whose grammar compiled run; fail those whose grammar could not be compiled."""
@@ -304,6 +340,7 @@ class LLMEngine:
         if request is None:
             return None
         for seq in request.seqs:
+            drop_placeholder(seq)
             NewTokens.catch_up_text(seq)
             self.scheduler.finish(seq, status)
         output = request_output(request)
@@ -324,22 +361,7 @@ class LLMEngine:
 
     def check_request(self, token_ids: list[int], params: SamplingParams) -> None:
         """Raise a `RequestError` if this prompt and these parameters cannot be served."""
-        if not token_ids:
-            raise InvalidPromptError("the prompt is empty")
-        bad = [t for t in token_ids if not isinstance(t, int) or not 0 <= t < self.vocab_size]
-        if bad:
-            raise InvalidPromptError(f"prompt token ids {bad[:5]} are outside the vocabulary [0, {self.vocab_size})")
-        if len(token_ids) >= self.max_model_len:
-            raise PromptTooLongError(
-                f"the prompt has {len(token_ids)} tokens; this model's maximum context length is "
-                f"{self.max_model_len} tokens, so at most {self.max_model_len - 1} prompt tokens fit")
-        named = [("stop_token_ids", t) for t in params.stop_token_ids]
-        named += [("logit_bias", t) for t in params.logit_bias or ()]
-        outside = [(field, t) for field, t in named if t >= self.vocab_size]
-        if outside:
-            field, token_id = outside[0]
-            raise VocabularyRangeError(f"{field} names token id {token_id}, outside the vocabulary "
-                                       f"[0, {self.vocab_size})")
+        check_request(token_ids, params, self.vocab_size, self.max_model_len)
 
     def _seeds(self, params: SamplingParams) -> list[int]:
         """Per-sequence sampling seeds: from `params.seed` (child i > 0 derived from it), else random."""

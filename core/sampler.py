@@ -52,6 +52,12 @@ class Sampler:
 
     def __call__(self, logits: torch.Tensor, seqs: list[Sequence], bitmask: torch.Tensor | None = None,
                  bitmask_rows: list[int] | None = None) -> SamplerOutput:
+        return self.launch(logits, seqs, bitmask, bitmask_rows).result()
+
+    def launch(self, logits: torch.Tensor, seqs: list[Sequence], bitmask: torch.Tensor | None = None,
+               bitmask_rows: list[int] | None = None) -> SampledBatch:
+        """Sample without reading the result on the host: the tokens stay on the logits' device until
+        `SampledBatch.result()` (what async scheduling feeds the next step from)."""
         if logits.shape[0] != len(seqs):
             raise ValueError(f"{logits.shape[0]} rows of logits for {len(seqs)} sequences")
         logits = logits.float()
@@ -64,13 +70,12 @@ class Sampler:
         elif bitmask is not None:
             bitmask = bitmask.to(logits.device, non_blocking=True)
         if rows.argmax_only and bitmask is None and self._argmax_on_cpu and logits.device.type == "cpu":
-            return SamplerOutput(_argmax_tokens(logits), [0.0] * len(seqs), [None] * len(seqs), [None] * len(seqs))
+            return SampledBatch.of_list(_argmax_tokens(logits))
         # a row's logprob is only reported when it asked for logprobs
         token_ids, logprobs = sample(logits, rows.tensors(seqs, logits.device), bitmask,
                                      with_logprobs=bool(rows.with_logprobs))
-        token_list = token_ids.tolist()
-        top, ranks = self._top_logprobs(logits, seqs, rows.with_logprobs, token_ids, bitmask)
-        return SamplerOutput(token_list, [0.0] * len(seqs) if logprobs is None else logprobs.tolist(), top, ranks)
+        top = _TopLogprobs.of(logits, seqs, rows.with_logprobs, token_ids, bitmask)
+        return SampledBatch(token_ids, logprobs, top)
 
     def _rows_of(self, seqs: list[Sequence]) -> "BatchRows":
         """The per-row parameters of `seqs`: the previous step's when the batch holds the same sequences
@@ -124,27 +129,95 @@ class Sampler:
         if banned:
             logits[row, banned] = float("-inf")
 
-    @staticmethod
-    def _top_logprobs(logits: torch.Tensor, seqs: list[Sequence], rows: list[int], token_ids: torch.Tensor,
-                      bitmask: torch.Tensor | None):
-        """Per row of `seqs`: (top-N, sampled rank) for the `rows` that asked for logprobs, else None."""
-        top: list[list[tuple[int, float, int]] | None] = [None] * len(seqs)
-        ranks: list[int | None] = [None] * len(seqs)
+class SampledBatch:
+    """One step's sampled tokens (and logprobs), left where the sampler made them: `token_ids` can feed the
+    next step's inputs on the device; `result()` reads everything on the host. `start_copy` queues the
+    device-to-host copies at once (behind the sampling, ahead of any later forward), so `result()` waits for
+    this step's sampling only, not for work queued after it."""
+
+    def __init__(self, token_ids: torch.Tensor | None, logprobs: torch.Tensor | None, top: _TopLogprobs | None,
+                 host_ids: list[int] | None = None):
+        self._token_ids, self._logprobs, self._top, self._host_ids = token_ids, logprobs, top, host_ids
+        self._copied: torch.cuda.Event | None = None
+
+    @classmethod
+    def of_list(cls, token_ids: list[int]) -> SampledBatch:
+        """Tokens already read on the host (the CPU argmax), no logprobs."""
+        return cls(None, None, None, token_ids)
+
+    @property
+    def token_ids(self) -> torch.Tensor:
+        """The sampled ids, one per row (int64 on the CPU path; the kernel's dtype elsewhere)."""
+        if self._token_ids is None:
+            self._token_ids = torch.tensor(self._host_ids, dtype=torch.int64)
+        return self._token_ids
+
+    def start_copy(self) -> None:
+        """Queue the copies to pinned host memory (CUDA only; on the CPU there is nothing to copy)."""
+        if self._token_ids is None or not self._token_ids.is_cuda:
+            return
+        self._token_ids = _to_pinned(self._token_ids)
+        self._logprobs = None if self._logprobs is None else _to_pinned(self._logprobs)
+        if self._top is not None:
+            self._top = self._top.to_pinned()
+        self._copied = torch.cuda.Event()
+        self._copied.record()
+
+    def result(self) -> SamplerOutput:
+        """The host lists of this step (waits for the copies queued by `start_copy`, if any)."""
+        if self._copied is not None:
+            self._copied.synchronize()
+        token_list = self._host_ids if self._host_ids is not None else self._token_ids.tolist()
+        n = len(token_list)
+        logprobs = [0.0] * n if self._logprobs is None else self._logprobs.tolist()
+        top, ranks = self._top.lists(n) if self._top is not None else ([None] * n, [None] * n)
+        return SamplerOutput(token_list, logprobs, top, ranks)
+
+
+def _to_pinned(tensor: torch.Tensor) -> torch.Tensor:
+    host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
+    host.copy_(tensor, non_blocking=True)
+    return host
+
+
+class _TopLogprobs:
+    """The top-N logprobs and sampled ranks of the rows that asked for logprobs, as tensors until `lists`."""
+
+    def __init__(self, rows: list[int], counts: list[int], ranks: torch.Tensor, top_lp: torch.Tensor | None,
+                 top_ids: torch.Tensor | None):
+        self.rows, self.counts = rows, counts
+        self.ranks, self.top_lp, self.top_ids = ranks, top_lp, top_ids
+
+    @classmethod
+    def of(cls, logits: torch.Tensor, seqs: list[Sequence], rows: list[int], token_ids: torch.Tensor,
+           bitmask: torch.Tensor | None) -> _TopLogprobs | None:
+        """From the processed logits of the `rows` of `seqs` that asked for logprobs (None: no such row)."""
         if not rows:
-            return top, ranks
+            return None
         selected = logits[rows]
         if bitmask is not None:
             apply_token_bitmask(selected, bitmask[rows])
         logprobs = torch.log_softmax(selected, dim=-1)
-        chosen = token_ids[rows].unsqueeze(1)
-        chosen_lp = logprobs.gather(1, chosen)
-        sampled_ranks = (logprobs > chosen_lp).sum(dim=1) + 1
-        max_n = max(seqs[i].params.logprobs for i in rows)
-        if max_n:
-            top_lp, top_ids = logprobs.topk(max_n, dim=1)
-            top_lp, top_ids = top_lp.tolist(), top_ids.tolist()
-        for j, row in enumerate(rows):
-            n = seqs[row].params.logprobs
+        chosen_lp = logprobs.gather(1, token_ids[rows].unsqueeze(1))
+        ranks = (logprobs > chosen_lp).sum(dim=1) + 1
+        counts = [seqs[i].params.logprobs for i in rows]
+        top_lp = top_ids = None
+        if max(counts):
+            top_lp, top_ids = logprobs.topk(max(counts), dim=1)
+        return cls(rows, counts, ranks, top_lp, top_ids)
+
+    def to_pinned(self) -> _TopLogprobs:
+        pinned = [None if t is None else _to_pinned(t) for t in (self.ranks, self.top_lp, self.top_ids)]
+        return _TopLogprobs(self.rows, self.counts, *pinned)
+
+    def lists(self, num_rows: int) -> tuple[list[list[tuple[int, float, int]] | None], list[int | None]]:
+        """Per row of the batch: (top-N as (token id, logprob, rank), sampled rank), None for other rows."""
+        top: list[list[tuple[int, float, int]] | None] = [None] * num_rows
+        ranks: list[int | None] = [None] * num_rows
+        sampled_ranks = self.ranks.tolist()
+        top_lp = self.top_lp.tolist() if self.top_lp is not None else None
+        top_ids = self.top_ids.tolist() if self.top_ids is not None else None
+        for j, (row, n) in enumerate(zip(self.rows, self.counts)):
             ranks[row] = int(sampled_ranks[j])
             top[row] = [(top_ids[j][k], top_lp[j][k], k + 1) for k in range(n)] if n else []
         return top, ranks

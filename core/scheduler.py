@@ -124,6 +124,9 @@ class Scheduler:
         scheduled = out.scheduled
         while i < len(self.running) and budget > 0:
             seq = self.running[i]
+            if seq.final_token_pending:  # async scheduling: it ends when its last token is read
+                i += 1
+                continue
             num_new = min(len(seq.token_ids) - seq.num_computed_tokens, budget)
             # its blocks already hold the new tokens (most decode steps): nothing to allocate
             fits = seq.num_computed_tokens + num_new <= len(seq.block_table) * block_size

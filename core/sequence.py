@@ -80,6 +80,9 @@ class Sequence:
         self.length_limit = 0
         self.plain = self.defers_text = False
         self.text_from = self.text_lag = 0  # token_ids[text_from:text_from + text_lag] wait for the detokenizer
+        # async scheduling: the last token is a placeholder that ends the sequence once read (its length
+        # limit), so the scheduler does not run it again
+        self.final_token_pending = False
 
     @property
     def request_id(self) -> str:

@@ -198,7 +198,7 @@ class StructuredOutputManager:
         """Begin filling the masks of the sampled `seqs`; call the result before sampling. With
         `overlap`, the fill runs on a thread; without, it runs when the result is called, which the
         engine does after launching the forward (on a GPU the fill then overlaps the forward)."""
-        if not any(self.matcher(seq) is not None for seq in seqs):
+        if not any(self._live_matcher(seq) is not None for seq in seqs):
             return lambda: None
         if self._fill_executor is None:
             return lambda: self.fill_bitmask(seqs)
@@ -219,7 +219,7 @@ class StructuredOutputManager:
         errors: dict[int, str] = {}
         with backend.mask_lock:
             for i, seq in enumerate(seqs):
-                matcher = self.matcher(seq)
+                matcher = self._live_matcher(seq)
                 if matcher is None:
                     view[i] = -1
                     continue
@@ -247,6 +247,11 @@ class StructuredOutputManager:
     def matcher(seq: Sequence) -> Matcher | None:
         so: StructuredOutputRequest | None = seq.request.structured_output
         return None if so is None else so.matchers.get(seq.seq_id)
+
+    def _live_matcher(self, seq: Sequence) -> Matcher | None:
+        """`seq`'s matcher while it is unfinished (async scheduling samples a row for a sequence the tokens
+        read just before finished: its row is dropped, so it is not masked)."""
+        return None if seq.status.is_finished else self.matcher(seq)
 
     def accept_token(self, seq: Sequence, token_id: int) -> None:
         """Advance `seq`'s matcher by a sampled token; raises `GrammarViolationError` if refused."""

@@ -78,6 +78,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                              "left after weights and a profiled step (default 0.9; CUDA only)")
     parser.add_argument("--cuda-graphs", action=argparse.BooleanOptionalAction, default=None,
                         help="replay decode steps as CUDA graphs (default: on for CUDA; refused on the CPU)")
+    parser.add_argument("--async-scheduling", action=argparse.BooleanOptionalAction, default=None,
+                        help="launch each step before the previous step's tokens are read, so the CPU's work "
+                             "overlaps the GPU's (default: on for CUDA with one rank)")
     parser.add_argument("--warmup", action=argparse.BooleanOptionalAction, default=True,
                         help="run every kernel variant once before serving, so no request pays a compile "
                              "(default: on)")
@@ -145,8 +148,9 @@ def run(args: argparse.Namespace) -> int:
     engine.structured_output.backend  # noqa: B018 - the vocabulary's grammar tables, before the freeze
     logger.info("loaded in %.1fs: %s", time.perf_counter() - started, engine.describe())
     core_config = engine.engine.engine.config
-    logger.info("device %s, CUDA graphs %s, warm-up %s", core_config.device,
-                "on" if core_config.use_cuda_graphs else "off", "done" if core_config.use_warmup else "off")
+    logger.info("device %s, CUDA graphs %s, async scheduling %s, warm-up %s", core_config.device,
+                "on" if core_config.use_cuda_graphs else "off", "on" if core_config.use_async_scheduling else "off",
+                "done" if core_config.use_warmup else "off")
     gc_policy.start_step_policy()  # start-up frozen; full collections run between engine steps, not inside them
     config = server_config(args, default_name, model_dir)
     app = build_app(engine, config)
@@ -167,8 +171,8 @@ def engine_options(args: argparse.Namespace) -> dict:
                 max_waiting_requests=args.max_waiting_requests, enable_prefix_caching=not args.no_prefix_caching,
                 seed=args.seed, device=args.device, dtype=args.dtype,
                 gpu_memory_utilization=args.gpu_memory_utilization, cuda_graphs=args.cuda_graphs,
-                warmup=args.warmup, tensor_parallel_size=args.tensor_parallel_size,
-                cpu_threads=args.cpu_threads)
+                async_scheduling=args.async_scheduling, warmup=args.warmup,
+                tensor_parallel_size=args.tensor_parallel_size, cpu_threads=args.cpu_threads)
 
 
 def server_config(args: argparse.Namespace, default_name: str, model_dir: Path):

@@ -52,6 +52,8 @@ def test_smoke_run_writes_every_figure(tmp_path):
     health = float(re.search(r"/health 200 after ([\d.]+) s", text).group(1))
     assert health > 0
     assert "launched 0 new kernel variants" in text  # the warm-up covered every run after it
+    ratios = re.search(r"Async scheduling A/B: .* TPOT [\d.]+ ms \(([\d.]+)x with it on\) and [\d,]+ tok/s", text)
+    assert ratios is not None and float(ratios.group(1)) > 0
 
 
 def test_the_deepseek_vocabulary_model_loads_and_chats(tmp_path):

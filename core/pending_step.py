@@ -1,0 +1,84 @@
+"""Async scheduling: a step whose tokens are sampled but not yet read on the host.
+
+With `EngineConfig.async_scheduling` the engine appends a placeholder (`PENDING_TOKEN`) to every sequence
+that sampled in step n, schedules step n+1 on that assumption, and launches its forward with the
+placeholders' input ids copied from step n's sampled tokens on the device (`PendingStep.feed`). Only then
+does the host wait for step n's tokens (`PendingStep.read`): on a GPU, step n+1's forward is already queued,
+so the CPU's scheduling, input packing, output processing and mask filling overlap the GPU's work.
+
+What the placeholder costs: a sequence that step n finishes (EOS, a stop string, an abort) has one wasted
+row in step n+1, whose token is dropped; a sequence whose placeholder is its last token by length is not
+scheduled again (`Sequence.final_token_pending`). Jump-forward, which appends several tokens, is off.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from formwork.core.sampler import SampledBatch, SamplerOutput
+from formwork.core.scheduler import ScheduledSequence
+from formwork.core.sequence import Sequence
+
+PENDING_TOKEN = -2  # never a token id: a forward fed one by mistake fails its embedding lookup
+
+
+class PendingStep:
+    """Step n's sequences that got a placeholder, with `rows[i]` their row in `sampled`."""
+
+    def __init__(self, seqs: list[Sequence], rows: list[int], sampled: SampledBatch):
+        self.seqs, self.rows, self.sampled = seqs, rows, sampled
+        self._row_of = {seq.seq_id: row for seq, row in zip(seqs, rows)}
+
+    @staticmethod
+    def mark_final(seqs: list[Sequence]) -> None:
+        """Mark the placeholder just appended to each of `seqs` final where it reaches the length limit: the
+        sequence then ends when the token is read, whatever it is."""
+        for seq in seqs:
+            if len(seq.token_ids) >= seq.length_limit:
+                seq.final_token_pending = True
+
+    def feed(self, input_ids: torch.Tensor, scheduled: list[ScheduledSequence]) -> None:
+        """Write the sampled ids of the placeholders among the step's new tokens into `input_ids` (the step's
+        flat input ids, on the device), after the packed inputs were copied there. Ids below zero (a row whose
+        constraint allowed nothing: its request fails when read) become 0 so the forward stays in range."""
+        dst, src = [], []
+        offset = 0
+        row_of = self._row_of
+        for item in scheduled:
+            offset += item.num_new_tokens
+            seq = item.seq
+            if item.wants_logits and seq.token_ids[-1] == PENDING_TOKEN:
+                dst.append(offset - 1)
+                src.append(row_of[seq.seq_id])
+        if not dst:
+            return
+        tokens = self.sampled.token_ids
+        if tokens.device != input_ids.device:
+            tokens = tokens.to(input_ids.device, non_blocking=True)
+        if dst == src and src[-1] == len(src) - 1:  # the same rows in the same order: one slice copy
+            input_ids[:len(dst)].copy_(tokens[:len(dst)].clamp(min=0))
+            return
+        device = input_ids.device
+        picked = tokens.index_select(0, torch.tensor(src, device=device)).clamp_(min=0)
+        input_ids.index_copy_(0, torch.tensor(dst, device=device), picked.to(input_ids.dtype))
+
+    def read(self) -> tuple[SamplerOutput, list[tuple[Sequence, int]]]:
+        """Step n's host results, and the (sequence, row) pairs still to process: each unfinished sequence's
+        placeholder is replaced by its sampled token (aborted sequences dropped theirs, `drop_placeholder`)."""
+        out = self.sampled.result()
+        live = []
+        for seq, row in zip(self.seqs, self.rows):
+            if seq.status.is_finished:
+                continue
+            logprob = out.logprobs[row]
+            seq.token_ids[-1] = out.token_ids[row]
+            seq.last_token_logprob = logprob
+            seq.cumulative_logprob += logprob
+            live.append((seq, row))
+        return out, live
+
+
+def drop_placeholder(seq: Sequence) -> None:
+    """Remove `seq`'s unread last token, if it has one (it finishes before the token is read)."""
+    if seq.token_ids and seq.token_ids[-1] == PENDING_TOKEN:
+        seq.token_ids.pop()
