@@ -137,7 +137,9 @@ class SampledBatch:
 
     def __init__(self, token_ids: torch.Tensor | None, logprobs: torch.Tensor | None, top: _TopLogprobs | None,
                  host_ids: list[int] | None = None):
-        self._token_ids, self._logprobs, self._top, self._host_ids = token_ids, logprobs, top, host_ids
+        self._token_ids, self._host_ids = token_ids, host_ids
+        # what `result` reads: the tensors themselves, or their pinned host copies after `start_copy`
+        self._readable: tuple = (token_ids, logprobs, top)
         self._copied: torch.cuda.Event | None = None
 
     @classmethod
@@ -147,7 +149,7 @@ class SampledBatch:
 
     @property
     def token_ids(self) -> torch.Tensor:
-        """The sampled ids, one per row (int64 on the CPU path; the kernel's dtype elsewhere)."""
+        """The sampled ids, one per row, where they were sampled (int64 on the CPU argmax path)."""
         if self._token_ids is None:
             self._token_ids = torch.tensor(self._host_ids, dtype=torch.int64)
         return self._token_ids
@@ -156,10 +158,9 @@ class SampledBatch:
         """Queue the copies to pinned host memory (CUDA only; on the CPU there is nothing to copy)."""
         if self._token_ids is None or not self._token_ids.is_cuda:
             return
-        self._token_ids = _to_pinned(self._token_ids)
-        self._logprobs = None if self._logprobs is None else _to_pinned(self._logprobs)
-        if self._top is not None:
-            self._top = self._top.to_pinned()
+        token_ids, logprobs, top = self._readable
+        self._readable = (_to_pinned(token_ids), None if logprobs is None else _to_pinned(logprobs),
+                          None if top is None else top.to_pinned())
         self._copied = torch.cuda.Event()
         self._copied.record()
 
@@ -167,11 +168,12 @@ class SampledBatch:
         """The host lists of this step (waits for the copies queued by `start_copy`, if any)."""
         if self._copied is not None:
             self._copied.synchronize()
-        token_list = self._host_ids if self._host_ids is not None else self._token_ids.tolist()
+        token_ids, logprobs, top = self._readable
+        token_list = self._host_ids if self._host_ids is not None else token_ids.tolist()
         n = len(token_list)
-        logprobs = [0.0] * n if self._logprobs is None else self._logprobs.tolist()
-        top, ranks = self._top.lists(n) if self._top is not None else ([None] * n, [None] * n)
-        return SamplerOutput(token_list, logprobs, top, ranks)
+        logprob_list = [0.0] * n if logprobs is None else logprobs.tolist()
+        top_lists, ranks = top.lists(n) if top is not None else ([None] * n, [None] * n)
+        return SamplerOutput(token_list, logprob_list, top_lists, ranks)
 
 
 def _to_pinned(tensor: torch.Tensor) -> torch.Tensor:
