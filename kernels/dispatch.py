@@ -19,6 +19,7 @@ from formwork.kernels import reference
 from formwork.kernels.errors import KernelBackendError
 from formwork.kernels.launch import (
     attention_key,
+    attention_launch,
     bitmask_key,
     kv_write_key,
     rms_norm_key,
@@ -99,10 +100,11 @@ def paged_attention(
 ) -> torch.Tensor:
     """Causal paged attention of each sequence's new tokens; returns [tokens, heads, head_dim]."""
     check_attention_inputs(query, k_cache, v_cache, block_tables, seq_lens, query_start_loc, sliding_window)
-    variant_log.record(attention_key(query, k_cache, block_tables, sliding_window))
+    launch = attention_launch(query, k_cache, block_tables)  # once: the variant key and the kernel read it
+    variant_log.record(attention_key(query, k_cache, block_tables, sliding_window, launch))
     args = (query, k_cache, v_cache, block_tables, seq_lens, query_start_loc, scale, sliding_window)
     if select_backend(query) == "triton":
-        return _triton("attention").paged_attention(*args)
+        return _triton("attention").paged_attention(*args, launch=launch)
     return reference.paged_attention(*args)
 
 

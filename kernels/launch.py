@@ -71,8 +71,10 @@ def attention_launch(query: torch.Tensor, k_cache: torch.Tensor, block_tables: t
 
 
 def attention_key(query: torch.Tensor, k_cache: torch.Tensor, block_tables: torch.Tensor,
-                  sliding_window: int | None) -> tuple:
-    launch = attention_launch(query, k_cache, block_tables)
+                  sliding_window: int | None, launch: AttentionLaunch | None = None) -> tuple:
+    """The variant of a paged-attention call (`launch`: its `attention_launch`, when the caller has it)."""
+    if launch is None:
+        launch = attention_launch(query, k_cache, block_tables)
     return ("paged_attention", query.dtype, k_cache.dtype, k_cache.shape[1], query.shape[1], k_cache.shape[2],
             query.shape[2], sliding_window or 0, launch, aligned(query, k_cache, block_tables))
 

@@ -17,7 +17,7 @@ import triton
 import triton.language as tl
 
 from formwork.kernels.attention_tuning import AttentionTuning
-from formwork.kernels.launch import attention_launch
+from formwork.kernels.launch import AttentionLaunch, attention_launch
 
 
 @triton.jit
@@ -181,11 +181,12 @@ def paged_attention(
     num_kv_splits: int | None = None,
     block_m: int | None = None,
     tuning: AttentionTuning | None = None,
+    launch: AttentionLaunch | None = None,
 ) -> torch.Tensor:
     """Same contract as the torch reference. `num_kv_splits` (power of two) and `block_m` (query rows
     per program) override the heuristics of `launch.attention_launch` (`default_splits`, and 64 rows
     for prefill, 16 for decode); `tuning` replaces `attention_tuning.current_tuning` (KV tile, warps,
-    stages, split heuristic)."""
+    stages, split heuristic); `launch` is the call's `attention_launch` already made (no overrides)."""
     num_tokens, num_heads, head_dim = query.shape
     num_seqs = block_tables.shape[0]
     num_kv_heads = k_cache.shape[2]
@@ -198,7 +199,8 @@ def paged_attention(
         return out
     if num_kv_splits is not None and (num_kv_splits < 1 or num_kv_splits & (num_kv_splits - 1)):
         raise ValueError(f"num_kv_splits must be a power of two, got {num_kv_splits}")
-    launch = attention_launch(query, k_cache, block_tables, num_kv_splits, block_m, tuning)
+    if launch is None:
+        launch = attention_launch(query, k_cache, block_tables, num_kv_splits, block_m, tuning)
     num_kv_splits, d_pad = launch.num_splits, launch.d_pad
     num_q_blocks = num_tokens // launch.block_q + num_seqs
     partial_shape = (num_tokens, num_heads, num_kv_splits) if num_kv_splits > 1 else (1,)
