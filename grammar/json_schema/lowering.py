@@ -19,7 +19,7 @@ from formwork.grammar.json_schema.arrays import lower_array
 from formwork.grammar.json_schema.automata import SHARED, accepts
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
 from formwork.grammar.json_schema.expand import (
-    APPLICATORS, NEUTRAL_KEYWORDS, WITNESS, Alternative, Expander, Sub, plain_schema,
+    APPLICATORS, NEUTRAL_KEYWORDS, WITNESS, Alternative, Expander, Sub, Synthetic, plain_schema,
 )
 from formwork.grammar.json_schema.negation import (
     container_alternatives, negations, scalar_complement,
@@ -189,33 +189,42 @@ class Lowerer:
 
     def _is_valid(self, value: Any, sub: Sub) -> bool:
         """jsonschema's verdict for `value` against one (local) subschema, formats asserted."""
+        return self._validator(sub).is_valid(value)
+
+    def _validator(self, sub: Sub) -> Any:
+        """A jsonschema validator of one (local) subschema, formats asserted."""
         cls = self.doc.draft.validator
-        validator = cls(plain_schema(sub.schema), format_checker=cls.FORMAT_CHECKER,
-                        _resolver=sub.resolver or self.doc.resolver)
-        return validator.is_valid(value)
+        return cls(plain_schema(sub.schema), format_checker=cls.FORMAT_CHECKER,
+                   _resolver=sub.resolver or self.doc.resolver)
 
     def _values_allowed(self, values: list[Any], owner: Sub, keyword: str, subs: list[Sub]
                         ) -> list[Any]:
         """The `const`/`enum` `values` of `owner` that every subschema in `subs` accepts.
 
-        A subschema whose only constraint is `type` (or, for `owner`, that keyword itself) is
-        decided with the validator's type checker; any other is asked to jsonschema.
+        A subschema whose only constraint is `type` (keywords jsonschema ignores aside, and for
+        `owner` the `keyword` its values come from, which they satisfy) is decided with the
+        validator's type checker; any other is asked to jsonschema, one validator per subschema,
+        `owner` without `keyword` (an enum checked against itself is quadratic).
         """
         is_type = self.doc.draft.validator.TYPE_CHECKER.is_type
+        known = self.doc.draft.validator.VALIDATORS
         type_lists: list[list[str]] = []
-        others: list[Sub] = []
+        others: list[Any] = []
         for o in subs:
-            rest = o.schema.keys() - _LOCAL_FREE - {"type"}
+            rest = {k for k in o.schema.keys() - _LOCAL_FREE - {"type"} if k in known or k == WITNESS}
             if o is owner:
                 rest.discard(keyword)
             if rest:
-                others.append(o.local())
+                local = o.local()
+                if o is owner:
+                    local = _without(local, keyword)
+                others.append(self._validator(local))
             elif "type" in o.schema:
                 t = o.schema["type"]
                 type_lists.append([t] if isinstance(t, str) else list(t))
         return [v for v in values
                 if all(any(is_type(v, t) for t in types) for types in type_lists)
-                and all(self._is_valid(v, o) for o in others)]
+                and all(validator.is_valid(v) for validator in others)]
 
     # ------------------------------------------------------------------ entry points
     def lower_root(self) -> Node:
@@ -435,3 +444,11 @@ class Lowerer:
             return s if not s.exclude else Sub(s.schema, s.resolver, s.pointer)
         return self.expander.synthetic(("without not", id(s.schema), s.pointer), s, lambda: {
             k: v for k, v in s.schema.items() if k != "not"})
+
+
+def _without(sub: Sub, keyword: str) -> Sub:
+    """`sub` (a local subschema) without `keyword`."""
+    kept = {k: v for k, v in sub.schema.items() if k != keyword}
+    if isinstance(sub.schema, Synthetic):
+        kept = Synthetic(kept, sub.schema.label)
+    return Sub(kept, sub.resolver, sub.pointer, sub.exclude)

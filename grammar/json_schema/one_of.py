@@ -101,12 +101,15 @@ def resolve_one_of(lw: "Lowerer", sub: Sub, branches: list[list[Alternative]]) -
                     continue
                 for b in other:
                     both = [local, *a, *b]
-                    if possible_types(both) <= {"object"} and _forbidden_required(lw, both):
+                    types = possible_types(both)
+                    if not types:
+                        continue  # no value has a type both allow (or one is `false`)
+                    if types <= {"object"} and _forbidden_required(lw, both):
                         continue  # disjoint whatever their members' values (which may recurse)
                     overlap = lw.lower_alternative(both, 0)
                     if _empty(overlap):
                         continue
-                    containers = possible_types(both) & {"object", "array"}
+                    containers = types & {"object", "array"}
                     if containers or _inexact(both):
                         negated.setdefault(j, set()).update(
                             t for t in containers if not _empty(lw.lower_alternative(
