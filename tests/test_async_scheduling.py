@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
 from tiny_models import tiny_model_dir  # noqa: E402
@@ -215,3 +217,33 @@ def test_serve_flag_reaches_the_engine_options():
     assert engine_options(parser.parse_args(["serve"]))["async_scheduling"] is None
     assert engine_options(parser.parse_args(["serve", "--async-scheduling"]))["async_scheduling"] is True
     assert engine_options(parser.parse_args(["serve", "--no-async-scheduling"]))["async_scheduling"] is False
+
+
+@st.composite
+def _request_mixes(draw) -> tuple[dict, list[tuple[str, list[int], SamplingParams]]]:
+    """Engine limits (small pools preempt, small budgets chunk prefills) and 1-6 requests of any sampling."""
+    options = {"num_gpu_blocks": draw(st.sampled_from([10, 64])),
+               "max_num_batched_tokens": draw(st.sampled_from([8, 64])),
+               "max_num_seqs": draw(st.sampled_from([2, 8]))}
+    requests = []
+    for i in range(draw(st.integers(1, 6))):
+        prompt = draw(st.lists(st.integers(3, 300), min_size=1, max_size=20))
+        temperature = draw(st.sampled_from([0.0, 0.7, 1.0]))
+        params = SamplingParams(
+            temperature=temperature, top_k=draw(st.sampled_from([0, 5])), top_p=draw(st.sampled_from([1.0, 0.8])),
+            seed=draw(st.integers(0, 99)), max_tokens=draw(st.integers(1, 12)), n=draw(st.sampled_from([1, 1, 2])),
+            ignore_eos=draw(st.booleans()), stop_token_ids=draw(st.sampled_from([None, [7], [40, 41]])),
+            stop=draw(st.sampled_from([None, ["e"], ["th", "a "]])), logprobs=draw(st.sampled_from([None, 0, 2])),
+            min_tokens=draw(st.sampled_from([0, 2])), presence_penalty=draw(st.sampled_from([0.0, 0.5])))
+        requests.append((f"h{i}", prompt, params))
+    return options, requests
+
+
+@settings(max_examples=12, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(_request_mixes())
+def test_property_async_outputs_equal_sync(mix):
+    options, requests = mix
+    sync_engine, async_engine = _engine(False, **options), _engine(True, **options)
+    sync = _run(sync_engine, requests)
+    _assert_same(_run(async_engine, requests), sync)
+    assert async_engine.block_manager.num_used_blocks == 0
