@@ -26,16 +26,18 @@ _evictions = 0  # marks evicted so far (see `evictions`)
 _new = object.__new__
 _set_item, _set_min, _set_max, _set_hash, _set_empty = (
     Repeat.__dict__[name].__set__ for name in ("item", "min", "max", "_hash", "_empty"))
+_REPEAT_SALT = hash("Repeat")  # `ir._cached_hash`'s salt: a Repeat hashes as (item, min, max) ^ salt
 
 
 def _mark(node: Node) -> Node:
     """`Repeat(node, 1, 1)` with its slots filled directly (bounds known valid: the checked
-    dataclass `__init__` costs about twice as much, and a lowering makes a mark per object cell)."""
+    dataclass `__init__` costs about twice as much, and a lowering makes a mark per object cell),
+    its hash too: the one its `__hash__` would cache (the mark is a key of both tables at once)."""
     marked = _new(Repeat)
     _set_item(marked, node)
     _set_min(marked, 1)
     _set_max(marked, 1)
-    _set_hash(marked, None)
+    _set_hash(marked, hash((node, 1, 1)) ^ _REPEAT_SALT)
     _set_empty(marked, None)
     return marked
 

@@ -54,3 +54,38 @@ def test_eviction_keeps_the_builder_table_in_step(uses: list[int], limit: int) -
             shared_nodes._MARK_OF.update(saved[1])
             shared_nodes._SHARED.clear()
             shared_nodes._SHARED.update(saved[2])
+
+
+_LEAVES = st.builds(Bytes, st.binary(min_size=1, max_size=3))
+_TREES = st.recursive(_LEAVES, lambda sub: st.one_of(
+    st.lists(sub, min_size=2, max_size=3).map(lambda items: Seq(tuple(items))),
+    st.tuples(sub, st.integers(0, 2), st.one_of(st.none(), st.integers(2, 4))).map(
+        lambda t: Repeat(t[0], t[1], t[2]))), max_leaves=6)
+
+
+@settings(deadline=None, max_examples=60)
+@given(_TREES, st.booleans())
+def test_a_new_mark_caches_the_hash_its_repeat_computes(node, hashed_first: bool) -> None:
+    """`share` fills a new mark's `_hash` slot itself: with the value `Repeat.__hash__` computes
+    for an equal Repeat made by its constructor (else the NFA builder, which reads the slot, would
+    miss an equal mark).  The marked node may be hashed already or not."""
+    saved = shared_nodes._MARK_OF.copy(), shared_nodes._SHARED.copy()
+    try:
+        with shared_nodes._SHARED_LOCK:
+            shared_nodes._MARK_OF.clear()
+            shared_nodes._SHARED.clear()
+        if hashed_first:
+            hash(node)
+        mark = share(node)
+        if mark is node:  # EMPTY / NOTHING are not marked
+            return
+        reference = Repeat(node, 1, 1)
+        assert object.__getattribute__(reference, "_hash") is None
+        assert mark._hash == hash(reference) == hash(mark)
+        assert shared_marks()[reference] is mark
+    finally:
+        with shared_nodes._SHARED_LOCK:
+            shared_nodes._MARK_OF.clear()
+            shared_nodes._MARK_OF.update(saved[0])
+            shared_nodes._SHARED.clear()
+            shared_nodes._SHARED.update(saved[1])

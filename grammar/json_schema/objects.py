@@ -272,30 +272,41 @@ class _MemberChain:
         least one must follow.  Each cell after the cells it leads to, with an explicit stack (a
         cell per member deep: recursion would stop short of ~1,000 members)."""
         root = (k, count, first)
-        memo, stack = self.memo, [root]
+        memo, stack, members, marks = self.memo, [root], self.members, self.marks
+        end, cap, comma, share_takes = len(members), self.cap, self.comma, self.share_takes
         while stack:
             key = stack[-1]
             if key in memo:
                 stack.pop()
                 continue
             k, count, first = key
-            if k == len(self.members):
+            if k == end:
                 memo[key] = self._share(self.extras(count) if first else self.tail(count))
                 continue
-            member, required = self.members[k]
-            taken = (k + 1, count if required else min(count + 1, self.cap), False)
+            member, required = members[k]
+            taken = (k + 1, count if required else min(count + 1, cap), False)
             skipped = None if required else (k + 1, count, first)
-            pending = [cell for cell in (taken, skipped) if cell is not None and cell not in memo]
-            if pending:
-                stack.extend(pending)
+            waiting = taken not in memo
+            if waiting:
+                stack.append(taken)
+            if skipped is not None and skipped not in memo:
+                stack.append(skipped)
+                waiting = True
+            if waiting:
                 continue
             take = seq(member, memo[taken])
-            if self.share_takes or _holds_container(member):
-                take = self._share(take)
-            node = take if first else seq(self.comma, take)
+            if share_takes or _holds_container(member):
+                marked = share(take)
+                if marked is not take:
+                    marks.append(marked)
+                take = marked
+            node = take if first else seq(comma, take)
             if skipped is not None:
                 node = alt(node, memo[skipped])
-            memo[key] = self._share(node)
+            marked = share(node)
+            if marked is not node:
+                marks.append(marked)
+            memo[key] = marked
         return memo[root]
 
     def _bounds(self, count: int) -> tuple[int, Optional[int]]:
