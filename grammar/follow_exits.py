@@ -83,10 +83,16 @@ def exit_seeds_after(trie: TokenTrie, automaton, state: int, follow: bytes
 def _walk(pruned: FollowTrie, automaton, state: int) -> tuple[tuple[int, tuple[int, ...]], ...]:
     """The native walk of the pruned trie: its exits are the children of nodes reached in an
     accepting state, of which the ones spelling a follow byte (kept by the walk) are the seeds,
-    grouped by that byte."""
-    exits = walk_state(pruned, automaton, state, _NO_TOKENS, want_exits=True, keep=pruned.keep)
-    nodes, spelled = pruned.nodes, pruned.spelled
+    grouped by that byte.  The walk gives them ascending, and local numbers ascend with global
+    ones, so each byte's seeds come out ascending."""
+    exits = walk_state(pruned, automaton, state, _NO_TOKENS, want_exits=True, keep=pruned.keep).tolist()
+    if not exits:
+        return ()
+    nodes = pruned.nodes
+    if len(pruned.follow) == 1:  # every exit spells the one follow byte
+        return untracked_tuples(((pruned.follow[0], tuple([nodes[i] for i in exits])),))
+    spelled = pruned.spelled
     by_byte: dict[int, list[int]] = {}
-    for i in exits.tolist():
+    for i in exits:
         by_byte.setdefault(spelled[i], []).append(nodes[i])
-    return untracked_tuples(tuple((byte, tuple(sorted(by_byte[byte]))) for byte in sorted(by_byte)))
+    return untracked_tuples(tuple((byte, tuple(by_byte[byte])) for byte in sorted(by_byte)))

@@ -29,7 +29,24 @@ _ROOTS_LOCK = threading.Lock()
 _MAX_ROOTS = 4096
 _ALL_BYTES = bytes(range(256))
 _PAUSE_GC_FROM = 64  # expanding this many states at once pauses the cyclic garbage collector
+_CLASS_BYTES: dict[bytes, list[bytes]] = {}  # class_of_byte's bytes -> each class's bytes (`_class_bytes`)
+_MAX_CLASS_BYTES = 1024
+_MAX_IDS = 4096  # `state_of` answers kept per automaton
 _EXPAND_CHUNK = 2048  # states built between two budget checks in `expand_all` (~25 ms of CPU at most)
+
+
+def _class_bytes(builder: SubsetBuilder) -> list[bytes]:
+    """Each byte class's bytes, shared by the automata with the same classes (most lexemes of a
+    kind, and every schema's key lexeme, cut the bytes alike)."""
+    key = builder.class_of_byte.tobytes()
+    got = _CLASS_BYTES.get(key)
+    if got is None:
+        starts = builder.class_starts
+        got = [_ALL_BYTES[starts[c]: starts[c + 1]] for c in range(len(starts) - 1)]
+        if len(_CLASS_BYTES) >= _MAX_CLASS_BYTES:
+            _CLASS_BYTES.clear()
+        _CLASS_BYTES[key] = got
+    return got
 
 
 def _root_id(root: Hashable | None) -> int:
@@ -70,6 +87,7 @@ class LazyDFA:
         self._class_list: list[int] | None = None  # class_of_byte as a list, for `walk`
         self._class_bytes: list[bytes] | None = None  # each byte class's bytes, for `live_bytes`
         self._live: dict[int, bytes] = {}  # `live_bytes` per state asked
+        self._ids: dict[frozenset[int] | tuple[int, ...], int] = {}  # `state_of`'s answers (a set's id never changes)
         self._after_region: dict[int, int] = {}  # a lexeme region's end NFA state -> the DFA state after it
         self.boundary_twin: LazyDFA | None = None  # a lexeme's twin's automaton (`lexemes.lexeme`)
         self._cap = cap = max(64, len(builder.sets))
@@ -159,11 +177,16 @@ class LazyDFA:
 
     def state_of(self, state_set: frozenset[int] | tuple[int, ...]) -> int:
         """The DFA state whose NFA state set is `state_set` (closed under epsilon moves)."""
+        sid = self._ids.get(state_set)
+        if sid is not None:
+            return sid
         with self._lock:
             try:
                 sid = self._b.intern(tuple(sorted(state_set)))
             finally:
                 self._record_new()  # as in `_expand`: interned states are recorded, budget or not
+        if len(self._ids) < _MAX_IDS:
+            self._ids[state_set] = sid
         return sid
 
     def closure(self, nfa_states: list[int]) -> frozenset[int]:
@@ -223,8 +246,7 @@ class LazyDFA:
         self.ensure_one(s)
         spelled = self._class_bytes
         if spelled is None:
-            starts = self._b.class_starts
-            spelled = self._class_bytes = [_ALL_BYTES[starts[c]: starts[c + 1]] for c in range(len(starts) - 1)]
+            spelled = self._class_bytes = _class_bytes(self._b)
         got = self._live[s] = b"".join([spelled[c] for c in self._rows_k[s].nonzero()[0].tolist()])
         return got
 

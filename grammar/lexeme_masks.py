@@ -11,6 +11,7 @@ from formwork.grammar.follow_exits import exit_seeds_after
 from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.lexemes import HORIZON, LexemeState, counted_place
 from formwork.grammar.native_walk import walk_into
+from formwork.grammar.slices import TokenSlice
 from formwork.grammar.stored_mask import StoredMask
 from formwork.grammar.vocabulary import Vocabulary
 
@@ -19,6 +20,8 @@ class MaskSource(Protocol):
     """What these functions need of a `TokenMaskCache`."""
 
     vocab: Vocabulary
+    use_slices: bool
+    token_slice: TokenSlice
 
     def lexeme_base(self, automaton: DFA | LazyDFA, state: int, max_seconds: float | None = None) -> np.ndarray: ...
 
@@ -30,6 +33,22 @@ def warm_counted_masks(cache: MaskSource, counted: LazyDFA) -> None:
     once per vocabulary, since every bounded repetition of `item` in any grammar shares them."""
     for done in range(HORIZON, -1, -1):  # most left last: its walk reuses the states built before
         cache.lexeme_base(counted, counted_place(counted, done))
+
+
+def warm_slice_states(cache: MaskSource, automaton: DFA) -> int:
+    """Compute the own masks of the states of a shared eager automaton (the any-JSON value) that
+    admit the whole token slice: inside its strings, between two characters.  Each allows most
+    of the vocabulary and costs ~200 µs to walk (the rest trie, mostly alive there), the
+    costliest of its states, which a document inside such a value would otherwise pay on its
+    first mask there.  Returns how many."""
+    if not cache.use_slices:
+        return 0
+    token_slice, count = cache.token_slice, 0
+    for state in range(1, automaton.num_states):
+        if token_slice.covers(automaton, state):
+            cache.lexeme_base(automaton, state)
+            count += 1
+    return count
 
 
 def lexeme_mask_into(words: np.ndarray, cache: MaskSource, dfa: LazyDFA, where: LexemeState,
@@ -51,5 +70,5 @@ def lexeme_mask_into(words: np.ndarray, cache: MaskSource, dfa: LazyDFA, where: 
         nodes += found
         states += [dfa.walk(where.after, bytes((byte,)))] * len(found)
     if nodes:
-        walk_into(trie, dfa, np.array(nodes), np.array(states), words, deadline)
+        walk_into(trie, dfa, nodes, states, words, deadline)
     return inside

@@ -21,7 +21,7 @@ from formwork.grammar.token_trie import TokenTrie
 _INT64 = struct.Struct("=q")  # one native int64, as the C walk reads its seeds
 
 
-def walk_into(trie: TokenTrie, dfa, nodes: np.ndarray, states: np.ndarray, words: np.ndarray,
+def walk_into(trie: TokenTrie, dfa, nodes: np.ndarray | list[int], states: np.ndarray | list[int], words: np.ndarray,
               deadline: float | None = None, want_exits: bool = False,
               keep: bytes | None = None) -> np.ndarray | None:
     """OR into `words` (packed int32, writable) the tokens ending at the live nodes below the seed

@@ -36,6 +36,7 @@ class SubsetBuilder:
         self.num_classes = int(self.class_of_byte[255]) + 1
         self._nfa = nfa
         self.sets: list[tuple[int, ...]] = []  # filled by the core: DEAD (empty), START, ...
+        self._region_facts: dict[int, tuple] = {}  # region index -> `_facts_of` it
         self.core = SubsetCore(nfa.moves, nfa.region_specs(), self.class_of_byte, self.num_classes,
                                start, final, empty, self.sets)
 
@@ -56,8 +57,10 @@ class SubsetBuilder:
 
     def intern(self, state_set: tuple[int, ...]) -> int:
         """The index of a closed set of NFA states, added if new."""
+        known = len(self.sets)
         sid = self.core.intern(state_set)
-        self.check_size()
+        if len(self.sets) > known:  # a new set (one known already was counted when it was made)
+            self.check_size()
         return sid
 
     def check_size(self) -> None:
@@ -78,24 +81,37 @@ class SubsetBuilder:
         k = self.core.locate(i) if self._nfa.region_tuples else -1
         if k < 0:
             return None
-        states, region = self.sets[i], self._nfa.region(k)
-        if getattr(region.dfa, "counted_dfa", False):  # no automaton of its own: masks walk the document
+        facts = self._region_facts.get(k)
+        if facts is None:
+            facts = self._region_facts[k] = self._facts_of(k)
+        region, start_ok, after = facts
+        if region is None:
             return None
-        first, last = region.first, region.last
+        states, first, last = self.sets[i], region.first, region.last
         inside = frozenset([x for x in states if first <= x < last])
         if region.dfa is not None and len(inside) > 1:  # a loop entered the region again: two places
             return None
         at_start = region.start in states
-        if at_start and region.start_moves != self._nfa.move_counts(region.start):
+        if at_start and not start_ok:
             return None
         if len(inside) + at_start == len(states):
             return region, inside, at_start, False
-        rest = set(states) - inside - {region.start}
-        after = frozenset(self.closure(region.end))
-        if rest == after and region.start not in after and \
-                not any(region.first <= x < region.last for x in after):
+        if after is not None and len(states) == len(inside) + at_start + len(after) and after.issubset(states):
             return region, inside, at_start, True
         return None
+
+    def _facts_of(self, k: int) -> tuple[Region | None, bool, frozenset[int] | None]:
+        """What `region_of` needs of region `k` whatever the state: the region (None for a
+        `CountedDFA`'s), whether only the lexeme leaves its start, and the states right after it
+        (None if they hold its start or a state inside it: no set is then inside and past it)."""
+        region = self._nfa.region(k)
+        if getattr(region.dfa, "counted_dfa", False):  # no automaton of its own: masks walk the document
+            return None, False, None
+        after = frozenset(self.closure(region.end))
+        if region.start in after or any(region.first <= x < region.last for x in after):
+            after = None
+        start_ok = region.start >= 0 and region.start_moves == self._nfa.move_counts(region.start)
+        return region, start_ok, after
 
     def in_open_lexeme(self, i: int) -> bool:
         """Whether set `i` holds the start of, or a state inside, an open-ended lexeme region

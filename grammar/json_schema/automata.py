@@ -20,7 +20,7 @@ from formwork.grammar.ir import Grammar, Node, Repeat
 from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.follow_exits import follow_trie
 from formwork.grammar.twin_places import warm_twin_places
-from formwork.grammar.lexeme_masks import warm_counted_masks
+from formwork.grammar.lexeme_masks import warm_counted_masks, warm_slice_states
 from formwork.grammar.lexemes import HORIZON
 from formwork.grammar.nfa import accepting_bytes, byte_ranges
 
@@ -101,6 +101,7 @@ class SharedAutomata:
         for state in (START, dfa.walk(START, b"["), dfa.walk(START, b"{")):
             if state != DEAD:
                 cache.lexeme_base(dfa, state)
+        warm_slice_states(cache, dfa)  # inside its strings (~40 ms): the costliest first masks
 
     def warm_formats(self) -> None:
         """The automata of every supported `format` (they depend on no schema; the first use of

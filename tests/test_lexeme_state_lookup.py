@@ -1,0 +1,121 @@
+"""The lookups behind a document state's lexeme mask: `SubsetBuilder.region_of` (its per-region
+facts kept), `LazyDFA.state_of` (its answers kept) and the warm-up of a shared eager automaton's
+slice-covering states (`lexeme_masks.warm_slice_states`): each must give what it gave uncached."""
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).parent))
+from conftest_grammar import deepseek_vocab  # noqa: E402
+
+from formwork.grammar.automaton import AutomatonBuilder  # noqa: E402
+from formwork.grammar.compiler import GrammarCompiler  # noqa: E402
+from formwork.grammar.dfa import DEAD, START  # noqa: E402
+from formwork.grammar.json_schema import compile_json_schema  # noqa: E402
+from formwork.grammar.lexeme_masks import warm_slice_states  # noqa: E402
+from formwork.grammar.token_mask import _WITHOUT_STOPS, TokenMaskCache  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def vocab():
+    return deepseek_vocab()
+
+
+@pytest.fixture(scope="module")
+def unsliced(vocab):
+    """A mask cache that walks the whole vocabulary: no lexemes, no slices (the reference)."""
+    return TokenMaskCache(vocab, use_lexemes=False, use_slices=False)
+
+
+def region_of_by_definition(builder, i):
+    """`region_of` computed from its definition, nothing kept (the reference)."""
+    nfa = builder._nfa
+    k = builder.core.locate(i) if nfa.region_tuples else -1
+    if k < 0:
+        return None
+    states, region = builder.sets[i], nfa.region(k)
+    if getattr(region.dfa, "counted_dfa", False):
+        return None
+    inside = frozenset(x for x in states if region.first <= x < region.last)
+    if region.dfa is not None and len(inside) > 1:
+        return None
+    at_start = region.start in states
+    if at_start and region.start_moves != nfa.move_counts(region.start):
+        return None
+    if len(inside) + at_start == len(states):
+        return region, inside, at_start, False
+    rest = set(states) - inside - {region.start}
+    after = frozenset(builder.closure(region.end))
+    if rest == after and region.start not in after and not any(region.first <= x < region.last for x in after):
+        return region, inside, at_start, True
+    return None
+
+
+NAMES = st.lists(st.text(alphabet="abk_", min_size=1, max_size=4), min_size=1, max_size=3, unique=True)
+VALUES = st.sampled_from([{"type": "integer"}, {"type": "string"}, {"type": "string", "maxLength": 5},
+                          {"type": "number", "minimum": 0}, {"type": "string", "format": "date"},
+                          {"enum": ["on", "off"]}, {}])
+
+
+@settings(max_examples=25, deadline=None)
+@given(names=NAMES, values=st.lists(VALUES, min_size=3, max_size=3), closed=st.booleans(),
+       text=st.text(alphabet='abk_{}[]":, 0123456789.-xyzé\\', max_size=40))
+def test_region_of_is_its_definition_at_every_state(vocab, names, values, closed, text):
+    """Every state built while walking a schema's documents (and some text) lies in the region
+    the definition names, with the same NFA states inside and the same start and end flags."""
+    schema = {"type": "object", "properties": {n: values[i % 3] for i, n in enumerate(names)}}
+    if closed:
+        schema["additionalProperties"] = False
+    grammar = compile_json_schema(schema, vocab, compiler=GrammarCompiler(vocab, cache_enabled=False))
+    dfa = grammar.dfa
+    for doc in (json.dumps({n: 1 for n in names}), '{"' + text, text):
+        state = START
+        for byte in doc.encode():
+            state = dfa.walk(state, bytes((byte,)))
+            if state == DEAD:
+                break
+    builder = dfa._b
+    for i in range(len(builder.sets)):
+        for _ in range(2):  # the second time through the kept facts
+            assert builder.region_of(i) == region_of_by_definition(builder, i), i
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=6), min_size=1, max_size=6))
+def test_state_of_answers_are_the_interned_ids(vocab, walks):
+    """`state_of` of a state's own NFA set is that state, asked as a set or a tuple, first or again."""
+    grammar = compile_json_schema({"type": "object", "properties": {"a": {"type": "string"}}}, vocab,
+                                  compiler=GrammarCompiler(vocab, cache_enabled=False))
+    dfa = grammar.dfa
+    for data in walks:
+        dfa.walk(START, b'{"' + data)
+    sets = list(dfa._b.sets)
+    for _ in range(2):
+        for i, nfa_states in enumerate(sets[1:], start=1):
+            assert dfa.state_of(frozenset(nfa_states)) == i
+            assert dfa.state_of(nfa_states) == i
+
+
+def test_warm_slice_states_computes_the_exact_masks_inside_strings(vocab, unsliced):
+    """The warmed states are exactly those that admit the whole slice (inside a string, between
+    two characters), and their kept masks are the whole walk's less the stop tokens."""
+    from formwork.grammar.json_schema.lowering import _shared_any_value
+    from formwork.grammar.json_schema.options import JsonSchemaOptions
+
+    dfa = AutomatonBuilder().eager(_shared_any_value(JsonSchemaOptions())(2, 0))
+    cache = TokenMaskCache(vocab)
+    count = warm_slice_states(cache, dfa)
+    warmed = [s for s in range(1, dfa.num_states) if (_WITHOUT_STOPS, dfa.state_key(s)) in cache._masks]
+    assert count == len(warmed) > 0
+    assert all(cache.token_slice.covers(dfa, s) for s in warmed)
+    assert dfa.walk(START, b'"') in warmed and dfa.walk(START, b'["ab') in warmed
+    assert dfa.walk(START, b'"\\') not in warmed and dfa.walk(START, b"[") not in warmed
+    for s in warmed:
+        want = unsliced.mask(dfa, s) & unsliced.text_words
+        assert np.array_equal(cache.lexeme_base(dfa, s), want), s
+    assert warm_slice_states(TokenMaskCache(vocab, use_slices=False), dfa) == 0
