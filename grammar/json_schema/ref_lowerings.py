@@ -7,7 +7,9 @@ reaches are the same, so its IR is kept in a process-wide table keyed by those c
 site itself and every `$ref` target reachable from it (the analysis's reference graph), each with
 its JSON pointer, serialised with `pickle` (exact: it keeps key order, 1 / 1.0 / True apart, and
 equal bytes unpickle to equal values), with the draft, the options and the depth where the
-lowering depends on it.
+lowering depends on it.  So is an inline subschema with `oneOf`/`anyOf` that reaches nothing
+else (no `$ref`, `$id` or anchor inside), by its contents alone: a schema repeating one under
+several properties (markdownlint's rule aliases) lowers it once.
 
 Only what depends on nothing else is kept: a lowering that made a grammar rule, met a `$ref`
 cycle, warned, tagged a unique array or built a product over values is not kept; nor a site whose
@@ -43,6 +45,8 @@ MAX_KEPT = 2048  # lowered sites kept (the table is cleared when full)
 _SITE_KEYS = ANNOTATION_KEYWORDS | {"$ref"}
 #: bytes in a serialised closure that make resolution depend on more than the pointers
 _SCOPED = (b"$id", b"$anchor", b"$dynamic", b"$recursive")
+#: keywords that make an inline subschema (no `$ref` inside) worth keeping by contents
+_INLINE_WORTH = frozenset({"oneOf", "anyOf"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,8 +150,10 @@ class RefLowerings:
         """The contents `sub`'s lowering reads, or None when it is not a plain `$ref` site of the
         root document or its closure is unusable (see the module docstring)."""
         analysis, schema = self._analysis, sub.schema
-        if analysis is None or sub.exclude or type(schema) is not dict or not _SITE_KEYS.issuperset(schema):
+        if analysis is None or sub.exclude or type(schema) is not dict:
             return None
+        if not _SITE_KEYS.issuperset(schema):
+            return self._inline_key(schema, depth)
         root_uri = analysis.root.uri
         site = analysis.sites.get(type(analysis.root)(root_uri, sub.pointer))
         if site is None or site.ref != schema["$ref"]:
@@ -170,6 +176,18 @@ class RefLowerings:
             parts.append((target.pointer, pickled))
             stack.extend(analysis.sites[at].target for at, _ in reversed(analysis.target_sites[target]))
         return tuple(parts)
+
+    def _inline_key(self, schema: dict, depth: int) -> Optional[tuple]:
+        """The key of a subschema with `oneOf`/`anyOf` (whose branches' overlaps make it costly)
+        that reaches no other subschema (no `$ref`, `$id`, anchor or dynamic reference inside): its
+        lowering reads only its own contents, wherever it sits (markdownlint's configuration repeats
+        one `oneOf` of rule options under each rule's alias names)."""
+        if _INLINE_WORTH.isdisjoint(schema):
+            return None
+        pickled = _pickled(schema)
+        if pickled is None or b"$ref" in pickled or any(scoped in pickled for scoped in _SCOPED):
+            return None
+        return (self._context, depth if self._indent else 0, "inline", pickled)
 
     def _target_bytes(self, target: Any) -> Optional[bytes]:
         got = self._pickled.get(target, b"")

@@ -1,0 +1,102 @@
+"""Inline `oneOf`/`anyOf` subschemas kept by contents (`ref_lowerings.RefLowerings._inline_key`):
+a schema repeating one under several properties (markdownlint's rule aliases) lowers to the IR it
+gives when nothing inline is kept, the repeats reusing the first one's IR; one that reaches other
+subschemas (`$ref`) or sets a scope (`$id`) is never kept."""
+from __future__ import annotations
+
+import copy
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from formwork.grammar.json_schema import lower_json_schema
+from formwork.grammar.json_schema import ref_lowerings
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_json_ref_lowerings import _renumbered  # noqa: E402
+from test_lowering_digests import ir_text  # noqa: E402
+
+_BRANCHES = st.sampled_from([
+    {"type": "boolean"}, {"enum": ["error", "warning"]}, {"type": "string", "maxLength": 3},
+    {"type": "integer", "minimum": 1}, {"const": "a"},
+    {"type": "object", "additionalProperties": False,
+     "properties": {"enabled": {"type": "boolean"}, "style": {"enum": ["a", "b"]}}},
+    {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
+    {"type": "array", "items": {"type": "integer"}, "maxItems": 2}])
+_INLINE = st.builds(lambda kw, branches, note: {"description": note, kw: branches},
+                    st.sampled_from(["oneOf", "anyOf"]), st.lists(_BRANCHES, min_size=2, max_size=3),
+                    st.sampled_from(["x", "y"]))
+
+
+class _Hits:
+    """Counts the inline lowerings `RefLowerings.begin` found kept (not `$ref` sites)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        begin = ref_lowerings.RefLowerings.begin
+
+        def counted(lowerings: Any, lw: Any, sub: Any, depth: int) -> Any:
+            recording = begin(lowerings, lw, sub, depth)
+            self.count += recording is not None and recording.kept is not None \
+                and recording.key[2] == "inline"
+            return recording
+
+        monkeypatch.setattr(ref_lowerings.RefLowerings, "begin", counted)
+
+
+def _lowered(schema: Any, keep_inline: bool) -> tuple[str, int]:
+    """`schema`'s IR text (rules renumbered) with the table empty, and the kept lowerings reused."""
+    with pytest.MonkeyPatch.context() as patch:
+        if not keep_inline:
+            patch.setattr(ref_lowerings, "_INLINE_WORTH", frozenset())
+        hits = _Hits(patch)
+        ref_lowerings.clear()
+        text = _renumbered(ir_text(lower_json_schema(schema).node))
+    return text, hits.count
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_INLINE, min_size=1, max_size=3), st.lists(st.integers(0, 2), min_size=2, max_size=6))
+def test_repeated_inline_subschemas_lower_as_without_keeping(pool: list[dict], picks: list[int]) -> None:
+    # distinct objects, as parsed JSON gives (one object twice is found by identity instead)
+    properties = {f"p{i}": copy.deepcopy(pool[pick % len(pool)]) for i, pick in enumerate(picks)}
+    schema = {"type": "object", "properties": properties, "additionalProperties": False}
+    kept, hits = _lowered(schema, keep_inline=True)
+    plain, plain_hits = _lowered(schema, keep_inline=False)
+    assert kept == plain
+    assert plain_hits == 0
+    distinct = len({repr(v) for v in properties.values()})
+    assert hits <= len(properties) - distinct  # a repeat at most (not when the first warned)
+
+
+def test_rule_aliases_reuse_the_first_lowering() -> None:
+    """markdownlint's shape: each rule's options under its code and its alias name."""
+    options = {"oneOf": [{"type": "boolean"}, {"enum": ["error", "warning"]},
+                         {"type": "object", "additionalProperties": False,
+                          "properties": {"enabled": {"type": "boolean"},
+                                         "style": {"enum": ["atx", "setext"]}}}]}
+    properties = {}
+    for rule in range(6):
+        described = {"description": f"rule {rule // 2}", **options}
+        properties[f"MD{rule}"] = described
+        properties[f"alias-{rule}"] = copy.deepcopy(described)
+    schema = {"type": "object", "properties": properties, "additionalProperties": False}
+    kept, hits = _lowered(schema, keep_inline=True)
+    assert hits == 9  # 12 subschemas, 3 distinct descriptions
+    assert kept == _lowered(schema, keep_inline=False)[0]
+
+
+@pytest.mark.parametrize("inside", [
+    {"$ref": "#/$defs/d"}, {"type": "object", "properties": {"a": {"$ref": "#/$defs/d"}}},
+    {"$id": "https://example.com/x", "type": "string"}])
+def test_an_inline_subschema_reaching_out_is_not_kept(inside: dict) -> None:
+    inline = {"oneOf": [{"type": "integer"}, inside]}
+    schema = {"type": "object", "properties": {"a": inline, "b": copy.deepcopy(inline)},
+              "$defs": {"d": {"type": "string", "maxLength": 2}}}
+    kept, hits = _lowered(schema, keep_inline=True)
+    assert hits == 0
+    assert kept == _lowered(schema, keep_inline=False)[0]
