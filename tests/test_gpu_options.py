@@ -77,12 +77,20 @@ def test_switch_defaults_on_cuda(fake_cuda):
 
 def test_jump_forward_defaults_to_off_where_decode_replays_cuda_graphs(fake_cuda):
     assert not EngineConfig(device="cuda").use_jump_forward  # a jump would take the step off its graph
-    assert EngineConfig(device="cuda", cuda_graphs=False).use_jump_forward
+    assert not EngineConfig(device="cuda", cuda_graphs=False).use_jump_forward  # async scheduling: one token a step
+    assert EngineConfig(device="cuda", cuda_graphs=False, async_scheduling=False).use_jump_forward
     assert EngineConfig(device="cuda", enable_jump_forward=True).use_jump_forward
     assert EngineConfig(device="cpu").use_jump_forward
     assert not EngineConfig(device="cpu", enable_jump_forward=False).use_jump_forward
     with pytest.raises(ConfigError, match="enable_jump_forward must be a bool or None"):
         EngineConfig(device="cpu", enable_jump_forward="on")
+
+
+def test_async_scheduling_defaults_to_on_for_one_cuda_rank(fake_cuda):
+    assert EngineConfig(device="cuda").use_async_scheduling
+    assert not EngineConfig(device="cuda", async_scheduling=False).use_async_scheduling
+    assert not EngineConfig(device="cuda", enable_jump_forward=True).use_async_scheduling  # jumps asked for
+    assert not EngineConfig(device="cpu").use_async_scheduling
 
 
 def test_kv_budget_arithmetic():
