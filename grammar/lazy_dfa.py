@@ -88,6 +88,7 @@ class LazyDFA:
         self._class_bytes: list[bytes] | None = None  # each byte class's bytes, for `live_bytes`
         self._live: dict[int, bytes] = {}  # `live_bytes` per state asked
         self._ids: dict[frozenset[int] | tuple[int, ...], int] = {}  # `state_of`'s answers (a set's id never changes)
+        self._automata: dict[int, tuple[Node, LazyDFA]] = {}  # `_automaton_of`: id(lexeme) -> (lexeme, automaton)
         self._after_region: dict[int, int] = {}  # a lexeme region's end NFA state -> the DFA state after it
         self.boundary_twin: LazyDFA | None = None  # a lexeme's twin's automaton (`lexemes.lexeme`)
         self._cap = cap = max(64, len(builder.sets))
@@ -200,7 +201,7 @@ class LazyDFA:
         found = self._b.region_of(s) if self._standalone is not None else None
         if found is not None:
             region, inside, at_start, ends = found
-            automaton, local = region.local_state(inside, at_start, ends, self._standalone)
+            automaton, local = region.local_state(inside, at_start, ends, self._automaton_of)
             after = self._after_region.get(region.end)
             if after is None:
                 after = self._after_region[region.end] = self.state_of(self._b.closure(region.end))
@@ -208,6 +209,16 @@ class LazyDFA:
                                 region.counted_state(inside, at_start, self._standalone))
         self._lexeme_states[s] = found
         return found
+
+    def _automaton_of(self, node: Node) -> "LazyDFA":
+        """`standalone(node)`, kept per node object: each state inside a region asks for its
+        lexeme's automaton again, and looking a lexeme up compares IR."""
+        got = self._automata.get(id(node))
+        if got is not None and got[0] is node:  # (the entry keeps `node` alive: its id is not reused)
+            return got[1]
+        automaton = self._standalone(node)
+        self._automata[id(node)] = (node, automaton)
+        return automaton
 
     def in_open_lexeme(self, s: int) -> bool:
         """Whether state `s` is in or at the start of an open-ended lexeme (see `lexemes.lexeme`)."""

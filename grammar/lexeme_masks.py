@@ -12,7 +12,6 @@ from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.lexemes import HORIZON, LexemeState, counted_place
 from formwork.grammar.native_walk import walk_into
 from formwork.grammar.slices import TokenSlice
-from formwork.grammar.stored_mask import StoredMask
 from formwork.grammar.vocabulary import Vocabulary
 
 
@@ -21,11 +20,10 @@ class MaskSource(Protocol):
 
     vocab: Vocabulary
     use_slices: bool
+    stop_words: np.ndarray
     token_slice: TokenSlice
 
     def lexeme_base(self, automaton: DFA | LazyDFA, state: int, max_seconds: float | None = None) -> np.ndarray: ...
-
-    def stored(self, dfa: LazyDFA, state: int, max_seconds: float | None = None) -> StoredMask: ...
 
 
 def warm_counted_masks(cache: MaskSource, counted: LazyDFA) -> None:
@@ -55,20 +53,34 @@ def lexeme_mask_into(words: np.ndarray, cache: MaskSource, dfa: LazyDFA, where: 
                      max_seconds: float | None, deadline: float | None) -> np.ndarray:
     """The packed mask of a document state inside a lexeme: the tokens inside the lexeme (the
     lexeme's own mask, returned) and, written into `words` (all zero), the tokens that leave it
-    part way and (where it may end here) the mask of the state after it."""
+    part way and (where it may end here) the tokens of the state after it, all found by one walk
+    from seeds: the exit seeds of each byte that may follow the lexeme, and where it may end here
+    the root's children that spell such a byte (the whole walk of the state after it)."""
     trie = cache.vocab.trie
-    automaton, state = where.automaton, where.state
+    automaton, state, after = where.automaton, where.state, where.after
     counted = where.counted if trie.max_depth <= HORIZON else None
     inside = cache.lexeme_base(*((counted.automaton, counted.state) if counted else (automaton, state)), max_seconds)
-    if where.ends:
-        cache.stored(dfa, where.after, max_seconds).or_into(words)
-    if counted is not None and counted.past_min:  # ends where the shared automaton ends: its exits
-        automaton, state = counted.automaton, counted.state
+    follow = dfa.live_bytes(after)
     nodes: list[int] = []
     states: list[int] = []
-    for byte, found in exit_seeds_after(trie, automaton, state, dfa.live_bytes(where.after)):
+    next_state: dict[int, int] = {}  # the document state after `after` and each follow byte asked
+    if where.ends:
+        first = trie.first_nodes
+        for byte in follow:
+            node = first.get(byte)
+            if node is not None:
+                nodes.append(node)
+                states.append(next_state.setdefault(byte, dfa.walk(after, bytes((byte,)))))
+        if dfa.accepting[after]:
+            words |= cache.stop_words
+    if counted is not None and counted.past_min:  # ends where the shared automaton ends: its exits
+        automaton, state = counted.automaton, counted.state
+    for byte, found in exit_seeds_after(trie, automaton, state, follow):
         nodes += found
-        states += [dfa.walk(where.after, bytes((byte,)))] * len(found)
+        to = next_state.get(byte)
+        if to is None:
+            to = next_state[byte] = dfa.walk(after, bytes((byte,)))
+        states += [to] * len(found)
     if nodes:
         walk_into(trie, dfa, nodes, states, words, deadline)
     return inside

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -119,3 +119,57 @@ def test_warm_slice_states_computes_the_exact_masks_inside_strings(vocab, unslic
         want = unsliced.mask(dfa, s) & unsliced.text_words
         assert np.array_equal(cache.lexeme_base(dfa, s), want), s
     assert warm_slice_states(TokenMaskCache(vocab, use_slices=False), dfa) == 0
+
+
+
+def sample_value(schema: dict):
+    """A value valid under one of `VALUES`' schemas, with a lexeme that may end part way."""
+    kind = schema.get("type")
+    if "enum" in schema:
+        return "off"
+    if kind == "integer":
+        return 40213
+    if kind == "number":
+        return 12.5e3
+    if kind == "string":
+        return "2024-05-01" if "format" in schema else "a é\\n"[: schema.get("maxLength", 9)]
+    return [1, "x", {"k": None}]
+
+
+@settings(max_examples=12, deadline=None, phases=[Phase.explicit, Phase.generate])
+@given(names=NAMES, values=st.tuples(st.sampled_from([{"type": "integer"}, {"type": "string", "maxLength": 5},
+                                                       {"type": "number", "minimum": 0}]), VALUES, VALUES),
+       closed=st.booleans(), extra=st.text(alphabet="abk_xé\\\"", min_size=1, max_size=4))
+def test_where_a_lexeme_may_end_the_mask_is_the_whole_walk(vocab, unsliced, names, values, closed, extra):
+    """At a document state where a lexeme may end (a string's contents, a number, an enum, a key),
+    the mask (the lexeme's own, its exits and the whole walk of the state after it, found from
+    the root's children that spell a byte that may follow) is the unsliced walk's, stop tokens
+    included, along a document of the schema (with an undeclared member where allowed)."""
+    properties = {n: values[i % 3] for i, n in enumerate(names)}
+    schema = {"type": "object", "properties": properties}
+    instance = {n: sample_value(v) for n, v in properties.items()}
+    if closed:
+        schema["additionalProperties"] = False
+    elif extra not in instance:
+        instance[extra] = 7
+    assert replay_ends_states(vocab, unsliced, schema, instance)
+    either = {"anyOf": [values[0], schema]}  # a number or string alone, whose lexeme may end the document
+    assert replay_ends_states(vocab, unsliced, either, sample_value(values[0]))
+
+
+def replay_ends_states(vocab, unsliced, schema, instance) -> int:
+    """Replay `instance`'s tokens, comparing the mask at each state where a lexeme may end with
+    the unsliced walk's; how many there were."""
+    from conftest_grammar import deepseek_tokenizer
+
+    grammar = compile_json_schema(schema, vocab, compiler=GrammarCompiler(vocab, cache_enabled=False))
+    matcher = grammar.matcher()
+    checked = 0
+    for token in deepseek_tokenizer().encode(json.dumps(instance, ensure_ascii=False), add_special_tokens=False).ids:
+        assert matcher.accept_token(token)
+        where = grammar.dfa.lexeme_state(matcher._state) if grammar.dfa.lazy else None
+        if where is not None and where.ends:
+            checked += 1
+            assert np.array_equal(matcher.next_token_mask(), unsliced.mask(grammar.dfa, matcher._state))
+    assert matcher.can_terminate()
+    return checked
