@@ -23,14 +23,15 @@ class MaskSource(Protocol):
     stop_words: np.ndarray
     token_slice: TokenSlice
 
-    def lexeme_base(self, automaton: DFA | LazyDFA, state: int, max_seconds: float | None = None) -> np.ndarray: ...
+    def lexeme_base(self, automaton: DFA | LazyDFA, state: int, max_seconds: float | None = None,
+                    pin: bool = False) -> np.ndarray: ...
 
 
 def warm_counted_masks(cache: MaskSource, counted: LazyDFA) -> None:
     """Compute the token masks of `item{0,HORIZON}` between repetitions, for every count left:
     once per vocabulary, since every bounded repetition of `item` in any grammar shares them."""
     for done in range(HORIZON, -1, -1):  # most left last: its walk reuses the states built before
-        cache.lexeme_base(counted, counted_place(counted, done))
+        cache.lexeme_base(counted, counted_place(counted, done), pin=True)
 
 
 def warm_slice_states(cache: MaskSource, automaton: DFA) -> int:
@@ -44,7 +45,7 @@ def warm_slice_states(cache: MaskSource, automaton: DFA) -> int:
     token_slice, count = cache.token_slice, 0
     for state in range(1, automaton.num_states):
         if token_slice.covers(automaton, state):
-            cache.lexeme_base(automaton, state)
+            cache.lexeme_base(automaton, state, pin=True)
             count += 1
     return count
 

@@ -38,6 +38,9 @@ class TokenMaskCache:
         self.sliced = 0
         self.max_entries = max_entries
         self._masks: OrderedDict[StateKey, StoredMask] = OrderedDict()
+        # masks computed at start-up to spare documents their first visits (`lexeme_base(pin=True)`):
+        # never evicted, else a long-running server's traffic pushes them out of the LRU
+        self._pinned: dict[StateKey, StoredMask] = {}
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -59,40 +62,62 @@ class TokenMaskCache:
         """The kept entry of `key` (now the most recent), or None (a miss, counted)."""
         with self._lock:
             got = self._masks.get(key)
+            if got is not None:
+                self.hits += 1
+                self._masks.move_to_end(key)
+                return got
+            got = self._pinned.get(key)
             if got is None:
                 self.misses += 1
             else:
                 self.hits += 1
-                self._masks.move_to_end(key)
             return got
 
-    def _keep(self, key: StateKey, mask: StoredMask) -> StoredMask:
+    def _keep(self, key: StateKey, mask: StoredMask, pin: bool = False) -> StoredMask:
         with self._lock:
-            self._masks[key] = mask
-            if len(self._masks) > self.max_entries:
-                self._masks.popitem(last=False)
+            if pin:
+                self._masks.pop(key, None)
+                self._pinned[key] = mask
+            else:
+                self._masks[key] = mask
+                if len(self._masks) > self.max_entries:
+                    self._masks.popitem(last=False)
         return mask
 
     def mask(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None = None) -> np.ndarray:
         """Packed int32 mask (bit 1 = allowed) of `state`, computed on first use; read-only."""
         return self.stored(dfa, state, max_seconds).dense()
 
-    def lexeme_base(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None = None) -> np.ndarray:
+    def lexeme_base(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None = None,
+                    pin: bool = False) -> np.ndarray:
         """The mask of a lexeme automaton's `state` without the stop tokens (its stop bits say
         the lexeme is complete, not the document), dense and read-only: the shared base that the
         masks of document states inside the lexeme are kept against.  Cached beside `stored`;
-        a lexeme's state with a place in its boundary twin takes the twin's (`twin_places`)."""
+        a lexeme's state with a place in its boundary twin takes the twin's (`twin_places`).
+        `pin` keeps the entry outside the LRU for good (the start-up warm-ups' masks)."""
         key = (_WITHOUT_STOPS, dfa.state_key(state))
         got = self._lookup(key)
         if got is None:
             twin = getattr(dfa, "boundary_twin", None)
             place = None if twin is None else twin_place(dfa, state, twin)
             if place is not None:  # the twin's mask, which every schema shares
-                dense = self.lexeme_base(twin, place, max_seconds)
+                dense = self.lexeme_base(twin, place, max_seconds, pin)
             else:
                 dense = self._text_dense(dfa, state, max_seconds)
-            got = self._keep(key, StoredMask(self._num_words, dense))
+            got = self._keep(key, StoredMask(self._num_words, dense), pin)
+        elif pin:
+            self._keep(key, got, pin=True)
         return got.base
+
+    @property
+    def num_pinned(self) -> int:
+        """Masks kept outside the LRU (`lexeme_base(pin=True)`)."""
+        return len(self._pinned)
+
+    def keys(self) -> set[StateKey]:
+        """The keys of every mask kept now, in the LRU or pinned."""
+        with self._lock:
+            return set(self._masks) | set(self._pinned)
 
     def _text_dense(self, dfa: DFA | LazyDFA, state: int, max_seconds: float | None) -> np.ndarray:
         """The dense read-only mask of `state` without the stop tokens, computed straight into a

@@ -103,4 +103,4 @@ def test_prepare_computes_the_twin_places_masks(vocab):
     twin = SHARED._builder.lexeme_automaton(ANY_CONTENT)
     places = _PLACES[twin]
     assert {len(rest) for rest in places} == {1, 2, 3} and len(places) == 7
-    assert all((_WITHOUT_STOPS, twin.state_key(s)) in compiler.mask_cache._masks for s in places.values())
+    assert all((_WITHOUT_STOPS, twin.state_key(s)) in compiler.mask_cache.keys() for s in places.values())

@@ -261,7 +261,7 @@ def test_prepare_computes_the_string_masks_every_schema_shares(vocab, plain):
     SHARED._builder = AutomatonBuilder()  # as a fresh process has it: nothing built yet
     compiler = GrammarCompiler(vocab, cache_enabled=False)
     compiler.prepare()
-    before = set(compiler.mask_cache._masks)
+    before = compiler.mask_cache.keys()
     grammar = compile_json_schema({"type": "object", "properties": {"a": {"type": "string", "maxLength": 37}}},
                                   vocab, compiler=compiler)
     matcher = grammar.matcher()
@@ -269,9 +269,9 @@ def test_prepare_computes_the_string_masks_every_schema_shares(vocab, plain):
     where = grammar.dfa.lexeme_state(matcher._state)
     assert where.counted is not None and where.counted.past_min
     key = (_WITHOUT_STOPS, where.counted.automaton.state_key(where.counted.state))
-    assert key in compiler.mask_cache._masks  # computed by prepare(), before any schema
+    assert key in compiler.mask_cache.keys()  # computed by prepare(), before any schema
     mask = matcher.next_token_mask()
-    new_keys = set(compiler.mask_cache._masks) - before
+    new_keys = compiler.mask_cache.keys() - before
     assert new_keys and all(k[0] == grammar.dfa.state_key(START)[0] for k in new_keys)  # document states only
     assert np.array_equal(mask, plain.mask(grammar.dfa, matcher._state))
     # and the automata of every format, which no schema has asked for yet

@@ -110,7 +110,7 @@ def test_warm_slice_states_computes_the_exact_masks_inside_strings(vocab, unslic
     dfa = AutomatonBuilder().eager(_shared_any_value(JsonSchemaOptions())(2, 0))
     cache = TokenMaskCache(vocab)
     count = warm_slice_states(cache, dfa)
-    warmed = [s for s in range(1, dfa.num_states) if (_WITHOUT_STOPS, dfa.state_key(s)) in cache._masks]
+    warmed = [s for s in range(1, dfa.num_states) if (_WITHOUT_STOPS, dfa.state_key(s)) in cache._pinned]
     assert count == len(warmed) > 0
     assert all(cache.token_slice.covers(dfa, s) for s in warmed)
     assert dfa.walk(START, b'"') in warmed and dfa.walk(START, b'["ab') in warmed
@@ -119,6 +119,28 @@ def test_warm_slice_states_computes_the_exact_masks_inside_strings(vocab, unslic
         want = unsliced.mask(dfa, s) & unsliced.text_words
         assert np.array_equal(cache.lexeme_base(dfa, s), want), s
     assert warm_slice_states(TokenMaskCache(vocab, use_slices=False), dfa) == 0
+
+
+def test_warmed_masks_outlive_the_lru(vocab):
+    """Masks warmed at start-up are pinned: a long run of other states through a small LRU does not
+    evict them, so their states are hits afterwards (unpinned ones are computed again)."""
+    from formwork.grammar.json_schema.lowering import _shared_any_value
+    from formwork.grammar.json_schema.options import JsonSchemaOptions
+
+    dfa = AutomatonBuilder().eager(_shared_any_value(JsonSchemaOptions())(2, 0))
+    cache = TokenMaskCache(vocab, max_entries=4)
+    count = warm_slice_states(cache, dfa)
+    assert cache.num_pinned == count > 4
+    warmed = [s for s in range(1, dfa.num_states) if (_WITHOUT_STOPS, dfa.state_key(s)) in cache._pinned]
+    others = [s for s in range(1, dfa.num_states) if s not in set(warmed)][:12]
+    for s in others:  # fills the LRU three times over
+        cache.lexeme_base(dfa, s)
+    misses = cache.misses
+    for s in warmed:
+        cache.lexeme_base(dfa, s)
+    assert cache.misses == misses
+    cache.lexeme_base(dfa, others[0])  # evicted long ago: computed again
+    assert cache.misses == misses + 1
 
 
 

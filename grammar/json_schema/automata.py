@@ -82,7 +82,7 @@ class SharedAutomata:
             unbounded = [builder.lexeme_automaton(node) for node in (string_content(), ANY_CONTENT)]
         warm_counted_masks(cache, counted)
         for automaton in unbounded:
-            cache.lexeme_base(automaton, START)
+            cache.lexeme_base(automaton, START, pin=True)
         warm_twin_places(cache, unbounded[1])  # ANY_CONTENT: the twin of every undeclared-key lexeme
         for follow in (b'"', b",}", b",]", b",", b"}", b"]"):  # the pruned tries of the bytes that end
             follow_trie(cache.vocab.trie, follow)  # JSON lexemes (lexeme exits)
@@ -100,7 +100,7 @@ class SharedAutomata:
         accepting_bytes(dfa)  # else the first schema builds them (~20k lists) where full collections walk them
         for state in (START, dfa.walk(START, b"["), dfa.walk(START, b"{")):
             if state != DEAD:
-                cache.lexeme_base(dfa, state)
+                cache.lexeme_base(dfa, state, pin=True)
         warm_slice_states(cache, dfa)  # inside its strings (~40 ms): the costliest first masks
 
     def warm_formats(self) -> None:
