@@ -257,7 +257,7 @@ class LLMEngine:
         rows = {seq.seq_id: row for row, seq in enumerate(logit_seqs)}
         advanced = self.scheduler.update_from_output(sched, dict.fromkeys(rows, (PENDING_TOKEN, 0.0)))
         PendingStep.mark_final(advanced)
-        self._pending = PendingStep(advanced, [rows[seq.seq_id] for seq in advanced], sampled)
+        self._pending = PendingStep(advanced, rows, sampled)
         return outputs
 
     def _read_pending(self, pending: PendingStep) -> list[RequestOutput]:

@@ -23,11 +23,11 @@ PENDING_TOKEN = -2  # never a token id: a forward fed one by mistake fails its e
 
 
 class PendingStep:
-    """Step n's sequences that got a placeholder, with `rows[i]` their row in `sampled`."""
+    """Step n's sequences that got a placeholder, and `row_of[seq_id]`, each one's row in `sampled` (the rows
+    of every sequence sampled in step n)."""
 
-    def __init__(self, seqs: list[Sequence], rows: list[int], sampled: SampledBatch):
-        self.seqs, self.rows, self.sampled = seqs, rows, sampled
-        self._row_of = {seq.seq_id: row for seq, row in zip(seqs, rows)}
+    def __init__(self, seqs: list[Sequence], row_of: dict[int, int], sampled: SampledBatch):
+        self.seqs, self.row_of, self.sampled = seqs, row_of, sampled
 
     @staticmethod
     def mark_final(seqs: list[Sequence]) -> None:
@@ -43,7 +43,7 @@ class PendingStep:
         constraint allowed nothing: its request fails when read) become 0 so the forward stays in range."""
         dst, src = [], []
         offset = 0
-        row_of = self._row_of
+        row_of = self.row_of
         for item in scheduled:
             offset += item.num_new_tokens
             seq = item.seq
@@ -67,9 +67,11 @@ class PendingStep:
         placeholder is replaced by its sampled token (aborted sequences dropped theirs, `drop_placeholder`)."""
         out = self.sampled.result()
         live = []
-        for seq, row in zip(self.seqs, self.rows):
+        row_of = self.row_of
+        for seq in self.seqs:
             if seq.status.is_finished:
                 continue
+            row = row_of[seq.seq_id]
             logprob = out.logprobs[row]
             seq.token_ids[-1] = out.token_ids[row]
             seq.last_token_logprob = logprob
