@@ -212,9 +212,7 @@ class LLMEngine:
         fill = self.structured_output.start_fill(logit_seqs) if self._num_constrained else _no_masks
         sampled, masks = self._run_model(sched, logit_seqs, fill)
         if masks is not None:
-            for seq in logit_seqs:
-                if seq.seq_id in masks.errors and not seq.status.is_finished:
-                    outputs.append(self.fail_request(seq.request_id, masks.errors[seq.seq_id]))
+            outputs.extend(self._fail_mask_errors(masks, logit_seqs))
         seq_ids = [seq.seq_id for seq in logit_seqs]
         advanced = self.scheduler.update_from_output(sched, dict(zip(seq_ids, zip(sampled.token_ids,
                                                                                     sampled.logprobs))))
@@ -250,15 +248,17 @@ class LLMEngine:
             sampled = self.sampler.launch(logits, logit_seqs)
         else:
             sampled = self.sampler.launch(logits, logit_seqs, masks.bitmask, masks.rows)
-            for seq in logit_seqs:
-                if seq.seq_id in masks.errors and not seq.status.is_finished:
-                    outputs.append(self.fail_request(seq.request_id, masks.errors[seq.seq_id]))
+            outputs.extend(self._fail_mask_errors(masks, logit_seqs))
         sampled.start_copy()
         rows = {seq.seq_id: row for row, seq in enumerate(logit_seqs)}
         advanced = self.scheduler.update_from_output(sched, dict.fromkeys(rows, (PENDING_TOKEN, 0.0)))
-        PendingStep.mark_final(advanced)
         self._pending = PendingStep(advanced, rows, sampled)
         return outputs
+
+    def _fail_mask_errors(self, masks: MaskBatch, seqs: list[Sequence]) -> list[RequestOutput]:
+        """Fail the requests whose mask could not be computed this step (each alone)."""
+        return [self.fail_request(seq.request_id, masks.errors[seq.seq_id]) for seq in seqs
+                if seq.seq_id in masks.errors and not seq.status.is_finished]
 
     def _read_pending(self, pending: PendingStep) -> list[RequestOutput]:
         """The previous step's tokens into its sequences, then their stop checks, text and outputs."""

@@ -28,12 +28,7 @@ class PendingStep:
 
     def __init__(self, seqs: list[Sequence], row_of: dict[int, int], sampled: SampledBatch):
         self.seqs, self.row_of, self.sampled = seqs, row_of, sampled
-
-    @staticmethod
-    def mark_final(seqs: list[Sequence]) -> None:
-        """Mark the placeholder just appended to each of `seqs` final where it reaches the length limit: the
-        sequence then ends when the token is read, whatever it is."""
-        for seq in seqs:
+        for seq in seqs:  # a placeholder at the length limit ends its sequence when read, whatever it is
             if len(seq.token_ids) >= seq.length_limit:
                 seq.final_token_pending = True
 
