@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest_grammar import deepseek_tokenizer, deepseek_vocab, unpack_mask, walk_token_ids  # noqa: E402
+from conftest_grammar import deepseek_tokenizer, unpack_mask, walk_token_ids  # noqa: E402
 from conftest_grammar_cfg import (  # noqa: E402
     AMBIGUOUS_LARK, ARITH_LARK, JSON_GBNF, JSON_LARK, LEFT_LIST_LARK, SQL_LARK, accepts, complete,
 )
@@ -25,11 +25,6 @@ from formwork.grammar.dfa import START  # noqa: E402
 from formwork.grammar.ir import Grammar, RuleRef, alt, lit, seq  # noqa: E402
 from formwork.grammar.regex_parser import regex
 from formwork.grammar.packed import pack_token_ids  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def vocab():
-    return deepseek_vocab()
 
 
 @pytest.fixture(scope="module")

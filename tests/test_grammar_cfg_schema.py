@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest_grammar import deepseek_vocab, unpack_mask  # noqa: E402
+from conftest_grammar import unpack_mask  # noqa: E402
 from conftest_grammar_cfg import accepts, complete  # noqa: E402
 
 from formwork.grammar import GrammarCompiler, RecursionNotSupportedError, allocate_token_bitmask  # noqa: E402
@@ -33,11 +33,6 @@ EXPRESSION = {"definitions": {"expr": {"oneOf": [
                                                "minItems": 2}},
      "required": ["op", "args"], "additionalProperties": False}]}},
     "$ref": "#/definitions/expr", "$schema": "http://json-schema.org/draft-07/schema#"}
-
-
-@pytest.fixture(scope="module")
-def vocab():
-    return deepseek_vocab()
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest_grammar import deepseek_vocab, node_prefixes, walk_token_ids  # noqa: E402
+from conftest_grammar import node_prefixes, walk_token_ids  # noqa: E402
 from conftest_grammar_cfg import JSON_LARK  # noqa: E402
 
 from formwork.grammar import GrammarCompiler, Vocabulary  # noqa: E402
@@ -116,11 +116,6 @@ def test_terminals_that_end_alike_share_exits_and_continuations():
     other = terminal_table(cache, either, START)  # another language, but no token starts with "q"
     assert one is not other and one.exits is other.exits  # both end after a space: children of " "
     assert len(one.exits.node) == 2  # " a" and " ("
-
-
-@pytest.fixture(scope="module")
-def vocab():
-    return deepseek_vocab()
 
 
 def test_string_body_tables_use_the_slice(vocab):

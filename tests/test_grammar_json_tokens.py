@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest_grammar import deepseek_vocab, unpack_mask  # noqa: E402
+from conftest_grammar import unpack_mask  # noqa: E402
 
 from formwork.grammar import allocate_token_bitmask  # noqa: E402
 from formwork.grammar.compiler import GrammarCompiler  # noqa: E402
@@ -55,11 +55,6 @@ SCHEMAS = {
                                                          "required": ["k"]}]}, {"max_nesting_depth": 1}),
 }
 MAX_STEPS = 24
-
-
-@pytest.fixture(scope="module")
-def vocab():
-    return deepseek_vocab()
 
 
 @pytest.fixture(scope="module")

@@ -4,32 +4,15 @@ inside that the string-contents lexeme keeps at the same place, and takes that s
 (`TokenMaskCache.lexeme_base`) instead of walking its own; mid-escape states walk their own.  Both must equal a walk of the
 whole vocabulary through the key's own automaton without lexemes or slices."""
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).parent))
-from conftest_grammar import deepseek_vocab  # noqa: E402
-
-from formwork.grammar.dfa import DEAD, START  # noqa: E402
-from formwork.grammar.json_schema import compile_json_schema  # noqa: E402
-from formwork.grammar.token_mask import TokenMaskCache  # noqa: E402
-from formwork.grammar.twin_places import twin_place  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def vocab():
-    return deepseek_vocab()
-
-
-@pytest.fixture(scope="module")
-def unsliced(vocab):
-    """A mask cache that walks the whole vocabulary: no lexemes, no slices."""
-    return TokenMaskCache(vocab, use_lexemes=False, use_slices=False)
+from formwork.grammar.dfa import DEAD, START
+from formwork.grammar.json_schema import compile_json_schema
+from formwork.grammar.twin_places import twin_place
 
 
 _KEY_CHARS = st.characters(codec="utf-8", exclude_categories=("Cs",))

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest_grammar import deepseek_tokenizer, deepseek_vocab, node_prefixes  # noqa: E402
+from conftest_grammar import deepseek_tokenizer, node_prefixes  # noqa: E402
 
 from formwork.grammar.budget import CompileBudget  # noqa: E402
 from formwork.grammar.compiler import GrammarCompiler  # noqa: E402
@@ -38,11 +38,6 @@ SCHEMAS = {
     "open object": ({"type": "object", "properties": {"id": {"type": "integer"}}},
                     {"id": 7, "note": "extra member", "n": 2}),
 }
-
-
-@pytest.fixture(scope="module")
-def vocab():
-    return deepseek_vocab()
 
 
 @pytest.fixture(scope="module")
@@ -300,12 +295,6 @@ def test_a_state_at_two_places_of_one_embedded_dfa_lies_in_no_lexeme():
     dfa = SHARED.compile(repeat(And(item, item), 0, None), CompileBudget().start(), keep=False)
     state = dfa.walk(1, b"xy")  # inside the embedded DFA after "xy", and at its start again
     assert dfa.lexeme_state(state) is None and dfa.accepts(b"xyxyxy")
-
-
-@pytest.fixture(scope="module")
-def unsliced(vocab):
-    """A mask cache that walks the whole vocabulary through the document: no lexemes, no slices."""
-    return TokenMaskCache(vocab, use_lexemes=False, use_slices=False)
 
 
 @pytest.mark.parametrize("inside", [b'{"\\', b'{"a\\', b'{"id":1,"\\', b'{"\\u00'])

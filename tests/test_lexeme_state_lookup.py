@@ -2,34 +2,17 @@
 facts kept), `LazyDFA.state_of` (its answers kept) and the warm-up of a shared eager automaton's
 slice-covering states (`lexeme_masks.warm_slice_states`): each must give what it gave uncached."""
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
-import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).parent))
-from conftest_grammar import deepseek_vocab  # noqa: E402
-
-from formwork.grammar.automaton import AutomatonBuilder  # noqa: E402
-from formwork.grammar.compiler import GrammarCompiler  # noqa: E402
-from formwork.grammar.dfa import DEAD, START  # noqa: E402
-from formwork.grammar.json_schema import compile_json_schema  # noqa: E402
-from formwork.grammar.lexeme_masks import warm_slice_states  # noqa: E402
-from formwork.grammar.token_mask import _WITHOUT_STOPS, TokenMaskCache  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def vocab():
-    return deepseek_vocab()
-
-
-@pytest.fixture(scope="module")
-def unsliced(vocab):
-    """A mask cache that walks the whole vocabulary: no lexemes, no slices (the reference)."""
-    return TokenMaskCache(vocab, use_lexemes=False, use_slices=False)
+from formwork.grammar.automaton import AutomatonBuilder
+from formwork.grammar.compiler import GrammarCompiler
+from formwork.grammar.dfa import DEAD, START
+from formwork.grammar.json_schema import compile_json_schema
+from formwork.grammar.lexeme_masks import warm_slice_states
+from formwork.grammar.token_mask import _WITHOUT_STOPS, TokenMaskCache
 
 
 def region_of_by_definition(builder, i):

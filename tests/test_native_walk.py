@@ -95,20 +95,30 @@ def test_masks_and_exits_are_the_brute_force_ones(tokens, term, prefix):
     assert np.array_equal(eager_words, words)
 
 
+def _exit_case(tokens, term, prefix):
+    """(vocabulary, automaton of `term`, the state after `prefix`) of an exit-seed example."""
+    vocab = Vocabulary(tokens)
+    dfa = AutomatonBuilder().dfa(term)
+    return vocab, dfa, dfa.walk(START, prefix)
+
+
+def _brute_force_seeds(prefixes: dict[int, bytes], dfa, state: int, byte: int) -> list[int]:
+    """The trie nodes spelling `byte` right after a non-empty prefix the automaton accepts from `state`."""
+    return [n for n, p in prefixes.items() if len(p) > 1 and p[-1] == byte
+            and dfa.walk(state, p[:-1]) != DEAD and dfa.accepting[dfa.walk(state, p[:-1])]]
+
+
 @settings(deadline=None, max_examples=60)
 @given(tokens=tokens_strategy, term=regexes(), byte=st.sampled_from(ALPHABET),
        prefix=st.binary(max_size=3).map(lambda b: bytes(ALPHABET[x % 6] for x in b)))
 def test_exit_seeds_are_the_brute_force_ones(tokens, term, byte, prefix):
     """Exit seeds = trie nodes spelling `byte` right after a non-empty prefix that the automaton
     accepts from the state; found by the native walk of the pruned follow trie."""
-    vocab = Vocabulary(tokens)
-    dfa = AutomatonBuilder().dfa(term)
-    state = dfa.walk(START, prefix)
+    vocab, dfa, state = _exit_case(tokens, term, prefix)
     if state == DEAD:
         return
     prefixes = node_prefixes(vocab.trie)
-    want = {p for p in prefixes.values() if len(p) > 1 and p[-1] == byte
-            and dfa.walk(state, p[:-1]) != DEAD and dfa.accepting[dfa.walk(state, p[:-1])]}
+    want = {prefixes[n] for n in _brute_force_seeds(prefixes, dfa, state, byte)}
     assert {prefixes[n] for n in exit_seeds(vocab.trie, dfa, state, byte)} == want
 
 
@@ -118,16 +128,13 @@ def test_exit_seeds_are_the_brute_force_ones(tokens, term, byte, prefix):
 def test_exit_seeds_after_walk_every_follow_byte_at_once(tokens, term, follow, prefix):
     """One walk of the pruned trie of several follow bytes gives, per byte (ascending, only
     those with seeds), the brute-force seeds as ascending trie nodes: what `exit_seeds` gives."""
-    vocab = Vocabulary(tokens)
-    dfa = AutomatonBuilder().dfa(term)
-    state = dfa.walk(START, prefix)
+    vocab, dfa, state = _exit_case(tokens, term, prefix)
     if state == DEAD:
         return
     prefixes = node_prefixes(vocab.trie)
     want = []
     for byte in sorted(follow):
-        seeds = tuple(sorted(n for n, p in prefixes.items() if len(p) > 1 and p[-1] == byte
-                             and dfa.walk(state, p[:-1]) != DEAD and dfa.accepting[dfa.walk(state, p[:-1])]))
+        seeds = tuple(sorted(_brute_force_seeds(prefixes, dfa, state, byte)))
         if seeds:
             want.append((byte, seeds))
             assert exit_seeds(vocab.trie, dfa, state, byte) == seeds
