@@ -1,6 +1,6 @@
 """Where constrained decoding spends its time (issue 23): 64 JSON-schema requests vs unconstrained ones of the
-same output lengths, with jump-forward and the threaded mask fill each on and off, counting the steps that
-replayed a CUDA graph and the steps that ran eagerly.
+same output lengths, with async scheduling, the threaded mask fill and jump-forward switched in turn, counting
+the steps that replayed a CUDA graph and the steps that ran eagerly.
 
     python benchmarks/constrained_gpu.py [--out benchmarks/results/constrained_gpu.md]   # a CUDA GPU
     python benchmarks/constrained_gpu.py --smoke [--out FILE]                           # tiny model, CPU
@@ -23,8 +23,11 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gpu  # noqa: E402  (benchmarks/gpu.py)
 
-CASES = (("jump-forward on, threaded fill", True, True), ("jump-forward on", True, False),
-         ("jump-forward off, threaded fill", False, True), ("jump-forward off (defaults with graphs)", False, False))
+CASES = (("defaults: async scheduling, inline fill", dict(enable_jump_forward=False, overlap_mask_fill=False)),
+         ("async scheduling off", dict(async_scheduling=False, enable_jump_forward=False, overlap_mask_fill=False)),
+         ("async scheduling off, threaded fill",
+          dict(async_scheduling=False, enable_jump_forward=False, overlap_mask_fill=True)),
+         ("jump-forward on (async scheduling off)", dict(enable_jump_forward=True, overlap_mask_fill=False)))
 
 
 def count_steps(llm) -> dict[str, list[int]]:
@@ -42,14 +45,13 @@ def count_steps(llm) -> dict[str, list[int]]:
     return counts
 
 
-def run_case(model: Path, sizes: gpu.Sizes, device: str, smoke: bool, jump: bool, threaded: bool) -> dict:
+def run_case(model: Path, sizes: gpu.Sizes, device: str, smoke: bool, options: dict) -> dict:
     from transformers import AutoConfig
 
     from formwork.core import LLM
 
     vocab = AutoConfig.from_pretrained(model).vocab_size
-    llm = LLM(model, device=device, max_num_seqs=sizes.requests, enable_jump_forward=jump,
-              overlap_mask_fill=threaded, **gpu.engine_options(smoke, 1))
+    llm = LLM(model, device=device, max_num_seqs=sizes.requests, **options, **gpu.engine_options(smoke, 1))
     try:
         counts = count_steps(llm)
         gpu.constrained_figures(llm, sizes, vocab)  # warm: the grammar compiled, every shape seen
@@ -91,7 +93,10 @@ def main(argv: list[str] | None = None) -> int:
     sizes = gpu.Sizes(args.smoke)
     with tempfile.TemporaryDirectory(prefix="formwork-constrained-") as tmp:
         model = gpu.build_tiny_model(Path(tmp) / "m") if args.smoke else gpu.build_big_model(Path(tmp) / "m", device)
-        rows = [(name, run_case(model, sizes, device, args.smoke, jump, threaded)) for name, jump, threaded in CASES]
+        rows = []
+        for name, options in CASES:
+            rows.append((name, run_case(model, sizes, device, args.smoke, options)))
+            print(f"{name}: {rows[-1][1]}", flush=True)
     gpu.report(render("CPU (smoke run)" if args.smoke else torch.cuda.get_device_name(), sizes.requests, rows),
                args.out)
     return 0

@@ -90,6 +90,7 @@ def kernel_cases(device: str, smoke: bool) -> list[tuple[str, int, object]]:
         (f"sample greedy {rows} x {vocab} (masked)", logit_bytes, sampler(0.0, 0, 1.0)),
         (f"sample T=0.8 {rows} x {vocab} (masked)", logit_bytes, sampler(0.8, 0, 1.0)),
         (f"sample T=0.8 top-k 50 top-p 0.9 {rows} x {vocab} (masked)", logit_bytes, sampler(0.8, 50, 0.9)),
+        (f"sample T=0.8 top-p 0.9, no top-k {rows} x {vocab} (masked)", logit_bytes, sampler(0.8, 0, 0.9)),
     ]
 
 
@@ -106,4 +107,5 @@ def kernel_figures(device: str, smoke: bool) -> tuple[float, list[tuple[str, flo
     for name, nbytes, call in kernel_cases(device, smoke):
         ms = _time(call, device)
         rows.append((name, ms, nbytes / (ms / 1e3)))
+        print(f"kernel {name}: {ms:.3f} ms", flush=True)
     return copy, rows
