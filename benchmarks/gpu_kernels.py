@@ -100,12 +100,27 @@ def _time(fn, device: str) -> float:
     return kernel_bench.time_cpu(fn, repeats=3)
 
 
-def kernel_figures(device: str, smoke: bool) -> tuple[float, list[tuple[str, float, float]]]:
-    """The copy bandwidth, and (kernel, ms, achieved bytes/s) of each kernel (its minimum bytes / time)."""
+def _time_graph(fn, device: str) -> float | None:
+    """GPU milliseconds per call replayed from a CUDA graph (how the engine's decode steps run the model's
+    kernels: no Python launch cost); None off CUDA or where the call cannot be captured."""
+    if not device.startswith("cuda"):
+        return None
+    import triton.testing
+
+    try:
+        return triton.testing.do_bench_cudagraph(fn, rep=25, return_mode="median")
+    except RuntimeError as error:  # a call that synchronises with the host cannot be captured
+        print(f"not captured: {error}", flush=True)
+        return None
+
+
+def kernel_figures(device: str, smoke: bool) -> tuple[float, list[tuple[str, float, float, float | None]]]:
+    """The copy bandwidth, and (kernel, ms, achieved bytes/s, graph-replay ms or None) of each kernel (the
+    bandwidth is its minimum bytes / the eager time)."""
     copy = copy_bandwidth(device, (1 << 30) if not smoke else (16 << 20))
     rows = []
     for name, nbytes, call in kernel_cases(device, smoke):
-        ms = _time(call, device)
-        rows.append((name, ms, nbytes / (ms / 1e3)))
-        print(f"kernel {name}: {ms:.3f} ms", flush=True)
+        ms, graph_ms = _time(call, device), _time_graph(call, device)
+        rows.append((name, ms, nbytes / (ms / 1e3), graph_ms))
+        print(f"kernel {name}: {ms:.3f} ms eager, graph replay {graph_ms} ms", flush=True)
     return copy, rows
