@@ -99,7 +99,8 @@ class LLMEngine:
         self.structured_output = StructuredOutputManager(
             self.tokenizer, self.vocab_size, self.eos_token_ids, max_num_seqs=config.max_num_seqs,
             enable_jump_forward=config.use_jump_forward, overlap=config.overlap_mask_fill,
-            compile_max_seconds=config.grammar_compile_budget_s, step_max_seconds=config.grammar_step_budget_s)
+            compile_max_seconds=config.grammar_compile_budget_s, step_max_seconds=config.grammar_step_budget_s,
+            pin_bitmask=config.on_cuda)
         self.new_tokens = NewTokens(self.scheduler, self.structured_output, self.metrics, self.eos_token_ids,
                                     max_model_len)
         self.requests: dict[str, Request] = {}

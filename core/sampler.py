@@ -21,6 +21,7 @@ from operator import attrgetter
 import numpy as np
 import torch
 
+from formwork.core.bitmask_upload import BitmaskUpload
 from formwork.core.sequence import Sequence
 from formwork.kernels import SamplingTensors, apply_token_bitmask, sample
 from formwork.kernels.dispatch import BACKEND_ENV
@@ -47,6 +48,7 @@ class Sampler:
         self.vocab_size = vocab_size
         self.eos_token_ids = list(eos_token_ids)
         self._rows: BatchRows | None = None  # the last batch's row parameters
+        self._upload_bitmask = BitmaskUpload()
         # greedy-only CPU batches take one argmax here unless a backend other than torch is forced (read once)
         self._argmax_on_cpu = os.environ.get(BACKEND_ENV, "").strip().lower() in ("", "torch")
 
@@ -68,7 +70,7 @@ class Sampler:
             _mask_rows_cpu(logits, bitmask, list(range(len(seqs))) if bitmask_rows is None else bitmask_rows)
             bitmask = None
         elif bitmask is not None:
-            bitmask = bitmask.to(logits.device, non_blocking=True)
+            bitmask = self._upload_bitmask(bitmask, logits.device)
         if rows.argmax_only and bitmask is None and self._argmax_on_cpu and logits.device.type == "cpu":
             return SampledBatch.of_list(_argmax_tokens(logits))
         # a row's logprob is only reported when it asked for logprobs

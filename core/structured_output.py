@@ -92,7 +92,7 @@ class StructuredOutputManager:
     def __init__(self, tokenizer: Any, vocab_size: int, eos_token_ids: list[int], *, max_num_seqs: int,
                  enable_jump_forward: bool = True, overlap: bool = False,
                  compile_max_seconds: float = 10.0, step_max_seconds: float = 5.0,
-                 compile_workers: int = DEFAULT_WORKERS):
+                 compile_workers: int = DEFAULT_WORKERS, pin_bitmask: bool = False):
         self.tokenizer = tokenizer
         self.vocab_size = vocab_size
         self.eos_token_ids = list(eos_token_ids)
@@ -107,6 +107,7 @@ class StructuredOutputManager:
         self._backend_lock = threading.Lock()
         self._pending: dict[str, Request] = {}
         self._bitmask: torch.Tensor | None = None
+        self._pin_bitmask = pin_bitmask  # page-locked, so the copy to the GPU holds neither host nor stream
         self._bitmask_np: np.ndarray | None = None
 
     # ---- compiling ------------------------------------------------------------------------------
@@ -205,13 +206,19 @@ class StructuredOutputManager:
         future = self._fill_executor.submit(self.fill_bitmask, seqs)
         return future.result
 
+    def bitmask_buffer(self) -> torch.Tensor:
+        """The host buffer every step's masks are filled into: max_num_seqs rows, pinned when asked."""
+        if self._bitmask is None:
+            bitmask = allocate_token_bitmask(self.max_num_seqs, self.vocab_size)
+            self._bitmask = bitmask.pin_memory() if self._pin_bitmask else bitmask
+            self._bitmask_np = self._bitmask.numpy()
+        return self._bitmask
+
     def fill_bitmask(self, seqs: list[Sequence]) -> MaskBatch | None:
         """Bitmask rows for `seqs` (all ones where unconstrained); None if none is constrained."""
         start = time.perf_counter()
         backend = self.backend
-        if self._bitmask is None:
-            self._bitmask = allocate_token_bitmask(self.max_num_seqs, self.vocab_size)
-            self._bitmask_np = self._bitmask.numpy()
+        self.bitmask_buffer()
         if len(seqs) > self._bitmask.shape[0]:
             raise ValueError(f"{len(seqs)} rows exceed the bitmask's {self._bitmask.shape[0]} (max_num_seqs)")
         view = self._bitmask_np

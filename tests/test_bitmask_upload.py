@@ -1,0 +1,66 @@
+"""`core.bitmask_upload`: the packed bitmask reaches the sampling device unchanged; on CUDA (where this
+file also runs on a GPU machine) from pinned memory through a side stream into one reused device buffer."""
+
+from __future__ import annotations
+
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from formwork.core import SamplingParams
+from formwork.core.bitmask_upload import BitmaskUpload
+from formwork.core.sequence import Request
+from formwork.core.sampler import Sampler
+from formwork.core.structured_output import StructuredOutputManager
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@settings(max_examples=20, deadline=None)
+@given(rows=st.integers(1, 9), words=st.integers(1, 40), seed=st.integers(0, 2**31), device=st.sampled_from(DEVICES))
+def test_uploaded_bitmask_equals_the_host_one(rows, words, seed, device):
+    gen = torch.Generator().manual_seed(seed)
+    host = torch.randint(-2**31, 2**31 - 1, (rows, words), dtype=torch.int32, generator=gen)
+    if device == "cuda":
+        host = host.pin_memory()
+    upload = BitmaskUpload()
+    on_device = upload(host, torch.device(device))
+    assert on_device.device.type == device
+    assert torch.equal(on_device.cpu(), host)
+
+
+def test_cuda_upload_reuses_one_buffer_and_orders_after_the_copy():
+    if "cuda" not in DEVICES:  # the CPU path: a plain copy, nothing kept
+        upload = BitmaskUpload()
+        host = torch.arange(12, dtype=torch.int32).view(3, 4)
+        assert torch.equal(upload(host, torch.device("cpu")), host)
+        assert upload._device_rows is None
+        return
+    upload = BitmaskUpload()
+    first = upload(torch.ones(8, 5, dtype=torch.int32).pin_memory(), torch.device("cuda"))
+    second_host = torch.full((6, 5), 7, dtype=torch.int32).pin_memory()
+    second = upload(second_host, torch.device("cuda"))
+    assert second.data_ptr() == first.data_ptr()  # the same device rows, fewer of them
+    assert second.sum().item() == 7 * 30  # read on the current stream right after the call
+
+
+def test_manager_pins_its_bitmask_only_when_asked():
+    manager = StructuredOutputManager(None, 100, [0], max_num_seqs=2, pin_bitmask=False)
+    assert manager.bitmask_buffer().shape == (2, 4) and not manager.bitmask_buffer().is_pinned()
+    if "cuda" in DEVICES:
+        pinned = StructuredOutputManager(None, 100, [0], max_num_seqs=2, pin_bitmask=True)
+        assert pinned.bitmask_buffer().is_pinned()
+
+
+def test_sampler_masks_with_the_uploaded_bitmask():
+    device = DEVICES[-1]
+    logits = torch.zeros(2, 64, device=device)
+    logits[:, 5] = 10.0  # the favourite, forbidden in row 0 by the mask
+    bitmask = torch.full((2, 2), -1, dtype=torch.int32)
+    bitmask[0, 0] = ~(1 << 5)
+    if device == "cuda":
+        bitmask = bitmask.pin_memory()
+
+    seqs = [Request(str(i), None, [1, 2], SamplingParams(temperature=0), arrival_time=0.0).seqs[0] for i in range(2)]
+    out = Sampler(64, [0])(logits, seqs, bitmask, [0])
+    assert out.token_ids[1] == 5 and out.token_ids[0] != 5
