@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import torch
 
+from formwork.core.host_to_device import tensor_on
 from formwork.core.sampler import SampledBatch, SamplerOutput
 from formwork.core.scheduler import ScheduledSequence
 from formwork.core.sequence import Sequence
@@ -54,8 +55,8 @@ class PendingStep:
             input_ids[:len(dst)].copy_(tokens[:len(dst)].clamp(min=0))
             return
         device = input_ids.device
-        picked = tokens.index_select(0, torch.tensor(src, device=device)).clamp_(min=0)
-        input_ids.index_copy_(0, torch.tensor(dst, device=device), picked.to(input_ids.dtype))
+        picked = tokens.index_select(0, tensor_on(src, torch.int64, device)).clamp_(min=0)
+        input_ids.index_copy_(0, tensor_on(dst, torch.int64, device), picked.to(input_ids.dtype))
 
     def read(self) -> tuple[SamplerOutput, list[tuple[Sequence, int]]]:
         """Step n's host results, and the (sequence, row) pairs still to process: each unfinished sequence's
@@ -79,3 +80,4 @@ def drop_placeholder(seq: Sequence) -> None:
     """Remove `seq`'s unread last token, if it has one (it finishes before the token is read)."""
     if seq.token_ids and seq.token_ids[-1] == PENDING_TOKEN:
         seq.token_ids.pop()
+

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from formwork.core.bitmask_upload import BitmaskUpload
+from formwork.core.host_to_device import tensor_on
 from formwork.core.sequence import Sequence
 from formwork.kernels import SamplingTensors, apply_token_bitmask, sample
 from formwork.kernels.dispatch import BACKEND_ENV
@@ -98,11 +99,10 @@ class Sampler:
         p = seq.params
         if not p.needs_penalties:
             return
-        out_ids = torch.tensor(seq.output_token_ids, dtype=torch.long, device=logits.device)
+        out_ids = tensor_on(seq.output_token_ids, torch.long, logits.device)
         counts = torch.bincount(out_ids, minlength=self.vocab_size)[:self.vocab_size].to(logits.dtype)
         if p.repetition_penalty != 1.0:
-            prompt_ids = torch.tensor(seq.token_ids[:seq.num_prompt_tokens], dtype=torch.long,
-                                      device=logits.device)
+            prompt_ids = tensor_on(seq.token_ids[:seq.num_prompt_tokens], torch.long, logits.device)
             seen = counts > 0
             seen[prompt_ids] = True
             row_logits = logits[row]
@@ -120,7 +120,8 @@ class Sampler:
         if not bias:
             return
         ids = list(bias)  # the engine checked that every id is inside the vocabulary
-        logits[row, ids] += torch.tensor([bias[t] for t in ids], dtype=logits.dtype, device=logits.device)
+        device = logits.device
+        logits[row, tensor_on(ids, torch.long, device)] += tensor_on([bias[t] for t in ids], logits.dtype, device)
 
     def _apply_min_tokens(self, logits: torch.Tensor, row: int, seq: Sequence) -> None:
         p = seq.params
@@ -129,7 +130,7 @@ class Sampler:
         banned = list(p.stop_token_ids) + ([] if p.ignore_eos else self.eos_token_ids)
         banned = [t for t in banned if t < self.vocab_size]
         if banned:
-            logits[row, banned] = float("-inf")
+            logits[row, tensor_on(banned, torch.long, logits.device)] = float("-inf")
 
 class SampledBatch:
     """One step's sampled tokens (and logprobs), left where the sampler made them: `token_ids` can feed the

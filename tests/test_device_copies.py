@@ -1,5 +1,7 @@
-"""`core.bitmask_upload`: the packed bitmask reaches the sampling device unchanged; on CUDA (where this
-file also runs on a GPU machine) from pinned memory through a side stream into one reused device buffer."""
+"""Host-to-device copies of the step that must not block the host: `core.bitmask_upload` (the packed
+bitmask reaches the sampling device unchanged; on CUDA from pinned memory through a side stream into one
+reused device buffer), `core.host_to_device.tensor_on` and the packed sampling parameters. The CUDA cases
+run where CUDA is present (the GPU machine runs this file)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,11 @@ from hypothesis import strategies as st
 
 from formwork.core import SamplingParams
 from formwork.core.bitmask_upload import BitmaskUpload
+from formwork.core.host_to_device import tensor_on
 from formwork.core.sequence import Request
 from formwork.core.sampler import Sampler
 from formwork.core.structured_output import StructuredOutputManager
+from formwork.kernels import SamplingTensors
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
@@ -64,3 +68,20 @@ def test_sampler_masks_with_the_uploaded_bitmask():
     seqs = [Request(str(i), None, [1, 2], SamplingParams(temperature=0), arrival_time=0.0).seqs[0] for i in range(2)]
     out = Sampler(64, [0])(logits, seqs, bitmask, [0])
     assert out.token_ids[1] == 5 and out.token_ids[0] != 5
+
+
+@settings(max_examples=20, deadline=None)
+@given(values=st.lists(st.integers(-2**40, 2**40), max_size=70), device=st.sampled_from(DEVICES))
+def test_tensor_on_keeps_the_values(values, device):
+    on_device = tensor_on(values, torch.int64, torch.device(device))
+    assert on_device.device.type == device and on_device.dtype == torch.int64
+    assert on_device.cpu().tolist() == values
+
+
+def test_packed_sampling_parameters_reach_the_device():
+    device = torch.device(DEVICES[-1])
+    params = SamplingTensors.from_lists([0.5, 0.0, 1.5], [0, 5, 40], [1.0, 0.9, 0.25], [0.0, 0.1, 0.0],
+                                        [7, 8, 2**62], [0, 3, 2**33], device=device)
+    assert params.temperature.device.type == device.type
+    assert params.top_k.cpu().tolist() == [0, 5, 40] and params.top_p.cpu().tolist() == [1.0, 0.8999999761581421, 0.25]
+    assert params.seeds.cpu().tolist() == [7, 8, 2**62] and params.steps.cpu().tolist() == [0, 3, 2**33]
