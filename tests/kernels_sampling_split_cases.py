@@ -47,7 +47,7 @@ def _assert_matches_reference(logits, params, bitmask, chunk, top_k_max):
 
 
 # One row per path: greedy, temperature, min-p, top-k 1 / 5 / top_k_max / over it (streamed), top-k with
-# top-p and min-p, top-p alone (streamed), top_k >= vocab (off), temperature 0 with top-k set.
+# top-p and min-p, top-p alone, top_k >= vocab (off), temperature 0 with top-k set.
 PATHS = dict(
     temperature=[0.0, 0.7, 1.0, 0.8, 1.3, 0.9, 0.6, 1.0, 0.8, 1.1, 0.0],
     top_k=[0, 0, 0, 1, 5, 16, 17, 12, 0, 10_000, 7],
@@ -136,4 +136,31 @@ def test_random_cases_match_reference(vocab, rows, chunk_and_slots, scale, integ
         seed=data.draw(st.integers(0, 1000)),
     )
     bitmask = None if masked_share is None else random_bitmask(gen, rows, vocab, masked_share)[1]
+    _assert_matches_reference(logits, params, bitmask, chunk, top_k_max)
+
+
+def _covered_by_candidates(logits: torch.Tensor, temperature: float, top_p: float, chunk: int, top_k_max: int) -> bool:
+    """Whether the tokens >= the highest chunk floor (each chunk's top_k_max-th largest) hold top_p of the
+    row's mass at `temperature`: the split sampler then draws a top-p row without streaming it."""
+    floor = max(part.topk(min(top_k_max, part.numel())).values[-1].item() for part in logits.split(chunk))
+    relative = torch.exp((logits - logits.max()) / temperature)
+    return relative[logits >= floor].sum().item() >= top_p * relative.sum().item()
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_top_p_without_top_k_peaked_rows_from_candidates_flat_rows_streamed(masked):
+    rows, vocab, chunk, top_k_max = 6, 700, 64, 16
+    gen = torch.Generator().manual_seed(21)
+    scales = [12.0, 8.0, 5.0, 0.02, 0.05, 0.0]  # peaked rows first, then flat ones (the last: all tied)
+    logits = torch.randn(rows, vocab, generator=gen) * torch.tensor(scales).unsqueeze(1)
+    params = _params(rows, [0.8, 1.0, 0.7, 1.0, 0.9, 1.0], 0, [0.9, 0.95, 0.5, 0.9, 0.6, 0.3],
+                     [0.0, 0.02, 0.0, 0.0, 0.0, 0.0], seed=5)
+    bitmask = random_bitmask(gen, rows, vocab, 0.3)[1] if masked else None
+    allowed = logits.clone()
+    if masked:
+        reference.apply_token_bitmask(allowed, bitmask)
+    covered = [_covered_by_candidates(row, t, p, chunk, top_k_max)
+               for row, t, p in zip(allowed, params.temperature.tolist(), params.top_p.tolist())]
+    # both paths run; the all-tied row is covered, but its ties at F overflow the slots, so it streams too
+    assert covered == [True, True, True, False, False, True]
     _assert_matches_reference(logits, params, bitmask, chunk, top_k_max)

@@ -10,15 +10,19 @@ Three launches, no host synchronisation:
        * rows with 0 < top_k <= top_k_max: candidates, every token with x >= t_c for a chunk floor t_c
          (<= the chunk's k-th largest, found by bisection on float keys and stopped as soon as
          k <= count(x >= t_c) <= top_k_max), in token order, at most top_k_max of them. When ties at t_c
-         do not fit, the chunk records t_c as its overflow value.
+         do not fit, the chunk records t_c as its overflow value;
+       * top-p rows without top-k: the same with k = top_k_max, and the chunk's mass sum(exp((x - max) / T)).
   3. One program per row merges: greedy rows take the first chunk argmax of the row max; temperature rows
      the best chunk score (the first chunk on ties: the lowest id); top-k rows find the k-th largest T
      among the candidates (it is >= every chunk floor, and every token >= a chunk floor is a candidate, so T
      is the row's), then top-p inside the top-k set, min-p, and Gumbel-max over the kept candidates with
-     the same noise bits. Rows the candidates cannot cover exactly stream their whole row here with
-     `sampling.sample_rows` (today's kernel, one row): top_k > top_k_max, top-p without top-k, and rows
-     where T equals a chunk's overflow value (ties at T beyond the candidate slots). The choice is per
-     row, on the device.
+     the same noise bits. A top-p row without top-k takes F, the highest chunk floor: every token >= F is a
+     candidate, so when their mass reaches top_p * the row's mass (the chunk masses summed), the top-p
+     threshold is >= F and is found among the candidates. Rows the candidates cannot cover exactly stream
+     their whole row here with `sampling.sample_rows` (today's kernel, one row): top_k > top_k_max, top-p
+     rows whose mass above F falls short (flat rows: a nucleus of more than ~top_k_max tokens per chunk),
+     and rows where T (or F) equals a chunk's overflow value (ties beyond the candidate slots). The choice
+     is per row, on the device.
 Logprobs are log_softmax at temperature 1 of the sampled token, from the chunk sums.
 
 Stage results live in one float32 workspace of RECORD floats per (row, chunk) (ints through an int32 view
@@ -37,7 +41,8 @@ from formwork.kernels.triton.sampling import (float_key, key_float, neg_log_log_
                                                sample_rows)
 
 # Offsets inside a (row, chunk) record; the candidates' logits start at CANDIDATES, their ids top_k_max later.
-MAX, ARG, SUM_EXP, BEST, BEST_ID, FLOOR, OVERFLOW = (tl.constexpr(i) for i in range(7))
+# MASS: a top-p row's sum of exp((x - row max) / T) over the chunk (the top-p total).
+MAX, ARG, SUM_EXP, BEST, BEST_ID, FLOOR, OVERFLOW, MASS = (tl.constexpr(i) for i in range(8))
 CANDIDATES = tl.constexpr(8)
 
 
@@ -147,9 +152,13 @@ def _chunk_draw_kernel(logits_ptr, bitmask_ptr, work_ptr, work_int_ptr,
     sampled = (temperature > 0) & (row_max > float("-inf"))
     top_k_on = (top_k > 0) & (top_k < vocab_size)
     top_k_off = (top_k <= 0) | (top_k >= vocab_size)
+    top_p = tl.load(top_p_ptr + row)
     if sampled & top_k_on & (top_k <= TOP_K_MAX):
         _store_candidates(x, offs, top_k, work_ptr + record, work_int_ptr + record, TOP_K_MAX)
-    elif sampled & top_k_off & (tl.load(top_p_ptr + row) >= 1.0):
+    elif sampled & top_k_off & (top_p < 1.0):
+        _store_candidates(x, offs, TOP_K_MAX, work_ptr + record, work_int_ptr + record, TOP_K_MAX)
+        tl.store(work_ptr + record + MASS, tl.sum(tl.exp((x - row_max) * (1.0 / temperature)), axis=0))
+    elif sampled & top_k_off:
         inv_temp = 1.0 / temperature
         scaled = (x - row_max) * inv_temp
         keep = (x > float("-inf")) & ((tl.exp(scaled) >= tl.load(min_p_ptr + row)) | (x == row_max))
@@ -160,10 +169,9 @@ def _chunk_draw_kernel(logits_ptr, bitmask_ptr, work_ptr, work_int_ptr,
 
 
 @triton.jit
-def _top_k_draw(work_ptr, work_int_ptr, row, num_chunks, row_max, temperature, top_k, top_p, min_p, seed, step,
-                CHUNKS_PAD: tl.constexpr, TOP_K_MAX: tl.constexpr, RECORD: tl.constexpr):
-    """(token, overflowed) of a top-k row from its candidates; overflowed is 1 when ties at the k-th
-    largest logit did not fit a chunk's slots (the token is then wrong and the caller streams the row)."""
+def _candidates(work_ptr, work_int_ptr, row, num_chunks, CHUNKS_PAD: tl.constexpr, TOP_K_MAX: tl.constexpr,
+                RECORD: tl.constexpr):
+    """A row's candidates (logits, ids; -inf in empty slots) and its chunks' floors and overflow values."""
     slots = tl.arange(0, CHUNKS_PAD * TOP_K_MAX)
     chunk_of = slots // TOP_K_MAX
     records = (row * num_chunks + chunk_of) * RECORD
@@ -174,33 +182,78 @@ def _top_k_draw(work_ptr, work_int_ptr, row, num_chunks, row_max, temperature, t
     chunk_records = (row * num_chunks + chunks) * RECORD
     floors = tl.load(work_ptr + chunk_records + FLOOR, mask=chunks < num_chunks, other=float("-inf"))
     overflows = tl.load(work_ptr + chunk_records + OVERFLOW, mask=chunks < num_chunks, other=float("-inf"))
+    return x, ids, floors, overflows
 
-    # The k-th largest candidate (ties kept), bisecting from the highest chunk floor.
-    floor = _bisect_floor(x, float_key(tl.max(floors, axis=0)), float_key(row_max), top_k, top_k)
-    overflowed = tl.max(((overflows == floor) & (overflows > float("-inf"))).to(tl.int32), axis=0)
 
-    scaled = (x - row_max) * (1.0 / temperature)
-    relative = tl.exp(scaled)
-    if top_p < 1.0:  # the largest t >= floor with mass(x >= t) >= top_p * mass(x >= floor)
-        target = top_p * tl.sum(tl.where(x >= floor, relative, 0.0), axis=0)
-        lo = float_key(floor)
-        hi = float_key(row_max)
-        while lo < hi:
-            mid = lo + (hi - lo + 1) // 2
-            probe = key_float(mid)
-            ge = x >= probe
-            mass = tl.sum(tl.where(ge, relative, 0.0), axis=0)
-            above = tl.min(tl.where(ge, x, float("inf")), axis=0)
-            below = tl.max(tl.where(ge, float("-inf"), x), axis=0)
-            enough = mass >= target
-            lo = tl.where(enough, tl.maximum(float_key(above), mid), lo)
-            hi = tl.where(enough, hi, tl.minimum(float_key(below), mid - 1))
-        floor = key_float(lo)
+@triton.jit
+def _overflowed(overflows, floor):
+    """1 when ties at `floor` did not fit some chunk's slots (tokens >= floor are then missing)."""
+    return tl.max(((overflows == floor) & (overflows > float("-inf"))).to(tl.int32), axis=0)
+
+
+@triton.jit
+def _top_p_floor(x, relative, floor, row_max, target):
+    """The largest t >= floor with mass(x >= t) >= target, bisecting float keys snapped to the candidates."""
+    lo = float_key(floor)
+    hi = float_key(row_max)
+    while lo < hi:
+        mid = lo + (hi - lo + 1) // 2
+        probe = key_float(mid)
+        ge = x >= probe
+        mass = tl.sum(tl.where(ge, relative, 0.0), axis=0)
+        above = tl.min(tl.where(ge, x, float("inf")), axis=0)
+        below = tl.max(tl.where(ge, float("-inf"), x), axis=0)
+        enough = mass >= target
+        lo = tl.where(enough, tl.maximum(float_key(above), mid), lo)
+        hi = tl.where(enough, hi, tl.minimum(float_key(below), mid - 1))
+    return key_float(lo)
+
+
+@triton.jit
+def _draw_candidates(x, ids, scaled, relative, floor, row_max, min_p, seed, step):
+    """Gumbel-max over the candidates >= floor that min-p keeps (the lowest id on ties)."""
     keep = (x >= floor) & (x > float("-inf")) & ((relative >= min_p) | (x == row_max))
     score = tl.where(keep, scaled - neg_log_log_uniform(seed, step, ids), float("-inf"))
     best = tl.max(score, axis=0)
     token = tl.min(tl.where(score == best, ids, 2147483647), axis=0)  # candidates lie in token order
-    return token.to(tl.int64), overflowed
+    return token.to(tl.int64)
+
+
+@triton.jit
+def _top_k_draw(work_ptr, work_int_ptr, row, num_chunks, row_max, temperature, top_k, top_p, min_p, seed, step,
+                CHUNKS_PAD: tl.constexpr, TOP_K_MAX: tl.constexpr, RECORD: tl.constexpr):
+    """(token, overflowed) of a top-k row from its candidates; overflowed is 1 when ties at the k-th
+    largest logit did not fit a chunk's slots (the token is then wrong and the caller streams the row)."""
+    x, ids, floors, overflows = _candidates(work_ptr, work_int_ptr, row, num_chunks, CHUNKS_PAD, TOP_K_MAX, RECORD)
+    # The k-th largest candidate (ties kept), bisecting from the highest chunk floor.
+    floor = _bisect_floor(x, float_key(tl.max(floors, axis=0)), float_key(row_max), top_k, top_k)
+    overflowed = _overflowed(overflows, floor)
+    scaled = (x - row_max) * (1.0 / temperature)
+    relative = tl.exp(scaled)
+    if top_p < 1.0:  # the largest t >= floor with mass(x >= t) >= top_p * mass(x >= floor)
+        floor = _top_p_floor(x, relative, floor, row_max, top_p * tl.sum(tl.where(x >= floor, relative, 0.0), axis=0))
+    return _draw_candidates(x, ids, scaled, relative, floor, row_max, min_p, seed, step), overflowed
+
+
+@triton.jit
+def _top_p_draw(work_ptr, work_int_ptr, row, num_chunks, row_max, temperature, top_p, min_p, seed, step,
+                CHUNKS_PAD: tl.constexpr, TOP_K_MAX: tl.constexpr, RECORD: tl.constexpr):
+    """(token, uncovered) of a top-p row without top-k. Every token >= the highest chunk floor F is a
+    candidate, so when their mass reaches top_p * the row's mass the top-p threshold is >= F and is found
+    among the candidates. uncovered is 1 otherwise (a flat row) or when ties at F did not fit a chunk's
+    slots: the caller then streams the row."""
+    x, ids, floors, overflows = _candidates(work_ptr, work_int_ptr, row, num_chunks, CHUNKS_PAD, TOP_K_MAX, RECORD)
+    floor = tl.max(floors, axis=0)
+    chunks = tl.arange(0, CHUNKS_PAD)
+    total = tl.sum(tl.load(work_ptr + (row * num_chunks + chunks) * RECORD + MASS, mask=chunks < num_chunks,
+                           other=0.0), axis=0)
+    scaled = (x - row_max) * (1.0 / temperature)
+    relative = tl.exp(scaled)
+    target = top_p * total
+    uncovered = (tl.sum(tl.where(x >= floor, relative, 0.0), axis=0) < target).to(tl.int32)
+    floor = _top_p_floor(x, relative, floor, row_max, target)
+    token = _draw_candidates(x, ids, scaled, relative, floor, row_max, min_p, seed, step)
+    return token, tl.maximum(uncovered, _overflowed(overflows, tl.max(floors, axis=0)))
 
 
 @triton.jit
@@ -228,13 +281,18 @@ def _merge_kernel(logits_ptr, bitmask_ptr, work_ptr, work_int_ptr,
     sampled = (temperature > 0) & has_token
     top_k_on = (top_k > 0) & (top_k < vocab_size)
     top_k_off = (top_k <= 0) | (top_k >= vocab_size)
-    streamed = sampled & ((top_k_on & (top_k > TOP_K_MAX)) | (top_k_off & (top_p < 1.0)))
+    streamed = sampled & top_k_on & (top_k > TOP_K_MAX)
     if sampled & top_k_on & (top_k <= TOP_K_MAX):
         token, overflowed = _top_k_draw(work_ptr, work_int_ptr, row, num_chunks, row_max, temperature, top_k, top_p,
                                    tl.load(min_p_ptr + row), tl.load(seed_ptr + row), tl.load(step_ptr + row),
                                    CHUNKS_PAD, TOP_K_MAX, RECORD)
         streamed = overflowed > 0
-    elif sampled & top_k_off & (top_p >= 1.0):
+    elif sampled & top_k_off & (top_p < 1.0):
+        token, uncovered = _top_p_draw(work_ptr, work_int_ptr, row, num_chunks, row_max, temperature, top_p,
+                                       tl.load(min_p_ptr + row), tl.load(seed_ptr + row), tl.load(step_ptr + row),
+                                       CHUNKS_PAD, TOP_K_MAX, RECORD)
+        streamed = uncovered > 0
+    elif sampled & top_k_off:
         scores = tl.load(work_ptr + chunk_records + BEST, mask=present, other=float("-inf"))
         token = tl.load(work_int_ptr + (row * num_chunks + tl.argmax(scores, axis=0)) * RECORD + BEST_ID)
         token = token.to(tl.int64)
