@@ -55,10 +55,12 @@ def kernel_cases(device: str, smoke: bool) -> list[tuple[str, int, object]]:
     bitmask = torch.randint(-2**31, 2**31 - 1, (rows, -(-vocab // 32)), dtype=torch.int32, device=device)
     kv_bytes = kv_heads * dim * 2 * elt  # K and V of one token
 
-    def sampler(temperature, top_k, top_p):
+    flat_logits = torch.randn(rows, vocab, device=device) * 0.5  # a nucleus of most of the vocabulary
+
+    def sampler(temperature, top_k, top_p, scores=logits):
         params = kernels.SamplingTensors.from_lists([temperature] * rows, [top_k] * rows, [top_p] * rows,
                                                     [0.0] * rows, list(range(rows)), [5] * rows, device=device)
-        return lambda: kernels.sample(logits, params, bitmask)
+        return lambda: kernels.sample(scores, params, bitmask)
 
     logit_bytes = rows * vocab * 4 + bitmask.numel() * 4
     hidden, inter = (2048, 8192) if gpu else (256, 512)
@@ -91,6 +93,8 @@ def kernel_cases(device: str, smoke: bool) -> list[tuple[str, int, object]]:
         (f"sample T=0.8 {rows} x {vocab} (masked)", logit_bytes, sampler(0.8, 0, 1.0)),
         (f"sample T=0.8 top-k 50 top-p 0.9 {rows} x {vocab} (masked)", logit_bytes, sampler(0.8, 50, 0.9)),
         (f"sample T=0.8 top-p 0.9, no top-k {rows} x {vocab} (masked)", logit_bytes, sampler(0.8, 0, 0.9)),
+        (f"sample T=0.8 top-p 0.9, no top-k, flat logits (rows streamed) {rows} x {vocab} (masked)", logit_bytes,
+         sampler(0.8, 0, 0.9, flat_logits)),
     ]
 
 

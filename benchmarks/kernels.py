@@ -113,6 +113,8 @@ def build_cases(device: str) -> list[Case]:
         _sample_case(device, rows, vocab, "greedy", 0.0, 0, 1.0),
         _sample_case(device, rows, vocab, "T=0.8", 0.8, 0, 1.0),
         _sample_case(device, rows, vocab, "T=0.8 top-k 50 top-p 0.9", 0.8, 50, 0.9),
+        _sample_case(device, rows, vocab, "T=0.8 top-p 0.9", 0.8, 0, 0.9),
+        _sample_case(device, rows, vocab, "T=1.0 top-p 0.95", 1.0, 0, 0.95),
     ]
 
 
