@@ -74,3 +74,25 @@ def test_the_deepseek_vocabulary_model_loads_and_chats(tmp_path):
     out = llm.chat([{"role": "user", "content": "Hi"}], SamplingParams(temperature=0, max_tokens=4, ignore_eos=True),
                    use_tqdm=False)[0]
     assert len(out.outputs[0].token_ids) == 4 and out.error is None
+
+
+def test_parity_rows_run_and_agree_between_sync_and_async_on_the_cpu():
+    """The rows `graph_parity` compares on a GPU (top-p alone with penalties, logit bias with min_tokens, a
+    JSON schema) are valid requests, and the CPU engine draws the same tokens with async scheduling."""
+    import sys
+
+    sys.path.insert(0, str(SCRIPT.parent.parent / "tests"))
+    from tiny_models import tiny_model_dir
+
+    from formwork.core import LLM
+
+    params = _load().parity_params(12)
+    prompts = [[5 + i, 17, 30 + 2 * i, 9, 40] for i in range(len(params))]
+    runs = []
+    for overlap in (False, True):
+        llm = LLM(tiny_model_dir("llama"), device="cpu", dtype="float32", max_num_seqs=8, async_scheduling=overlap,
+                  enable_jump_forward=False)
+        outs = llm.generate(prompts, params, use_tqdm=False)
+        assert all(out.error is None for out in outs)
+        runs.append([out.outputs[0].token_ids for out in outs])
+    assert runs[0] == runs[1] and all(runs[0])
