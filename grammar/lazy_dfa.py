@@ -15,6 +15,7 @@ from collections.abc import Callable, Hashable
 
 import numpy as np
 
+from formwork.grammar._trie_walk import live_bytes as _live_bytes
 from formwork.grammar.budget import CompileBudget
 from formwork.grammar.dfa import DEAD, DFA, START, minimize
 from formwork.grammar.gc_pause import paused_gc
@@ -27,26 +28,9 @@ _KEYS = itertools.count()
 _ROOTS: "OrderedDict[Hashable, int]" = OrderedDict()  # IR root -> small id, for cache keys
 _ROOTS_LOCK = threading.Lock()
 _MAX_ROOTS = 4096
-_ALL_BYTES = bytes(range(256))
 _PAUSE_GC_FROM = 64  # expanding this many states at once pauses the cyclic garbage collector
-_CLASS_BYTES: dict[bytes, list[bytes]] = {}  # class_of_byte's bytes -> each class's bytes (`_class_bytes`)
-_MAX_CLASS_BYTES = 1024
 _MAX_IDS = 4096  # `state_of` answers kept per automaton
 _EXPAND_CHUNK = 2048  # states built between two budget checks in `expand_all` (~25 ms of CPU at most)
-
-
-def _class_bytes(builder: SubsetBuilder) -> list[bytes]:
-    """Each byte class's bytes, shared by the automata with the same classes (most lexemes of a
-    kind, and every schema's key lexeme, cut the bytes alike)."""
-    key = builder.class_of_byte.tobytes()
-    got = _CLASS_BYTES.get(key)
-    if got is None:
-        starts = builder.class_starts
-        got = [_ALL_BYTES[starts[c]: starts[c + 1]] for c in range(len(starts) - 1)]
-        if len(_CLASS_BYTES) >= _MAX_CLASS_BYTES:
-            _CLASS_BYTES.clear()
-        _CLASS_BYTES[key] = got
-    return got
 
 
 def _root_id(root: Hashable | None) -> int:
@@ -85,7 +69,6 @@ class LazyDFA:
         self._cache: dict = {}
         self._root = _root_id(root)
         self._class_list: list[int] | None = None  # class_of_byte as a list, for `walk`
-        self._class_bytes: list[bytes] | None = None  # each byte class's bytes, for `live_bytes`
         self._live: dict[int, bytes] = {}  # `live_bytes` per state asked
         self._ids: dict[frozenset[int] | tuple[int, ...], int] = {}  # `state_of`'s answers (a set's id never changes)
         self._automata: dict[int, tuple[Node, LazyDFA]] = {}  # `_automaton_of`: id(lexeme) -> (lexeme, automaton)
@@ -255,10 +238,7 @@ class LazyDFA:
         if got is not None:
             return got
         self.ensure_one(s)
-        spelled = self._class_bytes
-        if spelled is None:
-            spelled = self._class_bytes = _class_bytes(self._b)
-        got = self._live[s] = b"".join([spelled[c] for c in self._rows_k[s].nonzero()[0].tolist()])
+        got = self._live[s] = _live_bytes(self._rows_k, self._b.class_of_byte, s)
         return got
 
     def class_row(self, s: int) -> np.ndarray:

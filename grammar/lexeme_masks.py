@@ -7,10 +7,10 @@ from typing import Protocol
 import numpy as np
 
 from formwork.grammar.dfa import DFA
-from formwork.grammar.follow_exits import exit_seeds_after
+from formwork.grammar.follow_exits import exit_nodes_after
 from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.lexemes import HORIZON, LexemeState, counted_place
-from formwork.grammar.native_walk import walk_into
+from formwork.grammar.native_walk import walk_after
 from formwork.grammar.slices import TokenSlice
 from formwork.grammar.vocabulary import Vocabulary
 
@@ -54,34 +54,20 @@ def lexeme_mask_into(words: np.ndarray, cache: MaskSource, dfa: LazyDFA, where: 
                      max_seconds: float | None, deadline: float | None) -> np.ndarray:
     """The packed mask of a document state inside a lexeme: the tokens inside the lexeme (the
     lexeme's own mask, returned) and, written into `words` (all zero), the tokens that leave it
-    part way and (where it may end here) the tokens of the state after it, all found by one walk
-    from seeds: the exit seeds of each byte that may follow the lexeme, and where it may end here
-    the root's children that spell such a byte (the whole walk of the state after it)."""
+    part way and (where it may end here) the tokens of the state after it, all found by one
+    native walk (`walk_after`): from the exit seeds of the bytes that may follow the lexeme, each
+    in the state after that byte, and where the lexeme may end here from the root in the state
+    after it."""
     trie = cache.vocab.trie
     automaton, state, after = where.automaton, where.state, where.after
     counted = where.counted if trie.max_depth <= HORIZON else None
     inside = cache.lexeme_base(*((counted.automaton, counted.state) if counted else (automaton, state)), max_seconds)
-    follow = dfa.live_bytes(after)
-    nodes: list[int] = []
-    states: list[int] = []
-    next_state: dict[int, int] = {}  # the document state after `after` and each follow byte asked
-    if where.ends:
-        first = trie.first_nodes
-        for byte in follow:
-            node = first.get(byte)
-            if node is not None:
-                nodes.append(node)
-                states.append(next_state.setdefault(byte, dfa.walk(after, bytes((byte,)))))
-        if dfa.accepting[after]:
-            words |= cache.stop_words
+    follow = dfa.live_bytes(after)  # (builds the row of `after`, which `walk_after` reads)
+    if where.ends and dfa.accepting[after]:
+        words |= cache.stop_words
     if counted is not None and counted.past_min:  # ends where the shared automaton ends: its exits
         automaton, state = counted.automaton, counted.state
-    for byte, found in exit_seeds_after(trie, automaton, state, follow):
-        nodes += found
-        to = next_state.get(byte)
-        if to is None:
-            to = next_state[byte] = dfa.walk(after, bytes((byte,)))
-        states += [to] * len(found)
-    if nodes:
-        walk_into(trie, dfa, nodes, states, words, deadline)
+    exits = exit_nodes_after(trie, automaton, state, follow) if follow else b""
+    if exits or (where.ends and follow):
+        walk_after(trie, dfa, exits, after, where.ends, words, deadline)
     return inside

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from formwork.grammar._trie_walk import follow as _follow, walk as _walk
+from formwork.grammar._trie_walk import follow as _follow, walk as _walk, walk_after as _walk_after
 from formwork.grammar.errors import GrammarBudgetError
 from formwork.grammar.token_trie import TokenTrie
 
@@ -59,6 +59,27 @@ def _walk_seeds(trie: TokenTrie, dfa, nodes: np.ndarray | bytes, states: np.ndar
     if len(found) == 1:  # one round (the usual case): no copy
         return found[0]
     return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+
+
+def walk_after(trie: TokenTrie, dfa, exit_nodes: bytes, after: int, from_root: bool, words: np.ndarray,
+               deadline: float | None = None) -> None:
+    """OR into `words` the tokens that leave a lexeme and go on in the document: from each exit
+    node (non-root nodes, native int64 bytes) in the state its byte leads to from `after` (the
+    lexeme's state after, whose row is built), and with `from_root` every token of `after`
+    itself; one native call (`walk_into` for the rounds after one blocked on missing rows)."""
+    rows, class_of_byte, expanded, accepting, core = dfa.walk_tables()
+    seconds = -1.0 if deadline is None else max(0.0, deadline - time.perf_counter())
+    blocked = _walk_after(rows, class_of_byte, expanded, accepting, trie.walk_layout, exit_nodes, after, from_root,
+                          words, core, seconds)
+    if core is not None:
+        dfa.record_new()
+    if blocked:
+        if deadline is not None and time.perf_counter() > deadline:
+            raise GrammarBudgetError("token mask computation exceeded its step budget")
+        pairs = np.frombuffer(blocked, dtype=np.int64)
+        states = pairs[1::2].copy()
+        dfa.ensure(states)
+        _walk_seeds(trie, dfa, pairs[0::2].copy(), states, words, deadline, False, None)
 
 
 def walk_state(trie: TokenTrie, dfa, state: int, words: np.ndarray, deadline: float | None = None,

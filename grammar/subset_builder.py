@@ -7,8 +7,6 @@ non-empty state set has a non-empty language and the empty set is exactly the de
 """
 from __future__ import annotations
 
-from functools import cached_property
-
 import numpy as np
 
 from formwork.grammar._subset import SubsetCore
@@ -43,13 +41,6 @@ class SubsetBuilder:
     def closure(self, q: int) -> tuple[int, ...]:
         """The states `q` reaches by epsilon moves (itself included), sorted."""
         return self.core.closure(q)
-
-    @cached_property
-    def class_starts(self) -> list[int]:
-        """The first byte of each class, then 256: class c is bytes `class_starts[c]` up to the
-        next start (classes are ranges, in byte order)."""
-        classes = self.class_of_byte
-        return [0] + (np.flatnonzero(classes[1:] != classes[:-1]) + 1).tolist() + [256]
 
     def accepting_flags(self, start: int) -> np.ndarray:
         """The accepting flag of every state from `start` on."""

@@ -113,11 +113,6 @@ class TokenTrie:
         return layout(*self.flat_arrays)
 
     @cached_property
-    def first_nodes(self) -> dict[int, int]:
-        """The depth-0 node (global number) of each byte that some token starts with."""
-        return {byte: node for node, byte in enumerate(self.level_bytes[0].tolist())} if self.max_depth else {}
-
-    @cached_property
     def global_parent(self) -> np.ndarray:
         """The parent of every node as a global node number (depth-0 nodes: the root, `num_nodes`)."""
         parent = np.full(self.num_nodes, self.num_nodes, dtype=np.int64)

@@ -116,7 +116,7 @@ def test_any_string_value_replays_through_lexeme_masks(vocab, plain, text):
 def test_exit_seeds_are_the_follow_byte_after_a_complete_prefix():
     from formwork.grammar.automaton import AutomatonBuilder
     from formwork.grammar.dfa import START
-    from formwork.grammar.follow_exits import exit_seeds, exit_seeds_after
+    from formwork.grammar.follow_exits import exit_nodes_after, exit_seeds, exit_seeds_after
     from formwork.grammar.token_trie import TokenTrie
 
     tokens = [b'ab"', b'a"x', b'"', b'abc"}', b'x', b'a1"', b'"q"', b'zz']
@@ -132,8 +132,10 @@ def test_exit_seeds_are_the_follow_byte_after_a_complete_prefix():
     assert after == tuple((byte, exit_seeds(trie, word, START, byte)) for byte in b'"1')
     assert {prefixes[n] for n in after[1][1]} == {b"a1"}  # 'a' is a word, then '1'
     assert exit_seeds_after(trie, word, START, b"}") == ()
+    kept = exit_nodes_after(trie, word, START, b'"1}')  # what the memo keeps: every byte's seeds, ascending
+    assert np.frombuffer(kept, dtype=np.int64).tolist() == sorted(n for _, seeds in after for n in seeds)
     gc.collect()
-    assert not gc.is_tracked(after)  # kept as tuples of ints: full collections do not walk the memo
+    assert not gc.is_tracked(kept)  # kept as bytes: full collections do not walk the memo
 
 
 def test_automaton_tables_are_invisible_to_the_cycle_collector(vocab):

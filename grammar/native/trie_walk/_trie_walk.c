@@ -41,17 +41,10 @@ static void release_walk(Walk *w) {
     for (int i = 0; i < NBUF; i++) PyBuffer_Release(&w->b[i]);
 }
 
-/* Parses the arguments of `walk` and `follow` (the same layout) into `w`: 0, or -1 with an
- * exception set (the buffers released). */
-static int parse_walk(Walk *w, PyObject *args, const char *name) {
-    memset(w, 0, sizeof(*w));
-    w->core = Py_None;
-    w->seconds = -1.0;
+/* Checks the buffers `parse_walk` (or `walk_after`) read into `w` and sets its pointers: 0, or -1
+ * with an exception set (the buffers released). */
+static int check_walk(Walk *w, PyObject *keep, const char *name) {
     Py_buffer *b = w->b;
-    PyObject *keep = Py_None;
-    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*w*p|OdO", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &b[7],
-                          &w->want_exits, &w->core, &w->seconds, &keep))
-        return -1;
     if (keep != Py_None) {
         if (PyObject_GetBuffer(keep, &b[8], PyBUF_SIMPLE)) {
             release_walk(w);
@@ -117,6 +110,20 @@ static int parse_walk(Walk *w, PyObject *args, const char *name) {
     }
     return 0;
 }
+/* Parses the arguments of `walk` and `follow` (the same layout) into `w`: 0, or -1 with an
+ * exception set (the buffers released). */
+static int parse_walk(Walk *w, PyObject *args, const char *name) {
+    memset(w, 0, sizeof(*w));
+    w->core = Py_None;
+    w->seconds = -1.0;
+    Py_buffer *b = w->b;
+    PyObject *keep = Py_None;
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*y*w*p|OdO", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &b[6], &b[7],
+                          &w->want_exits, &w->core, &w->seconds, &keep))
+        return -1;
+    return check_walk(w, keep, name);
+}
+
 static PyObject *walk(PyObject *self, PyObject *args) {
     Walk w;
     if (parse_walk(&w, args, "walk")) return NULL;
@@ -213,10 +220,104 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(walk_after_doc,
+"walk_after(rows, class_of_byte, expanded, accepting, layout, exit_nodes, after, from_root, words,\n"
+"           core=None, seconds=-1) -> blocked\n\n"
+"The walk of a document state inside a lexeme, past the lexeme: `walk` from each exit node\n"
+"(non-root nodes, int64) in the state its byte leads to from state `after` (the state after the\n"
+"lexeme, whose row must be built; the nodes whose byte it refuses are left out) and, with\n"
+"`from_root`, from the root in state `after` (the tokens of the state after the lexeme).  The\n"
+"tokens are OR-ed into `words`; `blocked` as `walk` gives it.");
+
+/* `walk_after` (see its docstring): the seeds are made from `after`'s row, then one walk. */
+static PyObject *walk_after(PyObject *self, PyObject *args) {
+    Walk w;
+    long long after;
+    int from_root;
+    memset(&w, 0, sizeof(w));
+    w.core = Py_None;
+    w.seconds = -1.0;
+    Py_buffer *b = w.b;
+    /* b[6] stays empty: the seeds are made here, not read */
+    if (!PyArg_ParseTuple(args, "y*y*y*y*y*y*Lpw*|Od", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &after,
+                          &from_root, &b[7], &w.core, &w.seconds))
+        return NULL;
+    if (check_walk(&w, Py_None, "walk_after")) return NULL;
+    PyObject *result = NULL;
+    Vec seeds = {0}, blocked = {0}, exits = {0};
+    const int64_t *nodes = b[5].buf, num_nodes = b[5].len / 8;
+    if (b[5].len % 8) {
+        PyErr_SetString(PyExc_ValueError, "walk_after: inconsistent array sizes");
+        goto done;
+    }
+    if (after < 1 || after >= w.num_states || !w.expanded[after]) {
+        PyErr_SetString(PyExc_ValueError, "walk_after: the state after the lexeme has no row");
+        goto done;
+    }
+    const int32_t *row = w.rows + after * w.num_classes;
+    if (vec_reserve(&seeds, 2 * (num_nodes + 1))) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (from_root) vec_push2(&seeds, w.root, after);
+    for (int64_t i = 0; i < num_nodes; i++) {
+        if (nodes[i] < 0 || nodes[i] >= w.root) {
+            PyErr_SetString(PyExc_ValueError, "walk_after: exit node out of range");
+            goto done;
+        }
+        int64_t st = row[w.class_of_byte[w.byte[nodes[i]]]];
+        if (st) vec_push2(&seeds, nodes[i], st);
+    }
+    if (trie_run_walk(&w, seeds.data, seeds.len / 2, &blocked, &exits)) goto done;
+    result = vec_bytes(&blocked);
+done:
+    free(seeds.data);
+    free(blocked.data);
+    free(exits.data);
+    release_walk(&w);
+    return result;
+}
+
+PyDoc_STRVAR(live_bytes_doc,
+"live_bytes(rows, class_of_byte, state) -> bytes\n\n"
+"The bytes (ascending) with a live move out of `state`: `rows` holds a row of next states per\n"
+"state (int32, a column per byte class), `class_of_byte` (int32 [256]) names each byte's class.");
+
+static PyObject *live_bytes(PyObject *self, PyObject *args) {
+    Py_buffer rows = {0}, classes = {0};
+    long long state;
+    if (!PyArg_ParseTuple(args, "y*y*L", &rows, &classes, &state)) return NULL;
+    PyObject *result = NULL;
+    const int32_t *class_of_byte = classes.buf;
+    int64_t num_classes = 0; /* the largest class plus one; 0 if a class is negative */
+    for (int i = 0; classes.len == 256 * 4 && i < 256; i++) {
+        if (class_of_byte[i] < 0) {
+            num_classes = 0;
+            break;
+        }
+        if (class_of_byte[i] >= num_classes) num_classes = class_of_byte[i] + 1;
+    }
+    if (num_classes < 1 || rows.len % (4 * num_classes) || state < 0 || state >= rows.len / (4 * num_classes)) {
+        PyErr_SetString(PyExc_ValueError, "live_bytes: inconsistent arguments");
+        goto done;
+    }
+    const int32_t *row = (const int32_t *)rows.buf + state * num_classes;
+    char live[256];
+    Py_ssize_t count = 0;
+    for (int i = 0; i < 256; i++)
+        if (row[class_of_byte[i]]) live[count++] = (char)i;
+    result = PyBytes_FromStringAndSize(live, count);
+done:
+    PyBuffer_Release(&rows);
+    PyBuffer_Release(&classes);
+    return result;
+}
 
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, walk_doc},
     {"follow", follow, METH_VARARGS, follow_doc},
+    {"walk_after", walk_after, METH_VARARGS, walk_after_doc},
+    {"live_bytes", live_bytes, METH_VARARGS, live_bytes_doc},
     {"layout", trie_layout, METH_VARARGS, layout_doc},
     {"exit_bytes", trie_exit_bytes, METH_VARARGS, exit_bytes_doc},
     {NULL, NULL, 0, NULL},
