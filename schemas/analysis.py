@@ -8,8 +8,10 @@ of the root document that nothing reaches are listed apart (`Analysis.unreached`
 """
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Optional
 
 from formwork.schemas.dialects import foreign_keyword
 from formwork.schemas.drafts import Draft, draft_of
@@ -57,8 +59,19 @@ class Analysis:
     target_drafts: dict[Location, Draft] = field(default_factory=dict)
     target_sites: dict[Location, list[tuple[Location, bool]]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
-    unreached: list[Problem] = field(default_factory=list)
     visited: set[Location] = field(default_factory=set)
+    #: lists the unreached definitions' problems (None: there are none); run on first use of
+    #: `unreached`: compiling never reads them, only a report to the user does
+    report_unreached: Optional[Callable[[], list[Problem]]] = field(default=None, repr=False)
+    _unreached: Optional[list[Problem]] = field(default=None, repr=False)
+
+    @property
+    def unreached(self) -> list[Problem]:
+        """Infos for unsupported keywords in root-document definitions no `$ref` reaches."""
+        if self._unreached is None:
+            self._unreached = self.report_unreached() if self.report_unreached is not None else []
+            self.report_unreached = None
+        return self._unreached
 
 
 #: A subschema waiting in the walk: (schema, location, resolver, draft, whether inside an
@@ -205,43 +218,48 @@ class _Analyser:
                                                     keyword, verdict.reason, severity))
 
 
-    def report_unreached_definitions(self, root: Any) -> None:
-        """Info problems for unsupported keywords in root-document definitions never reached."""
-        uri, visited = self.index.root_uri, self.result.visited
-        stack: list[tuple[Any, str, Draft, bool]] = [(root, "", self.root_draft, False)]
-        while stack:
-            schema, pointer, draft, in_definition = stack.pop()
-            if not isinstance(schema, dict):
+def unreached_definitions(uri: str, root: Any, root_draft: Draft, visited: set[Location]
+                          ) -> list[Problem]:
+    """Info problems for unsupported keywords in definitions of the root document (`root` at
+    `uri`) that the walk never `visited`."""
+    found: list[Problem] = []
+    stack: list[tuple[Any, str, Draft, bool]] = [(root, "", root_draft, False)]
+    while stack:
+        schema, pointer, draft, in_definition = stack.pop()
+        if not isinstance(schema, dict):
+            continue
+        if "$schema" in schema:
+            try:
+                draft = _nested_draft(schema, draft, pointer)
+            except UnknownDraftError:
                 continue
-            if "$schema" in schema:
-                try:
-                    draft = _nested_draft(schema, draft, pointer)
-                except UnknownDraftError:
-                    continue
-            unreached = in_definition and Location(uri, pointer) not in visited
-            children = []
-            for keyword, tokens, sub, _ in subschema_tuples(schema, draft.name):
-                if unreached and classify(keyword, schema[keyword], draft.name,
-                                          schema).kind is KeywordKind.UNSUPPORTED:
-                    continue
-                children.append((sub, child(pointer, *tokens), draft,
-                                 in_definition or keyword in DEFINITION_CONTAINERS))
-            stack.extend(reversed(children))
-            if not unreached:
+        unreached = in_definition and Location(uri, pointer) not in visited
+        children = []
+        for keyword, tokens, sub, _ in subschema_tuples(schema, draft.name):
+            if unreached and classify(keyword, schema[keyword], draft.name,
+                                      schema).kind is KeywordKind.UNSUPPORTED:
                 continue
-            for keyword, value in schema.items():
-                verdict = classify(keyword, value, draft.name, schema)
-                if verdict.kind is KeywordKind.UNSUPPORTED:
-                    self.result.unreached.append(Problem(
-                        child(pointer, keyword), keyword,
-                        f"in a definition no $ref reaches (not compiled): {verdict.reason}",
-                        Severity.INFO))
+            children.append((sub, child(pointer, *tokens), draft,
+                             in_definition or keyword in DEFINITION_CONTAINERS))
+        stack.extend(reversed(children))
+        if not unreached:
+            continue
+        for keyword, value in schema.items():
+            verdict = classify(keyword, value, draft.name, schema)
+            if verdict.kind is KeywordKind.UNSUPPORTED:
+                found.append(Problem(
+                    child(pointer, keyword), keyword,
+                    f"in a definition no $ref reaches (not compiled): {verdict.reason}",
+                    Severity.INFO))
+    return found
 
 
 def analyse(index: RefIndex, root: Any, draft: Draft) -> Analysis:
-    """Traverse `root` and everything its references reach; see the module docstring."""
+    """Traverse `root` and everything its references reach; see the module docstring.  The
+    unreached definitions are walked only when `Analysis.unreached` is first read."""
     analyser = _Analyser(index, root, draft)
     analyser.run()
     if analyser.saw_definitions:
-        analyser.report_unreached_definitions(root)
+        analyser.result.report_unreached = functools.partial(
+            unreached_definitions, index.root_uri, root, draft, analyser.result.visited)
     return analyser.result

@@ -58,3 +58,21 @@ def test_unreached_definitions_match_the_full_report(monkeypatch: pytest.MonkeyP
 @pytest.mark.parametrize("schema", CASES[:4] + [CASES[5]], ids=range(5))
 def test_each_hand_made_definition_case_reports(schema: Any) -> None:
     assert _unreached(schema), schema
+
+
+def test_loading_leaves_the_unreached_report_until_it_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    # compiling never reads the report: loading must not walk the unreached definitions
+    calls = []
+    real = analysis.unreached_definitions
+
+    def counted(*args: Any) -> Any:
+        calls.append(args)
+        return real(*args)
+
+    monkeypatch.setattr(analysis, "unreached_definitions", counted)
+    document = load_schema(CASES[0])
+    assert not calls
+    infos = [p for p in document.problems() if "no $ref reaches" in p.reason]
+    assert len(calls) == 1 and [p.pointer for p in infos] == ["/$defs/unused/pattern"]
+    assert document._analysis.unreached == infos
+    assert len(calls) == 1  # kept once made
