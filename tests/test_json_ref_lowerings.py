@@ -214,3 +214,28 @@ def test_a_pinned_lexeme_outlives_evictions(monkeypatch: pytest.MonkeyPatch) -> 
         lexemes.lexeme(repeat(Bytes(b"lexeme %d" % i), 2, 3))
     assert lexemes.is_lexeme(ANY_CONTENT) and lexemes.is_open_ended(ANY_CONTENT)
     assert not lexemes.is_lexeme(repeat(Bytes(b"lexeme 1"), 2, 3))
+
+
+def _site_document(name: str) -> dict[str, Any]:
+    """A document whose one `$ref` site (to a definition particular to `name`) is kept."""
+    return {"type": "object", "properties": {"a": {"$ref": f"#/$defs/{name}"}},
+            "$defs": {name: {"type": "object", "properties": {name: {"type": "integer"}}}}}
+
+
+def test_the_table_drops_the_least_recently_used_site(monkeypatch: pytest.MonkeyPatch,
+                                                     roomy_tables: None) -> None:
+    # a family compiled again and again keeps its sites while others come and go (a table
+    # cleared when full dropped them all at once, and the family's next compile lowered afresh,
+    # keeping a new entry)
+    monkeypatch.setattr(ref_lowerings, "MAX_KEPT", 4)
+    ref_lowerings.clear()
+    family = _site_document("family")
+    lower_json_schema(family)
+    (kept,) = ref_lowerings._KEPT.values()
+    for i in range(12):
+        lower_json_schema(_site_document(f"other{i}"))
+        assert len(ref_lowerings._KEPT) <= 4
+        if i % 2:  # the family is compiled again every other schema: found, so used last
+            lower_json_schema(family)
+            assert any(entry is kept for entry in ref_lowerings._KEPT.values())
+    assert b"family" not in next(iter(ref_lowerings._KEPT))[2]  # the oldest site is another's

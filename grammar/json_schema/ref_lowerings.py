@@ -17,7 +17,9 @@ closure uses `$id`, anchors or dynamic references, or reaches another document; 
 open values are unbounded (`max_nesting_depth=None`: they are a grammar rule).  What the kept
 lowering did to the lowerer's counters is replayed on reuse (rule numbers, the open-value hint,
 the nesting depth it reached, so a reuse where the lowering would have been refused for
-nesting lowers afresh and is refused).  Its IR holds shared marks and lexemes whose tables
+nesting lowers afresh and is refused).  The table keeps the sites used last (`MAX_KEPT`): a
+family of schemas compiled after many others still finds its shared sites (a table cleared when
+full lost them all at once).  Its IR holds shared marks and lexemes whose tables
 evict their oldest entries when full: once either table has evicted one, the sites kept before
 are lowered afresh (and kept again).  A reuse leaves no within-compile memo entries for the
 subschemas inside the site, so a later identical one (the `true` of an `additionalProperties`) is
@@ -29,6 +31,7 @@ from __future__ import annotations
 import itertools
 import pickle
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -40,7 +43,7 @@ if TYPE_CHECKING:
     from formwork.grammar.json_schema.expand import Sub
     from formwork.grammar.json_schema.lowering import Lowerer
 
-MAX_KEPT = 2048  # lowered sites kept (the table is cleared when full)
+MAX_KEPT = 2048  # lowered sites kept (the least recently used dropped past it)
 #: keys a `$ref` site may hold besides `$ref` (none of them changes its language)
 _SITE_KEYS = ANNOTATION_KEYWORDS | {"$ref"}
 #: bytes in a serialised closure that make resolution depend on more than the pointers
@@ -73,7 +76,7 @@ class _Recording:
     state: tuple[int, ...]
 
 
-_KEPT: dict[tuple, KeptLowering] = {}
+_KEPT: OrderedDict[tuple, KeptLowering] = OrderedDict()  # oldest use first
 _LOCK = threading.Lock()
 
 
@@ -120,7 +123,7 @@ class RefLowerings:
         if key is None:
             return None
         start = len(lw._frames)
-        kept = _live(_KEPT.get(key))
+        kept = _used(key)
         if kept is not None and start + kept.frames < self._max_frames:
             lw._rule_ids = itertools.count(next(lw._rule_ids) + kept.rule_ids)
             if kept.open_values:
@@ -141,10 +144,11 @@ class RefLowerings:
         taken = next(lw._rule_ids) - recording.first_rule
         lw._rule_ids = itertools.count(recording.first_rule + taken)
         with _LOCK:
-            if len(_KEPT) >= MAX_KEPT:
-                _KEPT.clear()
             _KEPT[recording.key] = KeptLowering(node, taken, lw.any_value.calls != recording.calls,
                                                 deepest - recording.start, _evictions())
+            _KEPT.move_to_end(recording.key)
+            if len(_KEPT) > MAX_KEPT:
+                _KEPT.popitem(last=False)
 
     def _key(self, sub: "Sub", depth: int) -> Optional[tuple]:
         """The contents `sub`'s lowering reads, or None when it is not a plain `$ref` site of the
@@ -207,6 +211,15 @@ class RefLowerings:
 def _evictions() -> int:
     """Shared marks and lexemes evicted so far (both counts only grow)."""
     return shared_nodes.evictions() + lexemes.evictions()
+
+
+def _used(key: tuple) -> Optional[KeptLowering]:
+    """The live lowering kept for `key` (see `_live`), marked as used last; None if there is none."""
+    with _LOCK:
+        kept = _live(_KEPT.get(key))
+        if kept is not None:
+            _KEPT.move_to_end(key)
+    return kept
 
 
 def _live(kept: Optional[KeptLowering]) -> Optional[KeptLowering]:
