@@ -239,3 +239,25 @@ def test_the_table_drops_the_least_recently_used_site(monkeypatch: pytest.Monkey
             lower_json_schema(family)
             assert any(entry is kept for entry in ref_lowerings._KEPT.values())
     assert b"family" not in next(iter(ref_lowerings._KEPT))[2]  # the oldest site is another's
+
+
+@pytest.mark.parametrize("description", ["metadata is the standard object metadata.", "$id or $anchor in prose"])
+def test_a_site_is_found_whatever_its_annotations(description: str, roomy_tables: None,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # the Kubernetes kinds word `metadata`'s description apart: the same $ref, the same language
+    def document(annotations: dict[str, Any]) -> dict[str, Any]:
+        meta = {"type": "object", "properties": {"name": {"type": "string"}, "n": {"type": "integer"}},
+                "additionalProperties": False}
+        return {"type": "object", "properties": {"metadata": {"$ref": "#/$defs/Meta", **annotations}},
+                "$defs": {"Meta": meta}}
+
+    other = document({"description": description, "title": "t", "default": {}, "examples": [1]})
+    fresh = _fresh(other)
+    ref_lowerings.clear()
+    lower_json_schema(document({"description": "Standard object's metadata."}))
+    begun = []
+    begin = ref_lowerings.RefLowerings.begin
+    monkeypatch.setattr(ref_lowerings.RefLowerings, "begin",
+                        lambda self, *args: begun.append(begin(self, *args)) or begun[-1])
+    assert _renumbered(ir_text(lower_json_schema(other).node)) == _renumbered(fresh)
+    assert [r.kept is not None for r in begun if r is not None] == [True]  # the site was found

@@ -4,7 +4,8 @@ Real-world schemas of one family repeat whole definitions: every Kubernetes kind
 `ObjectMeta` and its four definitions, a bundle of API schemas its shared types.  A `$ref` site
 (a subschema holding `$ref` and annotations only) lowers to the same IR wherever the contents it
 reaches are the same, so its IR is kept in a process-wide table keyed by those contents: the
-site itself and every `$ref` target reachable from it (the analysis's reference graph), each with
+site's `$ref` (not its annotations: the Kubernetes kinds describe `metadata` in 14 ways) and
+every `$ref` target reachable from it (the analysis's reference graph), each with
 its JSON pointer, serialised with `pickle` (exact: it keeps key order, 1 / 1.0 / True apart, and
 equal bytes unpickle to equal values), with the draft, the options and the depth where the
 lowering depends on it.  So is an inline subschema with `oneOf`/`anyOf` that reaches nothing
@@ -162,7 +163,7 @@ class RefLowerings:
         site = analysis.sites.get(type(analysis.root)(root_uri, sub.pointer))
         if site is None or site.ref != schema["$ref"]:
             return None
-        site_bytes = _pickled(schema)
+        site_bytes = _pickled(schema["$ref"])  # its annotations change nothing (kinds word them apart)
         if site_bytes is None:
             return None
         if any(scoped in site_bytes for scoped in _SCOPED):
