@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import torch
 
+from formwork.core.host_to_device import is_on
+
 
 class BitmaskUpload:
     """Copies packed bitmasks [rows, words] to a device; on CUDA from pinned memory without blocking."""
@@ -36,7 +38,7 @@ class BitmaskUpload:
     def _target(self, shape: torch.Size, device: torch.device) -> torch.Tensor:
         rows, words = shape
         buffer = self._device_rows
-        if buffer is None or buffer.device != device or buffer.shape[1] != words or buffer.shape[0] < rows:
+        if buffer is None or not is_on(buffer, device) or buffer.shape[1] != words or buffer.shape[0] < rows:
             buffer = self._device_rows = torch.empty((rows, words), dtype=torch.int32, device=device)
             self._stream = torch.cuda.Stream(device)
         return buffer[:rows]

@@ -19,3 +19,10 @@ def tensor_on(values: Sequence[int] | Sequence[float], dtype: torch.dtype, devic
     if device.type != "cuda":
         return host.to(device)
     return host.pin_memory().to(device, non_blocking=True)
+
+
+def is_on(tensor: torch.Tensor, device: torch.device) -> bool:
+    """`tensor` lives on `device` (a device without an index means the current one of its type)."""
+    if device.index is None and device.type == "cuda":
+        device = torch.device("cuda", torch.cuda.current_device())
+    return tensor.device == device

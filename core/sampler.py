@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from formwork.core.bitmask_upload import BitmaskUpload
-from formwork.core.host_to_device import tensor_on
+from formwork.core.host_to_device import is_on, tensor_on
 from formwork.core.sequence import Sequence
 from formwork.kernels import SamplingTensors, apply_token_bitmask, sample
 from formwork.kernels.dispatch import BACKEND_ENV
@@ -243,21 +243,31 @@ class BatchRows:
         self.argmax_only = not self.any_random and not self.with_logprobs  # every token is its row's argmax
         self.seeds = np.array([seq.seed for seq in seqs], dtype=np.int64)
         self.num_prompt_tokens = np.array([seq.num_prompt_tokens for seq in seqs], dtype=np.int64)
-        self._on_cpu: SamplingTensors | None = None  # checked once; each step rewrites its steps in place
+        self._tensors: SamplingTensors | None = None  # checked and copied once; each step rewrites its steps
+        self._steps_host: torch.Tensor | None = None  # off the CPU: the steps' (pinned) staging buffer
 
     def tensors(self, seqs: list[Sequence], device: torch.device) -> SamplingTensors:
-        """The kernel's parameters for this step (each row's step: its number of generated tokens). Off
-        the CPU every field goes in one packed copy; on the CPU the same tensors serve every step, with
-        the steps rewritten in place (not at all when every row is greedy: no row draws noise)."""
-        if self._on_cpu is not None and device.type == "cpu":
-            if self.any_random:
-                np.subtract(self._token_counts(seqs), self.num_prompt_tokens, out=self._on_cpu.steps.numpy())
-            return self._on_cpu
-        steps = self._token_counts(seqs) - self.num_prompt_tokens  # never negative: a sequence keeps its prompt
-        tensors = SamplingTensors.from_arrays(temperature=self.temperature, top_k=self.top_k, top_p=self.top_p,
-                                              min_p=self.min_p, seeds=self.seeds, steps=steps, device=device)
-        if device.type == "cpu":
-            self._on_cpu = tensors
+        """The kernel's parameters for this step (each row's step: its number of generated tokens). The
+        first step of a batch checks every field and moves them in one packed copy; later steps rewrite
+        only the steps (not at all when every row is greedy: no row draws noise): in place on the CPU,
+        else through a pinned buffer and one copy that does not block the host. Rewriting is safe: the
+        engine launches a step's sampling only after it has read the previous step's sampled tokens,
+        so the previous sampling has finished reading both buffers."""
+        tensors = self._tensors
+        if tensors is None or not is_on(tensors.steps, device):
+            steps = self._token_counts(seqs) - self.num_prompt_tokens  # never negative: a sequence keeps its prompt
+            tensors = self._tensors = SamplingTensors.from_arrays(
+                temperature=self.temperature, top_k=self.top_k, top_p=self.top_p, min_p=self.min_p,
+                seeds=self.seeds, steps=steps, device=device)
+            self._steps_host = None if device.type == "cpu" else torch.empty(
+                len(seqs), dtype=torch.int64, pin_memory=device.type == "cuda")
+            return tensors
+        if self.any_random:
+            host = self._steps_host
+            np.subtract(self._token_counts(seqs), self.num_prompt_tokens,
+                        out=tensors.steps.numpy() if host is None else host.numpy())
+            if host is not None:
+                tensors.steps.copy_(host, non_blocking=True)
         return tensors
 
     @staticmethod

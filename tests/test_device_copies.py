@@ -85,3 +85,48 @@ def test_packed_sampling_parameters_reach_the_device():
     assert params.temperature.device.type == device.type
     assert params.top_k.cpu().tolist() == [0, 5, 40] and params.top_p.cpu().tolist() == [1.0, 0.8999999761581421, 0.25]
     assert params.seeds.cpu().tolist() == [7, 8, 2**62] and params.steps.cpu().tolist() == [0, 3, 2**33]
+
+
+def test_reused_batch_rows_copy_only_the_steps_off_the_cpu():
+    """Off the CPU a batch's parameters are checked and copied once; later steps copy only the steps
+    (through a pinned buffer on CUDA). `meta` stands in for a GPU here: the same code path, no values."""
+    from formwork.core.sampler import BatchRows
+
+    seqs = [Request(str(i), None, [1, 2, 3], SamplingParams(temperature=0.8, seed=i), arrival_time=0.0).seqs[0]
+            for i in range(3)]
+    device = torch.device("cuda" if "cuda" in DEVICES else "meta")
+    rows = BatchRows(tuple(seq.seq_id for seq in seqs), seqs)
+    first = rows.tensors(seqs, device)
+    for step in range(1, 4):
+        for seq in seqs:
+            seq.append_token(5, 0.0)
+        again = rows.tensors(seqs, device)
+        assert again is first and again.steps.device.type == device.type
+        assert rows._steps_host.tolist() == [step] * 3
+        if device.type == "cuda":
+            assert again.steps.cpu().tolist() == [step] * 3 and rows._steps_host.is_pinned()
+
+
+def test_sampler_over_steps_equals_a_fresh_sampler_on_the_device():
+    """One sampler reusing its batch's parameter tensors across steps draws what a fresh one draws."""
+    device = DEVICES[-1]
+    params = [SamplingParams(temperature=0.9, top_p=0.8, seed=1), SamplingParams(temperature=0),
+              SamplingParams(temperature=1.0, top_k=4, seed=2), SamplingParams(temperature=0.7, min_p=0.05, seed=3)]
+    seqs = [Request(str(i), None, [1, 2, 3], p, arrival_time=0.0).seqs[0] for i, p in enumerate(params)]
+    logits = torch.randn(4, 96, generator=torch.Generator().manual_seed(0)).to(device) * 3
+    sampler = Sampler(96, [0])
+    for _ in range(4):
+        out = sampler(logits.clone(), seqs)
+        assert out.token_ids == Sampler(96, [0])(logits.clone(), seqs).token_ids
+        for seq, token in zip(seqs, out.token_ids):
+            seq.append_token(token, 0.0)
+
+
+def test_is_on_reads_a_device_without_index_as_the_current_one():
+    from formwork.core.host_to_device import is_on
+
+    assert is_on(torch.zeros(1), torch.device("cpu")) and not is_on(torch.zeros(1), torch.device("meta"))
+    if "cuda" in DEVICES:
+        on_gpu = torch.zeros(1, device="cuda")
+        assert is_on(on_gpu, torch.device("cuda")) and is_on(on_gpu, on_gpu.device)
+        assert not is_on(on_gpu, torch.device("cpu"))
