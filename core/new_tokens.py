@@ -18,6 +18,7 @@ from formwork.core.sampling_params import RequestOutputKind
 from formwork.core.scheduler import Scheduler
 from formwork.core.sequence import Sequence, SequenceStatus
 from formwork.core.structured_output import StructuredOutputManager
+from formwork.grammar import Matcher
 
 
 class NewTokens:
@@ -74,9 +75,10 @@ class NewTokens:
         token_id = seq.token_ids[-1]
         if token_id < 0:
             raise RuntimeError("no token is allowed at this position (the constraint admits nothing)")
-        constrained = seq.request.structured_output is not None
-        if constrained:
-            self.structured_output.accept_token(seq, token_id)
+        constraint = seq.request.structured_output
+        matcher = None if constraint is None else constraint.matchers.get(seq.seq_id)
+        if matcher is not None:
+            self.structured_output.advance(matcher, constraint, token_id)
         detok: IncrementalDetokenizer = seq.detokenizer
         if seq.logprobs is not None:
             top, rank = extra if extra is not None else (None, None)
@@ -98,8 +100,8 @@ class NewTokens:
             stop = detok.check_stop(len(new_text)) if may_stop else None
             if stop is not None:
                 status, stop_reason = SequenceStatus.FINISHED_STOPPED, stop
-        if status is None and constrained and self.structured_output.matcher(seq) is not None:
-            status, stop_reason = self._advance_constrained(seq)
+        if status is None and matcher is not None:
+            status, stop_reason = self._advance_constrained(seq, matcher, constraint.enable_jump_forward)
         if status is None:
             num_tokens = len(seq.token_ids)
             max_tokens = params.max_tokens
@@ -114,12 +116,15 @@ class NewTokens:
             seq.stop_reason = stop_reason
             self.scheduler.finish(seq, status)
 
-    def _advance_constrained(self, seq: Sequence) -> tuple[SequenceStatus | None, str | None]:
+    def _advance_constrained(self, seq: Sequence, matcher: Matcher, jump_forward: bool
+                             ) -> tuple[SequenceStatus | None, str | None]:
         """After a constrained token: stop if the document is complete (even with `ignore_eos` or
         before `min_tokens`: nothing else may follow), else append the forced continuation."""
         so = self.structured_output
-        if so.is_complete(seq):
+        if so.matcher_is_complete(matcher):
             return SequenceStatus.FINISHED_STOPPED, None
+        if not jump_forward:
+            return None, None
         room = self.max_model_len - seq.num_tokens
         if seq.params.max_tokens is not None:
             room = min(room, seq.params.max_tokens - seq.num_output_tokens)
@@ -132,8 +137,8 @@ class NewTokens:
             may_stop = seq.num_output_tokens >= seq.params.min_tokens
             stop = seq.detokenizer.check_stop(len(new_text)) if may_stop else None
             if stop is not None:
-                so.matcher(seq).rollback(len(forced) - i - 1)
+                matcher.rollback(len(forced) - i - 1)
                 return SequenceStatus.FINISHED_STOPPED, stop
-        if forced and so.is_complete(seq):
+        if forced and so.matcher_is_complete(matcher):
             return SequenceStatus.FINISHED_STOPPED, None
         return None, None

@@ -260,24 +260,20 @@ class StructuredOutputManager:
         read just before finished: its row is dropped, so it is not masked)."""
         return None if seq.status.is_finished else self.matcher(seq)
 
-    def accept_token(self, seq: Sequence, token_id: int) -> None:
-        """Advance `seq`'s matcher by a sampled token; raises `GrammarViolationError` if refused."""
-        matcher = self.matcher(seq)
-        if matcher is None:
-            return
-        if token_id in seq.request.structured_output.extra_stop_ids:
+    @staticmethod
+    def advance(matcher: Matcher, constraint: StructuredOutputRequest, token_id: int) -> None:
+        """Advance a sequence's matcher (of a request with `constraint`) by a sampled token; raises
+        `GrammarViolationError` if refused."""
+        if token_id in constraint.extra_stop_ids:
             ok = matcher.can_terminate()
         else:
             ok = matcher.accept_token(token_id)
         if not ok:
             raise GrammarViolationError(f"token {token_id} is not allowed by the constraint here")
 
-    def is_complete(self, seq: Sequence) -> bool:
-        """The constrained output is finished: a stop token was accepted, or only a stop token may
-        follow. Always False for unconstrained sequences."""
-        matcher = self.matcher(seq)
-        if matcher is None:
-            return False
+    def matcher_is_complete(self, matcher: Matcher) -> bool:
+        """A sequence's constrained output is finished: a stop token was accepted, or only a stop token
+        may follow."""
         if matcher.is_terminated() or not matcher.can_terminate():
             return matcher.is_terminated()
         with self.backend.mask_lock:  # a state seen first computes its mask
