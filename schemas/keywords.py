@@ -195,15 +195,30 @@ def regex_problem(pattern: str) -> str | None:
 _VALUE_DEPENDENT = frozenset({"format", "multipleOf", "pattern", "patternProperties", "uniqueItems",
                               "if", "then", "else", "minContains", "maxContains", "$dynamicRef"})
 _VERDICTS: dict[tuple[str, str], Verdict] = {}
+#: Most verdicts kept for keywords no draft defines (by name: `x-kubernetes-list-type`) and for
+#: `format` (by value): the names and values are the schemas' own, so the table is bounded.
+MAX_NAMED_VERDICTS = 4096
+_NAMED_VERDICTS: dict[tuple[str, str, Any], Verdict] = {}
 
 
 def classify(keyword: str, value: Any, draft: str, siblings: dict[str, Any] | None = None) -> Verdict:
     """Classify `keyword: value` in a schema object of `draft` (`siblings` is that object)."""
     verdict = _VERDICTS.get((keyword, draft))
+    if verdict is not None:
+        return verdict
+    known = keyword in DRAFT_KEYWORDS[draft]
+    if known and (keyword != "format" or type(value) is not str):
+        verdict = _classify(keyword, value, draft, siblings or {})
+        if keyword not in _VALUE_DEPENDENT:
+            _VERDICTS[(keyword, draft)] = verdict
+        return verdict
+    # an unknown keyword's verdict depends on its name alone, a format's on its value alone
+    key = (keyword, draft, value if known else None)
+    verdict = _NAMED_VERDICTS.get(key)
     if verdict is None:
         verdict = _classify(keyword, value, draft, siblings or {})
-        if keyword not in _VALUE_DEPENDENT and keyword in DRAFT_KEYWORDS[draft]:
-            _VERDICTS[(keyword, draft)] = verdict
+        if len(_NAMED_VERDICTS) < MAX_NAMED_VERDICTS:
+            _NAMED_VERDICTS[key] = verdict
     return verdict
 
 

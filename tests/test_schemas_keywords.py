@@ -226,3 +226,33 @@ def test_pointer_escaping_round_trips(tokens):
 def test_invalid_pointers_are_rejected(bad):
     with pytest.raises(InvalidPointerError):
         split_pointer(bad)
+
+
+_KEYWORD_NAMES = st.one_of(st.sampled_from(sorted(DRAFT_KEYWORDS[DRAFT_2020_12] | DRAFT_KEYWORDS[DRAFT_07])),
+                           st.sampled_from(["x-kubernetes-list-type", "tsType", "markdownDescription"]),
+                           st.text(max_size=6))
+_KEYWORD_VALUES = st.one_of(st.sampled_from(sorted(SUPPORTED_FORMATS) + ["int64", "color", "x"]),
+                            st.none(), st.booleans(), st.integers(), st.lists(st.integers(), max_size=2))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_KEYWORD_NAMES, _KEYWORD_VALUES, st.sampled_from([DRAFT_2020_12, DRAFT_07]),
+                          st.sampled_from([{}, {"if": True}, {"contains": True}, {"$ref": "#"}])),
+                min_size=1, max_size=30),
+       st.sampled_from([0, 3, 4096]))
+def test_kept_verdicts_are_the_verdicts(occurrences: list, room: int) -> None:
+    # classify keeps verdicts by keyword (and a format's by value, an unknown keyword's by name, in a
+    # bounded table): asked in any order, twice, it answers as the uncached classification
+    from formwork.schemas import keywords
+
+    keywords._NAMED_VERDICTS.clear()
+    old = keywords.MAX_NAMED_VERDICTS
+    keywords.MAX_NAMED_VERDICTS = room
+    try:
+        for _ in range(2):
+            for keyword, value, draft, siblings in occurrences:
+                assert classify(keyword, value, draft, siblings) == \
+                    keywords._classify(keyword, value, draft, siblings)
+        assert len(keywords._NAMED_VERDICTS) <= room
+    finally:
+        keywords.MAX_NAMED_VERDICTS = old
