@@ -261,3 +261,11 @@ def test_a_site_is_found_whatever_its_annotations(description: str, roomy_tables
                         lambda self, *args: begun.append(begin(self, *args)) or begun[-1])
     assert _renumbered(ir_text(lower_json_schema(other).node)) == _renumbered(fresh)
     assert [r.kept is not None for r in begun if r is not None] == [True]  # the site was found
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from([b"$", b"$id", b"$anchor", b"$dynamic", b"$recursive", b"id", b"$i",
+                                 b"anchor", b"$ref", b"x", b"\x00"]), max_size=12).map(b"".join))
+def test_scoped_bytes_are_those_naming_an_id_anchor_or_dynamic_reference(data: bytes) -> None:
+    named = any(marker in data for marker in (b"$id", b"$anchor", b"$dynamic", b"$recursive"))
+    assert ref_lowerings._scoped(data) == named
