@@ -86,15 +86,15 @@ class VocabTables:
 
     def __init__(self, token_bytes: list[Optional[bytes]]):
         self.signature = signatures(token_bytes)
-        self.ids: dict[bytes, list[int]] = {}
-        self.closing: dict[str, list[int]] = {}
+        ids: dict[bytes, list[int]] = {}
+        closing: dict[str, list[int]] = {}
         self.structured = np.zeros(len(token_bytes), dtype=bool)
         self.loose_ends = LooseEnds(token_bytes)  # for unique arrays of open values (`unique_open`)
         after_bits = TWO_QUOTES | QUOTE | OPEN | LITERAL | NUMBER_END
         for i, data in enumerate(token_bytes):
             if data is None:
                 continue
-            self.ids.setdefault(data, []).append(i)
+            ids.setdefault(data, []).append(i)
             if not self.signature[i] & QUOTE:
                 continue
             at = _first_quote(data)
@@ -105,9 +105,13 @@ class VocabTables:
             except ValueError:  # not whole characters (a UTF-8 tail, a split escape)
                 self.structured[i] = True
                 continue
-            self.closing.setdefault(chars, []).append(i)
+            closing.setdefault(chars, []).append(i)
             rest = data[at + 1:]
             self.structured[i] = bool(signatures([rest])[0] & after_bits) if rest else False
+        # tuples of ints: the cycle collector stops tracking them (and then the dicts) at its next pass,
+        # where ~128k lists would each cost every later full collection (~30 ms for a 129k vocabulary)
+        self.ids: dict[bytes, tuple[int, ...]] = {data: tuple(found) for data, found in ids.items()}
+        self.closing: dict[str, tuple[int, ...]] = {chars: tuple(found) for chars, found in closing.items()}
 
 
 _TABLES: "weakref.WeakKeyDictionary[Any, VocabTables]" = weakref.WeakKeyDictionary()
