@@ -39,6 +39,7 @@ import numpy as np
 import torch
 
 from formwork.core.compile_queue import DEFAULT_WORKERS, CompileJob, CompileQueue
+from formwork.core.gc_policy import freeze_process_tables
 from formwork.core.grammar_backend import GrammarBackend, get_backend
 from formwork.core.metrics import LATENCY_BUCKETS, MASK_BUCKETS, Histogram
 from formwork.core.sequence import Request, Sequence, SequenceStatus
@@ -118,6 +119,7 @@ class StructuredOutputManager:
         with self._backend_lock:
             if self._backend is None:
                 self._backend = get_backend(self.tokenizer, self.vocab_size, self.eos_token_ids)
+                freeze_process_tables()
             return self._backend
 
     def add_request(self, request: Request) -> None:

@@ -227,3 +227,25 @@ def test_without_the_policy_the_churning_steps_run_full_collections_inside(monke
     llm.close()  # the policy uninstalled; the engine still generates (single process)
     counts = full_collections_by_place(llm, monkeypatch)
     assert counts["in step"] >= 1, counts
+
+
+def test_a_backend_built_on_first_use_is_frozen_under_the_policy():
+    """The offline LLM builds its grammar backend on the first constrained request, after the start-up
+    freeze; under the policy the backend's tables are frozen as it is built, so later full collections do
+    not walk them (without the policy nothing is frozen)."""
+    from formwork.core import LLMEngine
+
+    def tracked_backend_objects(engine) -> int:
+        backend = engine.structured_output.backend  # built here (a fresh engine has none yet)
+        inside = {id(backend), id(backend.vocab), id(backend.vocab.token_bytes)}
+        return sum(id(obj) in inside for obj in gc.get_objects())
+
+    plain = LLMEngine(tiny_model_dir("llama"), block_size=8)
+    assert tracked_backend_objects(plain) > 0
+    engine = LLMEngine(tiny_model_dir("llama"), block_size=8)
+    STEP_COLLECTOR.install()
+    try:
+        assert tracked_backend_objects(engine) == 0
+    finally:
+        STEP_COLLECTOR.uninstall()
+        gc.unfreeze()
