@@ -40,11 +40,15 @@ class NewTokens:
         if params.max_tokens is not None:
             limit = min(limit, seq.num_prompt_tokens + params.max_tokens)
         seq.length_limit = limit
-        seq.plain = seq.request.structured_output is None and seq.logprobs is None and not params.stop_strings
+        constraint = seq.request.structured_output
+        simple = seq.logprobs is None and not params.stop_strings
+        seq.plain = simple and constraint is None
+        seq.plain_constrained = simple and constraint is not None and not constraint.enable_jump_forward
         seq.defers_text = seq.plain and params.output_kind is RequestOutputKind.FINAL_ONLY
 
     def process_all(self, seqs: list[Sequence], extras: dict[int, tuple]) -> None:
-        """`process` each of `seqs` (of one request), with the short path for plain tokens inline."""
+        """`process` each of `seqs` (of one request), with the short paths inline: plain tokens, and the
+        tokens of a plain constrained sequence that its grammar accepts without completing the output."""
         for seq in seqs:
             if seq.plain:
                 token_ids = seq.token_ids
@@ -57,6 +61,19 @@ class NewTokens:
                     else:
                         seq.text_from, seq.text_lag = len(token_ids) - 1, 1
                     continue
+            elif seq.plain_constrained:
+                token_ids = seq.token_ids
+                token_id = token_ids[-1]
+                if token_id >= 0 and token_id not in seq.stop_ids and len(token_ids) < seq.length_limit:
+                    constraint = seq.request.structured_output
+                    matcher = constraint.matchers.get(seq.seq_id)
+                    if (matcher is not None and token_id not in constraint.extra_stop_ids
+                            and matcher.accept_token(token_id)):  # else `process` raises the violation
+                        if matcher.can_terminate() and self.structured_output.matcher_is_complete(matcher):
+                            self.process(seq, None, accepted=True)
+                        else:
+                            seq.detokenizer.append(token_id)
+                        continue
             self.process(seq, extras.get(seq.seq_id) if extras else None)
 
     @staticmethod
@@ -68,8 +85,9 @@ class NewTokens:
                 append(token_id)
             seq.text_lag = 0
 
-    def process(self, seq: Sequence, extra: tuple[list | None, int | None] | None) -> None:
-        """After `seq` got a sampled token: its grammar, logprobs, text and whether it stops."""
+    def process(self, seq: Sequence, extra: tuple[list | None, int | None] | None, accepted: bool = False) -> None:
+        """After `seq` got a sampled token: its grammar (unless its matcher `accepted` it already), logprobs,
+        text and whether it stops."""
         self.catch_up_text(seq)
         params = seq.request.params
         token_id = seq.token_ids[-1]
@@ -77,7 +95,7 @@ class NewTokens:
             raise RuntimeError("no token is allowed at this position (the constraint admits nothing)")
         constraint = seq.request.structured_output
         matcher = None if constraint is None else constraint.matchers.get(seq.seq_id)
-        if matcher is not None:
+        if matcher is not None and not accepted:
             self.structured_output.advance(matcher, constraint, token_id)
         detok: IncrementalDetokenizer = seq.detokenizer
         if seq.logprobs is not None:

@@ -78,7 +78,7 @@ class Sequence:
         # length that ends it, whether it needs no other check, and whether its text waits until read
         self.stop_ids: frozenset[int] = frozenset()
         self.length_limit = 0
-        self.plain = self.defers_text = False
+        self.plain = self.plain_constrained = self.defers_text = False
         self.text_from = self.text_lag = 0  # token_ids[text_from:text_from + text_lag] wait for the detokenizer
         # async scheduling: the last token is a placeholder that ends the sequence once read (its length
         # limit), so the scheduler does not run it again
