@@ -8,9 +8,10 @@ site's `$ref` (not its annotations: the Kubernetes kinds describe `metadata` in 
 every `$ref` target reachable from it (the analysis's reference graph), each with
 its JSON pointer, serialised with `pickle` (exact: it keeps key order, 1 / 1.0 / True apart, and
 equal bytes unpickle to equal values), with the draft, the options and the depth where the
-lowering depends on it.  So is an inline subschema with `oneOf`/`anyOf` that reaches nothing
-else (no `$ref`, `$id` or anchor inside), by its contents alone: a schema repeating one under
-several properties (markdownlint's rule aliases) lowers it once.
+lowering depends on it.  So is an inline subschema with `oneOf`/`anyOf` (no `$id` or anchor
+inside), by its contents without its annotations and, if it holds `$ref`s, their targets' closure:
+a schema repeating one under several properties (markdownlint's rule aliases, webpack's filter
+options) lowers it once.
 
 Only what depends on nothing else is kept: a lowering that made a grammar rule, met a `$ref`
 cycle, warned, tagged a unique array or built a product over values is not kept; nor a site whose
@@ -40,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from formwork.grammar import lexemes, shared_nodes
 from formwork.grammar.ir import Node
 from formwork.schemas.keywords import ANNOTATION_KEYWORDS
+from formwork.schemas.pointer import child
 
 if TYPE_CHECKING:
     from formwork.grammar.json_schema.expand import Sub
@@ -53,6 +55,9 @@ _SITE_KEYS = ANNOTATION_KEYWORDS | {"$ref"}
 _SCOPED = re.compile(rb"\$(?:id|anchor|dynamic|recursive)")
 #: keywords that make an inline subschema (no `$ref` inside) worth keeping by contents
 _INLINE_WORTH = frozenset({"oneOf", "anyOf"})
+#: serialised size past which an inline subschema holding `$ref`s is not kept (its sites are
+#: found by a walk of its contents in Python; webpack's filter options are ~100 bytes)
+MAX_INLINE_REF_BYTES = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,7 +165,7 @@ class RefLowerings:
         if analysis is None or sub.exclude or type(schema) is not dict:
             return None
         if not _SITE_KEYS.issuperset(schema):
-            return self._inline_key(schema, depth)
+            return self._inline_key(schema, sub.pointer, depth)
         root_uri = analysis.root.uri
         site = analysis.sites.get(type(analysis.root)(root_uri, sub.pointer))
         if site is None or site.ref != schema["$ref"]:
@@ -170,8 +175,17 @@ class RefLowerings:
             return None
         if _scoped(site_bytes):
             return None
-        parts: list[Any] = [self._context, depth if self._indent else 0, site_bytes]
-        seen, stack = set(), [site.target]
+        closure = self._closure([site.target])
+        if closure is None:
+            return None
+        return (self._context, depth if self._indent else 0, site_bytes, *closure)
+
+    def _closure(self, targets: list[Any]) -> Optional[list[tuple[str, bytes]]]:
+        """(pointer, serialised contents) of `targets` and every target reachable from them, in
+        walk order; None when one is unusable (another document, `$id`, anchors...)."""
+        analysis = self._analysis
+        parts: list[tuple[str, bytes]] = []
+        seen, stack = set(), targets[::-1]
         while stack:
             target = stack.pop()
             if target in seen:
@@ -182,19 +196,54 @@ class RefLowerings:
                 return None
             parts.append((target.pointer, pickled))
             stack.extend(analysis.sites[at].target for at, _ in reversed(analysis.target_sites[target]))
-        return tuple(parts)
+        return parts
 
-    def _inline_key(self, schema: dict, depth: int) -> Optional[tuple]:
-        """The key of a subschema with `oneOf`/`anyOf` (whose branches' overlaps make it costly)
-        that reaches no other subschema (no `$ref`, `$id`, anchor or dynamic reference inside): its
-        lowering reads only its own contents, wherever it sits (markdownlint's configuration repeats
-        one `oneOf` of rule options under each rule's alias names)."""
+    def _inline_key(self, schema: dict, pointer: str, depth: int) -> Optional[tuple]:
+        """The key of a subschema with `oneOf`/`anyOf` (whose branches' overlaps make it costly):
+        its contents but its annotations, and when it holds `$ref`s (a small one of the root
+        document, `MAX_INLINE_REF_BYTES`), the closure of their targets.  Its lowering reads only
+        those, wherever it sits: markdownlint's configuration repeats one `oneOf` of rule options
+        under each rule's alias names, webpack's plugins `{"oneOf": [{"$ref": "#/definitions/Rules"}]}`
+        under each filter option, described apart."""
         if _INLINE_WORTH.isdisjoint(schema):
             return None
-        pickled = _pickled(schema)
-        if pickled is None or b"$ref" in pickled or _scoped(pickled):
+        local = {key: value for key, value in schema.items() if key not in ANNOTATION_KEYWORDS}
+        pickled = _pickled(local)
+        if pickled is None or _scoped(pickled):
             return None
-        return (self._context, depth if self._indent else 0, "inline", pickled)
+        key = (self._context, depth if self._indent else 0, "inline", pickled)
+        if b"$ref" not in pickled:
+            return key
+        if len(pickled) > MAX_INLINE_REF_BYTES or not (pointer == "" or pointer.startswith("/")):
+            return None
+        targets = self._inline_targets(local, pointer)
+        closure = None if targets is None else self._closure(targets)
+        return None if closure is None else (*key, *closure)
+
+    def _inline_targets(self, local: dict, pointer: str) -> Optional[list[Any]]:
+        """The targets of the `$ref`s in `local` (a subschema of the root document at `pointer`,
+        annotations left out) in document order, as the analysis resolved them; None if a `$ref` key
+        sits where the analysis found no such site (a property named `$ref`, data in an `enum`)."""
+        analysis = self._analysis
+        location = type(analysis.root)
+        root_uri, sites = analysis.root.uri, analysis.sites
+        targets: list[Any] = []
+        stack: list[tuple[Any, str]] = [(local, pointer)]
+        while stack:
+            node, at = stack.pop()
+            if isinstance(node, dict):
+                if "$ref" in node:
+                    site = sites.get(location(root_uri, at))
+                    if site is None or site.ref != node["$ref"]:
+                        return None
+                    targets.append(site.target)
+                items = [(value, child(at, key)) for key, value in node.items()
+                         if isinstance(value, (dict, list))]
+            else:
+                items = [(value, child(at, index)) for index, value in enumerate(node)
+                         if isinstance(value, (dict, list))]
+            stack.extend(reversed(items))
+        return targets
 
     def _target_bytes(self, target: Any) -> Optional[bytes]:
         got = self._pickled.get(target, b"")
