@@ -143,3 +143,17 @@ def test_inline_subschemas_with_refs_lower_as_afresh_across_documents(
     ref_lowerings.clear()
     for doc, expected in [(first, fresh[0]), (second, fresh[1]), (first, fresh[0])]:
         assert _renumbered(ir_text(lower_json_schema(doc).node)) == expected
+
+
+def test_a_root_holding_refs_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    # walking a whole schema for its $refs buys nothing: compiled again, it is the compiled-grammar
+    # cache's to find (a root without $refs costs only its serialisation, and stays kept)
+    hits = _Hits(monkeypatch)
+    ref_lowerings.clear()
+    with_refs = {"anyOf": [{"$ref": "#/$defs/d"}, {"type": "integer"}], "$defs": {"d": {"type": "string"}}}
+    for _ in range(2):
+        lower_json_schema(with_refs)
+    assert hits.count == 0
+    for _ in range(2):
+        lower_json_schema({"anyOf": [{"type": "string"}, {"type": "integer"}]})
+    assert hits.count == 1

@@ -201,7 +201,7 @@ class RefLowerings:
     def _inline_key(self, schema: dict, pointer: str, depth: int) -> Optional[tuple]:
         """The key of a subschema with `oneOf`/`anyOf` (whose branches' overlaps make it costly):
         its contents but its annotations, and when it holds `$ref`s (a small one of the root
-        document, `MAX_INLINE_REF_BYTES`), the closure of their targets.  Its lowering reads only
+        document below its root, `MAX_INLINE_REF_BYTES`), the closure of their targets.  Its lowering reads only
         those, wherever it sits: markdownlint's configuration repeats one `oneOf` of rule options
         under each rule's alias names, webpack's plugins `{"oneOf": [{"$ref": "#/definitions/Rules"}]}`
         under each filter option, described apart."""
@@ -214,7 +214,8 @@ class RefLowerings:
         key = (self._context, depth if self._indent else 0, "inline", pickled)
         if b"$ref" not in pickled:
             return key
-        if len(pickled) > MAX_INLINE_REF_BYTES or not (pointer == "" or pointer.startswith("/")):
+        # (not the root: a whole schema compiled again is the compiled-grammar cache's to find)
+        if len(pickled) > MAX_INLINE_REF_BYTES or not pointer.startswith("/"):
             return None
         targets = self._inline_targets(local, pointer)
         closure = None if targets is None else self._closure(targets)
