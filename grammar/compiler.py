@@ -48,6 +48,7 @@ class CompiledGrammar:
         self.warnings: list[str] = []
         self.state_masks: dict[int, StoredMask] = {}  # filled by matchers: state id -> mask
         self.state_complete: dict[int, bool] = {}  # filled by matchers: state id -> only a stop token may follow
+        self.token_steps: dict[int, int] = {}  # filled by matchers: state * vocab size + token id -> next state
         self.unique: "UniqueArrays | None" = None  # arrays whose items matchers compare (JSON Schema)
         if dfa.is_empty():
             raise EmptyLanguageError("the constraint matches no string at all")

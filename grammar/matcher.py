@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from formwork.grammar.compiler import CompiledGrammar
 
 MAX_STATE_MASKS = 1024  # masks a grammar keeps by its own state ids (a shortcut past the shared cache)
+MAX_TOKEN_STEPS = 1 << 14  # (state, token) moves a grammar keeps (a shortcut past the byte walk)
 _last_view: tuple[torch.Tensor, int, np.ndarray] | None = None  # see Matcher._numpy_view
 
 
@@ -100,10 +101,21 @@ class Matcher:
                 self._unique.hold()
             self._push(self._state, True)
             return True
-        data = self.vocab.token_bytes[token_id]
-        if data is None:
+        if self._unique is not None:  # the tracker reads the token's bytes
+            data = self.vocab.token_bytes[token_id]
+            return data is not None and self._advance(data)
+        steps = self.grammar.token_steps
+        key = self._state * self.vocab.vocab_size + token_id
+        nxt = steps.get(key)
+        if nxt is None:
+            data = self.vocab.token_bytes[token_id]
+            nxt = DEAD if data is None else self._dfa.walk(self._state, data)
+            if len(steps) < MAX_TOKEN_STEPS:
+                steps[key] = nxt
+        if nxt == DEAD:
             return False
-        return self._advance(data)
+        self._push(nxt, False)
+        return True
 
     def accept_string(self, text: str | bytes) -> bool:
         """Advance by the bytes of `text` as one step (all or nothing)."""

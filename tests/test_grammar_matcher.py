@@ -256,3 +256,27 @@ def test_matchers_write_into_whichever_bitmask_they_are_given() -> None:
         compile_regex("a+", vocab).matcher().fill_next_token_bitmask(third, 2)
     with pytest.raises(IndexError):  # same memory as `third`, one row
         compile_regex("a+", vocab).matcher().fill_next_token_bitmask(third[:1], 1)
+
+
+def test_token_moves_are_kept_per_grammar_and_replay_the_byte_walk():
+    """A second matcher of the grammar takes the (state, token) moves the first one walked, and lands in
+    the states a byte walk gives; a refused token is kept as refused."""
+    from formwork.grammar.dfa import DEAD
+    from formwork.grammar.matcher import MAX_TOKEN_STEPS
+
+    vocab = Vocabulary([b"ab", b"cd", b"x", b"a", b"b", None], stop_token_ids=[5])
+    grammar = GrammarCompiler(vocab, cache_enabled=False).compile_regex(r"(ab|cd)+")
+    first, second = grammar.matcher(), grammar.matcher()
+    ids = [vocab.token_bytes.index(t) for t in (b"ab", b"cd", b"ab")]
+    for token_id in ids:
+        assert first.accept_token(token_id)
+    kept = dict(grammar.token_steps)
+    assert len(kept) == len(ids)  # one move per (state, token) walked
+    for token_id in ids:
+        state = second._state
+        assert second.accept_token(token_id)
+        assert second._state == grammar.dfa.walk(state, vocab.token_bytes[token_id])
+    assert grammar.token_steps == kept  # the second matcher walked no bytes
+    refused = vocab.token_bytes.index(b"x")
+    assert not second.accept_token(refused) and not second.accept_token(refused)
+    assert DEAD in grammar.token_steps.values() and len(grammar.token_steps) <= MAX_TOKEN_STEPS
