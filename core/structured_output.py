@@ -223,24 +223,24 @@ class StructuredOutputManager:
         self.bitmask_buffer()
         if len(seqs) > self._bitmask.shape[0]:
             raise ValueError(f"{len(seqs)} rows exceed the bitmask's {self._bitmask.shape[0]} (max_num_seqs)")
-        view = self._bitmask_np
+        view = self._bitmask_np  # C-contiguous int32, this vocabulary's width: what `Matcher.fill_row` takes
         rows: list[int] = []
         errors: dict[int, str] = {}
         with backend.mask_lock:
             for i, seq in enumerate(seqs):
-                matcher = self._live_matcher(seq)
-                if matcher is None:
+                constraint = seq.request.structured_output
+                matcher = None if constraint is None or seq.status.is_finished else constraint.matchers.get(seq.seq_id)
+                if matcher is None:  # unconstrained; or finished (async scheduling's dropped row: not masked)
                     view[i] = -1
                     continue
                 try:
-                    matcher.fill_next_token_bitmask(self._bitmask, i)
+                    matcher.fill_row(view, i)
                 except Exception as exc:  # a budget overrun (or a grammar bug) fails this request alone
                     errors[seq.seq_id] = f"{type(exc).__name__}: computing the token mask failed: {exc}"
                     view[i] = -1
                     continue
-                extra = seq.request.structured_output.extra_stop_ids
-                if extra:
-                    _set_bits(view[i], extra, matcher.can_terminate())
+                if constraint.extra_stop_ids:
+                    _set_bits(view[i], constraint.extra_stop_ids, matcher.can_terminate())
                 rows.append(i)
         stats = self.stats
         stats.num_mask_steps += 1

@@ -44,7 +44,11 @@ class Matcher:
     # ------------------------------------------------------------ masks
     def fill_next_token_bitmask(self, bitmask: torch.Tensor, index: int = 0) -> None:
         """Write the allowed-token mask for the next step into row `index` of `bitmask`."""
-        view = self._numpy_view(bitmask)
+        self.fill_row(self._numpy_view(bitmask), index)
+
+    def fill_row(self, view: np.ndarray, index: int) -> None:
+        """`fill_next_token_bitmask` into a numpy bitmask already checked to be C-contiguous int32 of this
+        vocabulary's width (an engine filling many rows of one buffer checks it once)."""
         if self._terminated:
             view[index] = 0
         else:

@@ -280,3 +280,16 @@ def test_token_moves_are_kept_per_grammar_and_replay_the_byte_walk():
     refused = vocab.token_bytes.index(b"x")
     assert not second.accept_token(refused) and not second.accept_token(refused)
     assert DEAD in grammar.token_steps.values() and len(grammar.token_steps) <= MAX_TOKEN_STEPS
+
+
+def test_fill_row_writes_what_the_checked_fill_writes():
+    vocab = Vocabulary([b"ab", b"cd", b"x", b"a", b"b", None], stop_token_ids=[5])
+    grammar = GrammarCompiler(vocab, cache_enabled=False).compile_regex(r"(ab|cd)+")
+    checked, trusted = allocate_token_bitmask(3, vocab.vocab_size), allocate_token_bitmask(3, vocab.vocab_size)
+    matcher = grammar.matcher()
+    for row, token in enumerate([None, b"ab", b"cd"]):
+        if token is not None:
+            assert matcher.accept_token(vocab.token_bytes.index(token))
+        matcher.fill_next_token_bitmask(checked, row)
+        matcher.fill_row(trusted.numpy(), row)
+    assert torch.equal(checked, trusted) and checked[1].item() != checked[0].item()  # the stop token joins
