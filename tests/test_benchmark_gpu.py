@@ -96,3 +96,24 @@ def test_parity_rows_run_and_agree_between_sync_and_async_on_the_cpu():
         assert all(out.error is None for out in outs)
         runs.append([out.outputs[0].token_ids for out in outs])
     assert runs[0] == runs[1] and all(runs[0])
+
+
+def test_step_phases_smoke_run_times_every_phase(tmp_path, capsys):
+    spec = importlib.util.spec_from_file_location("step_phases_benchmark", SCRIPT.with_name("step_phases.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not torch.cuda.is_available():
+        assert module.main(["--out", str(tmp_path / "none.md")]) == 2
+        assert "needs a CUDA GPU" in capsys.readouterr().err
+    out = tmp_path / "phases.md"
+    assert module.main(["--smoke", "--requests", "4", "--out", str(out)]) == 0
+    rows = [line.split("|")[1:-1] for line in out.read_text().splitlines() if line.startswith("| o")]
+    assert [(r[0].strip(), r[1].strip()) for r in rows] == [("on", "constrained"), ("on", "unconstrained"),
+                                                            ("off", "constrained"), ("off", "unconstrained")]
+    phases = module.PHASES
+    for row in rows:
+        figures = dict(zip(phases, map(float, row[3:])))
+        assert figures["step"] >= figures["forward launch"] > 0 and figures["sampler launch"] > 0
+    constrained_fill = [float(r[3 + phases.index("fill")]) for r in rows if r[1].strip() == "constrained"]
+    unconstrained_fill = [float(r[3 + phases.index("fill")]) for r in rows if r[1].strip() == "unconstrained"]
+    assert min(constrained_fill) > 0 and unconstrained_fill == [0.0, 0.0]  # only constrained steps fill masks
