@@ -80,4 +80,3 @@ def drop_placeholder(seq: Sequence) -> None:
     """Remove `seq`'s unread last token, if it has one (it finishes before the token is read)."""
     if seq.token_ids and seq.token_ids[-1] == PENDING_TOKEN:
         seq.token_ids.pop()
-
