@@ -86,10 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="a tiny model on the CPU")
     parser.add_argument("--out", default=str(gpu.REPO / "benchmarks" / "results" / "constrained_gpu.md"))
     args = parser.parse_args(argv)
-    if not args.smoke and not torch.cuda.is_available():
-        print("benchmarks/constrained_gpu.py needs a CUDA GPU (`--smoke` runs on the CPU)", file=sys.stderr)
+    device = gpu.device_or_refuse(args.smoke, "constrained_gpu.py")
+    if device is None:
         return 2
-    device = "cpu" if args.smoke else "cuda"
     sizes = gpu.Sizes(args.smoke)
     with tempfile.TemporaryDirectory(prefix="formwork-constrained-") as tmp:
         model = gpu.build_tiny_model(Path(tmp) / "m") if args.smoke else gpu.build_big_model(Path(tmp) / "m", device)

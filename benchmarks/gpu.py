@@ -374,6 +374,17 @@ def _async_line(fw: dict, sizes: Sizes) -> str:
             f"tok/s for the {sizes.requests} requests ({fw['tok_s'] / off['tok_s']:.2f}x).")
 
 
+def device_or_refuse(smoke: bool, script: str) -> str | None:
+    """The device a GPU benchmark runs on: the CPU with `--smoke`, else CUDA; None, after saying so on
+    stderr, when there is no CUDA GPU."""
+    if smoke:
+        return "cpu"
+    if torch.cuda.is_available():
+        return "cuda"
+    print(f"benchmarks/{script} needs a CUDA GPU (`--smoke` runs on the CPU)", file=sys.stderr)
+    return None
+
+
 def engine_options(smoke: bool, tensor_parallel_size: int) -> dict:
     """formwork's engine options beside the device: warm-up on the CPU too (on by default on CUDA), half
     the GPU left to transformers' run, and the tensor-parallel size."""

@@ -125,10 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, help="concurrent requests (default: 64, 8 with --smoke)")
     parser.add_argument("--out", default=str(gpu.REPO / "benchmarks" / "results" / "step_phases.md"))
     args = parser.parse_args(argv)
-    if not args.smoke and not torch.cuda.is_available():
-        print("benchmarks/step_phases.py needs a CUDA GPU (`--smoke` runs on the CPU)", file=sys.stderr)
+    device = gpu.device_or_refuse(args.smoke, "step_phases.py")
+    if device is None:
         return 2
-    device = "cpu" if args.smoke else "cuda"
     sizes = gpu.Sizes(args.smoke)
     requests = args.requests or sizes.requests
     clock = PhaseClock()
