@@ -229,6 +229,8 @@ def _classify(keyword: str, value: Any, draft: str, siblings: dict[str, Any]) ->
     if keyword in ANNOTATION_KEYWORDS:
         return Verdict(KeywordKind.ANNOTATION)
     if keyword == "format":
+        if not isinstance(value, str):  # the meta-schema check refuses such a schema; say so if asked alone
+            return Verdict(KeywordKind.IGNORED, f"format {value!r} is not a format name (a string)")
         if value in SUBSET_FORMATS:
             return Verdict(KeywordKind.SUPPORTED, f"format {value!r} is enforced as a subset: "
                                                   + SUBSET_FORMATS[value])

@@ -256,3 +256,10 @@ def test_kept_verdicts_are_the_verdicts(occurrences: list, room: int) -> None:
         assert len(keywords._NAMED_VERDICTS) <= room
     finally:
         keywords.MAX_NAMED_VERDICTS = old
+
+
+def test_a_format_that_is_not_a_string_gets_a_verdict():
+    """Found by the property above: `format: []` raised TypeError (a list is no dict key)."""
+    for value in ([], [1], {"a": 1}, 3, None):
+        verdict = classify("format", value, DRAFT_2020_12, {})
+        assert verdict.kind is KeywordKind.IGNORED and "not a format name" in verdict.reason
