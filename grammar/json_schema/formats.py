@@ -4,9 +4,11 @@ Each supported format is a regex string (plus, for hostnames, length and A-label
 applied as IR intersections in :func:`format_node`).  Where the exact rule is beyond a regular
 language we stay *sound* and reject the hard cases:
 
-* hostname: at most 3 labels of up to 63 characters, 7 of up to 31 or 15 of up to 15 (always
-  within the 253-character limit); IDNA A-labels (``xn--...``; any label with ``--`` in positions 3-4) are rejected, since
-  validating Punycode and IDNA contextual rules is not regular in practice;
+* hostname: labels of up to 63 characters, as many as fit in 253 (`format_node` gives the labels,
+  and the string lowering bounds the length, `HOSTNAME_MAX_LENGTH`, as it does ``maxLength``); IDNA A-labels
+  (``xn--...``; any label with ``--`` in positions 3-4) are rejected, since validating Punycode and IDNA
+  contextual rules is not regular in practice. Inside email and idn-hostname, where no string length bounds
+  the name, at most 3 labels of up to 63 characters, 7 of up to 31 or 15 of up to 15 (always within 253);
 * time / date-time: leap seconds (``:60``) are accepted only when the offset's minutes are 00, 15,
   30 or 45 and the time is 23:59 UTC;
 * email: dot-atom or quoted local parts; domains are hostnames or ``[IPv4]`` / ``[IPv6:...]``
@@ -114,17 +116,24 @@ def _label(max_len: int) -> str:
     return f"[A-Za-z0-9](?:[A-Za-z0-9-]{{0,{max_len - 2}}}[A-Za-z0-9])?"
 
 
-# (max labels, max label length) pairs whose worst case stays within 253 characters; counting
-# the total length exactly multiplies the automaton by 253, so we take a union of these shapes.
+HOSTNAME_MAX_LENGTH = 253  # characters: the string lowering bounds a `format: hostname` string by it
+
+# (max labels, max label length) pairs whose worst case stays within 253 characters: hostnames inside
+# email and idn-hostname, where counting the total length would multiply those automata by 253.
 _HOSTNAME_SHAPES = ((3, 63), (7, 31), (15, 15))
+_A_LABEL = "(?:.*\\.)?[A-Za-z0-9]{2}--.*"
 
 
 def _hostname_node() -> Node:
     """Hostnames: LDH labels, at most 253 chars in total, no A-labels (``??--``)."""
     shapes = [f"{_label(n)}(?:\\.{_label(n)}){{0,{k - 1}}}" for k, n in _HOSTNAME_SHAPES]
-    structure = regex("(?:" + "|".join(shapes) + ")")
-    a_label = regex("(?:.*\\.)?[A-Za-z0-9]{2}--.*")
-    return And(structure, Not(a_label))
+    return And(regex("(?:" + "|".join(shapes) + ")"), Not(regex(_A_LABEL)))
+
+
+def _hostname_labels_node() -> Node:
+    """Hostnames of any length: LDH labels of at most 63 characters, no A-labels; exact once the string's
+    length is bounded by HOSTNAME_MAX_LENGTH."""
+    return And(regex(f"{_label(63)}(?:\\.{_label(63)})*"), Not(regex(_A_LABEL)))
 
 
 _LDH = "[A-Za-z0-9]"
@@ -147,7 +156,7 @@ def format_node(name: str) -> Node:
     if cached is not None:
         return cached
     if name == "hostname":
-        node = _hostname_node()
+        node = _hostname_labels_node()
     elif name == "idn-hostname":
         node = _idn_hostname_node()
     elif name in ("email", "idn-email"):

@@ -112,6 +112,8 @@ def lower_string(lw: "Lowerer", subs: list[Sub]) -> Node:
             fmt = sch["format"]
             if fmt in formats.SUPPORTED:  # others: number formats, or unknown (a warning)
                 extra.append(encoded_format(fmt))
+            if fmt == "hostname":  # its language bounds the labels; the whole name is bounded here
+                max_len = formats.HOSTNAME_MAX_LENGTH if max_len is None else min(max_len, formats.HOSTNAME_MAX_LENGTH)
         for node in extra:
             content = node if content is None else And(content, node)
     if max_len is not None and max_len < min_len:
