@@ -38,6 +38,9 @@ def reference_classes(nfa: NFA) -> np.ndarray:
 def reference_spec(region: Region) -> tuple:
     """(first, last, end, start, kind, flags, a, b) from a `Region`."""
     flags = (region.start_moves is not None) | 2 * region.open_ended
+    if getattr(region.dfa, "counted_dfa", False):  # a CountedDFA (a bounded string length: maxLength, hostname)
+        return (region.first, region.last, region.end, region.start, 3, flags, byte_ranges(region.dfa),
+                region.dfa.spec())
     if region.dfa is not None:
         return (region.first, region.last, region.end, region.start, 0, flags, byte_ranges(region.dfa),
                 accepting_bytes(region.dfa))
