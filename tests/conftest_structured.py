@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+from concurrent.futures import wait
 import re
 
 import jsonschema
@@ -102,9 +103,14 @@ def check_regex_output(completion: CompletionOutput, text: bytes, pattern: str, 
         assert grammar.matcher().accept_string(text), f"not a valid prefix of /{pattern}/: {text!r}"
 
 
-def run_requests(engine: LLMEngine, requests: dict[str, tuple[str, SamplingParams]]) -> dict:
+def run_requests(engine: LLMEngine, requests: dict[str, tuple[str, SamplingParams]],
+                 compiled_first: bool = False) -> dict:
+    """Run `requests` to the end; with `compiled_first`, step only once every grammar has compiled, so all
+    requests compete for the KV pool at once (else when each starts depends on its compile's speed)."""
     for request_id, (prompt, params) in requests.items():
         engine.add_request(request_id, prompt, params)
+    if compiled_first:
+        wait([r.structured_output.future for r in engine.requests.values() if r.structured_output is not None])
     done = {}
     while engine.has_unfinished_requests():
         for output in engine.step():

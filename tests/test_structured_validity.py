@@ -31,7 +31,7 @@ def small_engine(request):
 def test_small_vocab_outputs_validate(small_engine, temperature):
     before = small_engine.metrics.num_preemptions
     requests = make_requests(temperature, max_tokens=24)
-    done = run_requests(small_engine, requests)
+    done = run_requests(small_engine, requests, compiled_first=True)
     reasons = check_outputs(small_engine, done, requests)
     assert small_engine.metrics.num_preemptions > before, "the KV pool was meant to force preemption"
     assert reasons.get("stop", 0) >= 5, reasons  # choices, consts, enums do finish
@@ -59,14 +59,15 @@ def _deepseek_model(tmp: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def deepseek_engine(tmp_path_factory):
+    # 12 blocks of 8 tokens for up to 10 running sequences of ~14 tokens (2 blocks each): preemption is certain
     path = _deepseek_model(tmp_path_factory.mktemp("deepseek-tiny"))
-    return LLMEngine(path, block_size=8, num_gpu_blocks=16, max_num_seqs=10, enable_jump_forward=True)
+    return LLMEngine(path, block_size=8, num_gpu_blocks=12, max_num_seqs=10, enable_jump_forward=True)
 
 
 def test_deepseek_vocab_outputs_validate(deepseek_engine):
     assert deepseek_engine.vocab_size == 129280
     requests = make_requests(None, max_tokens=10)  # even requests at temperature 1.0, odd ones greedy
-    done = run_requests(deepseek_engine, requests)
+    done = run_requests(deepseek_engine, requests, compiled_first=True)  # all at once: the pool must preempt
     check_outputs(deepseek_engine, done, requests)
     assert deepseek_engine.metrics.num_preemptions > 0
     assert deepseek_engine.structured_output.stats.num_jump_forward_tokens > 0
