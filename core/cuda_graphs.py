@@ -4,7 +4,9 @@ A graph is captured on a padded decode batch packed into the runner's persistent
 `InputBuffers`: a batch of `n` rows has the same addresses at every step), so a replay only needs the
 step's one host-to-device copy. Sizes are 1, 2, 4, 8, then multiples of 16, and `max_num_seqs`; a decode
 batch of `k` sequences runs the smallest graph of at least `k` rows (padding rows write no KV). Graphs are
-captured largest first and share one memory pool; each writes its hidden states into `output[:n]`.
+captured largest first and share one memory pool. A graph runs the whole decode forward, the logits head
+included: it writes the float32 logits of its `n` rows into `logits[:n]`, one buffer every graph shares,
+so the sampler (see `SamplerGraphs`) always finds a step's logits at the same address.
 """
 
 from __future__ import annotations
@@ -20,12 +22,12 @@ from formwork.core.forward_batch import ForwardBatch
 class DecodeGraphs:
     """Captured decode graphs by padded batch size."""
 
-    def __init__(self, sizes: list[int], hidden_size: int, dtype: torch.dtype, device: torch.device):
+    def __init__(self, sizes: list[int], vocab_size: int, device: torch.device):
         if not sizes or min(sizes) < 1:
             raise ValueError(f"graph sizes must be positive, got {sizes}")
         self.sizes = sorted(set(sizes))
         self.device = device
-        self.output = torch.empty(self.sizes[-1], hidden_size, dtype=dtype, device=device)
+        self.logits = torch.empty(self.sizes[-1], vocab_size, dtype=torch.float32, device=device)
         self.replays: dict[int, Callable[[], None]] = {}
         self.pool = None
 
@@ -44,14 +46,14 @@ class DecodeGraphs:
 
     @torch.inference_mode()
     def capture(self, make_batch: Callable[[int], ForwardBatch],
-                run_model: Callable[[ForwardBatch], torch.Tensor]) -> None:
+                run_model: Callable[[ForwardBatch, torch.Tensor], None]) -> None:
         """For each size, largest first: pack its batch, run it once eagerly (kernel compiles, lazy
-        allocations), then record it. `run_model(batch)` returns hidden states [rows, hidden]."""
+        allocations), then record it. `run_model(batch, out)` writes the batch's logits into `out`."""
         for size in reversed(self.sizes):
             batch = make_batch(size)
 
             def step(batch: ForwardBatch = batch, size: int = size) -> None:
-                self.output[:size] = run_model(batch)
+                run_model(batch, self.logits[:size])
 
             step()
             self._record(size, step)
@@ -66,6 +68,6 @@ class DecodeGraphs:
         self.replays[size] = graph.replay
 
     def replay(self, size: int) -> torch.Tensor:
-        """Run the graph of `size` rows on the inputs now in the buffers; its hidden states [size, hidden]."""
+        """Run the graph of `size` rows on the inputs now in the buffers; its logits [size, vocab]."""
         self.replays[size]()
-        return self.output[:size]
+        return self.logits[:size]

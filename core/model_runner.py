@@ -142,16 +142,19 @@ class ModelRunner:
         if self.buffers is None:
             return ForwardBatch.build(items, self.block_size, logits_for, device=self.device)
         bucket = None
-        if self.graphs is not None and all(len(new) == 1 for new, _, _ in items):
+        if self.graphs is not None and all(len(new) == 1 for new, _, _ in items) and all(logits_for):
             bucket = self.graphs.bucket_for(len(items))
         return self.buffers.pack(items, logits_for, pad_to=bucket)
 
     def prepare_step(self, input_batch: InputBatch, scheduled: list[ScheduledSequence]) -> ForwardBatch:
         """`prepare` for the scheduled sequences of a step, their block tables read from `input_batch` (as wide
-        as the input buffers)."""
+        as the input buffers). A decode graph runs the step only when every sequence wants its logits (a graph's
+        logits are its first rows; a one-token chunk in mid-prompt runs eagerly)."""
         if self.buffers is None:
             raise RuntimeError("prepare_step needs the engine's input buffers (ModelRunner.for_engine)")
-        bucket_for = self.graphs.bucket_for if self.graphs is not None else None
+        bucket_for = None
+        if self.graphs is not None and all(item.wants_logits for item in scheduled):
+            bucket_for = self.graphs.bucket_for
         return input_batch.pack_step(scheduled, self.buffers, bucket_for)
 
     def capture_cuda_graphs(self, max_num_seqs: int) -> None:
@@ -162,20 +165,19 @@ class ModelRunner:
         if self.device.type == "cuda" and kernels.select_backend(self.kv_cache) != "triton":
             raise RuntimeError("CUDA graphs need the Triton kernels; the torch reference syncs with the host "
                                f"({kernels.dispatch.BACKEND_ENV} forces it): use --no-cuda-graphs")
-        graphs = DecodeGraphs(DecodeGraphs.buckets_for(max_num_seqs), self.model.args.hidden_size,
-                              self.dtype, self.device)
+        graphs = DecodeGraphs(DecodeGraphs.buckets_for(max_num_seqs), self.vocab_size, self.device)
         graphs.capture(lambda size: self.buffers.pack(*_padding_batch(size)),
-                       lambda batch: self.model(batch, self.kv_caches))
+                       lambda batch, out: self.model.compute_logits(self.model(batch, self.kv_caches), out))
         self.graphs = graphs
 
     @torch.inference_mode()
     def forward(self, batch: ForwardBatch) -> Tensor | None:
         """float32 logits ``[len(batch.logits_indices), vocab_size]`` (on rank 0; None on other ranks); K/V
-        of all new tokens is cached."""
+        of all new tokens is cached. A decode graph's logits are the first rows of `graphs.logits` (every
+        row of a graph batch wants its logits: see `prepare_step`)."""
         if batch.decode_bucket is not None and self.graphs is not None:
-            hidden = self.graphs.replay(batch.decode_bucket)
-        else:
-            hidden = self.model(batch, self.kv_caches)
+            return self.graphs.replay(batch.decode_bucket)[:batch.logits_indices.shape[0]]
+        hidden = self.model(batch, self.kv_caches)
         return self.model.compute_logits(hidden.index_select(0, batch.logits_indices))
 
 

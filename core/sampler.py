@@ -22,7 +22,9 @@ import numpy as np
 import torch
 
 from formwork.core.bitmask_upload import BitmaskUpload
+from formwork.core.cuda_graphs import DecodeGraphs
 from formwork.core.host_to_device import is_on, tensor_on
+from formwork.core.sampler_graphs import SamplerGraphs
 from formwork.core.sequence import Sequence
 from formwork.kernels import SamplingTensors, apply_token_bitmask, sample
 from formwork.kernels.dispatch import BACKEND_ENV
@@ -52,6 +54,11 @@ class Sampler:
         self._upload_bitmask = BitmaskUpload()
         # greedy-only CPU batches take one argmax here unless a backend other than torch is forced (read once)
         self._argmax_on_cpu = os.environ.get(BACKEND_ENV, "").strip().lower() in ("", "torch")
+        self.graphs: SamplerGraphs | None = None  # the decode graphs' samplings (`capture_graphs`)
+
+    def capture_graphs(self, decode: DecodeGraphs) -> None:
+        """Sample the logits of `decode`'s graphs through captured graphs from now on."""
+        self.graphs = SamplerGraphs.of(decode)
 
     def __call__(self, logits: torch.Tensor, seqs: list[Sequence], bitmask: torch.Tensor | None = None,
                  bitmask_rows: list[int] | None = None) -> SamplerOutput:
@@ -67,6 +74,9 @@ class Sampler:
         rows = self._rows_of(seqs)
         for row in rows.adjusting:
             self._adjust_row(logits, row, seqs[row])
+        graph_size = self.graphs.size_for(logits) if self.graphs is not None else None
+        if graph_size is not None:
+            return self._launch_graph(logits, seqs, rows, graph_size, bitmask)
         if bitmask is not None and logits.device.type == "cpu":
             _mask_rows_cpu(logits, bitmask, list(range(len(seqs))) if bitmask_rows is None else bitmask_rows)
             bitmask = None
@@ -79,6 +89,23 @@ class Sampler:
                                      with_logprobs=bool(rows.with_logprobs))
         top = _TopLogprobs.of(logits, seqs, rows.with_logprobs, token_ids, bitmask)
         return SampledBatch(token_ids, logprobs, top)
+
+    def _launch_graph(self, logits: torch.Tensor, seqs: list[Sequence], rows: BatchRows, size: int,
+                      bitmask: torch.Tensor | None) -> SampledBatch:
+        """`launch` through the captured sampling of `size` rows: the parameters (once per batch, then the
+        steps of rows that draw noise) and the mask rows into the graphs' buffers, then one replay."""
+        graphs, num_rows = self.graphs, len(seqs)
+        buffers = graphs.buffers
+        if buffers.holder is not rows:
+            buffers.write_batch(rows, rows.arrays(seqs))
+        elif rows.any_random:
+            buffers.write_steps(rows.steps(seqs))
+        mask = None
+        if bitmask is not None:
+            mask = self._upload_bitmask(bitmask, logits.device, into=graphs.bitmask[:num_rows])
+        token_ids, logprobs = graphs.sample(size, num_rows, masked=mask is not None)
+        top = _TopLogprobs.of(logits, seqs, rows.with_logprobs, token_ids, mask)
+        return SampledBatch(token_ids, logprobs if rows.with_logprobs else None, top)
 
     def _rows_of(self, seqs: list[Sequence]) -> "BatchRows":
         """The per-row parameters of `seqs`: the previous step's when the batch holds the same sequences
@@ -255,10 +282,7 @@ class BatchRows:
         so the previous sampling has finished reading both buffers."""
         tensors = self._tensors
         if tensors is None or not is_on(tensors.steps, device):
-            steps = self._token_counts(seqs) - self.num_prompt_tokens  # never negative: a sequence keeps its prompt
-            tensors = self._tensors = SamplingTensors.from_arrays(
-                temperature=self.temperature, top_k=self.top_k, top_p=self.top_p, min_p=self.min_p,
-                seeds=self.seeds, steps=steps, device=device)
+            tensors = self._tensors = SamplingTensors.from_arrays(**self.arrays(seqs), device=device)
             self._steps_host = None if device.type == "cpu" else torch.empty(
                 len(seqs), dtype=torch.int64, pin_memory=device.type == "cuda")
             return tensors
@@ -269,6 +293,15 @@ class BatchRows:
             if host is not None:
                 tensors.steps.copy_(host, non_blocking=True)
         return tensors
+
+    def arrays(self, seqs: list[Sequence]) -> dict[str, np.ndarray]:
+        """The six sampling fields of this step, as `SamplingTensors.from_arrays` takes them."""
+        return {"temperature": self.temperature, "top_k": self.top_k, "top_p": self.top_p, "min_p": self.min_p,
+                "seeds": self.seeds, "steps": self.steps(seqs)}
+
+    def steps(self, seqs: list[Sequence]) -> np.ndarray:
+        """Each row's number of generated tokens (never negative: a sequence keeps its prompt)."""
+        return self._token_counts(seqs) - self.num_prompt_tokens
 
     @staticmethod
     def _token_counts(seqs: list[Sequence]) -> np.ndarray:

@@ -55,12 +55,12 @@ class SamplingTensors:
     def to(self, device: torch.device | str) -> "SamplingTensors":
         """A copy with every tensor on `device` (non-blocking where possible)."""
         return SamplingTensors(
-            *(getattr(self, name).to(device, non_blocking=True) for name in _FIELDS)
+            *(getattr(self, name).to(device, non_blocking=True) for name in FIELDS)
         )
 
     def select(self, rows: torch.Tensor) -> "SamplingTensors":
         """The parameters of the given row ids, in that order."""
-        return SamplingTensors(*(getattr(self, name)[rows] for name in _FIELDS))
+        return SamplingTensors(*(getattr(self, name)[rows] for name in FIELDS))
 
     @classmethod
     def from_lists(
@@ -97,21 +97,10 @@ class SamplingTensors:
         validating every value."""
         arrays = {"temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p, "seeds": seeds,
                   "steps": steps}
-        sizes = {name: len(values) for name, values in arrays.items()}
-        if len(set(sizes.values())) != 1:
-            raise KernelInputError(f"SamplingTensors arrays differ in length: {sizes}")
-        if not (sizes["temperature"] == 0 or (temperature.min() >= 0.0 and temperature.max() < np.inf
-                                              and top_p.min() > 0.0 and top_p.max() <= 1.0
-                                              and min_p.min() >= 0.0 and min_p.max() <= 1.0
-                                              and steps.min() >= 0)):  # NaN fails every comparison
-            _first_bad("temperature", temperature, ~(temperature >= 0.0) | (temperature == np.inf),
-                       "must be finite and >= 0")
-            _first_bad("top_p", top_p, ~((top_p > 0.0) & (top_p <= 1.0)), "must be in (0, 1]")
-            _first_bad("min_p", min_p, ~((min_p >= 0.0) & (min_p <= 1.0)), "must be in [0, 1]")
-            _first_bad("steps", steps, steps < 0, "must be >= 0")
+        check_arrays(arrays)
         device = torch.device(device)
         if device.type == "cpu":  # no copy to make: one tensor per field
-            return cls(*(torch.from_numpy(np.asarray(arrays[name], dtype=_NUMPY[name])) for name in _FIELDS))
+            return cls(*(torch.from_numpy(np.asarray(arrays[name], dtype=NUMPY[name])) for name in FIELDS))
         return cls._packed(arrays, device)
 
     @classmethod
@@ -120,18 +109,43 @@ class SamplingTensors:
         `_ALIGN`-byte boundaries). On CUDA the buffer is pinned and the copy does not block the host: from
         pageable memory it would wait for all work queued before it (a step's whole forward)."""
         batch = len(arrays["temperature"])
-        offsets, offset = {}, 0
-        for name in _FIELDS:
-            offsets[name] = offset
-            offset += -(-batch * _DTYPES[name].itemsize // _ALIGN) * _ALIGN
-        host = torch.empty(max(offset, _ALIGN), dtype=torch.uint8, pin_memory=device.type == "cuda")
+        offsets, offset = packed_layout(batch)
+        host = torch.empty(offset, dtype=torch.uint8, pin_memory=device.type == "cuda")
         host_np = host.numpy()
-        for name in _FIELDS:
+        for name in FIELDS:
             start = offsets[name]
-            host_np[start:start + batch * _DTYPES[name].itemsize].view(_NUMPY[name])[:] = arrays[name]
+            host_np[start:start + batch * DTYPES[name].itemsize].view(NUMPY[name])[:] = arrays[name]
         packed = host if device.type == "cpu" else host.to(device, non_blocking=True)
-        return cls(*(packed[offsets[name]:offsets[name] + batch * _DTYPES[name].itemsize].view(_DTYPES[name])
-                     for name in _FIELDS))
+        return cls(*(packed[offsets[name]:offsets[name] + batch * DTYPES[name].itemsize].view(DTYPES[name])
+                     for name in FIELDS))
+
+
+def check_arrays(arrays: dict[str, np.ndarray]) -> None:
+    """Raise `KernelInputError` unless the six fields' arrays have one length and valid values (floats
+    checked before their float32 rounding)."""
+    sizes = {name: len(values) for name, values in arrays.items()}
+    if len(set(sizes.values())) != 1:
+        raise KernelInputError(f"SamplingTensors arrays differ in length: {sizes}")
+    temperature, top_p, min_p, steps = (arrays[name] for name in ("temperature", "top_p", "min_p", "steps"))
+    if not (sizes["temperature"] == 0 or (temperature.min() >= 0.0 and temperature.max() < np.inf
+                                          and top_p.min() > 0.0 and top_p.max() <= 1.0
+                                          and min_p.min() >= 0.0 and min_p.max() <= 1.0
+                                          and steps.min() >= 0)):  # NaN fails every comparison
+        _first_bad("temperature", temperature, ~(temperature >= 0.0) | (temperature == np.inf),
+                   "must be finite and >= 0")
+        _first_bad("top_p", top_p, ~((top_p > 0.0) & (top_p <= 1.0)), "must be in (0, 1]")
+        _first_bad("min_p", min_p, ~((min_p >= 0.0) & (min_p <= 1.0)), "must be in [0, 1]")
+        _first_bad("steps", steps, steps < 0, "must be >= 0")
+
+
+def packed_layout(batch: int) -> tuple[dict[str, int], int]:
+    """The byte offset of each field in one buffer of `batch` rows (each on an `_ALIGN`-byte boundary),
+    and the buffer's size."""
+    offsets, offset = {}, 0
+    for name in FIELDS:
+        offsets[name] = offset
+        offset += -(-batch * DTYPES[name].itemsize // _ALIGN) * _ALIGN
+    return offsets, max(offset, _ALIGN)
 
 
 def _first_bad(name: str, values: np.ndarray, bad: np.ndarray, rule: str) -> None:
@@ -141,10 +155,10 @@ def _first_bad(name: str, values: np.ndarray, bad: np.ndarray, rule: str) -> Non
         raise KernelInputError(f"{name}[{row}]={values[row]} {rule}")
 
 
-_FIELDS = ("temperature", "top_k", "top_p", "min_p", "seeds", "steps")
-_DTYPES = {"temperature": torch.float32, "top_k": torch.int32, "top_p": torch.float32, "min_p": torch.float32,
+FIELDS = ("temperature", "top_k", "top_p", "min_p", "seeds", "steps")
+DTYPES = {"temperature": torch.float32, "top_k": torch.int32, "top_p": torch.float32, "min_p": torch.float32,
            "seeds": torch.int64, "steps": torch.int64}
-_NUMPY = {name: str(dtype).removeprefix("torch.") for name, dtype in _DTYPES.items()}
+NUMPY = {name: str(dtype).removeprefix("torch.") for name, dtype in DTYPES.items()}
 # dtypes values are checked in: floats before their float32 rounding, integers as given
 _CHECKED = {"temperature": np.float64, "top_k": np.int64, "top_p": np.float64, "min_p": np.float64,
             "seeds": np.int64, "steps": np.int64}

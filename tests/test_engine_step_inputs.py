@@ -123,7 +123,7 @@ def test_graph_sizes():
     assert DecodeGraphs.buckets_for(64) == [1, 2, 4, 8, 16, 32, 48, 64]
     assert DecodeGraphs.buckets_for(20) == [1, 2, 4, 8, 16, 20]
     assert DecodeGraphs.buckets_for(3) == [1, 2, 3] and DecodeGraphs.buckets_for(1) == [1]
-    graphs = DecodeGraphs(DecodeGraphs.buckets_for(20), 8, torch.float32, torch.device("cpu"))
+    graphs = DecodeGraphs(DecodeGraphs.buckets_for(20), 8, torch.device("cpu"))
     assert [graphs.bucket_for(n) for n in (1, 3, 5, 9, 17, 20, 21)] == [1, 4, 8, 16, 20, 20, None]
 
 

@@ -137,9 +137,13 @@ class VocabParallelEmbedding(nn.Module):
         hidden = F.embedding(torch.where(mine, local, 0), self.weight) * mine.unsqueeze(-1).to(self.weight.dtype)
         return self.tp.all_reduce(hidden)
 
-    def logits(self, hidden: torch.Tensor) -> torch.Tensor | None:
+    def logits(self, hidden: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor | None:
         """float32 logits [rows, vocab_size] of ``hidden`` against this table, gathered on rank 0 (None on
-        the other ranks)."""
+        the other ranks); written into ``out`` when given (one rank only: the cast is the copy)."""
+        if out is not None:
+            if self.tp.size != 1:
+                raise ValueError("logits into a buffer need a single rank")
+            return out.copy_(F.linear(hidden, self.weight)[:, :self.vocab_size])
         parts = self.tp.gather_on_first(F.linear(hidden, self.weight))
         if parts is None:
             return None

@@ -215,10 +215,11 @@ class LlamaForCausalLM(nn.Module):
         """Final hidden states [num_tokens, hidden_size] of every new token in the batch."""
         return self.model(batch, kv_caches)
 
-    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor | None:
-        """float32 logits [rows, vocab_size] for the given hidden-state rows, on rank 0 (None on the others)."""
+    def compute_logits(self, hidden: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor | None:
+        """float32 logits [rows, vocab_size] for the given hidden-state rows, on rank 0 (None on the others);
+        into ``out`` when given (a single rank)."""
         head = self.model.embed_tokens if self.lm_head is None else self.lm_head
-        return head.logits(hidden)
+        return head.logits(hidden, out)
 
 
 class Qwen2ForCausalLM(LlamaForCausalLM):
