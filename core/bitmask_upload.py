@@ -24,16 +24,11 @@ class BitmaskUpload:
         self._device_rows: torch.Tensor | None = None
         self._stream: torch.cuda.Stream | None = None
 
-    def __call__(self, bitmask: torch.Tensor, device: torch.device, into: torch.Tensor | None = None) -> torch.Tensor:
-        """The bitmask on `device`, ready for work queued on its current stream after this call; copied
-        into `into` (a buffer of its shape on `device`) when given, else into a buffer of its own."""
+    def __call__(self, bitmask: torch.Tensor, device: torch.device) -> torch.Tensor:
+        """The bitmask on `device`, ready for work queued on its current stream after this call."""
         if device.type != "cuda" or not bitmask.is_pinned():
-            if into is None:
-                return bitmask.to(device, non_blocking=True)
-            return into.copy_(bitmask, non_blocking=True)
-        target = self._target(bitmask.shape, device) if into is None else into
-        if self._stream is None:
-            self._stream = torch.cuda.Stream(device)
+            return bitmask.to(device, non_blocking=True)
+        target = self._target(bitmask.shape, device)
         with torch.cuda.stream(self._stream):
             target.copy_(bitmask, non_blocking=True)
             copied = self._stream.record_event()
@@ -45,4 +40,5 @@ class BitmaskUpload:
         buffer = self._device_rows
         if buffer is None or not is_on(buffer, device) or buffer.shape[1] != words or buffer.shape[0] < rows:
             buffer = self._device_rows = torch.empty((rows, words), dtype=torch.int32, device=device)
+            self._stream = torch.cuda.Stream(device)
         return buffer[:rows]

@@ -113,7 +113,7 @@ class LLMEngine:
             warm_up(self)  # every kernel variant compiled before the first request
         if config.use_cuda_graphs:
             self.runner.capture_cuda_graphs(config.max_num_seqs)
-            self.sampler.capture_graphs(self.runner.graphs)
+            self.sampler.capture_graphs(self.runner.graphs, self.structured_output.bitmask_buffer())
 
     @property
     def is_healthy(self) -> bool:

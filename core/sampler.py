@@ -56,9 +56,10 @@ class Sampler:
         self._argmax_on_cpu = os.environ.get(BACKEND_ENV, "").strip().lower() in ("", "torch")
         self.graphs: SamplerGraphs | None = None  # the decode graphs' samplings (`capture_graphs`)
 
-    def capture_graphs(self, decode: DecodeGraphs) -> None:
-        """Sample the logits of `decode`'s graphs through captured graphs from now on."""
-        self.graphs = SamplerGraphs.of(decode)
+    def capture_graphs(self, decode: DecodeGraphs, host_bitmask: torch.Tensor | None = None) -> None:
+        """Sample the logits of `decode`'s graphs through captured graphs from now on; `host_bitmask`: the
+        (pinned) buffer the steps' masks are filled into, which masked graphs copy from."""
+        self.graphs = SamplerGraphs.of(decode, host_bitmask)
 
     def __call__(self, logits: torch.Tensor, seqs: list[Sequence], bitmask: torch.Tensor | None = None,
                  bitmask_rows: list[int] | None = None) -> SamplerOutput:
@@ -93,17 +94,15 @@ class Sampler:
     def _launch_graph(self, logits: torch.Tensor, seqs: list[Sequence], rows: BatchRows, size: int,
                       bitmask: torch.Tensor | None) -> SampledBatch:
         """`launch` through the captured sampling of `size` rows: the parameters (once per batch, then the
-        steps of rows that draw noise) and the mask rows into the graphs' buffers, then one replay."""
+        steps of rows that draw noise) into the graphs' buffers, then one replay (which copies the mask)."""
         graphs, num_rows = self.graphs, len(seqs)
         buffers = graphs.buffers
         if buffers.holder is not rows:
             buffers.write_batch(rows, rows.arrays(seqs))
         elif rows.any_random:
             buffers.write_steps(rows.steps(seqs))
-        mask = None
-        if bitmask is not None:
-            mask = self._upload_bitmask(bitmask, logits.device, into=graphs.bitmask[:num_rows])
-        token_ids, logprobs = graphs.sample(size, num_rows, masked=mask is not None)
+        token_ids, logprobs = graphs.sample(size, num_rows, bitmask)
+        mask = None if bitmask is None else graphs.bitmask[:num_rows]
         top = _TopLogprobs.of(logits, seqs, rows.with_logprobs, token_ids, mask)
         return SampledBatch(token_ids, logprobs if rows.with_logprobs else None, top)
 

@@ -4,11 +4,13 @@ Launching the split sampler costs the host three Triton launches, their argument
 allocations each step, about as much as the whole decode forward's graph replay. A decode graph leaves
 its logits at fixed addresses (`DecodeGraphs.logits`), so the sampling of those rows can be captured
 as well: one graph per decode graph size, without and with a grammar bitmask, reading the sampling
-parameters and the bitmask from buffers at fixed addresses (`SamplingBuffers`, `bitmask`) and writing
-the tokens and logprobs into outputs at fixed addresses. A step then writes what changed into the
-buffers (the parameters once per batch composition, each row's step when a row draws noise, the mask
-rows) and replays one graph. Padding rows sample greedily from the padding rows' logits; nobody reads
-their tokens.
+parameters from buffers at fixed addresses (`SamplingBuffers`) and writing the tokens and logprobs into
+outputs at fixed addresses. A masked graph first copies the grammar bitmask's rows from the pinned host
+buffer the structured-output manager fills every step (`host_bitmask`) to the device: the copy is a
+node of the graph, so the host neither launches it nor orders it against a side stream. A step writes
+what changed into the buffers (the parameters once per batch composition, then each row's step when a
+row draws noise) and replays one graph. Padding rows sample greedily from the padding rows' logits (and
+whatever mask rows the host buffer holds there); nobody reads their tokens.
 
 What the eager sampler does before the kernel (penalties, logit bias, min_tokens) it does in place on
 the graph's logits buffer, and the top-N logprobs are computed eagerly after the replay, so the graph
@@ -87,19 +89,26 @@ class SamplingBuffers:
 class SamplerGraphs:
     """Captured samplings of the decode graphs' logits, by (graph size, masked)."""
 
-    def __init__(self, decode: DecodeGraphs):
+    def __init__(self, decode: DecodeGraphs, host_bitmask: torch.Tensor | None = None):
         self.sizes = decode.sizes
         self.logits = decode.logits
         self.pool = None  # their own: a decode replay reuses its capture's freed memory, which must not hold outputs
         capacity, vocab = decode.logits.shape
         self.buffers = SamplingBuffers(capacity, decode.device)
-        self.bitmask = torch.full((capacity, (vocab + 31) // 32), -1, dtype=torch.int32, device=decode.device)
+        shape = (capacity, (vocab + 31) // 32)
+        on_cuda = decode.device.type == "cuda"
+        if host_bitmask is None or host_bitmask.shape[0] < capacity or host_bitmask.shape[1] != shape[1] or (
+                on_cuda and not host_bitmask.is_pinned()):
+            host_bitmask = torch.full(shape, -1, dtype=torch.int32, pin_memory=on_cuda)
+        self.host_bitmask = host_bitmask
+        self.bitmask = torch.full(shape, -1, dtype=torch.int32, device=decode.device)
         self.replays: dict[tuple[int, bool], Callable[[], tuple[torch.Tensor, torch.Tensor]]] = {}
 
     @classmethod
-    def of(cls, decode: DecodeGraphs) -> SamplerGraphs:
-        """The samplings of `decode`'s graph sizes, captured."""
-        graphs = cls(decode)
+    def of(cls, decode: DecodeGraphs, host_bitmask: torch.Tensor | None = None) -> SamplerGraphs:
+        """The samplings of `decode`'s graph sizes, captured; masked ones copy their rows of `host_bitmask`
+        (pinned on CUDA, at least as many rows as the largest graph; else a buffer of their own)."""
+        graphs = cls(decode, host_bitmask)
         graphs.capture()
         return graphs
 
@@ -109,11 +118,12 @@ class SamplerGraphs:
         compiles, lazy allocations), then record it (all into one memory pool of their own)."""
         for size in reversed(self.sizes):
             for masked in (False, True):
-                bitmask = self.bitmask[:size] if masked else None
-
-                def run(size: int = size, bitmask: torch.Tensor | None = bitmask) -> tuple[torch.Tensor, torch.Tensor]:
-                    tokens, logprobs = kernels.sample(self.logits[:size], self.buffers.tensors(size), bitmask)
-                    return tokens, logprobs
+                def run(size: int = size, masked: bool = masked) -> tuple[torch.Tensor, torch.Tensor]:
+                    bitmask = None
+                    if masked:
+                        bitmask = self.bitmask[:size]
+                        bitmask.copy_(self.host_bitmask[:size], non_blocking=True)
+                    return kernels.sample(self.logits[:size], self.buffers.tensors(size), bitmask)
 
                 run()
                 self.replays[(size, masked)] = self._record(run)
@@ -141,8 +151,11 @@ class SamplerGraphs:
         i = bisect_left(self.sizes, logits.shape[0])
         return self.sizes[i] if i < len(self.sizes) else None
 
-    def sample(self, size: int, rows: int, masked: bool) -> tuple[torch.Tensor, torch.Tensor]:
-        """Replay the sampling of `size` rows (with `bitmask` when `masked`) on what the buffers hold now;
-        the tokens and logprobs of the first `rows` rows."""
-        tokens, logprobs = self.replays[(size, masked)]()
+    def sample(self, size: int, rows: int, bitmask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Replay the sampling of `size` rows on what the buffers hold now, masked by `bitmask` (host rows:
+        copied into `host_bitmask` first unless they are its own first rows); the tokens and logprobs of
+        the first `rows` rows."""
+        if bitmask is not None and bitmask.data_ptr() != self.host_bitmask.data_ptr():
+            self.host_bitmask[:rows].copy_(bitmask)
+        tokens, logprobs = self.replays[(size, bitmask is not None)]()
         return tokens[:rows], logprobs[:rows]

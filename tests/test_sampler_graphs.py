@@ -36,9 +36,10 @@ class EagerSamplerGraphs(SamplerGraphs):
         self.num_replays = self.num_replays if hasattr(self, "num_replays") else {}
         return run
 
-    def sample(self, size, rows, masked):
-        self.num_replays[(size, masked)] = self.num_replays.get((size, masked), 0) + 1
-        return super().sample(size, rows, masked)
+    def sample(self, size, rows, bitmask):
+        key = (size, bitmask is not None)
+        self.num_replays[key] = self.num_replays.get(key, 0) + 1
+        return super().sample(size, rows, bitmask)
 
 
 def _engine(monkeypatch, *, graphs: bool, async_scheduling: bool, **options) -> LLMEngine:
@@ -48,7 +49,7 @@ def _engine(monkeypatch, *, graphs: bool, async_scheduling: bool, **options) -> 
         monkeypatch.setattr(model_runner, "DecodeGraphs", EagerGraphs)
         monkeypatch.setattr(sampler, "SamplerGraphs", EagerSamplerGraphs)
         engine.runner.capture_cuda_graphs(options["max_num_seqs"])
-        engine.sampler.capture_graphs(engine.runner.graphs)
+        engine.sampler.capture_graphs(engine.runner.graphs, engine.structured_output.bitmask_buffer())
     return engine
 
 
@@ -108,3 +109,22 @@ def test_buffers_check_the_values_as_the_eager_tensors_do():
         buffers.write_batch("big", {name: np.repeat(values, 5) for name, values in
                                     {**bad, "top_p": np.array([1.0])}.items()})
     assert buffers.holder is None
+
+
+def test_masked_graphs_copy_the_host_rows_and_a_foreign_mask_goes_through_them():
+    decode = DecodeGraphs([1, 2, 4], vocab_size=70, device=torch.device("cpu"))
+    decode.logits.copy_(torch.randn(4, 70, generator=torch.Generator().manual_seed(0)))
+    host = torch.full((4, 3), -1, dtype=torch.int32)
+    graphs = EagerSamplerGraphs.of(decode, host)
+    assert graphs.host_bitmask is host  # the manager's buffer: its rows are the mask, nothing to copy
+    allowed = [5, 40, 69]
+    host[:3] = 0
+    for row, token in enumerate(allowed):
+        host[row, token // 32] = 1 << (token % 32) if token % 32 < 31 else -(1 << 31)
+    tokens, _ = graphs.sample(4, 3, host[:3])  # greedy rows (the buffers' default): the one allowed token
+    assert tokens.tolist() == allowed
+    own = EagerSamplerGraphs.of(decode, torch.full((2, 3), -1, dtype=torch.int32))  # too few rows: its own buffer
+    assert own.host_bitmask.shape == (4, 3)
+    tokens, _ = own.sample(4, 3, host[:3].clone())  # another buffer's mask is copied into the host rows
+    assert tokens.tolist() == allowed and torch.equal(own.host_bitmask[:3], host[:3])
+    assert own.sample(4, 3, None)[0].tolist() == decode.logits[:3].argmax(dim=1).tolist()
