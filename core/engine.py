@@ -27,13 +27,14 @@ from formwork.core.pending_step import PENDING_TOKEN, PendingStep, drop_placehol
 from formwork.core.request_checks import (DuplicateRequestError, InvalidPromptError, PromptTooLongError,
                                           RequestError, VocabularyRangeError, check_request)
 from formwork.core.sampler import Sampler, SamplerOutput
-from formwork.core.sampling_params import SamplingParams
+from formwork.core.sampling_params import RequestOutputKind, SamplingParams
 from formwork.core.scheduler import Scheduler, SchedulerOutput
 from formwork.core.sequence import Request, Sequence, SequenceStatus
 from formwork.core.structured_output import MaskBatch, StructuredOutputManager
 from formwork.core.warmup import warm_up
 
 logger = logging.getLogger(__name__)
+_FINAL_ONLY = RequestOutputKind.FINAL_ONLY
 
 __all__ = ["DuplicateRequestError", "InvalidPromptError", "LLMEngine", "PromptTooLongError", "RequestError",
            "VocabularyRangeError", "resolve_model_path"]
@@ -108,6 +109,7 @@ class LLMEngine:
         self.async_scheduling = config.use_async_scheduling and self.input_batch is not None
         self._pending: PendingStep | None = None
         self._num_constrained = 0  # live requests with a structured-output constraint
+        self._num_multi_seq = 0  # live requests with more than one sequence (n > 1)
         self._rng = random.Random(config.seed)
         if config.use_warmup:
             warm_up(self)  # every kernel variant compiled before the first request
@@ -150,6 +152,7 @@ class LLMEngine:
                           priority=priority, seeds=self._seeds(params))
         self.structured_output.add_request(request)
         self._num_constrained += request.structured_output is not None
+        self._num_multi_seq += len(request.seqs) > 1
         for seq in request.seqs:
             seq.detokenizer = IncrementalDetokenizer(
                 self.tokenizer, request.prompt_token_ids, skip_special_tokens=params.skip_special_tokens,
@@ -300,40 +303,43 @@ class LLMEngine:
         """Stop checks, text and metrics of the sequences that got a token; the step's outputs (see
         `RequestOutputKind`). `extras[seq_id]` = (top logprobs, sampled rank) of rows that asked for them."""
         t = now()
-        touched: dict[Request, list[Sequence]] = {}
-        for seq in advanced:
-            seqs = touched.get(seq.request)
-            if seqs is None:
-                touched[seq.request] = [seq]
-            else:
-                seqs.append(seq)
+        for request, exc in self.new_tokens.process_all(advanced, extras):
+            self._fail_processing(request, exc)
+        if self._num_multi_seq:  # the tokens of each request, counted (a dict keeps the first-seen order)
+            counts: dict[Request, int] = {}
+            for seq in advanced:
+                counts[seq.request] = counts.get(seq.request, 0) + 1
+            touched = counts.items()
+        else:
+            touched = [(seq.request, 1) for seq in advanced]
         outputs = []
         latencies = []
-        process = self.new_tokens.process_all
-        for request, seqs in touched.items():
+        on_first_token = self.metrics.on_first_token
+        for request, count in touched:
             metrics = request.metrics
             first = metrics.first_token_time is None
             last = metrics.last_token_time
-            metrics.on_tokens(t, len(seqs))
+            metrics.on_tokens(t, count)
             if first:
-                self.metrics.on_first_token(metrics)
+                on_first_token(metrics)
             else:
                 latencies.append(t - last)
-            try:
-                process(seqs, extras)
-            except Exception as exc:  # one request's bad state must not take the engine down
-                logger.exception("request %s failed while processing its output", request.request_id)
-                request.error = f"{type(exc).__name__}: {exc}"
-                for seq in request.seqs:
-                    NewTokens.catch_up_text(seq)
-                    self.scheduler.finish(seq, SequenceStatus.FINISHED_ERROR)
+            if request.params.output_kind is _FINAL_ONLY and not request.is_finished:
+                continue  # its output comes when it finishes
             output = step_output(request)
-            if output is not None:
-                outputs.append(output)
-                if output.finished:
-                    self._retire(request)
+            outputs.append(output)
+            if output.finished:
+                self._retire(request)
         self.metrics.on_step_tokens(len(advanced), latencies)
         return outputs
+
+    def _fail_processing(self, request: Request, exc: Exception) -> None:
+        """End `request` with an error that processing its new tokens raised."""
+        logger.error("request %s failed while processing its output", request.request_id, exc_info=exc)
+        request.error = f"{type(exc).__name__}: {exc}"
+        for seq in request.seqs:
+            NewTokens.catch_up_text(seq)
+            self.scheduler.finish(seq, SequenceStatus.FINISHED_ERROR)
 
     # ---- outputs --------------------------------------------------------------------------------
 
@@ -352,6 +358,7 @@ class LLMEngine:
     def _retire(self, request: Request) -> None:
         self.structured_output.remove(request)
         self._num_constrained -= request.structured_output is not None
+        self._num_multi_seq -= len(request.seqs) > 1
         request.metrics.finished_time = now()
         reasons = [seq.status.finish_reason for seq in request.seqs]
         reason = "error" if request.error else next((r for r in reasons if r != "abort"), "abort")

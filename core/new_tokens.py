@@ -6,7 +6,8 @@ strings only has to learn its text, unless the token ends it (an EOS or stop tok
 `NewTokens.process` runs the full checks only for the other tokens. A plain sequence whose client reads
 nothing before it finishes (FINAL_ONLY outputs) does not even decode its text each step: its tokens wait
 (`Sequence.text_lag`) and go through the detokenizer, in order, before anything reads the text or checks a
-token that may end it (`catch_up_text`), so its text is the same as if each had been decoded at once.
+token that may end it (`catch_up_text`), so its text is the same as if each had been decoded at once. A plain
+constrained FINAL_ONLY sequence (no logprobs, stop strings or jump-forward) defers its text the same way.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from formwork.core.metrics import EngineMetrics
 from formwork.core.outputs import Logprob
 from formwork.core.sampling_params import RequestOutputKind
 from formwork.core.scheduler import Scheduler
-from formwork.core.sequence import Sequence, SequenceStatus
+from formwork.core.sequence import Request, Sequence, SequenceStatus
 from formwork.core.structured_output import StructuredOutputManager
 from formwork.grammar import Matcher
 
@@ -44,37 +45,45 @@ class NewTokens:
         simple = seq.logprobs is None and not params.stop_strings
         seq.plain = simple and constraint is None
         seq.plain_constrained = simple and constraint is not None and not constraint.enable_jump_forward
-        seq.defers_text = seq.plain and params.output_kind is RequestOutputKind.FINAL_ONLY
+        seq.defers_text = (seq.plain or seq.plain_constrained) and params.output_kind is RequestOutputKind.FINAL_ONLY
 
-    def process_all(self, seqs: list[Sequence], extras: dict[int, tuple]) -> None:
-        """`process` each of `seqs` (of one request), with the short paths inline: plain tokens, and the
-        tokens of a plain constrained sequence that its grammar accepts without completing the output."""
+    def process_all(self, seqs: list[Sequence], extras: dict[int, tuple]) -> list[tuple[Request, Exception]]:
+        """`process` each of `seqs` (a step's), with the short paths inline: plain tokens, and the tokens of a
+        plain constrained sequence that its grammar accepts without completing the output. Returns the
+        requests whose processing raised, each with its first exception (their other sequences are skipped)."""
+        failed: list[tuple[Request, Exception]] = []
         for seq in seqs:
-            if seq.plain:
-                token_ids = seq.token_ids
-                token_id = token_ids[-1]
-                if token_id >= 0 and token_id not in seq.stop_ids and len(token_ids) < seq.length_limit:
-                    if not seq.defers_text:
-                        seq.detokenizer.append(token_id)
-                    elif seq.text_lag:
-                        seq.text_lag += 1
-                    else:
-                        seq.text_from, seq.text_lag = len(token_ids) - 1, 1
-                    continue
-            elif seq.plain_constrained:
-                token_ids = seq.token_ids
-                token_id = token_ids[-1]
-                if token_id >= 0 and token_id not in seq.stop_ids and len(token_ids) < seq.length_limit:
-                    constraint = seq.request.structured_output
-                    matcher = constraint.matchers.get(seq.seq_id)
-                    if (matcher is not None and token_id not in constraint.extra_stop_ids
-                            and matcher.accept_token(token_id)):  # else `process` raises the violation
-                        if matcher.can_terminate() and self.structured_output.matcher_is_complete(matcher):
-                            self.process(seq, None, accepted=True)
+            if failed and any(request is seq.request for request, _ in failed):
+                continue  # a sequence of a request that failed this step
+            try:
+                if seq.plain:
+                    token_ids = seq.token_ids
+                    token_id = token_ids[-1]
+                    if token_id >= 0 and token_id not in seq.stop_ids and len(token_ids) < seq.length_limit:
+                        if seq.defers_text:
+                            _defer_text(seq, len(token_ids))
                         else:
                             seq.detokenizer.append(token_id)
                         continue
-            self.process(seq, extras.get(seq.seq_id) if extras else None)
+                elif seq.plain_constrained:
+                    token_ids = seq.token_ids
+                    token_id = token_ids[-1]
+                    if token_id >= 0 and token_id not in seq.stop_ids and len(token_ids) < seq.length_limit:
+                        constraint = seq.request.structured_output
+                        matcher = constraint.matchers.get(seq.seq_id)
+                        if (matcher is not None and token_id not in constraint.extra_stop_ids
+                                and matcher.accept_token(token_id)):  # else `process` raises the violation
+                            if matcher.can_terminate() and self.structured_output.matcher_is_complete(matcher):
+                                self.process(seq, None, accepted=True)
+                            elif seq.defers_text:
+                                _defer_text(seq, len(token_ids))
+                            else:
+                                seq.detokenizer.append(token_id)
+                            continue
+                self.process(seq, extras.get(seq.seq_id) if extras else None)
+            except Exception as exc:  # one request's bad state must not take the engine down
+                failed.append((seq.request, exc))
+        return failed
 
     @staticmethod
     def catch_up_text(seq: Sequence) -> None:
@@ -160,3 +169,11 @@ class NewTokens:
         if forced and so.matcher_is_complete(matcher):
             return SequenceStatus.FINISHED_STOPPED, None
         return None, None
+
+
+def _defer_text(seq: Sequence, num_tokens: int) -> None:
+    """Let the token at `num_tokens - 1` wait for the detokenizer (see the module docstring)."""
+    if seq.text_lag:
+        seq.text_lag += 1
+    else:
+        seq.text_from, seq.text_lag = num_tokens - 1, 1
