@@ -14,7 +14,7 @@ numpy argmax (the reference's temperature-0 rule) instead of the kernel call and
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from operator import attrgetter
 
@@ -55,6 +55,7 @@ class Sampler:
         # greedy-only CPU batches take one argmax here unless a backend other than torch is forced (read once)
         self._argmax_on_cpu = os.environ.get(BACKEND_ENV, "").strip().lower() in ("", "torch")
         self.graphs: SamplerGraphs | None = None  # the decode graphs' samplings (`capture_graphs`)
+        self._staging = PinnedStaging()  # where `SampledBatch.start_copy` copies the tokens on CUDA
 
     def capture_graphs(self, decode: DecodeGraphs, host_bitmask: torch.Tensor | None = None) -> None:
         """Sample the logits of `decode`'s graphs through captured graphs from now on; `host_bitmask`: the
@@ -89,7 +90,7 @@ class Sampler:
         token_ids, logprobs = sample(logits, rows.tensors(seqs, logits.device), bitmask,
                                      with_logprobs=bool(rows.with_logprobs))
         top = _TopLogprobs.of(logits, seqs, rows.with_logprobs, token_ids, bitmask)
-        return SampledBatch(token_ids, logprobs, top)
+        return SampledBatch(token_ids, logprobs, top, staging=self._staging)
 
     def _launch_graph(self, logits: torch.Tensor, seqs: list[Sequence], rows: BatchRows, size: int,
                       bitmask: torch.Tensor | None) -> SampledBatch:
@@ -104,7 +105,7 @@ class Sampler:
         token_ids, logprobs = graphs.sample(size, num_rows, bitmask)
         mask = None if bitmask is None else graphs.bitmask[:num_rows]
         top = _TopLogprobs.of(logits, seqs, rows.with_logprobs, token_ids, mask)
-        return SampledBatch(token_ids, logprobs if rows.with_logprobs else None, top)
+        return SampledBatch(token_ids, logprobs if rows.with_logprobs else None, top, staging=self._staging)
 
     def _rows_of(self, seqs: list[Sequence]) -> "BatchRows":
         """The per-row parameters of `seqs`: the previous step's when the batch holds the same sequences
@@ -165,8 +166,8 @@ class SampledBatch:
     this step's sampling only, not for work queued after it."""
 
     def __init__(self, token_ids: torch.Tensor | None, logprobs: torch.Tensor | None, top: _TopLogprobs | None,
-                 host_ids: list[int] | None = None):
-        self._token_ids, self._host_ids = token_ids, host_ids
+                 host_ids: list[int] | None = None, staging: PinnedStaging | None = None):
+        self._token_ids, self._host_ids, self._staging = token_ids, host_ids, staging
         # what `result` reads: the tensors themselves, or their pinned host copies after `start_copy`
         self._readable: tuple = (token_ids, logprobs, top)
         self._copied: torch.cuda.Event | None = None
@@ -188,7 +189,8 @@ class SampledBatch:
         if self._token_ids is None or not self._token_ids.is_cuda:
             return
         token_ids, logprobs, top = self._readable
-        self._readable = (_to_pinned(token_ids), None if logprobs is None else _to_pinned(logprobs),
+        to_pinned = _to_pinned if self._staging is None else self._staging.next_copier()
+        self._readable = (to_pinned(token_ids), None if logprobs is None else to_pinned(logprobs),
                           None if top is None else top.to_pinned())
         self._copied = torch.cuda.Event()
         self._copied.record()
@@ -209,6 +211,33 @@ def _to_pinned(tensor: torch.Tensor) -> torch.Tensor:
     host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
     host.copy_(tensor, non_blocking=True)
     return host
+
+
+class PinnedStaging:
+    """Pinned host buffers that a step's sampled tokens and logprobs are copied into, kept from step to step
+    instead of allocated each time. Two sets, used in turn: a step's copies are read (`SampledBatch.result`)
+    before the next step's sampling is launched, so the set a step writes was read two steps ago."""
+
+    def __init__(self) -> None:
+        self._sets: list[dict[tuple[int, torch.dtype], torch.Tensor]] = [{}, {}]
+        self._turn = 0
+
+    def next_copier(self) -> Callable[[torch.Tensor], torch.Tensor]:
+        """A function that copies a 1-D device tensor into this step's buffer of its dtype (a view of its
+        length), without blocking the host."""
+        buffers = self._sets[self._turn]
+        self._turn ^= 1
+        calls = iter(range(len(buffers) + 8))
+
+        def copy(tensor: torch.Tensor) -> torch.Tensor:
+            rows, slot = tensor.shape[0], (next(calls), tensor.dtype)  # the n-th copy of a step: its own buffer
+            host = buffers.get(slot)
+            if host is None or host.shape[0] < rows:
+                host = buffers[slot] = torch.empty(max(rows, 256), dtype=tensor.dtype, pin_memory=True)
+            view = host[:rows]
+            view.copy_(tensor, non_blocking=True)
+            return view
+        return copy
 
 
 class _TopLogprobs:

@@ -130,3 +130,29 @@ def test_is_on_reads_a_device_without_index_as_the_current_one():
         on_gpu = torch.zeros(1, device="cuda")
         assert is_on(on_gpu, torch.device("cuda")) and is_on(on_gpu, on_gpu.device)
         assert not is_on(on_gpu, torch.device("cpu"))
+
+
+def test_started_copies_read_each_step_in_turn_through_two_pinned_sets():
+    """`SampledBatch.start_copy` copies into the sampler's two pinned sets in turn; each step's result is its
+    own tokens and logprobs (on the CPU there is nothing to copy: the tensors are read as they are)."""
+    device = DEVICES[-1]
+    params = [SamplingParams(temperature=0.0, logprobs=0), SamplingParams(temperature=0.8, seed=5, logprobs=0)]
+    seqs = [Request(str(i), None, [1, 2], p, arrival_time=0.0).seqs[0] for i, p in enumerate(params)]
+    sampler = Sampler(64, [0])
+    readable = []
+    for step in range(4):
+        logits = torch.randn(2, 64, generator=torch.Generator().manual_seed(step)).to(device)
+        batch = sampler.launch(logits.clone(), seqs)
+        batch.start_copy()
+        out = batch.result()
+        assert out.token_ids == Sampler(64, [0])(logits.clone(), seqs).token_ids
+        assert out.token_ids[0] == int(logits[0].argmax())
+        readable.append(batch._readable[0])
+        for seq, token in zip(seqs, out.token_ids):
+            seq.append_token(token, 0.0)
+    if device == "cuda":
+        ptrs = [t.data_ptr() for t in readable]
+        assert all(t.is_pinned() for t in readable)
+        assert ptrs[0] == ptrs[2] and ptrs[1] == ptrs[3] and ptrs[0] != ptrs[1]
+    else:
+        assert all(t.device.type == "cpu" for t in readable)
