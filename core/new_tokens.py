@@ -69,9 +69,8 @@ class NewTokens:
                     token_ids = seq.token_ids
                     token_id = token_ids[-1]
                     if token_id >= 0 and token_id not in seq.stop_ids and len(token_ids) < seq.length_limit:
-                        constraint = seq.request.structured_output
-                        matcher = constraint.matchers.get(seq.seq_id)
-                        if (matcher is not None and token_id not in constraint.extra_stop_ids
+                        matcher = seq.matcher
+                        if (matcher is not None and token_id not in seq.request.structured_output.extra_stop_ids
                                 and matcher.accept_token(token_id)):  # else `process` raises the violation
                             if matcher.can_terminate() and self.structured_output.matcher_is_complete(matcher):
                                 self.process(seq, None, accepted=True)
@@ -103,7 +102,7 @@ class NewTokens:
         if token_id < 0:
             raise RuntimeError("no token is allowed at this position (the constraint admits nothing)")
         constraint = seq.request.structured_output
-        matcher = None if constraint is None else constraint.matchers.get(seq.seq_id)
+        matcher = seq.matcher
         if matcher is not None and not accepted:
             self.structured_output.advance(matcher, constraint, token_id)
         detok: IncrementalDetokenizer = seq.detokenizer

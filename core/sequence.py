@@ -13,6 +13,7 @@ from formwork.core.sampling_params import SamplingParams
 
 if TYPE_CHECKING:
     from formwork.core.structured_output import StructuredOutputRequest
+    from formwork.grammar import Matcher
 
 
 class SequenceStatus(enum.Enum):
@@ -67,6 +68,7 @@ class Sequence:
         self.output_text = ""
         self.stop_reason: int | str | None = None
         self.detokenizer: IncrementalDetokenizer | None = None  # set by the engine
+        self.matcher: Matcher | None = None  # its request's constraint, once compiled (StructuredOutputManager)
         params = request.params
         # what the sampler reads every step: (temperature, top_k (0: off; at most int32's maximum), top_p,
         # min_p), and whether penalties, logit bias or min_tokens change the logits first

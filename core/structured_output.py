@@ -75,14 +75,14 @@ class MaskBatch:
 
 
 class StructuredOutputRequest:
-    """The constraint state of one request: its compile job, grammar and one matcher per sequence."""
+    """The constraint state of one request: its compile job and grammar (each sequence holds its own matcher,
+    `Sequence.matcher`)."""
 
     def __init__(self, spec: dict[str, Any], job: CompileJob, enable_jump_forward: bool):
         self.spec = spec
         self.job = job
         self.future = job.future
         self.grammar: CompiledGrammar | None = None
-        self.matchers: dict[int, Matcher] = {}
         self.extra_stop_ids: frozenset[int] = frozenset()
         self.enable_jump_forward = enable_jump_forward
 
@@ -184,7 +184,7 @@ class StructuredOutputManager:
             so.extra_stop_ids = frozenset(t for t in request.params.stop_token_ids
                                           if t not in stops and t < self.vocab_size)
             for seq in request.seqs:
-                so.matchers[seq.seq_id] = so.grammar.matcher(max_step_seconds=self.step_max_seconds)
+                seq.matcher = so.grammar.matcher(max_step_seconds=self.step_max_seconds)
                 if seq.status is SequenceStatus.WAITING_FOR_GRAMMAR:
                     seq.status = SequenceStatus.WAITING
         return failed
@@ -201,7 +201,7 @@ class StructuredOutputManager:
         """Begin filling the masks of the sampled `seqs`; call the result before sampling. With
         `overlap`, the fill runs on a thread; without, it runs when the result is called, which the
         engine does after launching the forward (on a GPU the fill then overlaps the forward)."""
-        if not any(self._live_matcher(seq) is not None for seq in seqs):
+        if not any(seq.matcher is not None and not seq.status.is_finished for seq in seqs):
             return lambda: None
         if self._fill_executor is None:
             return lambda: self.fill_bitmask(seqs)
@@ -228,10 +228,9 @@ class StructuredOutputManager:
         errors: dict[int, str] = {}
         with backend.mask_lock:
             for i, seq in enumerate(seqs):
-                constraint = seq.request.structured_output
-                matcher = None if constraint is None or seq.status.is_finished else constraint.matchers.get(seq.seq_id)
-                if matcher is None:  # unconstrained; or finished (async scheduling's dropped row: not masked)
-                    view[i] = -1
+                matcher = seq.matcher
+                if matcher is None or seq.status.is_finished:
+                    view[i] = -1  # unconstrained; or finished (async scheduling's dropped row: not masked)
                     continue
                 try:
                     matcher.fill_row(view, i)
@@ -239,8 +238,9 @@ class StructuredOutputManager:
                     errors[seq.seq_id] = f"{type(exc).__name__}: computing the token mask failed: {exc}"
                     view[i] = -1
                     continue
-                if constraint.extra_stop_ids:
-                    _set_bits(view[i], constraint.extra_stop_ids, matcher.can_terminate())
+                extra_stop_ids = seq.request.structured_output.extra_stop_ids
+                if extra_stop_ids:
+                    _set_bits(view[i], extra_stop_ids, matcher.can_terminate())
                 rows.append(i)
         stats = self.stats
         stats.num_mask_steps += 1
@@ -254,13 +254,7 @@ class StructuredOutputManager:
 
     @staticmethod
     def matcher(seq: Sequence) -> Matcher | None:
-        so: StructuredOutputRequest | None = seq.request.structured_output
-        return None if so is None else so.matchers.get(seq.seq_id)
-
-    def _live_matcher(self, seq: Sequence) -> Matcher | None:
-        """`seq`'s matcher while it is unfinished (async scheduling samples a row for a sequence the tokens
-        read just before finished: its row is dropped, so it is not masked)."""
-        return None if seq.status.is_finished else self.matcher(seq)
+        return seq.matcher
 
     @staticmethod
     def advance(matcher: Matcher, constraint: StructuredOutputRequest, token_id: int) -> None:

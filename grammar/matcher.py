@@ -52,7 +52,8 @@ class Matcher:
         if self._terminated:
             view[index] = 0
         else:
-            self._stored_mask().write(view, index)
+            stored = self.grammar.state_masks.get(self._state)  # `_stored_mask`'s shortcut, inline
+            (stored if stored is not None else self._stored_mask()).write(view, index)
             if self._unique is not None:
                 self._unique.filter(view, index)
 
