@@ -360,7 +360,7 @@ def render(device_name: str, fw: dict, hf: dict, parity: float, cons: dict, cold
         lines.append(f"| {name} | {ms:.3f} | {bandwidth / 1e9:,.1f} | {bandwidth / copy:.0%} | {graph} |")
     lines += ["", "Eager: each call timed alone with CUDA events (it pays its Python launch). Graph replay: "
               "`triton.testing.do_bench_cudagraph`, GPU time per call, as the engine's decode steps run the "
-              "model's kernels (the sampler runs eagerly after them)."]
+              "model's kernels and their sampling (`core/sampler_graphs.py`)."]
     return "\n".join(lines) + "\n"
 
 
