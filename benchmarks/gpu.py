@@ -216,8 +216,9 @@ def parity_figure(device: str, max_new: int = 16) -> float:
 
 
 def parity_params(max_new: int) -> list:
-    """Rows for `graph_parity`, each path of the step once or twice: greedy; seeded top-p alone with
-    penalties; seeded top-k with logit bias and min_tokens; a seeded JSON-schema row (the grammar bitmask)."""
+    """Rows for `graph_parity`, each path of the step once or twice: greedy with top-N logprobs; seeded top-p
+    alone with penalties; seeded top-k with logit bias and min_tokens; a seeded JSON-schema row (the grammar
+    bitmask)."""
     from formwork.core import SamplingParams
 
     rows = []
@@ -225,7 +226,7 @@ def parity_params(max_new: int) -> list:
         kind = i % 4
         common = dict(seed=i, max_tokens=max_new)
         if kind == 0:
-            rows.append(SamplingParams(temperature=0.0, ignore_eos=True, **common))
+            rows.append(SamplingParams(temperature=0.0, ignore_eos=True, logprobs=2, **common))
         elif kind == 1:
             rows.append(SamplingParams(temperature=0.8, top_p=0.9, presence_penalty=0.5, frequency_penalty=0.3,
                                        repetition_penalty=1.1, ignore_eos=True, **common))
