@@ -256,7 +256,7 @@ class LLMEngine:
             outputs.extend(self._fail_mask_errors(masks, logit_seqs))
         sampled.start_copy()
         rows = {seq.seq_id: row for row, seq in enumerate(logit_seqs)}
-        advanced = self.scheduler.update_from_output(sched, dict.fromkeys(rows, (PENDING_TOKEN, 0.0)))
+        advanced = self.scheduler.update_from_output(sched, None, PENDING_TOKEN)
         self._pending = PendingStep(advanced, rows, sampled)
         return outputs
 

@@ -23,10 +23,11 @@ class ScheduledSequence:
 
     __slots__ = ("seq", "num_new_tokens", "wants_logits")
 
-    def __init__(self, seq: Sequence, num_new_tokens: int):
+    def __init__(self, seq: Sequence, num_new_tokens: int, wants_logits: bool | None = None):
         self.seq = seq
         self.num_new_tokens = num_new_tokens
-        self.wants_logits = seq.num_computed_tokens + num_new_tokens == len(seq.token_ids)
+        self.wants_logits = (seq.num_computed_tokens + num_new_tokens == len(seq.token_ids)
+                             if wants_logits is None else wants_logits)
 
     def __repr__(self) -> str:
         return f"ScheduledSequence({self.seq!r}, num_new_tokens={self.num_new_tokens})"
@@ -95,9 +96,12 @@ class Scheduler:
             self._schedule_waiting(out, budget)
         return out
 
-    def update_from_output(self, out: SchedulerOutput, sampled: dict[int, tuple[int, float]]) -> list[Sequence]:
+    def update_from_output(self, out: SchedulerOutput, sampled: dict[int, tuple[int, float]] | None,
+                           placeholder: int | None = None) -> list[Sequence]:
         """Advance the scheduled sequences after the forward pass; append the sampled tokens
-        (`sampled[seq_id] = (token_id, logprob)`). Returns the sequences that got a new token."""
+        (`sampled[seq_id] = (token_id, logprob)`), or (`sampled` None) give each sequence that wanted logits the
+        token id `placeholder` with logprob 0 (async scheduling: its token is not read yet). Returns the
+        sequences that got a new token."""
         advanced = []
         running = SequenceStatus.RUNNING
         cache_full_blocks = self.block_manager.cache_full_blocks
@@ -111,6 +115,12 @@ class Scheduler:
             seq.num_computed_tokens += item.num_new_tokens
             if block_size is not None and seq.num_computed_tokens >= (seq.num_hashed_blocks + 1) * block_size:
                 cache_full_blocks(seq)
+            if sampled is None:
+                if item.wants_logits:
+                    seq.token_ids.append(placeholder)
+                    seq.last_token_logprob = 0.0
+                    advanced.append(seq)
+                continue
             new = sampled.get(seq.seq_id)
             if new is not None:
                 seq.append_token(*new)
@@ -118,7 +128,24 @@ class Scheduler:
         return advanced
 
     def _schedule_running(self, out: SchedulerOutput, budget: int) -> int:
-        i = 0
+        """Schedule the running sequences in order while the budget lasts; preempt from the back when a
+        sequence's new tokens need blocks the pool does not have."""
+        block_size = self.block_manager.block_size
+        scheduled = out.scheduled
+        # the common step: every running sequence's new tokens fit its blocks and the budget (decodes)
+        for i, seq in enumerate(self.running):
+            if seq.final_token_pending:  # async scheduling: it ends when its last token is read
+                continue
+            num_tokens = len(seq.token_ids)
+            num_new = num_tokens - seq.num_computed_tokens
+            if not 0 < num_new <= budget or num_tokens > len(seq.block_table) * block_size:
+                return self._schedule_running_from(i, out, budget)
+            scheduled.append(ScheduledSequence(seq, num_new, True))
+            budget -= num_new
+        return budget
+
+    def _schedule_running_from(self, i: int, out: SchedulerOutput, budget: int) -> int:
+        """`_schedule_running` from the `i`-th running sequence on, allocating blocks and preempting."""
         allocate_slots = self.block_manager.allocate_slots
         block_size = self.block_manager.block_size
         scheduled = out.scheduled
