@@ -223,25 +223,30 @@ class StructuredOutputManager:
         self.bitmask_buffer()
         if len(seqs) > self._bitmask.shape[0]:
             raise ValueError(f"{len(seqs)} rows exceed the bitmask's {self._bitmask.shape[0]} (max_num_seqs)")
-        view = self._bitmask_np  # C-contiguous int32, this vocabulary's width: what `Matcher.fill_row` takes
-        rows: list[int] = []
-        errors: dict[int, str] = {}
+        view = self._bitmask_np  # C-contiguous int32, this vocabulary's width: what `Matcher.fill_rows` takes
+        constrained: list[tuple[int, Matcher]] = []
+        extra_stops: list[tuple[int, Matcher, frozenset[int]]] = []
+        for i, seq in enumerate(seqs):
+            matcher = seq.matcher
+            if matcher is None or seq.status.is_finished:
+                view[i] = -1  # unconstrained; or finished (async scheduling's dropped row: not masked)
+                continue
+            constrained.append((i, matcher))
+            extra_stop_ids = seq.request.structured_output.extra_stop_ids
+            if extra_stop_ids:
+                extra_stops.append((i, matcher, extra_stop_ids))
         with backend.mask_lock:
-            for i, seq in enumerate(seqs):
-                matcher = seq.matcher
-                if matcher is None or seq.status.is_finished:
-                    view[i] = -1  # unconstrained; or finished (async scheduling's dropped row: not masked)
-                    continue
-                try:
-                    matcher.fill_row(view, i)
-                except Exception as exc:  # a budget overrun (or a grammar bug) fails this request alone
-                    errors[seq.seq_id] = f"{type(exc).__name__}: computing the token mask failed: {exc}"
-                    view[i] = -1
-                    continue
-                extra_stop_ids = seq.request.structured_output.extra_stop_ids
-                if extra_stop_ids:
-                    _set_bits(view[i], extra_stop_ids, matcher.can_terminate())
-                rows.append(i)
+            failed = Matcher.fill_rows(view, constrained)
+        errors: dict[int, str] = {}
+        for i, exc in failed:  # a budget overrun (or a grammar bug) fails this request alone
+            errors[seqs[i].seq_id] = f"{type(exc).__name__}: computing the token mask failed: {exc}"
+            view[i] = -1
+        for i, matcher, extra_stop_ids in extra_stops:
+            if seqs[i].seq_id not in errors:
+                _set_bits(view[i], extra_stop_ids, matcher.can_terminate())
+        rows = [i for i, _ in constrained]
+        if errors:
+            rows = [i for i in rows if seqs[i].seq_id not in errors]
         stats = self.stats
         stats.num_mask_steps += 1
         stats.num_mask_rows += len(rows)

@@ -40,6 +40,8 @@ class Matcher:
         self._history: list[tuple[int, bool]] = []
         self._words = (self.vocab.vocab_size + 31) // 32
         self._unique = None if grammar.unique is None else UniqueTracker(grammar.unique, self.vocab)
+        self._vocab_size = self.vocab.vocab_size
+        self._accepting = self._dfa.accepting  # the known states' flags, fetched again past its end
 
     # ------------------------------------------------------------ masks
     def fill_next_token_bitmask(self, bitmask: torch.Tensor, index: int = 0) -> None:
@@ -56,6 +58,26 @@ class Matcher:
             (stored if stored is not None else self._stored_mask()).write(view, index)
             if self._unique is not None:
                 self._unique.filter(view, index)
+
+    @staticmethod
+    def fill_rows(view: np.ndarray, rows: list[tuple[int, "Matcher"]]) -> list[tuple[int, Exception]]:
+        """`fill_row(view, index)` of each (index, matcher) in `rows`, in one call; returns the rows whose
+        mask could not be computed (a budget overrun), with the exception (such a row is left as it was)."""
+        failed = []
+        for index, matcher in rows:
+            if matcher._terminated:
+                view[index] = 0
+                continue
+            stored = matcher.grammar.state_masks.get(matcher._state)
+            try:
+                if stored is None:
+                    stored = matcher._stored_mask()
+                stored.write(view, index)
+                if matcher._unique is not None:
+                    matcher._unique.filter(view, index)
+            except Exception as exc:
+                failed.append((index, exc))
+        return failed
 
     def _numpy_view(self, bitmask: torch.Tensor) -> np.ndarray:
         """A numpy alias of the (CPU, int32, (batch, words)) bitmask, checked once per tensor:
@@ -97,10 +119,10 @@ class Matcher:
     # ------------------------------------------------------------ advancing
     def accept_token(self, token_id: int) -> bool:
         """Advance by one token; False (state unchanged) if the grammar forbids it."""
-        if self._terminated or not 0 <= token_id < self.vocab.vocab_size:
+        if self._terminated or not 0 <= token_id < self._vocab_size:
             return False
         if token_id in self._stops:
-            if not self._dfa.accepting[self._state]:
+            if not self._accepts(self._state):
                 return False
             if self._unique is not None:
                 self._unique.hold()
@@ -110,16 +132,18 @@ class Matcher:
             data = self.vocab.token_bytes[token_id]
             return data is not None and self._advance(data)
         steps = self.grammar.token_steps
-        key = self._state * self.vocab.vocab_size + token_id
+        state = self._state
+        key = state * self._vocab_size + token_id
         nxt = steps.get(key)
         if nxt is None:
             data = self.vocab.token_bytes[token_id]
-            nxt = DEAD if data is None else self._dfa.walk(self._state, data)
+            nxt = DEAD if data is None else self._dfa.walk(state, data)
             if len(steps) < MAX_TOKEN_STEPS:
                 steps[key] = nxt
         if nxt == DEAD:
             return False
-        self._push(nxt, False)
+        self._history.append((state, False))  # `_push`, inline: not terminated before or after
+        self._state = nxt
         return True
 
     def accept_string(self, text: str | bytes) -> bool:
@@ -169,14 +193,21 @@ class Matcher:
 
     def can_terminate(self) -> bool:
         """The output so far is complete, so a stop token is allowed now."""
-        return not self._terminated and bool(self._dfa.accepting[self._state])
+        return not self._terminated and self._accepts(self._state)
+
+    def _accepts(self, state: int) -> bool:
+        """Whether DFA state `state` (a reached one) is accepting."""
+        accepting = self._accepting
+        if state >= len(accepting):  # a state the automaton built after this matcher last looked
+            accepting = self._accepting = self._dfa.accepting
+        return bool(accepting[state])
 
     def is_complete(self) -> bool:
         """Nothing but a stop token may follow (or one was accepted): the output is finished.
         Kept per state (`grammar.state_complete`) where the state alone decides the mask."""
         if self._terminated:
             return True
-        if not self._dfa.accepting[self._state]:
+        if not self._accepts(self._state):
             return False
         if self._unique is not None:
             return not self._allows_text(self.next_token_mask())
