@@ -255,9 +255,8 @@ class LLMEngine:
             sampled = self.sampler.launch(logits, logit_seqs, masks.bitmask, masks.rows)
             outputs.extend(self._fail_mask_errors(masks, logit_seqs))
         sampled.start_copy()
-        rows = {seq.seq_id: row for row, seq in enumerate(logit_seqs)}
         advanced = self.scheduler.update_from_output(sched, None, PENDING_TOKEN)
-        self._pending = PendingStep(advanced, rows, sampled)
+        self._pending = PendingStep(advanced, logit_seqs, sampled)
         return outputs
 
     def _fail_mask_errors(self, masks: MaskBatch, seqs: list[Sequence]) -> list[RequestOutput]:
@@ -269,7 +268,9 @@ class LLMEngine:
         """The previous step's tokens into its sequences, then their stop checks, text and outputs."""
         out, live = pending.read()
         top, ranks = out.top_logprobs, out.sampled_ranks
-        extras = {seq.seq_id: (top[row], ranks[row]) for seq, row in live if top[row] is not None}
+        extras = {}
+        if top.count(None) != len(top):  # some row asked for logprobs
+            extras = {seq.seq_id: (top[row], ranks[row]) for seq, row in live if top[row] is not None}
         return self._postprocess([seq for seq, _ in live], extras)
 
     def _release_grammars(self) -> list[RequestOutput]:

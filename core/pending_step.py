@@ -24,19 +24,30 @@ PENDING_TOKEN = -2  # never a token id: a forward fed one by mistake fails its e
 
 
 class PendingStep:
-    """Step n's sequences that got a placeholder, and `row_of[seq_id]`, each one's row in `sampled` (the rows
-    of every sequence sampled in step n)."""
+    """Step n's sequences that got a placeholder (`seqs`), and `row_seqs`, the sequence of each row of
+    `sampled` (every sequence sampled in step n: `seqs` and those that finished before their placeholder)."""
 
-    def __init__(self, seqs: list[Sequence], row_of: dict[int, int], sampled: SampledBatch):
-        self.seqs, self.row_of, self.sampled = seqs, row_of, sampled
+    def __init__(self, seqs: list[Sequence], row_seqs: list[Sequence], sampled: SampledBatch):
+        self.seqs, self.row_seqs, self.sampled = seqs, row_seqs, sampled
+        self._row_of: dict[int, int] | None = None
         for seq in seqs:  # a placeholder at the length limit ends its sequence when read, whatever it is
             if len(seq.token_ids) >= seq.length_limit:
                 seq.final_token_pending = True
+
+    @property
+    def row_of(self) -> dict[int, int]:
+        """seq_id -> row in `sampled` (built when the rows are not simply `seqs` in order)."""
+        if self._row_of is None:
+            self._row_of = {seq.seq_id: row for row, seq in enumerate(self.row_seqs)}
+        return self._row_of
 
     def feed(self, input_ids: torch.Tensor, scheduled: list[ScheduledSequence]) -> None:
         """Write the sampled ids of the placeholders among the step's new tokens into `input_ids` (the step's
         flat input ids, on the device), after the packed inputs were copied there. Ids below zero (a row whose
         constraint allowed nothing: its request fails when read) become 0 so the forward stays in range."""
+        if [item.seq for item in scheduled] == self.row_seqs:  # identity comparison: the same rows in order,
+            self._copy_rows(input_ids, len(scheduled))      # each running one token, its placeholder
+            return
         dst, src = [], []
         offset = 0
         row_of = self.row_of
@@ -48,26 +59,34 @@ class PendingStep:
                 src.append(row_of[seq.seq_id])
         if not dst:
             return
+        if dst == src and src[-1] == len(src) - 1:  # the same rows in the same order: one slice copy
+            self._copy_rows(input_ids, len(dst))
+            return
         tokens = self.sampled.token_ids
         if tokens.device != input_ids.device:
             tokens = tokens.to(input_ids.device, non_blocking=True)
-        if dst == src and src[-1] == len(src) - 1:  # the same rows in the same order: one slice copy
-            input_ids[:len(dst)].copy_(tokens[:len(dst)].clamp(min=0))
-            return
         device = input_ids.device
         picked = tokens.index_select(0, tensor_on(src, torch.int64, device)).clamp_(min=0)
         input_ids.index_copy_(0, tensor_on(dst, torch.int64, device), picked.to(input_ids.dtype))
+
+    def _copy_rows(self, input_ids: torch.Tensor, count: int) -> None:
+        """The first `count` sampled ids into the first `count` input ids."""
+        tokens = self.sampled.token_ids
+        if tokens.device != input_ids.device:
+            tokens = tokens.to(input_ids.device, non_blocking=True)
+        input_ids[:count].copy_(tokens[:count].clamp(min=0))
 
     def read(self) -> tuple[SamplerOutput, list[tuple[Sequence, int]]]:
         """Step n's host results, and the (sequence, row) pairs still to process: each unfinished sequence's
         placeholder is replaced by its sampled token (aborted sequences dropped theirs, `drop_placeholder`)."""
         out = self.sampled.result()
         live = []
-        row_of = self.row_of
-        for seq in self.seqs:
+        seqs = self.seqs
+        row_of = None if seqs == self.row_seqs else self.row_of  # None: row i is seqs[i]
+        for i, seq in enumerate(seqs):
             if seq.status.is_finished:
                 continue
-            row = row_of[seq.seq_id]
+            row = i if row_of is None else row_of[seq.seq_id]
             logprob = out.logprobs[row]
             seq.token_ids[-1] = out.token_ids[row]
             seq.last_token_logprob = logprob
