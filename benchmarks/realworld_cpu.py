@@ -22,6 +22,7 @@ Pick a formwork build with PYTHONPATH (a worktree with its C extensions built in
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -46,6 +47,8 @@ def main() -> None:
     parser.add_argument("--corpus", action="append", default=None, help="repeatable; default iglu-central and schemastore")
     parser.add_argument("--limit", type=int, default=40, help="the first N schemas of each corpus")
     parser.add_argument("--gc", choices=("deferred", "automatic"), default="deferred")
+    parser.add_argument("--times", type=Path, default=None,
+                        help="also write each engine's per-schema times (ms) here as JSON")
     parser.add_argument("--masks", action="store_true",
                         help="also replay each schema's instances and time every later mask (thread CPU)")
     args = parser.parse_args()
@@ -82,6 +85,8 @@ def main() -> None:
         slowest = sorted(common, key=got.__getitem__, reverse=True)[:5]
         print(f"| {name} | {np.percentile(ms, 50):.2f} | {np.percentile(ms, 99):.1f} | "
               + ", ".join(f"{c.split(':', 1)[1]} {got[c]:.0f}" for c in slowest) + " |")
+    if args.times:
+        args.times.write_text(json.dumps({name: {c: got[c] for c in common} for name, got in times.items()}))
     corpora = sorted({c.split(":", 1)[0] for c in common})
     if len(corpora) > 1:
         _by_corpus(times, common, corpora)

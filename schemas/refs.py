@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Any, NamedTuple
-from urllib.parse import urldefrag
+from urllib.parse import unquote, urldefrag
 
 from attrs import evolve
 import referencing.exceptions
@@ -148,6 +148,30 @@ def empty_registry() -> SchemaRegistry:
     return SchemaRegistry()
 
 
+def _plain_pointer_lookup(resolver: Resolver[Any], ref: str) -> tuple[Any, Resolver[Any], Any] | None:
+    """`resolver.lookup(ref)` (its contents and resolver, and the document walked) for a
+    JSON-pointer fragment (`#/definitions/a`) whose every step lands on an object with neither
+    `$id` nor `id`, without `referencing`'s walk; None for any other `ref` (looked up as usual).
+    Such steps enter no subresource with an identifier in any draft, so the resolver is the one
+    `lookup` evolves for the document and the contents are those its walk reaches (the same
+    decoding: percent, then `~1` and `~0`); ~2 us against ~10."""
+    if not ref.startswith("#/"):
+        return None
+    uri = resolver._base_uri
+    try:
+        retrieved = resolver._registry.get_or_retrieve(uri)
+    except Exception:  # noqa: BLE001 - `lookup` raises it as an unresolvable ref
+        return None
+    document = contents = retrieved.value.contents
+    for segment in unquote(ref[2:]).split("/"):
+        if type(contents) is not dict:
+            return None
+        contents = contents.get(segment.replace("~1", "/").replace("~0", "~"), _ABSENT)
+        if type(contents) is not dict or "$id" in contents or "id" in contents:
+            return None
+    return contents, resolver._evolve(registry=retrieved.registry, base_uri=uri), document
+
+
 def _scope(resolver: Resolver[Any]) -> tuple[str, int, tuple[str, ...]]:
     """What a `referencing` resolver's lookups depend on, as a key: its base URI, its registry
     (by id: a key's entry holds the resolver, hence the registry) and its dynamic scope (the
@@ -264,8 +288,11 @@ class RefIndex:
         """`resolve`, looked up."""
         try:
             resolver = self._crawled_instead(resolver)
-            resolved = resolver.lookup(ref)
-            self._keep_crawl(resolver, resolved.resolver)
+            found = _plain_pointer_lookup(resolver, ref)
+            if found is None:
+                resolved = resolver.lookup(ref)
+                found = resolved.contents, resolved.resolver, None
+            self._keep_crawl(resolver, found[1])
         except referencing.exceptions.PointerToNowhere:
             raise UnresolvableRefError(f"$ref {ref!r}: the JSON pointer leads nowhere",
                                        pointer=site) from None
@@ -278,13 +305,17 @@ class RefIndex:
         except (KeyError, IndexError, TypeError, ValueError):
             raise UnresolvableRefError(f"$ref {ref!r}: the JSON pointer leads nowhere",
                                        pointer=site) from None
-        contents = resolved.contents
+        contents, inner, document = found
         if not isinstance(contents, (dict, bool)):
             raise UnresolvableRefError(f"$ref {ref!r} points to {contents!r:.40}, which is not a "
                                        "schema (an object or a boolean)", pointer=site)
+        if document is self._root and "~" not in ref and "%" not in ref:
+            # walked from the root through objects by tokens needing no escape: the fragment
+            # is the canonical pointer `_root_pointer_location` would spell
+            return contents, inner, Location(self.root_uri, ref[1:])
         location = self._root_pointer_location(ref, contents) or self.location_of(contents) \
             or self._boolean_location(ref, resolver)
-        return contents, resolved.resolver, location
+        return contents, inner, location
 
     def _root_pointer_location(self, ref: str, contents: Any) -> Location | None:
         """The location of `contents` when `ref` is a JSON-pointer fragment that leads to it from
