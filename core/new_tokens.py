@@ -69,10 +69,11 @@ class NewTokens:
                     token_ids = seq.token_ids
                     token_id = token_ids[-1]
                     if token_id >= 0 and token_id not in seq.stop_ids and len(token_ids) < seq.length_limit:
+                        # not a stop token, so none of the constraint's extra stop tokens either
                         matcher = seq.matcher
-                        if (matcher is not None and token_id not in seq.request.structured_output.extra_stop_ids
-                                and matcher.accept_token(token_id)):  # else `process` raises the violation
-                            if matcher.can_terminate() and self.structured_output.matcher_is_complete(matcher):
+                        ends = matcher.advance(token_id) if matcher is not None else 0
+                        if ends:  # else `process` raises the violation
+                            if ends == 2 and self.structured_output.matcher_is_complete(matcher):
                                 self.process(seq, None, accepted=True)
                             elif seq.defers_text:
                                 _defer_text(seq, len(token_ids))

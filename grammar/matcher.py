@@ -146,6 +146,21 @@ class Matcher:
         self._state = nxt
         return True
 
+    def advance(self, token_id: int) -> int:
+        """`accept_token(token_id)`, and whether a stop token may follow: 0 refused (state unchanged),
+        1 accepted, 2 accepted and `can_terminate()` (one call where a step needs both)."""
+        state = self._state
+        nxt = None
+        if not self._terminated and self._unique is None and 0 <= token_id < self._vocab_size:
+            nxt = self.grammar.token_steps.get(state * self._vocab_size + token_id)  # never a stop token's
+        if not nxt:  # not kept yet, or DEAD (0): the full path
+            if not self.accept_token(token_id):
+                return 0
+            return 2 if self.can_terminate() else 1
+        self._history.append((state, False))  # `_push`, inline: not terminated before or after
+        self._state = nxt
+        return 2 if self._accepts(nxt) else 1
+
     def accept_string(self, text: str | bytes) -> bool:
         """Advance by the bytes of `text` as one step (all or nothing)."""
         if self._terminated:

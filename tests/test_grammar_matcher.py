@@ -293,3 +293,36 @@ def test_fill_row_writes_what_the_checked_fill_writes():
         matcher.fill_next_token_bitmask(checked, row)
         matcher.fill_row(trusted.numpy(), row)
     assert torch.equal(checked, trusted) and checked[1].item() != checked[0].item()  # the stop token joins
+
+
+@settings(max_examples=40, deadline=None)
+@given(tokens=st.lists(st.integers(-2, 7), max_size=12))
+def test_advance_is_accept_token_then_can_terminate(tokens):
+    """`advance` (the engine's one call a constrained token) agrees with `accept_token` + `can_terminate` on a
+    twin matcher, kept moves or not, stop tokens and out-of-range ids included."""
+    vocab = Vocabulary([b"ab", b"cd", b"x", b"a", b"b", None], stop_token_ids=[5])
+    grammar = GrammarCompiler(vocab, cache_enabled=False).compile_regex(r"(ab|cd)+a?")
+    twin_grammar = GrammarCompiler(vocab, cache_enabled=False).compile_regex(r"(ab|cd)+a?")
+    warm = grammar.matcher()  # a first matcher keeps the moves the second one replays
+    for token_id in tokens:
+        warm.accept_token(token_id)
+    matcher, twin = grammar.matcher(), twin_grammar.matcher()
+    for token_id in tokens + tokens:
+        expected = (2 if twin.can_terminate() else 1) if twin.accept_token(token_id) else 0
+        assert matcher.advance(token_id) == expected
+        assert (matcher._state, matcher.is_terminated(), matcher.num_accepted) == (
+            twin._state, twin.is_terminated(), twin.num_accepted)
+
+
+def test_fill_rows_writes_what_fill_row_writes():
+    from formwork.grammar import Matcher
+
+    vocab = Vocabulary([b"ab", b"cd", b"x", b"a", b"b", None], stop_token_ids=[5])
+    grammar = GrammarCompiler(vocab, cache_enabled=False).compile_regex(r"(ab|cd)+")
+    matchers = [grammar.matcher() for _ in range(3)]
+    assert matchers[1].accept_token(0) and matchers[2].accept_token(1) and matchers[2].accept_token(5)  # ends
+    one, batch = allocate_token_bitmask(4, vocab.vocab_size).numpy(), allocate_token_bitmask(4, vocab.vocab_size).numpy()
+    for row, matcher in zip((3, 0, 1), matchers):
+        matcher.fill_row(one, row)
+    assert Matcher.fill_rows(batch, list(zip((3, 0, 1), matchers))) == []
+    assert (one == batch).all() and len({int(one[r, 0]) for r in (3, 0, 1)}) == 3
