@@ -261,6 +261,8 @@ class LLMEngine:
 
     def _fail_mask_errors(self, masks: MaskBatch, seqs: list[Sequence]) -> list[RequestOutput]:
         """Fail the requests whose mask could not be computed this step (each alone)."""
+        if not masks.errors:
+            return []
         return [self.fail_request(seq.request_id, masks.errors[seq.seq_id]) for seq in seqs
                 if seq.seq_id in masks.errors and not seq.status.is_finished]
 
