@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any, Optional
 from formwork.schemas.dialects import foreign_keyword
 from formwork.schemas.drafts import Draft, draft_of
 from formwork.schemas.errors import DynamicRefError, SchemaTooLargeError, UnknownDraftError
-from formwork.schemas.keywords import (ANNOTATION_KEYWORDS, DEFINITION_CONTAINERS, PLAIN_KEYWORDS,
-                                       SUBSCHEMA_KEYWORDS, KeywordKind, classify)
+from formwork.schemas.keywords import (ANNOTATION_KEYWORDS, DEFINITION_CONTAINERS, DRAFT_07,
+                                       INSTANCE_DESCENDING, PLAIN_KEYWORDS, SUBSCHEMA_KEYWORDS,
+                                       KeywordKind, Shape, classify)
 from formwork.schemas.metaschema import check_meta_schema
 from formwork.schemas.pointer import child
 from formwork.schemas.problems import Problem, Severity
@@ -29,6 +30,12 @@ if TYPE_CHECKING:
 
 #: Most subschema visits one analysis may make (guards against reference blow-ups).
 MAX_VISITS = 200_000
+#: Each draft's subschema keywords, definition containers left out (a walk reaches definitions
+#: through `$ref` only), with their shapes
+_LAYOUTS = {draft: {k: v for k, v in shapes.items() if k not in DEFINITION_CONTAINERS}
+            for draft, shapes in SUBSCHEMA_KEYWORDS.items()}
+_ONE, _ONE_OR_LIST, _LIST = Shape.SCHEMA, Shape.SCHEMA_OR_LIST, Shape.SCHEMA_LIST
+_location = tuple.__new__  # `Location(uri, pointer)` without the named tuple's Python-level `__new__`
 
 _SEVERITY = {
     KeywordKind.UNSUPPORTED: Severity.ERROR,
@@ -120,43 +127,67 @@ class _Analyser:
         found: list[tuple[Location, bool]] = []
         stack: list[_Frame] = [(schema, location, resolver, draft, False, False)]
         visited, reported, index = self.result.visited, self.reported, self.index
-        while stack:
-            node, here, node_resolver, node_draft, in_unsupported, descended = stack.pop()
-            self.visits += 1
-            if self.visits > MAX_VISITS:
-                raise SchemaTooLargeError(f"more than {MAX_VISITS} subschema visits through "
-                                          "$ref; the schema is too large to analyse")
-            if not isinstance(node, dict):
-                continue
-            visited.add(here)
-            if not self.saw_definitions and not DEFINITION_CONTAINERS.isdisjoint(node):
-                self.saw_definitions = True
-            if "$schema" in node:
-                node_draft = _nested_draft(node, node_draft, index.display(here))
-            if not in_unsupported and here not in reported:
-                reported.add(here)
-                self._classify(node, here, node_draft)
-            keyword = "$ref" if "$ref" in node else "$dynamicRef" if "$dynamicRef" in node else None
-            if keyword is not None and self._follow(node[keyword], here, node_resolver, node_draft,
-                                                    keyword):
-                found.append((here, descended))
-            if SUBSCHEMA_KEYWORDS[node_draft.name].keys().isdisjoint(node):
-                continue  # a leaf (the usual node)
-            children: list[_Frame] = []
-            unsupported: dict[str, bool] = {}  # keyword -> whether its subschemas are unsupported
-            uri, pointer, spec = here.uri, here.pointer, node_draft.specification
-            plain = PLAIN_KEYWORDS[node_draft.name]
-            for keyword, tokens, sub, descends in subschema_tuples(node, node_draft.name):
-                if keyword in DEFINITION_CONTAINERS:
+        visits = self.visits
+        try:
+            while stack:
+                node, here, node_resolver, node_draft, in_unsupported, descended = stack.pop()
+                visits += 1
+                if visits > MAX_VISITS:
+                    raise SchemaTooLargeError(f"more than {MAX_VISITS} subschema visits through "
+                                              "$ref; the schema is too large to analyse")
+                if not isinstance(node, dict):
                     continue
-                skipped = in_unsupported or keyword not in plain and self._unsupported(
-                    unsupported, keyword, node, node_draft)
-                # `index.enter` returns the resolver itself for a subschema without `$id`
-                sub_resolver = node_resolver if not isinstance(sub, dict) or "$id" not in sub else \
-                    index.enter(sub, node_resolver, spec)
-                children.append((sub, Location(uri, child(pointer, *tokens)), sub_resolver, node_draft,
-                                 skipped, descended or descends))
-            stack.extend(reversed(children))
+                visited.add(here)
+                if not self.saw_definitions and not DEFINITION_CONTAINERS.isdisjoint(node):
+                    self.saw_definitions = True
+                if "$schema" in node:
+                    node_draft = _nested_draft(node, node_draft, index.display(here))
+                name = node_draft.name
+                if not in_unsupported and here not in reported:
+                    reported.add(here)
+                    if "$ref" in node and name == DRAFT_07 or not PLAIN_KEYWORDS[name].issuperset(node):
+                        self._classify(node, here, node_draft)
+                keyword = "$ref" if "$ref" in node else "$dynamicRef" if "$dynamicRef" in node else None
+                if keyword is not None and self._follow(node[keyword], here, node_resolver, node_draft,
+                                                        keyword):
+                    found.append((here, descended))
+                layout = _LAYOUTS[name]
+                if layout.keys().isdisjoint(node) or name == DRAFT_07 and "$ref" in node:
+                    continue  # a leaf (the usual node; draft-07 ignores what sits beside `$ref`)
+                children: list[_Frame] = []
+                unsupported: dict[str, bool] = {}  # keyword -> whether its subschemas are unsupported
+                uri, pointer, spec = here.uri, here.pointer, node_draft.specification
+                plain = PLAIN_KEYWORDS[name]
+                for keyword, value in node.items():
+                    shape = layout.get(keyword)
+                    if shape is None:
+                        continue
+                    at = pointer + "/" + keyword  # no keyword needs escaping
+                    if shape is _ONE or shape is _ONE_OR_LIST and not isinstance(value, list):
+                        members: Any = ((at, value),)
+                    elif shape is _LIST or shape is _ONE_OR_LIST:
+                        members = [(f"{at}/{i}", sub) for i, sub in enumerate(value)] \
+                            if isinstance(value, list) else ()
+                    elif isinstance(value, dict):  # a map of subschemas (draft-07 `dependencies`: or strings)
+                        members = [(child(at, k), sub) for k, sub in value.items()]
+                    else:
+                        continue
+                    skipped = None
+                    descends = descended or keyword in INSTANCE_DESCENDING
+                    for sub_pointer, sub in members:
+                        if not isinstance(sub, (dict, bool)):
+                            continue  # no schema (a list of draft-07 `dependencies`, say)
+                        if skipped is None:
+                            skipped = in_unsupported or keyword not in plain and self._unsupported(
+                                unsupported, keyword, node, node_draft)
+                        # `index.enter` returns the resolver itself for a subschema without `$id`
+                        sub_resolver = node_resolver if not isinstance(sub, dict) or "$id" not in sub else \
+                            index.enter(sub, node_resolver, spec)
+                        children.append((sub, _location(Location, (uri, sub_pointer)), sub_resolver,
+                                         node_draft, skipped, descends))
+                stack.extend(reversed(children))
+        finally:
+            self.visits = visits
         return found
 
     @staticmethod
