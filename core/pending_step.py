@@ -70,11 +70,14 @@ class PendingStep:
         input_ids.index_copy_(0, tensor_on(dst, torch.int64, device), picked.to(input_ids.dtype))
 
     def _copy_rows(self, input_ids: torch.Tensor, count: int) -> None:
-        """The first `count` sampled ids into the first `count` input ids."""
+        """The first `count` sampled ids into the first `count` input ids (clamped there: one kernel)."""
         tokens = self.sampled.token_ids
         if tokens.device != input_ids.device:
             tokens = tokens.to(input_ids.device, non_blocking=True)
-        input_ids[:count].copy_(tokens[:count].clamp(min=0))
+        if tokens.dtype == input_ids.dtype:
+            torch.clamp(tokens[:count], min=0, out=input_ids[:count])
+        else:
+            input_ids[:count].copy_(tokens[:count].clamp(min=0))
 
     def read(self) -> tuple[SamplerOutput, list[tuple[Sequence, int]]]:
         """Step n's host results, and the (sequence, row) pairs still to process: each unfinished sequence's
