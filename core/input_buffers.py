@@ -44,6 +44,7 @@ class InputBuffers:
         self._copied = torch.cuda.Event() if on_cuda else None  # the last copy out of `host` finished
         self.num_copies = 0
         self._cache: dict[tuple, tuple] = {}
+        self._copy_slices: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}  # size -> (device, host) prefixes
 
     def _layout(self, num_tokens: int, num_seqs: int, num_logits: int) -> tuple[dict[str, tuple[int, tuple]], int]:
         """{field: (byte offset, shape)} and the total bytes, for a batch of these sizes."""
@@ -90,7 +91,12 @@ class InputBuffers:
         """Copy the first `size` bytes of the filled host buffer to the device buffer (nothing to copy on the
         CPU, where they are one buffer)."""
         if self.device_buffer is not self.host:
-            self.device_buffer[:size].copy_(self.host[:size], non_blocking=True)
+            slices = self._copy_slices.get(size)
+            if slices is None:  # the buffers never move: each size's slices are made once
+                if len(self._copy_slices) >= MAX_CACHED:
+                    self._copy_slices.clear()
+                slices = self._copy_slices[size] = (self.device_buffer[:size], self.host[:size])
+            slices[0].copy_(slices[1], non_blocking=True)
         self.num_copies += 1
         if self._copied is not None:
             self._copied.record()

@@ -94,6 +94,9 @@ def test_a_decode_step_copies_its_inputs_once():
         batch = elsewhere.pack([([5], 4, [0]), ([6], 4, [1])], [True, True])
     assert batch.input_ids.device.type == "meta" and elsewhere.device_buffer is not elsewhere.host
     assert len(counter.calls) == 1 and counter.calls[0].startswith("copy_ (core/input_buffers.py"), counter.calls
+    with TransferCounter() as counter:  # the same layout again: the same one copy (of slices made once)
+        elsewhere.pack([([7], 4, [0]), ([8], 4, [1])], [True, True])
+    assert len(counter.calls) == 1 and counter.calls[0].startswith("copy_ (core/input_buffers.py"), counter.calls
     items = [([5], 4, [0]), ([6], 4, [1])]
     with TransferCounter() as old_way:  # what every step did before: a copy per field
         ForwardBatch.build(items, 16, [True, True])
