@@ -17,7 +17,7 @@ from types import MappingProxyType
 from formwork.grammar._nfa_build import alt_of, seq_of
 from formwork.grammar.errors import GrammarError, UndefinedRuleError
 from formwork.grammar.ir_identity import composite_eq, composite_hash, sub_nodes_getter
-from formwork.grammar.utf8 import complement_code_ranges, normalize_code_ranges, utf8_sequences
+from formwork.grammar.utf8 import _LENGTH_LIMITS, complement_code_ranges, normalize_code_ranges, utf8_sequences
 
 
 def _node(cls):
@@ -431,14 +431,36 @@ def chars(ranges: Iterable[tuple[int | str, int | str] | int | str], negate: boo
     options: list[Node] = []
     single: list[tuple[int, int]] = []
     for lo, hi in norm:
-        for byte_seq in utf8_sequences(lo, hi):
-            if len(byte_seq) == 1:
-                single.append(byte_seq[0])
+        for limit in _LENGTH_LIMITS:  # segments of one encoded length, in order, as `utf8_sequences` splits
+            if lo > hi:
+                break
+            if lo > limit:
+                continue
+            top = min(hi, limit)
+            if top <= 0x7F:
+                single.append((lo, top))
             else:
-                options.append(seq(*(ByteSet((r,)) for r in byte_seq)))
+                options.extend(_multi_byte(lo, top))
+            lo = top + 1
     if single:
         options.insert(0, ByteSet(tuple(single)))
     return alt(*options)
+
+
+_MULTI_BYTE: dict[tuple[int, int], tuple[Node, ...]] = {}
+
+
+def _multi_byte(lo: int, hi: int) -> tuple[Node, ...]:
+    """A `Seq` of byte classes per UTF-8 sequence of the code points [lo, hi] (one encoded
+    length, past ASCII), kept per range (bounded): classes sharing a range share its nodes (the
+    complements of `\\s`-based classes: ~25 sequences each, most of them alike)."""
+    got = _MULTI_BYTE.get((lo, hi))
+    if got is None:
+        if len(_MULTI_BYTE) >= 4096:
+            _MULTI_BYTE.clear()
+        got = _MULTI_BYTE[(lo, hi)] = tuple(seq(*(ByteSet((r,)) for r in byte_seq))
+                                            for byte_seq in utf8_sequences(lo, hi))
+    return got
 
 
 _ANY_CHAR: Node | None = None

@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from operator import is_ as _is
 from typing import Optional
 
 from formwork.grammar.ir import (
@@ -189,11 +190,22 @@ _ESCAPE_BYTES = {b: canonical_ascii(b).encode("ascii") for b in _MUST_ESCAPE}
 _NEEDS_ESCAPE = re.compile(rb'[\x00-\x1f"\\]')
 
 
+def _spelled_raw(node: ByteSet) -> bool:
+    """Whether every byte of `node` is written raw (no control, '"' or '\\'): the class is its
+    own spelling (the usual one: the bytes of multi-byte characters, most ASCII classes)."""
+    for lo, hi in node.ranges:
+        if lo < 0x20 or lo <= 0x22 <= hi or lo <= 0x5C <= hi:
+            return False
+    return True
+
+
 def _encode_byteset(node: ByteSet) -> Node:
     """Rewrite the ASCII members of a decoded-character byte class into canonical spellings.
 
     Non-ASCII bytes are parts of multi-byte UTF-8 characters and are written raw.
     """
+    if _spelled_raw(node):
+        return node
     raw: list[tuple[int, int]] = []
     escaped: list[Node] = []
     for lo, hi in node.ranges:
@@ -234,6 +246,10 @@ class _Encoder:
         self.memo: dict[Node, Node] = {}
 
     def go(self, n: Node) -> Node:
+        if isinstance(n, ByteSet) and _spelled_raw(n):
+            return n  # the usual leaf, looked up in no memo
+        if isinstance(n, Seq) and all(isinstance(x, ByteSet) and _spelled_raw(x) for x in n.items):
+            return n  # a multi-byte character's bytes: no memo either
         got = self.memo.get(n)
         if got is not None:
             return got
@@ -245,7 +261,15 @@ class _Encoder:
             # complement of the decoded language, then re-encoded: canonical spellings of all
             # strings minus the encoded language
             out = And(string_content(canonical=True), Not(self.go(n.a)))
-        elif isinstance(n, (Seq, Alt, Repeat, And, Empty, Nothing)):
+        elif isinstance(n, (Seq, Alt)):
+            items = [self.go(x) for x in n.items]
+            # a node whose parts spell themselves is its own spelling (built by `seq`/`alt`, it
+            # is in the normal form they would give it again)
+            out = n if all(map(_is, items, n.items)) else (seq if isinstance(n, Seq) else alt)(*items)
+        elif isinstance(n, Repeat):
+            item = self.go(n.item)
+            out = n if item is n.item else repeat(item, n.min, n.max)
+        elif isinstance(n, (And, Empty, Nothing)):
             out = map_children(n, self.go)
         else:
             raise TypeError(f"cannot encode IR node {type(n).__name__}")
