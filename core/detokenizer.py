@@ -124,6 +124,11 @@ class IncrementalDetokenizer:
         self.output_text += new_text
         return new_text
 
+    def extend(self, token_ids: list[int]) -> None:
+        """`append` each of `token_ids` (deferred tokens decoded at once: the same text)."""
+        append = self._decoder.append
+        self.output_text += "".join([append(token_id) for token_id in token_ids])
+
     def flush(self) -> str:
         """At the end of generation, append text still held back for an incomplete character."""
         new_text = self._decoder.flush()

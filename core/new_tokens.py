@@ -89,9 +89,7 @@ class NewTokens:
     def catch_up_text(seq: Sequence) -> None:
         """Decode the tokens whose text `seq` deferred (see the module docstring)."""
         if seq.text_lag:
-            append = seq.detokenizer.append
-            for token_id in seq.token_ids[seq.text_from:seq.text_from + seq.text_lag]:
-                append(token_id)
+            seq.detokenizer.extend(seq.token_ids[seq.text_from:seq.text_from + seq.text_lag])
             seq.text_lag = 0
 
     def process(self, seq: Sequence, extra: tuple[list | None, int | None] | None, accepted: bool = False) -> None:

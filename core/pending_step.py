@@ -8,7 +8,8 @@ so the CPU's scheduling, input packing, output processing and mask filling overl
 
 What the placeholder costs: a sequence that step n finishes (EOS, a stop string, an abort) has one wasted
 row in step n+1, whose token is dropped; a sequence whose placeholder is its last token by length is not
-scheduled again (`Sequence.final_token_pending`). Jump-forward, which appends several tokens, is off.
+scheduled again (`Sequence.final_token_pending`, set by `Scheduler.update_from_output`). Jump-forward, which
+appends several tokens, is off.
 """
 
 from __future__ import annotations
@@ -30,9 +31,6 @@ class PendingStep:
     def __init__(self, seqs: list[Sequence], row_seqs: list[Sequence], sampled: SampledBatch):
         self.seqs, self.row_seqs, self.sampled = seqs, row_seqs, sampled
         self._row_of: dict[int, int] | None = None
-        for seq in seqs:  # a placeholder at the length limit ends its sequence when read, whatever it is
-            if len(seq.token_ids) >= seq.length_limit:
-                seq.final_token_pending = True
 
     @property
     def row_of(self) -> dict[int, int]:

@@ -100,7 +100,8 @@ class Scheduler:
                            placeholder: int | None = None) -> list[Sequence]:
         """Advance the scheduled sequences after the forward pass; append the sampled tokens
         (`sampled[seq_id] = (token_id, logprob)`), or (`sampled` None) give each sequence that wanted logits the
-        token id `placeholder` with logprob 0 (async scheduling: its token is not read yet). Returns the
+        token id `placeholder` with logprob 0 (async scheduling: its token is not read yet; a placeholder at the
+        sequence's length limit ends it when read, whatever it is, so it is not scheduled again). Returns the
         sequences that got a new token."""
         advanced = []
         running = SequenceStatus.RUNNING
@@ -117,8 +118,11 @@ class Scheduler:
                 cache_full_blocks(seq)
             if sampled is None:
                 if item.wants_logits:
-                    seq.token_ids.append(placeholder)
+                    token_ids = seq.token_ids
+                    token_ids.append(placeholder)
                     seq.last_token_logprob = 0.0
+                    if len(token_ids) >= seq.length_limit:
+                        seq.final_token_pending = True
                     advanced.append(seq)
                 continue
             new = sampled.get(seq.seq_id)

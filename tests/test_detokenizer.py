@@ -69,3 +69,18 @@ def test_stop_strings_cut_the_stream_text() -> None:
         if detok.check_stop(len(new)):
             break
     assert detok.output_text == "hello "
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(["demo", "deepseek"]), TEXT, st.integers(0, 40))
+def test_extend_is_append_of_each_token(name: str, output: str, cut: int) -> None:
+    """Deferred tokens decoded at once (`extend`, after some appended one by one) give the same text."""
+    tok = tokenizer(name)
+    ids = tok.encode(output, add_special_tokens=False)
+    one_by_one, batched = IncrementalDetokenizer(tok, [1]), IncrementalDetokenizer(tok, [1])
+    for token_id in ids[:cut]:
+        batched.append(token_id)
+    batched.extend(ids[cut:])
+    assert batched.output_text == _run(one_by_one, ids)[:len(batched.output_text)]
+    batched.flush()
+    assert batched.output_text == one_by_one.output_text
