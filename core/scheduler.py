@@ -134,15 +134,17 @@ class Scheduler:
     def _schedule_running(self, out: SchedulerOutput, budget: int) -> int:
         """Schedule the running sequences in order while the budget lasts; preempt from the back when a
         sequence's new tokens need blocks the pool does not have."""
+        allocate_slots = self.block_manager.allocate_slots
         block_size = self.block_manager.block_size
         scheduled = out.scheduled
-        # the common step: every running sequence's new tokens fit its blocks and the budget (decodes)
+        # the common step: every running sequence's new tokens fit the budget, and its blocks or the pool (decodes)
         for i, seq in enumerate(self.running):
             if seq.final_token_pending:  # async scheduling: it ends when its last token is read
                 continue
             num_tokens = len(seq.token_ids)
             num_new = num_tokens - seq.num_computed_tokens
-            if not 0 < num_new <= budget or num_tokens > len(seq.block_table) * block_size:
+            if not 0 < num_new <= budget or (num_tokens > len(seq.block_table) * block_size
+                                            and not allocate_slots(seq, num_new)):  # all or nothing
                 return self._schedule_running_from(i, out, budget)
             scheduled.append(ScheduledSequence(seq, num_new, True))
             budget -= num_new

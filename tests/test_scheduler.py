@@ -192,3 +192,33 @@ def test_random_arrivals_and_cancels_never_leak(seed, num_blocks, budget, chunke
             break
     assert not sched.has_unfinished()
     assert sched.block_manager.num_used_blocks == 0
+
+
+@settings(deadline=None, max_examples=30)
+@given(seed=st.integers(0, 2**32 - 1), num_blocks=st.integers(6, 24), budget=st.integers(1, 24))
+def test_one_pass_schedule_equals_the_allocating_loop(seed, num_blocks, budget):
+    """`_schedule_running`'s one pass over decodes gives the steps (sequences, token counts, preemptions, block
+    tables) that the allocating and preempting loop alone gives, under random arrivals and a small pool."""
+    import copy
+
+    rng = random.Random(seed)
+    max_num_seqs = rng.randint(1, 6)
+    fast, slow = (make_scheduler(num_blocks=num_blocks, block_size=4, max_num_seqs=max_num_seqs, budget=budget)
+                  for _ in range(2))
+    slow._schedule_running = lambda out, budget: Scheduler._schedule_running_from(slow, 0, out, budget)
+    max_len = min(num_blocks * 4, 24)
+    for step in range(200):
+        if step < 40 and rng.random() < 0.5:
+            plen = rng.randint(1, max_len - 1)
+            request = make_request(plen, max_tokens=rng.randint(1, max_len - plen), priority=rng.randint(0, 2))
+            twin = copy.deepcopy(request)
+            fast.add(request.seqs[0])
+            slow.add(twin.seqs[0])
+        got, expected = fake_step(fast), fake_step(slow)
+        assert [(s.seq.request_id, s.num_new_tokens, s.wants_logits) for s in got.scheduled] == \
+            [(s.seq.request_id, s.num_new_tokens, s.wants_logits) for s in expected.scheduled]
+        assert [seq.request_id for seq in got.preempted] == [seq.request_id for seq in expected.preempted]
+        assert [seq.block_table for seq in fast.running] == [seq.block_table for seq in slow.running]
+        assert fast.has_unfinished() == slow.has_unfinished()
+        if step >= 40 and not fast.has_unfinished():
+            break
