@@ -3,7 +3,8 @@ and `ir._alt`, the Python references.
 
 Random concatenations of literals, sequences (normal ones and hand-made ones with one or no
 item), the empty string, Nothing and other nodes give equal results, the same objects where the
-reference returns one of its inputs, and nodes made like `ir._maker` makes them (caches unset).
+reference returns one of its inputs, and nodes made like `ir._maker` makes them (`_empty` unset)
+but for the hash, cached at once: the one the node's `__hash__` computes in Python.
 """
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 
 from formwork.grammar._nfa_build import alt_of, seq_of
 from formwork.grammar.ir import (
-    EMPTY, NOTHING, Alt, Bytes, Node, Seq, _alt, _seq, alt, chars, lit, repeat, seq,
+    EMPTY, NOTHING, Alt, Bytes, Node, Repeat, Seq, _alt, _seq, alt, chars, lit, repeat, seq,
 )
 
 _OTHERS: list[Node] = [repeat(chars([("0", "9")])), alt(lit("x"), lit("yz")), chars([(0x80, 0xFF)])]
@@ -55,7 +56,7 @@ def test_seq_is_the_python_reference(seed: int) -> None:
         for item in items:
             assert (got is item) == (want is item), items
         if isinstance(got, (Bytes, Seq)) and not any(got is item for item in items):
-            assert got._hash is None or got._hash == hash(want)
+            assert got._hash is None or got._hash == hash(want)  # None: made by the Python path
             assert hash(got) == hash(want)
 
 
@@ -67,7 +68,9 @@ def test_seq_of_leaves_the_rare_cases_to_python() -> None:
     assert seq_of((a,)) is a
     made = seq_of((a, lit("b"), Alt((a, lit("c")))))
     assert made == Seq((lit("ab"), Alt((a, lit("c")))))
-    assert made._hash is None and made._empty is None and made.items[0]._empty is None
+    assert made._empty is None and made.items[0]._empty is None
+    assert made._hash == hash(Seq((lit("ab"), Alt((a, lit("c"))))))
+    assert made.items[0]._hash == hash(Bytes(b"ab"))
     with pytest.raises(TypeError):
         seq_of([a, a])
 
@@ -101,6 +104,31 @@ def test_alt_of_leaves_the_rare_cases_to_python() -> None:
     assert alt_of((a,)) is None and alt_of(()) is None and alt_of((NOTHING, NOTHING)) is None
     assert alt_of((a, lit("a"))) is a
     made = alt_of((Alt((a, lit("b"))), NOTHING, lit("c")))
-    assert made == Alt((a, lit("b"), lit("c"))) and made._hash is None and made._empty is None
+    assert made == Alt((a, lit("b"), lit("c"))) and made._empty is None
+    assert made._hash == hash(Alt((a, lit("b"), lit("c"))))
     with pytest.raises(TypeError):
         alt_of((a, ["unhashable"]))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_eager_hashes_are_the_python_ones(seed: int) -> None:
+    """A node made in C caches the hash its Python `__hash__` gives (`hash(items) ^ hash(name)`),
+    whether its items' hashes were cached or not; off by one lane or salt fails it."""
+    rng = random.Random(seed)
+    for _ in range(200):
+        items = [Bytes(bytes([rng.randrange(256)])) if rng.random() < 0.5 else rng.choice(_OTHERS)
+                 for _ in range(rng.randrange(2, 6))]
+        fresh = [Seq((item, lit("-"))) for item in items]  # hashes not cached yet
+        for made in (seq_of(tuple(fresh)), alt_of(tuple(fresh)), alt_of(tuple(items))):
+            if isinstance(made, (Seq, Alt)):
+                assert made._hash == hash(made.items) ^ hash(type(made).__name__)
+
+
+def test_an_eager_hash_below_a_deep_chain() -> None:
+    """An item whose hash is not cached and nests past Python's stack: hashed bottom-up as before."""
+    chain: Node = lit("a")
+    for _ in range(20_000):
+        chain = Seq((lit("b"), Repeat(chain, 0, None)))
+    made = seq_of((lit("c"), chain))
+    assert made._hash is None or made._hash == hash(made.items) ^ hash("Seq")
+    assert hash(made) == hash(_seq((lit("c"), chain)))

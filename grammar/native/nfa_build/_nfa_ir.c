@@ -23,6 +23,21 @@ static int load_offsets(void) {
     return 0;
 }
 
+/* `hash(name)` of Bytes, Seq and Alt: `ir._cached_hash`'s salt for their nodes' hashes. */
+static Py_hash_t salt_bytes, salt_seq, salt_alt;
+
+static int load_salts(const char *const *names) {
+    Py_hash_t *salts[] = {&salt_bytes, &salt_seq, &salt_alt};
+    const int at[] = {1, 3, 4}; /* Bytes, Seq, Alt in `names` */
+    for (int i = 0; i < 3; i++) {
+        PyObject *name = PyUnicode_FromString(names[at[i]]);
+        *salts[i] = name ? PyObject_Hash(name) : -1;
+        Py_XDECREF(name);
+        if (*salts[i] == -1) return -1;
+    }
+    return 0;
+}
+
 /* The IR classes and GrammarError, imported on first use (the modules import this one). */
 int nfab_load_kinds(void) {
     if (RuleRef) return 0;
@@ -44,7 +59,7 @@ int nfab_load_kinds(void) {
     }
     if (!(GrammarError = PyObject_GetAttrString(errors, "GrammarError"))) goto done;
     for (int i = 0; i < 10; i++) *kinds[i] = got[i];
-    rc = load_offsets();
+    rc = load_offsets() || load_salts(names);
 done:
     Py_XDECREF(ir);
     Py_XDECREF(errors);
@@ -80,8 +95,56 @@ static PyObject *slot_of(PyObject *node, int field) {
     return at >= 0 ? *(PyObject **)((char *)node + at) : NULL;
 }
 
-/* A new node of `kind` (Bytes, Seq or Alt) holding `value` in `field`, its caches unset (None), as
- * ir._maker's constructors make them; NULL without an exception when its slots are unknown. */
+/* Python's `hash(items)` of a tuple of nodes (CPython 3.11's xxHash-based tuple hash), each item's
+ * hash read from its cache where it has one (`node_hash`): `hash(items)` would call each item's
+ * `__hash__`, a Python frame apiece.  -1 with an exception if an item's hash fails. */
+static Py_hash_t items_hash(PyObject *items) {
+#if SIZEOF_PY_UHASH_T > 4
+    const Py_uhash_t p1 = 11400714785074694791ULL, p2 = 14029467366897019727ULL, p5 = 2870177450012600261ULL;
+#define ROTATE(x) (((x) << 31) | ((x) >> 33))
+#else
+    const Py_uhash_t p1 = 2654435761UL, p2 = 2246822519UL, p5 = 374761393UL;
+#define ROTATE(x) (((x) << 13) | ((x) >> 19))
+#endif
+    const Py_ssize_t n = PyTuple_GET_SIZE(items);
+    Py_uhash_t acc = p5;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const Py_hash_t lane = node_hash(PyTuple_GET_ITEM(items, i));
+        if (lane == -1) return -1;
+        acc += (Py_uhash_t)lane * p2;
+        acc = ROTATE(acc);
+        acc *= p1;
+    }
+#undef ROTATE
+    acc += (Py_uhash_t)n ^ (p5 ^ 3527539UL);
+    return acc == (Py_uhash_t)-1 ? 1546275796 : (Py_hash_t)acc;
+}
+
+/* The hash `ir._cached_hash` gives a new node of `kind` holding `value` (its one compared field:
+ * hash(value) ^ hash(kind's name)), as a new int; NULL without an exception when it is not known
+ * here (the node's `__hash__` then computes it when asked, as before). */
+static PyObject *eager_hash(PyTypeObject *kind, PyObject *value) {
+    Py_hash_t h = -1, salt = 0;
+    if (kind == Bytes && PyBytes_CheckExact(value)) {
+        h = PyObject_Hash(value);
+        salt = salt_bytes;
+    } else if ((kind == Seq || kind == Alt) && PyTuple_CheckExact(value)) {
+        h = items_hash(value);
+        salt = kind == Seq ? salt_seq : salt_alt;
+    }
+    if (h == -1) {
+        PyErr_Clear(); /* e.g. a RecursionError: left to the Python hash, which walks bottom-up */
+        return NULL;
+    }
+    PyObject *out = PyLong_FromSsize_t(h ^ salt);
+    if (!out) PyErr_Clear();
+    return out;
+}
+
+/* A new node of `kind` (Bytes, Seq or Alt) holding `value` in `field`, its `_empty` cache unset
+ * (None) and its hash cached (`eager_hash`, else None), as ir._maker's constructors make them
+ * but for the hash: a lowering looks most new nodes up in a dict (marks, memos) at once, and
+ * the hash made here costs no Python frame; NULL without an exception when its slots are unknown. */
 static PyObject *make_node(PyTypeObject *kind, int field, PyObject *value) {
     PyObject *node = kind->tp_alloc(kind, 0);
     if (!node) return NULL;
@@ -92,7 +155,8 @@ static PyObject *make_node(PyTypeObject *kind, int field, PyObject *value) {
             Py_DECREF(node);
             return NULL;
         }
-        *(PyObject **)((char *)node + at) = Py_NewRef(i ? Py_None : value);
+        PyObject *hash = i == 1 ? eager_hash(kind, value) : NULL;
+        *(PyObject **)((char *)node + at) = hash ? hash : Py_NewRef(i ? Py_None : value);
     }
     return node;
 }
