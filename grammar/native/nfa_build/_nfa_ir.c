@@ -277,6 +277,13 @@ PyObject *nfab_seq_of(PyObject *Py_UNUSED(module), PyObject *items) {
 
 /* ------------------------------------------------------------------ ir.alt's common case */
 
+/* `flat[node] = None`, the node's hash read from its cache where it has one (`node_hash`: its
+ * `__hash__` is a Python frame). */
+static int add_known(PyObject *flat, PyObject *node) {
+    const Py_hash_t h = node_hash(node);
+    return h == -1 ? -1 : _PyDict_SetItem_KnownHash(flat, node, Py_None, h);
+}
+
 const char nfab_alt_of_doc[] = PyDoc_STR(
 "alt_of(items) -> Node | None\n\n"
 "ir.alt(*items) for two or more items, or one Alt: union flattened (an Alt's items in its place),\n"
@@ -297,7 +304,7 @@ PyObject *nfab_alt_of(PyObject *Py_UNUSED(module), PyObject *items) {
         PyObject *item = PyTuple_GET_ITEM(items, i);
         if (Py_TYPE(item) == Nothing) continue;
         if (Py_TYPE(item) != Alt) {
-            rc = PyDict_SetItem(flat, item, Py_None);
+            rc = add_known(flat, item);
             continue;
         }
         PyObject *parts = slot_of(item, F_ITEMS);
@@ -307,7 +314,7 @@ PyObject *nfab_alt_of(PyObject *Py_UNUSED(module), PyObject *items) {
         }
         for (Py_ssize_t j = 0; !rc && j < PyTuple_GET_SIZE(parts); j++) {
             PyObject *part = PyTuple_GET_ITEM(parts, j);
-            if (Py_TYPE(part) != Nothing) rc = PyDict_SetItem(flat, part, Py_None);
+            if (Py_TYPE(part) != Nothing) rc = add_known(flat, part);
         }
     }
     if (!rc && !PyDict_GET_SIZE(flat)) rc = 1; /* nothing left: ir.alt's NOTHING */
