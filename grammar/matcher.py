@@ -51,13 +51,9 @@ class Matcher:
     def fill_row(self, view: np.ndarray, index: int) -> None:
         """`fill_next_token_bitmask` into a numpy bitmask already checked to be C-contiguous int32 of this
         vocabulary's width (an engine filling many rows of one buffer checks it once)."""
-        if self._terminated:
-            view[index] = 0
-        else:
-            stored = self.grammar.state_masks.get(self._state)  # `_stored_mask`'s shortcut, inline
-            (stored if stored is not None else self._stored_mask()).write(view, index)
-            if self._unique is not None:
-                self._unique.filter(view, index)
+        failed = Matcher.fill_rows(view, [(index, self)])
+        if failed:
+            raise failed[0][1]
 
     @staticmethod
     def fill_rows(view: np.ndarray, rows: list[tuple[int, "Matcher"]]) -> list[tuple[int, Exception]]:
@@ -68,7 +64,7 @@ class Matcher:
             if matcher._terminated:
                 view[index] = 0
                 continue
-            stored = matcher.grammar.state_masks.get(matcher._state)
+            stored = matcher.grammar.state_masks.get(matcher._state)  # `_stored_mask`'s shortcut, inline
             try:
                 if stored is None:
                     stored = matcher._stored_mask()
