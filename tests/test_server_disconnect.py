@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest_server import AUTH, MODEL, tiny_server  # noqa: E402
+from conftest_server import AUTH, MODEL, TINY_SERVER_ARGS, shared_server  # noqa: E402
+from tiny_models import tiny_model_dir  # noqa: E402
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -43,9 +44,16 @@ def chat_body(i: int, max_tokens: int, stream: bool = True, n: int = 1) -> dict:
             "max_tokens": max_tokens, "stream": stream, "seed": i, "ignore_eos": True}
 
 
+# Long enough that a non-streaming request cannot finish before its client gives up, however fast the engine
+# gets: 2,000 decode steps take seconds, where 230 (the default tiny model's context) once fit in the client's
+# 0.5 s read timeout and the request completed instead of being aborted.
+LONG_CONTEXT = 2048
+LONG_MAX_TOKENS = 2000
+
+
 @pytest.fixture(scope="module")
 def server():
-    return tiny_server()
+    return shared_server(tiny_model_dir("llama", max_position_embeddings=LONG_CONTEXT), *TINY_SERVER_ARGS)
 
 
 async def _stream(client: httpx.AsyncClient, url: str, i: int, drop_after: int | None, max_tokens: int):
@@ -89,11 +97,11 @@ def test_dropped_streams_are_aborted_and_free_their_blocks(server):
 def test_non_streaming_disconnect_aborts(server):
     before = wait_until_idle(server)
     with pytest.raises(httpx.ReadTimeout):
-        httpx.post(f"{server.url}/v1/chat/completions", json=chat_body(7, 230, stream=False, n=8), headers=AUTH,
+        httpx.post(f"{server.url}/v1/chat/completions", json=chat_body(7, LONG_MAX_TOKENS, stream=False, n=8), headers=AUTH,
                    timeout=httpx.Timeout(60, read=0.5))
     after = wait_until_idle(server, timeout=5.0)
     assert after[f"formwork:kv_cache_blocks_used{LABEL}"] == 0
     assert after.get(ABORTED, 0) - before.get(ABORTED, 0) == 1
     generated = after[f"formwork:generation_tokens_total{LABEL}"] - before[f"formwork:generation_tokens_total{LABEL}"]
-    assert generated < 8 * 230
+    assert generated < 8 * LONG_MAX_TOKENS
     assert "unhandled error" not in server.log()  # the handler noticed the disconnect cleanly
