@@ -258,10 +258,6 @@ class StructuredOutputManager:
     # ---- advancing ------------------------------------------------------------------------------
 
     @staticmethod
-    def matcher(seq: Sequence) -> Matcher | None:
-        return seq.matcher
-
-    @staticmethod
     def advance(matcher: Matcher, constraint: StructuredOutputRequest, token_id: int) -> None:
         """Advance a sequence's matcher (of a request with `constraint`) by a sampled token; raises
         `GrammarViolationError` if refused."""
@@ -282,7 +278,7 @@ class StructuredOutputManager:
 
     def jump_forward(self, seq: Sequence, max_tokens: int) -> list[int]:
         """Accept and return up to `max_tokens` tokens the grammar forces next (safe ones only)."""
-        matcher = self.matcher(seq)
+        matcher = seq.matcher
         if matcher is None or not seq.request.structured_output.enable_jump_forward:
             return []
         tokens = self.backend.forced.forced_tokens(matcher, max_tokens)

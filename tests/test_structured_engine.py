@@ -180,7 +180,7 @@ def test_extra_stop_token_allowed_only_where_the_grammar_ends(engine):
         engine._release_grammars()
     seq = engine.requests["s"].seqs[0]
     manager = engine.structured_output
-    matcher = manager.matcher(seq)
+    matcher = seq.matcher
 
     def allowed(token_id: int) -> bool:
         batch = manager.fill_bitmask([seq])
