@@ -22,7 +22,7 @@ from formwork.grammar.follow_exits import follow_trie
 from formwork.grammar.twin_places import warm_twin_places
 from formwork.grammar.lexeme_masks import warm_counted_masks, warm_slice_states
 from formwork.grammar.lexemes import HORIZON
-from formwork.grammar.nfa import accepting_bytes, byte_ranges
+from formwork.grammar.nfa import region_tables
 
 if TYPE_CHECKING:
     from formwork.grammar.token_mask import TokenMaskCache
@@ -96,8 +96,8 @@ class SharedAutomata:
         with self._lock:
             self._builder.budget = CompileBudget().start()  # the warm-up's own (compiles fork theirs)
             dfa = self._builder.eager(_any_value_node())
-        byte_ranges(dfa)  # its tables as a region of a document's NFA, built before the start-up freeze:
-        accepting_bytes(dfa)  # else the first schema builds them (~20k lists) where full collections walk them
+        region_tables(dfa)  # built before the start-up freeze: else the first schema builds them
+        # (~20k tuples) where full collections walk them
         for state in (START, dfa.walk(START, b"["), dfa.walk(START, b"{")):
             if state != DEAD:
                 cache.lexeme_base(dfa, state, pin=True)
@@ -107,11 +107,14 @@ class SharedAutomata:
         """The automata of every supported `format` (they depend on no schema; the first use of
         some, such as email's intersections, costs tens of milliseconds), kept when the builder
         is renewed, and their content hashes, which name their states in the mask cache (email's
-        1,257 states take ~2 ms to hash: that was a first mask's)."""
+        1,257 states take ~2 ms to hash: that was a first mask's), and their tables as regions
+        of a document's NFA (email's: ~1 ms, else the first schema with that format's)."""
         with self._lock:
             self._builder.budget = CompileBudget().start()  # the warm-up's own (compiles fork theirs)
             for node in _format_nodes():
-                self._builder.eager(node).state_key(START)
+                dfa = self._builder.eager(node)
+                dfa.state_key(START)
+                region_tables(dfa)
 
 
 def _format_nodes() -> list[Node]:
