@@ -73,11 +73,31 @@ PyDoc_STRVAR(table_ranges_doc,
 "table_ranges(table, num_states) -> per state, its (lo, hi, target) runs of equal targets but the\n"
 "dead state 0, as an untracked tuple of untracked tuples; `table` holds num_states rows of 256 int32.");
 
+/* The run (lo, hi, target), untracked (three ints); `targets[t]` caches target t's int (a new
+ * reference kept by the caller): most rows of a large DFA lead to a few hundred states. */
+static PyObject *make_run(int lo, int hi, int32_t target, PyObject **targets) {
+    PyObject *t = targets[target];
+    if (!t && !(t = targets[target] = PyLong_FromLong(target))) return NULL;
+    PyObject *a = PyLong_FromLong(lo), *b = a ? PyLong_FromLong(hi) : NULL; /* cached small ints */
+    PyObject *run = b ? PyTuple_New(3) : NULL;
+    if (!run) {
+        Py_XDECREF(a);
+        Py_XDECREF(b);
+        return NULL;
+    }
+    Py_INCREF(t);
+    PyTuple_SET_ITEM(run, 0, a);
+    PyTuple_SET_ITEM(run, 1, b);
+    PyTuple_SET_ITEM(run, 2, t);
+    PyObject_GC_UnTrack(run);
+    return run;
+}
+
 static PyObject *table_ranges(PyObject *Py_UNUSED(module), PyObject *args) {
     Py_buffer view = {0};
     Py_ssize_t n;
     if (!PyArg_ParseTuple(args, "y*n", &view, &n)) return NULL;
-    PyObject *out = NULL;
+    PyObject *out = NULL, **targets = NULL;
     const int32_t *t = view.buf;
     if (n < 0 || view.len != n * 256 * (Py_ssize_t)sizeof(int32_t)) {
         PyErr_SetString(PyExc_ValueError, "table_ranges: the table must hold num_states rows of 256 int32");
@@ -88,6 +108,10 @@ static PyObject *table_ranges(PyObject *Py_UNUSED(module), PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "table_ranges: a target is out of range");
             goto done;
         }
+    }
+    if (!(targets = PyMem_Calloc(n ? n : 1, sizeof(PyObject *)))) {
+        PyErr_NoMemory();
+        goto done;
     }
     if (!(out = PyTuple_New(n))) goto done;
     for (Py_ssize_t q = 0; q < n; q++) {
@@ -103,9 +127,8 @@ static PyObject *table_ranges(PyObject *Py_UNUSED(module), PyObject *args) {
         for (int lo = 0, hi, k = 0; lo < 256; lo = hi + 1) {
             for (hi = lo; hi < 255 && row[hi + 1] == row[lo]; hi++) {}
             if (row[lo] == 0) continue;
-            PyObject *run = Py_BuildValue("(iii)", lo, hi, row[lo]);
+            PyObject *run = make_run(lo, hi, row[lo], targets);
             if (!run) goto fail;
-            PyObject_GC_UnTrack(run); /* three ints */
             PyTuple_SET_ITEM(runs, k++, run);
         }
         PyObject_GC_UnTrack(runs); /* untracked tuples only */
@@ -115,6 +138,10 @@ static PyObject *table_ranges(PyObject *Py_UNUSED(module), PyObject *args) {
 fail:
     Py_CLEAR(out);
 done:
+    if (targets) {
+        for (Py_ssize_t i = 0; i < n; i++) Py_XDECREF(targets[i]);
+        PyMem_Free(targets);
+    }
     PyBuffer_Release(&view);
     return out;
 }
