@@ -29,7 +29,8 @@ SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}, "n": {"typ
 
 
 def _engine(async_scheduling: bool, **options) -> LLMEngine:
-    options = {"dtype": "float32", "max_num_seqs": 8, "block_size": 4, "enable_jump_forward": False, **options}
+    # the CPU this file is written for (its exact-equality checks); on a GPU, gpu.py checks the CUDA path's parity
+    options = {"device": "cpu", "dtype": "float32", "max_num_seqs": 8, "block_size": 4, "enable_jump_forward": False, **options}
     return LLMEngine(tiny_model_dir("llama"), async_scheduling=async_scheduling, **options)
 
 
