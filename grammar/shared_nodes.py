@@ -16,30 +16,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from formwork.grammar.ir import Empty, Node, Nothing, Repeat
+from formwork.grammar._nfa_build import share_in
+from formwork.grammar.ir import Empty, Node, Nothing
 
 _MAX_MARKS = 1 << 16  # a mark evicted before its compile only costs size: the language is the same
 _SHARED: dict[Node, Node] = {}  # each mark to itself: the table the NFA builder reads
 _MARK_OF: OrderedDict[Node, Node] = OrderedDict()  # each marked node to its mark, oldest use first
 _SHARED_LOCK = threading.Lock()
 _evictions = 0  # marks evicted so far (see `evictions`)
-_new = object.__new__
-_set_item, _set_min, _set_max, _set_hash, _set_empty = (
-    Repeat.__dict__[name].__set__ for name in ("item", "min", "max", "_hash", "_empty"))
-_REPEAT_SALT = hash("Repeat")  # `ir._cached_hash`'s salt: a Repeat hashes as (item, min, max) ^ salt
-
-
-def _mark(node: Node) -> Node:
-    """`Repeat(node, 1, 1)` with its slots filled directly (bounds known valid: the checked
-    dataclass `__init__` costs about twice as much, and a lowering makes a mark per object cell),
-    its hash too: the one its `__hash__` would cache (the mark is a key of both tables at once)."""
-    marked = _new(Repeat)
-    _set_item(marked, node)
-    _set_min(marked, 1)
-    _set_max(marked, 1)
-    _set_hash(marked, hash((node, 1, 1)) ^ _REPEAT_SALT)
-    _set_empty(marked, None)
-    return marked
 
 
 def share(node: Node) -> Node:
@@ -49,16 +33,14 @@ def share(node: Node) -> Node:
     by many paths, and so is what it holds: comparing two equal copies of such a graph node by
     node would take as many steps as there are paths.  Made bottom-up, a new mark holds the
     interned marks below it, which compare by identity, so finding it costs about its own size.
-    The marks are found by the node they mark, so a known one costs no new mark."""
+    The marks are found by the node they mark, so a known one costs no new mark.  The tables'
+    work is `share_in`'s, in C (a lowering marks every cell of an object's member list): the
+    lookup, a found mark moved to the end (by its stored key), or a new `Repeat(node, 1, 1)`,
+    its hash cached (both tables key it at once), recorded in both."""
     if isinstance(node, (Empty, Nothing)):
         return node
     with _SHARED_LOCK:
-        got = _MARK_OF.get(node)
-        if got is not None:
-            _MARK_OF.move_to_end(got.item)  # the stored key: found by identity, not compared again
-            return got
-        marked = _MARK_OF[node] = _mark(node)
-        _SHARED[marked] = marked
+        marked = share_in(node, _MARK_OF, _SHARED)
         if len(_MARK_OF) > _MAX_MARKS:
             global _evictions
             del _SHARED[_MARK_OF.popitem(last=False)[1]]

@@ -2,9 +2,11 @@
 reads (`shared_marks`) holds exactly the live marks, also after the oldest are evicted."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from formwork.grammar import shared_nodes
+from formwork.grammar._nfa_build import share_in
 from formwork.grammar.ir import EMPTY, NOTHING, Bytes, Repeat, Seq
 from formwork.grammar.shared_nodes import is_shared, share, shared_marks
 
@@ -89,3 +91,13 @@ def test_a_new_mark_caches_the_hash_its_repeat_computes(node, hashed_first: bool
             shared_nodes._MARK_OF.update(saved[0])
             shared_nodes._SHARED.clear()
             shared_nodes._SHARED.update(saved[1])
+
+
+def test_share_in_refuses_tables_of_other_types() -> None:
+    """`share_in` (the C side of `share`) works on the module's tables only: an OrderedDict of
+    marks by node and a dict of marks."""
+
+    with pytest.raises(TypeError, match="share_in"):
+        share_in(_node(b"x"), {}, {})
+    with pytest.raises(TypeError, match="share_in"):
+        share_in(_node(b"x"), shared_nodes._MARK_OF, shared_nodes._MARK_OF)

@@ -4,6 +4,7 @@
  *   _nfa_moves.c    the state and move arrays: budget checks, copies of a repetition, the flat moves
  *                   and the regions out
  *   _nfa_regions.c  DFAs, lexeme templates and counted repetitions spliced in as regions
+ *   _nfa_marks.c    `shared_nodes.share`'s table work (`share_in`)
  * It holds the builder's structs, the IR classes and interned names, the small helpers hot loops
  * call (static inline, so they stay inlined), and the prototypes of the shared functions.
  */
@@ -63,6 +64,12 @@ int nfab_bounds(PyObject *node, long long *lo, long long *hi);
 PyObject *nfab_seq_of(PyObject *module, PyObject *items);
 PyObject *nfab_alt_of(PyObject *module, PyObject *items);
 extern const char nfab_seq_of_doc[], nfab_alt_of_doc[];
+Py_hash_t nfab_lanes_hash(const Py_hash_t *lanes, Py_ssize_t n);
+
+/* ------------------------------------------------------------------ _nfa_marks.c */
+
+PyObject *nfab_share_in(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+extern const char nfab_share_in_doc[];
 
 /* ------------------------------------------------------------------ _nfa_moves.c */
 

@@ -95,10 +95,8 @@ static PyObject *slot_of(PyObject *node, int field) {
     return at >= 0 ? *(PyObject **)((char *)node + at) : NULL;
 }
 
-/* Python's `hash(items)` of a tuple of nodes (CPython 3.11's xxHash-based tuple hash), each item's
- * hash read from its cache where it has one (`node_hash`): `hash(items)` would call each item's
- * `__hash__`, a Python frame apiece.  -1 with an exception if an item's hash fails. */
-static Py_hash_t items_hash(PyObject *items) {
+/* CPython 3.11's xxHash-based tuple hash of `n` lanes, each an item's hash (none -1). */
+Py_hash_t nfab_lanes_hash(const Py_hash_t *lanes, Py_ssize_t n) {
 #if SIZEOF_PY_UHASH_T > 4
     const Py_uhash_t p1 = 11400714785074694791ULL, p2 = 14029467366897019727ULL, p5 = 2870177450012600261ULL;
 #define ROTATE(x) (((x) << 31) | ((x) >> 33))
@@ -106,18 +104,33 @@ static Py_hash_t items_hash(PyObject *items) {
     const Py_uhash_t p1 = 2654435761UL, p2 = 2246822519UL, p5 = 374761393UL;
 #define ROTATE(x) (((x) << 13) | ((x) >> 19))
 #endif
-    const Py_ssize_t n = PyTuple_GET_SIZE(items);
     Py_uhash_t acc = p5;
     for (Py_ssize_t i = 0; i < n; i++) {
-        const Py_hash_t lane = node_hash(PyTuple_GET_ITEM(items, i));
-        if (lane == -1) return -1;
-        acc += (Py_uhash_t)lane * p2;
+        acc += (Py_uhash_t)lanes[i] * p2;
         acc = ROTATE(acc);
         acc *= p1;
     }
 #undef ROTATE
     acc += (Py_uhash_t)n ^ (p5 ^ 3527539UL);
     return acc == (Py_uhash_t)-1 ? 1546275796 : (Py_hash_t)acc;
+}
+
+/* Python's `hash(items)` of a tuple of nodes (`nfab_lanes_hash`), each item's hash read from its
+ * cache where it has one (`node_hash`): `hash(items)` would call each item's `__hash__`, a Python
+ * frame apiece.  -1 with an exception if an item's hash fails. */
+static Py_hash_t items_hash(PyObject *items) {
+    const Py_ssize_t n = PyTuple_GET_SIZE(items);
+    Py_hash_t small[16], *lanes = n <= 16 ? small : PyMem_Malloc((size_t)n * sizeof(Py_hash_t));
+    if (!lanes) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_hash_t out = 0;
+    for (Py_ssize_t i = 0; i < n && out != -1; i++)
+        if ((lanes[i] = node_hash(PyTuple_GET_ITEM(items, i))) == -1) out = -1;
+    if (out != -1) out = nfab_lanes_hash(lanes, n);
+    if (lanes != small) PyMem_Free(lanes);
+    return out;
 }
 
 /* The hash `ir._cached_hash` gives a new node of `kind` holding `value` (its one compared field:
