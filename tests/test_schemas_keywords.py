@@ -1,6 +1,7 @@
 """The keyword table (`formwork.schemas.keywords`) and the unsupported-keyword report."""
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -12,8 +13,8 @@ from hypothesis import strategies as st
 from formwork.schemas import (SUPPORTED_FORMATS, SUPPORTED_KEYWORDS, UNSUPPORTED_KEYWORDS,
                               KeywordKind, Severity, UnsupportedKeywordError, classify,
                               load_schema)
-from formwork.schemas.keywords import (ANNOTATION_KEYWORDS, DRAFT_07, DRAFT_2020_12,
-                                       DRAFT_KEYWORDS, SUBSCHEMA_KEYWORDS)
+from formwork.schemas.keywords import (_BACKREFERENCE, _PROPERTY_ESCAPE, ANNOTATION_KEYWORDS, DRAFT_07,
+                                       DRAFT_2020_12, DRAFT_KEYWORDS, SUBSCHEMA_KEYWORDS, regex_problem)
 from formwork.schemas.pointer import (InvalidPointerError, escape_token, join_pointer,
                                       split_pointer, unescape_token)
 
@@ -263,3 +264,36 @@ def test_a_format_that_is_not_a_string_gets_a_verdict():
     for value in ([], [1], {"a": 1}, 3, None):
         verdict = classify("format", value, DRAFT_2020_12, {})
         assert verdict.kind is KeywordKind.IGNORED and "not a format name" in verdict.reason
+
+
+def _compile_problem(pattern: str) -> str | None:
+    """`regex_problem` as it was: Python's `re.compile` of the pattern (\\p{..} replaced) decides."""
+    if _BACKREFERENCE.search(pattern):
+        return ("backreferences are not regular; the pattern cannot be compiled to an automaton "
+                "(lookarounds can)")
+    try:
+        re.compile(_PROPERTY_ESCAPE.sub(r"\1a", pattern))
+    except re.error as error:
+        return (f"not in the supported regex syntax (the ECMAScript/Python common subset; "
+                f"e.g. \\cX and inline flags are not): {error}")
+    return None
+
+
+_REGEX_PIECES = ["a", "b", ".", "\\s", "\\S", "\\d", "[", "]", "^", "-", "(", ")", "?", "*", "+", "{2}", "{2,1}",
+                 "{,3}", "|", "(?:", "(?=", "(?!", "(?<=", "(?<!", "(?<n>", "(?P<n>", "\\", "\\1", "\\p{L}", "\\cX",
+                 "(?i)", "$", "\\b", "x{1,2}", "[^:\\s]"]
+
+
+@pytest.mark.filterwarnings("ignore:Possible nested set:FutureWarning")  # `[[`: re warns, both ways
+@given(st.lists(st.sampled_from(_REGEX_PIECES), max_size=8).map("".join))
+@settings(max_examples=400, deadline=None)
+def test_regex_problem_gives_re_compiles_verdict_and_message(pattern: str) -> None:
+    """Parsing only where no lookbehind needs compiling finds every error `re.compile` raises,
+    with its message (lookbehind widths: `a(?<=b+)`)."""
+    assert regex_problem(pattern) == _compile_problem(pattern)
+
+
+@pytest.mark.parametrize("pattern", ["a(?<=b+)", "(?<!ab|c)x", "(?<=a)b", "^[^:\\s]+:[^:\\s]+(:[^\\s]+)?$",
+                                     ".+:.+(:.+)?", "[^\\\\]", "^\\.[A-z0-9-_.]*[A-z0-9-_]+$", "[a-"])
+def test_regex_problem_on_lookbehinds_and_real_patterns(pattern: str) -> None:
+    assert regex_problem(pattern) == _compile_problem(pattern)
