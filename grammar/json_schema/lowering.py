@@ -256,7 +256,7 @@ class Lowerer:
         elif site is not None and site.kept is not None:
             node = site.kept
         else:
-            node = self._framed(self._pending, key, subs[0].pointer, lambda: self._lower_expanded(subs, depth))
+            node = self._framed(self._pending, key, subs[0].pointer, self._lower_expanded, subs, depth)
             if site is not None:
                 self.kept.end(self, site, node)
         self._memo[key] = node
@@ -316,7 +316,7 @@ class Lowerer:
                 f"the schema at {subs[0].pointer or '#'} contains itself through $ref, and indented "
                 "whitespace depends on the depth; use a whitespace policy without indent")
         self._check_nesting(subs)
-        return self._framed(self._frames, key, subs[0].pointer, lambda: self._lower_alternative(subs, depth))
+        return self._framed(self._frames, key, subs[0].pointer, self._lower_alternative, subs, depth)
 
     def _check_nesting(self, subs: list[Sub]) -> None:
         """Refuse a conjunction nested inside `MAX_NESTED_SCHEMAS` open ones (noted for `kept`)."""
@@ -326,12 +326,15 @@ class Lowerer:
                 f"the schema at {subs[0].pointer or '#'} nests more than {MAX_NESTED_SCHEMAS} "
                 "distinct combinations of subschemas (a $ref cycle that never repeats exactly)")
 
-    def _framed(self, frames: dict, key: tuple, pointer: str, lower: Callable[[], Node]) -> Node:
-        """`lower()` with a frame for `key` open in `frames` meanwhile; a `$ref` cycle that came back
-        to the frame (`_referenced`) makes the result a grammar rule, returned as its `RuleRef`."""
+    def _framed(self, frames: dict, key: tuple, pointer: str,
+                lower: Callable[[list[Sub], int], Node], subs: list[Sub], depth: int) -> Node:
+        """`lower(subs, depth)` with a frame for `key` open in `frames` meanwhile; a `$ref` cycle
+        that came back to the frame (`_referenced`) makes the result a grammar rule, returned as its
+        `RuleRef`.  (The lowering and its arguments rather than a closure: a closure a frame is an
+        allocation and a Python call more, on every conjunction lowered.)"""
         frame = frames[key] = (pointer, next(self._rule_ids))
         try:
-            node = lower()
+            node = lower(subs, depth)
         finally:
             del frames[key]
         if frame not in self._referenced:

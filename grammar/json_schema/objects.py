@@ -136,9 +136,13 @@ class ObjectLowering:
 
     def declared_member(self, name: str, extra: Sequence[Sub] = ()) -> Optional[Node]:
         """The member `name` with a value satisfying `extra` too, or None when there is none."""
-        if not self.property_names.allows(name):
+        names = self.property_names
+        if names.subs and not names.allows(name):  # (no propertyNames: every name is allowed)
             return None
-        value = self.lw.lower_subs([*self.value_subs(name), *extra], self.depth + 1)
+        subs = self.value_subs(name)  # a new list
+        if extra:
+            subs.extend(extra)
+        value = self.lw.lower_subs(subs, self.depth + 1)
         return None if isinstance(value, Nothing) else seq(_key_prefix(name, self.ws.colon()), value)
 
     def extra_member(self, extra: Sequence[Sub] = (), keys: Sequence[Node] = ()) -> Optional[Node]:
@@ -230,7 +234,7 @@ class _MemberChain:
         self.marks: list[Node] = []  # every mark made or found for this list (`_share`)
         self.extra = None if extra is None else self._share(extra)
         self.comma = comma
-        fixed = sum(required for _, required in members)
+        fixed = sum([required for _, required in members])
         self.min_props = max(0, min_props - fixed)  # of the optional and extra members
         self.max_props = None if max_props is None else max_props - fixed
         self.cap = (self.max_props + 1) if self.max_props is not None else self.min_props
