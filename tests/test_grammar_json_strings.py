@@ -6,6 +6,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from formwork.grammar.json_schema.automata import SHARED, accepts
+from formwork.grammar.ir import And
 from formwork.grammar.json_schema.strings import canonical_content_except
 
 # printable ASCII (the trie path) plus characters that force the complement fallback
@@ -43,3 +44,19 @@ def test_only_canonical_escapes_are_accepted():
         assert accepts(dfa, good), good
     for bad in (b"\\/", b"\\u0041", b"\\u001F", b"\\u00e9", b"\n", b"a"):
         assert not accepts(dfa, bad), bad
+
+
+def _plain(name: str) -> bool:
+    """The names the trie spells: printable ASCII without quote or backslash."""
+    return name.isascii() and name.isprintable() and '"' not in name and "\\" not in name
+
+
+@settings(deadline=None, max_examples=200)
+@given(st.lists(st.text(st.characters(max_codepoint=0x3000), max_size=4), max_size=5))
+@example(["a", "b\x7f"])
+@example(["a\x1f", "b"])
+@example([" !#[]~"])
+@example([])
+def test_the_trie_is_taken_exactly_for_plain_names(names):
+    # the complement fallback is the only path that builds an intersection at the top
+    assert isinstance(canonical_content_except(names), And) == (not all(map(_plain, names)))

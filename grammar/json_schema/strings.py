@@ -121,6 +121,10 @@ def _raw_ascii_except(excluded: frozenset[int]) -> tuple[tuple[int, int], ...]:
     return tuple(out)
 
 
+#: Names of printable ASCII without ``"`` or ``\\`` (each character is: so one match of the names
+#: joined checks them all), which `canonical_content_except` spells with a trie.
+_PLAIN_NAMES = re.compile(r'[\x20\x21\x23-\x5b\x5d-\x7e]*')
+
 #: A canonical character no name spells (names here are printable ASCII without escapes).
 _NOT_IN_NAMES = alt(_NON_ASCII, CANONICAL_ESCAPE)
 
@@ -145,7 +149,7 @@ def canonical_content_except(names: list[str]) -> Node:
     `formwork.grammar.lexemes`).  Other names fall back to an
     intersection with a complement.
     """
-    if not all(n.isascii() and n.isprintable() and '"' not in n and "\\" not in n for n in names):
+    if not _PLAIN_NAMES.fullmatch("".join(names)):
         return And(string_content(canonical=True), Not(alt(*(literal_content(n) for n in names))))
     # open-ended: after any prefix, a character that continues no name leads on to any contents
     return lexeme(_other_keys(tuple(sorted(set(names)))), open_ended=True, twin=ANY_CONTENT)
@@ -173,7 +177,7 @@ def _names_trie(suffixes: tuple[str, ...]) -> tuple[Node, Node, Node]:
             groups.setdefault(suffix[0], []).append(suffix[1:])
     prefixes = [EMPTY]
     stopping = [] if suffixes and not suffixes[0] else [EMPTY]  # "" first: a name ends here
-    leave_ascii = [_leave_ascii(frozenset(ord(c) for c in groups))]
+    leave_ascii = [_leave_ascii(frozenset(map(ord, groups)))]
     for c, rest in groups.items():
         below_prefixes, below_stopping, below_leave = _names_trie(tuple(rest))
         head = lit(c)
