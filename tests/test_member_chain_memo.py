@@ -105,3 +105,21 @@ def test_a_list_whose_marks_died_is_built_again(monkeypatch: pytest.MonkeyPatch)
         with shared_nodes._SHARED_LOCK:
             shared_nodes._MARK_OF.update(saved[0])
             shared_nodes._SHARED.update(saved[1])
+
+
+def test_equal_members_are_one_node_across_lowerings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A declared member equal to one made before is that node (`objects._member_node`): the
+    member lists' memo and marks then compare it by identity."""
+    made: list[list[tuple[Node, bool]]] = []
+    init = objects._MemberChain.__init__
+
+    def recording(self: objects._MemberChain, members: list, *args: object) -> None:
+        made.append(members)
+        init(self, members, *args)
+
+    monkeypatch.setattr(objects._MemberChain, "__init__", recording)
+    for _ in range(2):  # equal schemas, distinct dicts
+        lower_json_schema({"type": "object", "properties": {"id": {"type": "string"},
+                                                            "n": {"type": "integer", "minimum": 3}}})
+    first, second = made
+    assert len(first) == 2 and all(a is b for (a, _), (b, _) in zip(first, second))

@@ -79,6 +79,14 @@ def _key_prefix(name: str, colon: Node) -> Node:
     return untracked_ir(seq(QUOTE, literal_content(name), QUOTE, colon))
 
 
+@functools.lru_cache(maxsize=4096)
+def _member_node(name: str, colon: Node, value: Node) -> Node:
+    """A declared member, one object per equal (name, value) across compiles: the member lists
+    made of it (their memo `_CHAINS`, their cells' marks) then find equal members by identity, not
+    by comparing a fresh copy node by node."""
+    return untracked_ir(seq(_key_prefix(name, colon), value))
+
+
 class ObjectLowering:
     """Lowers the merged object keywords of one alternative at one nesting depth."""
 
@@ -143,7 +151,7 @@ class ObjectLowering:
         if extra:
             subs.extend(extra)
         value = self.lw.lower_subs(subs, self.depth + 1)
-        return None if isinstance(value, Nothing) else seq(_key_prefix(name, self.ws.colon()), value)
+        return None if isinstance(value, Nothing) else _member_node(name, self.ws.colon(), value)
 
     def extra_member(self, extra: Sequence[Sub] = (), keys: Sequence[Node] = ()) -> Optional[Node]:
         """Any member whose key is not declared (and in every language of `keys`), its value
