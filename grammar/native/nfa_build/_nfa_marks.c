@@ -68,7 +68,8 @@ PyObject *nfab_share_in(PyObject *Py_UNUSED(module), PyObject *const *args, Py_s
     if (h == -1) return NULL;
     PyObject *got = _PyDict_GetItem_KnownHash(mark_of, node, h); /* borrowed */
     if (got) {
-        PyObject *key = Py_TYPE(got) == Repeat ? *(PyObject **)((char *)got + offset_of(got, F_ITEM)) : NULL;
+        const Py_ssize_t at = Py_TYPE(got) == Repeat ? offset_of(got, F_ITEM) : -1;
+        PyObject *key = at >= 0 ? *(PyObject **)((char *)got + at) : NULL;
         if (!key) {
             PyErr_SetString(PyExc_TypeError, "share_in: a mark is not a Repeat");
             return NULL;
