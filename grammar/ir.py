@@ -17,7 +17,7 @@ from types import MappingProxyType
 from formwork.grammar._nfa_build import alt_of, seq_of
 from formwork.grammar.errors import GrammarError, UndefinedRuleError
 from formwork.grammar.ir_identity import composite_eq, composite_hash, sub_nodes_getter
-from formwork.grammar.utf8 import _LENGTH_LIMITS, complement_code_ranges, normalize_code_ranges, utf8_sequences
+from formwork.grammar.utf8 import complement_code_ranges, length_segments, normalize_code_ranges, utf8_sequences
 
 
 def _node(cls):
@@ -431,17 +431,11 @@ def chars(ranges: Iterable[tuple[int | str, int | str] | int | str], negate: boo
     options: list[Node] = []
     single: list[tuple[int, int]] = []
     for lo, hi in norm:
-        for limit in _LENGTH_LIMITS:  # segments of one encoded length, in order, as `utf8_sequences` splits
-            if lo > hi:
-                break
-            if lo > limit:
-                continue
-            top = min(hi, limit)
-            if top <= 0x7F:
-                single.append((lo, top))
+        for segment in length_segments(lo, hi):  # in order, as `utf8_sequences` splits
+            if segment[1] <= 0x7F:
+                single.append(segment)
             else:
-                options.extend(_multi_byte(lo, top))
-            lo = top + 1
+                options.extend(_multi_byte(*segment))
     if single:
         options.insert(0, ByteSet(tuple(single)))
     return alt(*options)

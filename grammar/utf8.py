@@ -48,6 +48,20 @@ def _encode(cp: int) -> bytes:
     return chr(cp).encode("utf-8")
 
 
+def length_segments(lo: int, hi: int) -> list[tuple[int, int]]:
+    """[lo, hi] cut where the UTF-8 encoded length changes, in order: each piece's code points
+    all encode to the same number of bytes."""
+    out: list[tuple[int, int]] = []
+    for limit in _LENGTH_LIMITS:
+        if lo > hi:
+            break
+        if lo <= limit:
+            top = min(hi, limit)
+            out.append((lo, top))
+            lo = top + 1
+    return out
+
+
 def utf8_sequences(lo: int, hi: int) -> list[ByteRangeSeq]:
     """Split [lo, hi] (no surrogates inside) into sequences of byte ranges.
 
@@ -55,22 +69,20 @@ def utf8_sequences(lo: int, hi: int) -> list[ByteRangeSeq]:
     strings they describe is exactly the UTF-8 encoding of [lo, hi].
     """
     out: list[ByteRangeSeq] = []
+    for segment in length_segments(lo, hi):
+        _aligned_sequences(*segment, out)
+    return out
+
+
+def _aligned_sequences(lo: int, hi: int, out: list[ByteRangeSeq]) -> None:
+    """Append to `out` the byte-range sequences of [lo, hi], code points of one encoded length."""
+    if hi <= 0x7F:
+        out.append(((lo, hi),))
+        return
     stack = [(lo, hi)]
     while stack:
         lo, hi = stack.pop()
         split = False
-        # split on encoded-length boundaries
-        for limit in _LENGTH_LIMITS[:-1]:
-            if lo <= limit < hi:
-                stack.append((limit + 1, hi))
-                stack.append((lo, limit))
-                split = True
-                break
-        if split:
-            continue
-        if hi <= 0x7F:
-            out.append(((lo, hi),))
-            continue
         # align so that trailing continuation bytes span full ranges
         for i in range(1, 4):
             mask = (1 << (6 * i)) - 1
@@ -89,4 +101,3 @@ def utf8_sequences(lo: int, hi: int) -> list[ByteRangeSeq]:
             continue
         a, b = _encode(lo), _encode(hi)
         out.append(tuple(zip(a, b)))
-    return out
