@@ -65,6 +65,8 @@ PyObject *nfab_seq_of(PyObject *module, PyObject *items);
 PyObject *nfab_alt_of(PyObject *module, PyObject *items);
 extern const char nfab_seq_of_doc[], nfab_alt_of_doc[];
 Py_hash_t nfab_lanes_hash(const Py_hash_t *lanes, Py_ssize_t n);
+/* hash("Repeat"): `ir._cached_hash`'s salt for a Repeat's hash (set by nfab_load_kinds) */
+extern Py_hash_t nfab_salt_repeat;
 
 /* ------------------------------------------------------------------ _nfa_marks.c */
 

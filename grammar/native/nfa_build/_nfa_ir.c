@@ -23,13 +23,14 @@ static int load_offsets(void) {
     return 0;
 }
 
-/* `hash(name)` of Bytes, Seq and Alt: `ir._cached_hash`'s salt for their nodes' hashes. */
+/* `hash(name)` of Bytes, Seq, Alt and Repeat: `ir._cached_hash`'s salt for their nodes' hashes. */
 static Py_hash_t salt_bytes, salt_seq, salt_alt;
+Py_hash_t nfab_salt_repeat;
 
 static int load_salts(const char *const *names) {
-    Py_hash_t *salts[] = {&salt_bytes, &salt_seq, &salt_alt};
-    const int at[] = {1, 3, 4}; /* Bytes, Seq, Alt in `names` */
-    for (int i = 0; i < 3; i++) {
+    Py_hash_t *salts[] = {&salt_bytes, &salt_seq, &salt_alt, &nfab_salt_repeat};
+    const int at[] = {1, 3, 4, 5}; /* Bytes, Seq, Alt, Repeat in `names` */
+    for (int i = 0; i < 4; i++) {
         PyObject *name = PyUnicode_FromString(names[at[i]]);
         *salts[i] = name ? PyObject_Hash(name) : -1;
         Py_XDECREF(name);

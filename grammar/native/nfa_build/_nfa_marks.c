@@ -5,14 +5,13 @@
 #include "_nfa_build.h"
 
 static PyObject *s_move_to_end;
-static Py_hash_t salt_repeat; /* hash("Repeat"): `ir._cached_hash`'s salt for a Repeat's hash */
 
 /* The hash `ir._cached_hash` gives Repeat(node, 1, 1): hash((node, 1, 1)) ^ hash("Repeat"), the
  * node's hash `h` standing for its lane; -1 never (an int's hash, 1, is 1). */
 static Py_hash_t mark_hash(Py_hash_t h) {
     const Py_hash_t lanes[3] = {h, 1, 1};
     const Py_hash_t tuple = nfab_lanes_hash(lanes, 3);
-    return tuple ^ salt_repeat;
+    return tuple ^ nfab_salt_repeat;
 }
 
 /* A new Repeat(node, 1, 1) with its slots filled directly, as `ir._maker` fills them (the mark's
@@ -56,14 +55,7 @@ PyObject *nfab_share_in(PyObject *Py_UNUSED(module), PyObject *const *args, Py_s
         return NULL;
     }
     PyObject *node = args[0], *mark_of = args[1], *shared = args[2];
-    if (!salt_repeat) {
-        PyObject *name = PyUnicode_FromString("Repeat");
-        const Py_hash_t salt = name ? PyObject_Hash(name) : -1;
-        Py_XDECREF(name);
-        if (salt == -1 || (!s_move_to_end && !(s_move_to_end = PyUnicode_InternFromString("move_to_end"))))
-            return NULL;
-        salt_repeat = salt;
-    }
+    if (!s_move_to_end && !(s_move_to_end = PyUnicode_InternFromString("move_to_end"))) return NULL;
     const Py_hash_t h = node_hash(node);
     if (h == -1) return NULL;
     PyObject *got = _PyDict_GetItem_KnownHash(mark_of, node, h); /* borrowed */
