@@ -177,6 +177,15 @@ class Verdict:
 
 #: A Unicode property escape `\p{Name}`/`\P{Name}` (not after an escaping backslash).
 _PROPERTY_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\[pP]\{[^{}\\]*\}")
+#: An ECMAScript named group `(?<name>` (not a lookbehind `(?<=` / `(?<!`; not after an escaping
+#: backslash), which Python's `re` spells `(?P<name>`.
+_NAMED_GROUP = re.compile(r"(?<!\\)((?:\\\\)*)\(\?<(?![=!])")
+
+
+def python_spelling(pattern: str) -> str:
+    """`pattern` as Python's `re` reads the same syntax: `\\p{..}` (which formwork's compiler has and
+    `re` lacks) as a plain character, and ECMAScript named groups in Python's spelling."""
+    return _NAMED_GROUP.sub(r"\1(?P<", _PROPERTY_ESCAPE.sub(r"\1a", pattern))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -186,7 +195,7 @@ def regex_problem(pattern: str) -> str | None:
     if _BACKREFERENCE.search(pattern):
         return ("backreferences are not regular; the pattern cannot be compiled to an automaton "
                 "(lookarounds can)")
-    error = _python_regex_error(_PROPERTY_ESCAPE.sub(r"\1a", pattern))  # Python's re lacks \p{..}; the compiler has it
+    error = _python_regex_error(python_spelling(pattern))
     if error is not None:
         return (f"not in the supported regex syntax (the ECMAScript/Python common subset; "
                 f"e.g. \\cX and inline flags are not): {error}")

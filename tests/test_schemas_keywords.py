@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 from formwork.schemas import (SUPPORTED_FORMATS, SUPPORTED_KEYWORDS, UNSUPPORTED_KEYWORDS,
                               KeywordKind, Severity, UnsupportedKeywordError, classify,
                               load_schema)
-from formwork.schemas.keywords import (_BACKREFERENCE, _PROPERTY_ESCAPE, ANNOTATION_KEYWORDS, DRAFT_07,
-                                       DRAFT_2020_12, DRAFT_KEYWORDS, SUBSCHEMA_KEYWORDS, regex_problem)
+from formwork.schemas.keywords import (_BACKREFERENCE, ANNOTATION_KEYWORDS, DRAFT_07,
+                                       DRAFT_2020_12, DRAFT_KEYWORDS, SUBSCHEMA_KEYWORDS, python_spelling,
+                                       regex_problem)
 from formwork.schemas.pointer import (InvalidPointerError, escape_token, join_pointer,
                                       split_pointer, unescape_token)
 
@@ -267,12 +268,12 @@ def test_a_format_that_is_not_a_string_gets_a_verdict():
 
 
 def _compile_problem(pattern: str) -> str | None:
-    """`regex_problem` as it was: Python's `re.compile` of the pattern (\\p{..} replaced) decides."""
+    """`regex_problem` as it was: Python's `re.compile` of the pattern in Python's spelling decides."""
     if _BACKREFERENCE.search(pattern):
         return ("backreferences are not regular; the pattern cannot be compiled to an automaton "
                 "(lookarounds can)")
     try:
-        re.compile(_PROPERTY_ESCAPE.sub(r"\1a", pattern))
+        re.compile(python_spelling(pattern))
     except re.error as error:
         return (f"not in the supported regex syntax (the ECMAScript/Python common subset; "
                 f"e.g. \\cX and inline flags are not): {error}")
@@ -297,3 +298,27 @@ def test_regex_problem_gives_re_compiles_verdict_and_message(pattern: str) -> No
                                      ".+:.+(:.+)?", "[^\\\\]", "^\\.[A-z0-9-_.]*[A-z0-9-_]+$", "[a-"])
 def test_regex_problem_on_lookbehinds_and_real_patterns(pattern: str) -> None:
     assert regex_problem(pattern) == _compile_problem(pattern)
+
+
+@pytest.mark.parametrize("pattern, spelled", [
+    ("^(?<year>[0-9]{4})-(?<m>[0-9]{2})$", "^(?P<year>[0-9]{4})-(?P<m>[0-9]{2})$"),
+    ("(?<=a)b(?<!c)", "(?<=a)b(?<!c)"),  # lookbehinds stay
+    ("\\(?<x>", "\\(?<x>"),  # an escaped parenthesis: no group
+    ("\\\\(?<x>a)", "\\\\(?P<x>a)"),  # an escaped backslash, then a group
+    ("\\p{L}(?<n>a)", "a(?P<n>a)"),
+])
+def test_python_spelling_of_ecmascript_syntax(pattern: str, spelled: str) -> None:
+    assert python_spelling(pattern) == spelled
+
+
+def test_ecmascript_named_groups_are_compiled() -> None:
+    """`(?<name>...)` is ECMA-262 syntax (JSON Schema's regex dialect): a pattern holding it is not
+    refused, and matches as the group without its name."""
+    from formwork.grammar.json_schema import lower_json_schema
+    from formwork.grammar.automaton import compile_dfa
+
+    pattern = "^(?<year>[0-9]{4})-(?<month>0[1-9]|1[0-2])$"
+    assert regex_problem(pattern) is None
+    dfa = compile_dfa(lower_json_schema({"type": "string", "pattern": pattern}).node)
+    assert dfa.accepts(b'"2024-05"') and dfa.accepts(b'"1999-12"')
+    assert not dfa.accepts(b'"2024-13"') and not dfa.accepts(b'"24-05"')
