@@ -27,6 +27,7 @@ from formwork.grammar.automaton import compile_dfa
 from formwork.grammar.dfa import DFA
 from formwork.grammar.errors import GrammarError
 from formwork.grammar.json_schema import SchemaLoweringError, lower_json_schema
+from formwork.grammar.json_schema.ecma_validation import ecma_validator
 from formwork.grammar.regex_parser import parse_regex
 from formwork.schemas.python_types import UnsupportedTypeError, field_path, json_schema_of, type_adapter, type_name
 from formwork.sdk.errors import (GenerationError, OutputValidationError, TruncatedOutputError,
@@ -106,7 +107,7 @@ class OutputFormat:
             self.name = output_type.name
             self.schema = output_type.schema
             _check_enforceable(self.schema, self.name)
-            self._validator = jsonschema.validators.validator_for(self.schema)(self.schema)
+            self._validator = ecma_validator(jsonschema.validators.validator_for(self.schema))(self.schema)
             self.structured_outputs = {"json": self.schema}
         else:
             self.name = type_name(output_type)

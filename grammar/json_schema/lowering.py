@@ -17,6 +17,7 @@ from formwork.grammar.ir import NOTHING, And, Node, Not, Nothing, RuleRef, alt, 
 from formwork.grammar.regex_parser import regex
 from formwork.grammar.json_schema.arrays import lower_array
 from formwork.grammar.json_schema.automata import SHARED, accepts
+from formwork.grammar.json_schema.ecma_validation import ecma_validator
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
 from formwork.grammar.json_schema.expand import (
     APPLICATORS, NEUTRAL_KEYWORDS, WITNESS, Alternative, Expander, Sub, Synthetic, plain_schema,
@@ -192,8 +193,9 @@ class Lowerer:
         return self._validator(sub).is_valid(value)
 
     def _validator(self, sub: Sub) -> Any:
-        """A jsonschema validator of one (local) subschema, formats asserted."""
-        cls = self.doc.draft.validator
+        """A jsonschema validator of one (local) subschema, formats asserted, regexes read as
+        ECMA-262 (`ecma_validation`)."""
+        cls = ecma_validator(self.doc.draft.validator)
         return cls(plain_schema(sub.schema), format_checker=cls.FORMAT_CHECKER,
                    _resolver=sub.resolver or self.doc.resolver)
 
