@@ -11,8 +11,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, NoReturn, Optional
 
+from formwork.schemas import _analysis_walk as _walk
+from formwork.schemas._analysis_walk import walk_target
 from formwork.schemas.dialects import foreign_keyword
 from formwork.schemas.drafts import Draft, draft_of
 from formwork.schemas.errors import DynamicRefError, SchemaTooLargeError, UnknownDraftError
@@ -30,12 +32,6 @@ if TYPE_CHECKING:
 
 #: Most subschema visits one analysis may make (guards against reference blow-ups).
 MAX_VISITS = 200_000
-#: Each draft's subschema keywords, definition containers left out (a walk reaches definitions
-#: through `$ref` only), with their shapes
-_LAYOUTS = {draft: {k: v for k, v in shapes.items() if k not in DEFINITION_CONTAINERS}
-            for draft, shapes in SUBSCHEMA_KEYWORDS.items()}
-_ONE, _ONE_OR_LIST, _LIST = Shape.SCHEMA, Shape.SCHEMA_OR_LIST, Shape.SCHEMA_LIST
-_location = tuple.__new__  # `Location(uri, pointer)` without the named tuple's Python-level `__new__`
 
 _SEVERITY = {
     KeywordKind.UNSUPPORTED: Severity.ERROR,
@@ -81,12 +77,6 @@ class Analysis:
         return self._unreached
 
 
-#: A subschema waiting in the walk: (schema, location, resolver, draft, whether inside an
-#: unsupported keyword, whether the path to it descends into the instance); a plain tuple, made
-#: once per subschema visited.
-_Frame = tuple[Any, Location, "Resolver[Any]", Draft, bool, bool]
-
-
 def _nested_draft(node: dict[str, Any], outer: Draft, pointer: str) -> Draft:
     """The draft a subschema declares; one that must be translated first (draft-04, draft-06,
     2019-09) inside a draft-07 or 2020-12 schema is refused."""
@@ -96,6 +86,30 @@ def _nested_draft(node: dict[str, Any], outer: Draft, pointer: str) -> Draft:
                                 "schema is not supported (declare it in a document of its own "
                                 "and $ref it, or use one draft)", pointer=child(pointer, "$schema"))
     return draft
+
+
+def _too_many_visits() -> NoReturn:
+    """The visit limit's error (raised for `_analysis_walk.walk_target`)."""
+    raise SchemaTooLargeError(f"more than {MAX_VISITS} subschema visits through $ref; the schema is "
+                              "too large to analyse")
+
+
+_SHAPE_CODES = {Shape.SCHEMA: _walk.ONE, Shape.SCHEMA_OR_LIST: _walk.ONE_OR_LIST,
+                Shape.SCHEMA_LIST: _walk.LIST, Shape.SCHEMA_MAP: _walk.MAP,
+                Shape.MAP_OF_SCHEMA_OR_STRINGS: _walk.MAP}
+
+
+def _layout_codes(draft: str) -> dict[str, int]:
+    """The draft's subschema keywords, definition containers left out (a walk reaches
+    definitions through `$ref` only), each with its `_analysis_walk` layout code: its shape,
+    whether it descends into the instance, whether it needs classifying."""
+    return {keyword: _SHAPE_CODES[shape] | (_walk.DESCENDS if keyword in INSTANCE_DESCENDING else 0)
+            | (0 if keyword in PLAIN_KEYWORDS[draft] else _walk.UNPLAIN)
+            for keyword, shape in SUBSCHEMA_KEYWORDS[draft].items() if keyword not in DEFINITION_CONTAINERS}
+
+
+_walk.configure(Location, {draft: (PLAIN_KEYWORDS[draft], _layout_codes(draft), draft == DRAFT_07)
+                           for draft in SUBSCHEMA_KEYWORDS}, _nested_draft, _too_many_visits)
 
 
 class _Analyser:
@@ -124,80 +138,16 @@ class _Analyser:
 
     def _walk_target(self, schema: Any, location: Location, resolver: Resolver[Any],
                      draft: Draft) -> list[tuple[Location, bool]]:
-        found: list[tuple[Location, bool]] = []
-        stack: list[_Frame] = [(schema, location, resolver, draft, False, False)]
-        visited, reported, index = self.result.visited, self.reported, self.index
-        visits = self.visits
-        try:
-            while stack:
-                node, here, node_resolver, node_draft, in_unsupported, descended = stack.pop()
-                visits += 1
-                if visits > MAX_VISITS:
-                    raise SchemaTooLargeError(f"more than {MAX_VISITS} subschema visits through "
-                                              "$ref; the schema is too large to analyse")
-                if not isinstance(node, dict):
-                    continue
-                visited.add(here)
-                if not self.saw_definitions and not DEFINITION_CONTAINERS.isdisjoint(node):
-                    self.saw_definitions = True
-                if "$schema" in node:
-                    node_draft = _nested_draft(node, node_draft, index.display(here))
-                name = node_draft.name
-                if not in_unsupported and here not in reported:
-                    reported.add(here)
-                    if "$ref" in node and name == DRAFT_07 or not PLAIN_KEYWORDS[name].issuperset(node):
-                        self._classify(node, here, node_draft)
-                keyword = "$ref" if "$ref" in node else "$dynamicRef" if "$dynamicRef" in node else None
-                if keyword is not None and self._follow(node[keyword], here, node_resolver, node_draft,
-                                                        keyword):
-                    found.append((here, descended))
-                layout = _LAYOUTS[name]
-                if layout.keys().isdisjoint(node) or name == DRAFT_07 and "$ref" in node:
-                    continue  # a leaf (the usual node; draft-07 ignores what sits beside `$ref`)
-                children: list[_Frame] = []
-                unsupported: dict[str, bool] = {}  # keyword -> whether its subschemas are unsupported
-                uri, pointer, spec = here.uri, here.pointer, node_draft.specification
-                plain = PLAIN_KEYWORDS[name]
-                for keyword, value in node.items():
-                    shape = layout.get(keyword)
-                    if shape is None:
-                        continue
-                    at = pointer + "/" + keyword  # no keyword needs escaping
-                    if shape is _ONE or shape is _ONE_OR_LIST and not isinstance(value, list):
-                        members: Any = ((at, value),)
-                    elif shape is _LIST or shape is _ONE_OR_LIST:
-                        members = [(f"{at}/{i}", sub) for i, sub in enumerate(value)] \
-                            if isinstance(value, list) else ()
-                    elif isinstance(value, dict):  # a map of subschemas (draft-07 `dependencies`: or strings)
-                        members = [(child(at, k), sub) for k, sub in value.items()]
-                    else:
-                        continue
-                    skipped = None
-                    descends = descended or keyword in INSTANCE_DESCENDING
-                    for sub_pointer, sub in members:
-                        if not isinstance(sub, (dict, bool)):
-                            continue  # no schema (a list of draft-07 `dependencies`, say)
-                        if skipped is None:
-                            skipped = in_unsupported or keyword not in plain and self._unsupported(
-                                unsupported, keyword, node, node_draft)
-                        # `index.enter` returns the resolver itself for a subschema without `$id`
-                        sub_resolver = node_resolver if not isinstance(sub, dict) or "$id" not in sub else \
-                            index.enter(sub, node_resolver, spec)
-                        children.append((sub, _location(Location, (uri, sub_pointer)), sub_resolver,
-                                         node_draft, skipped, descends))
-                stack.extend(reversed(children))
-        finally:
-            self.visits = visits
-        return found
+        """Walk the subschemas of one target (`_analysis_walk.c`): mark each visited, classify
+        the keywords of those not yet reported, follow their `$ref`s and queue their subschemas;
+        returns the `$ref` sites met, each with whether its path descends into the instance."""
+        return walk_target(self, self.result.visited, self.reported, self.index, schema, location,
+                           resolver, draft, MAX_VISITS)
 
     @staticmethod
-    def _unsupported(memo: dict[str, bool], keyword: str, node: dict[str, Any], draft: Draft) -> bool:
-        """Whether `keyword` of `node` is unsupported (so are its subschemas), kept in `memo`."""
-        skipped = memo.get(keyword)
-        if skipped is None:
-            verdict = classify(keyword, node[keyword], draft.name, node)
-            skipped = memo[keyword] = verdict.kind is KeywordKind.UNSUPPORTED
-        return skipped
+    def _unsupported(keyword: str, node: dict[str, Any], draft: Draft) -> bool:
+        """Whether `keyword` of `node` is unsupported (so are its subschemas)."""
+        return classify(keyword, node[keyword], draft.name, node).kind is KeywordKind.UNSUPPORTED
 
     def _follow(self, ref: Any, location: Location, resolver: Resolver[Any], draft: Draft,
                 keyword: str = "$ref") -> bool:
