@@ -8,8 +8,7 @@
  *
  * Every frame owns references to its node, location, resolver and draft: the callbacks run
  * Python code, so nothing the walk still needs is borrowed across them. */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
+#include "_walk_pointers.h"
 
 /* A layout code (`configure`'s tables): how a keyword holds subschemas, plus two flags. */
 enum { SHAPE_ONE = 1, SHAPE_ONE_OR_LIST = 2, SHAPE_LIST = 3, SHAPE_MAP = 4, SHAPE_MASK = 7,
@@ -31,7 +30,7 @@ static PyTypeObject *location_type;
 static PyObject *nested_draft, *too_many_visits;
 static PyObject *s_ref, *s_dynamic_ref, *s_schema, *s_id, *s_defs, *s_definitions, *s_name,
     *s_specification, *s_visits, *s_saw_definitions, *s_follow, *s_classify, *s_unsupported,
-    *s_enter, *s_display, *s_tilde, *s_tilde0, *s_slash, *s_tilde1;
+    *s_enter, *s_display;
 
 /* A subschema waiting in the walk (every reference owned). */
 typedef struct {
@@ -81,60 +80,6 @@ static const Table *table_of(PyObject *draft) {
     PyErr_SetObject(PyExc_KeyError, name);
     Py_DECREF(name);
     return NULL;
-}
-
-/* `head + "/" + tail`: `tail` a str, or, when NULL, the ASCII text `digits`. */
-static PyObject *joined(PyObject *head, PyObject *tail, const char *digits) {
-    Py_ssize_t head_len = PyUnicode_GET_LENGTH(head);
-    Py_ssize_t tail_len = tail != NULL ? PyUnicode_GET_LENGTH(tail) : (Py_ssize_t)strlen(digits);
-    Py_UCS4 max_char = PyUnicode_MAX_CHAR_VALUE(head);
-    if (tail != NULL && PyUnicode_MAX_CHAR_VALUE(tail) > max_char) max_char = PyUnicode_MAX_CHAR_VALUE(tail);
-    PyObject *out = PyUnicode_New(head_len + 1 + tail_len, max_char);
-    if (out == NULL) return NULL;
-    if (PyUnicode_CopyCharacters(out, 0, head, 0, head_len) < 0) goto error;
-    int kind = PyUnicode_KIND(out);
-    void *data = PyUnicode_DATA(out);
-    PyUnicode_WRITE(kind, data, head_len, '/');
-    if (tail != NULL) {
-        if (PyUnicode_CopyCharacters(out, head_len + 1, tail, 0, tail_len) < 0) goto error;
-    } else {
-        for (Py_ssize_t i = 0; i < tail_len; i++) PyUnicode_WRITE(kind, data, head_len + 1 + i, digits[i]);
-    }
-    return out;
-error:
-    Py_DECREF(out);
-    return NULL;
-}
-
-/* `pointer.child(at, key)`: the key as text (`str` of a non-str), `~` and `/` escaped. */
-static PyObject *map_member_pointer(PyObject *at, PyObject *key) {
-    PyObject *text = PyUnicode_CheckExact(key) ? Py_NewRef(key) : PyObject_Str(key);
-    if (text == NULL) return NULL;
-    Py_ssize_t len = PyUnicode_GET_LENGTH(text);
-    if (PyUnicode_FindChar(text, '~', 0, len, 1) >= 0 || PyUnicode_FindChar(text, '/', 0, len, 1) >= 0) {
-        PyObject *once = PyUnicode_Replace(text, s_tilde, s_tilde0, -1);
-        Py_SETREF(text, once);
-        if (text == NULL) return NULL;
-        PyObject *twice = PyUnicode_Replace(text, s_slash, s_tilde1, -1);
-        Py_SETREF(text, twice);
-        if (text == NULL) return NULL;
-    }
-    PyObject *out = joined(at, text, NULL);
-    Py_DECREF(text);
-    return out;
-}
-
-/* `Location(uri, pointer)` made as `tuple.__new__` makes it; steals `pointer`. */
-static PyObject *new_location(PyObject *uri, PyObject *pointer) {
-    if (pointer == NULL) return NULL;
-    PyObject *location = location_type->tp_alloc(location_type, 2);
-    if (location == NULL) {
-        Py_DECREF(pointer);
-        return NULL;
-    }
-    PyTuple_SET_ITEM(location, 0, Py_NewRef(uri));
-    PyTuple_SET_ITEM(location, 1, pointer);
-    return location;
 }
 
 /* Whether every key of `node` is in `plain` (`plain.issuperset(node)`): 1, 0, or -1 on error. */
@@ -188,7 +133,7 @@ static int queue_member(Walk *walk, const Frame *frame, PyObject *keyword, int c
     } else {
         resolver = Py_NewRef(frame->resolver);
     }
-    location = new_location(PyTuple_GET_ITEM(frame->here, 0), pointer);
+    location = walk_location(location_type, PyTuple_GET_ITEM(frame->here, 0), pointer);
     pointer = NULL;
     if (location == NULL) goto error;
     Frame child = {sub, location, resolver, Py_NewRef(frame->draft), frame->table, (char)*skipped,
@@ -208,7 +153,7 @@ error:
 
 /* Queue the subschemas `value` (of subschema keyword `keyword`, layout `code`) holds. */
 static int queue_keyword(Walk *walk, const Frame *frame, PyObject *keyword, int code, PyObject *value) {
-    PyObject *at = joined(PyTuple_GET_ITEM(frame->here, 1), keyword, NULL); /* no keyword needs escaping */
+    PyObject *at = walk_joined(PyTuple_GET_ITEM(frame->here, 1), keyword, NULL); /* no keyword needs escaping */
     if (at == NULL) return -1;
     int shape = code & SHAPE_MASK, skipped = -1, failed = 0;
     if (shape == SHAPE_ONE || (shape == SHAPE_ONE_OR_LIST && !PyList_Check(value))) {
@@ -218,7 +163,7 @@ static int queue_keyword(Walk *walk, const Frame *frame, PyObject *keyword, int 
             PyObject *sub = Py_NewRef(PyList_GET_ITEM(value, i));
             char digits[24];
             snprintf(digits, sizeof digits, "%zd", i);
-            PyObject *pointer = PyDict_Check(sub) || PyBool_Check(sub) ? joined(at, NULL, digits) : NULL;
+            PyObject *pointer = PyDict_Check(sub) || PyBool_Check(sub) ? walk_joined(at, NULL, digits) : NULL;
             failed = queue_member(walk, frame, keyword, code, sub, pointer, &skipped);
             Py_DECREF(sub);
         }
@@ -228,7 +173,7 @@ static int queue_keyword(Walk *walk, const Frame *frame, PyObject *keyword, int 
         while (!failed && PyDict_Next(value, &pos, &key, &sub)) {
             Py_INCREF(key);
             Py_INCREF(sub);
-            PyObject *pointer = PyDict_Check(sub) || PyBool_Check(sub) ? map_member_pointer(at, key) : NULL;
+            PyObject *pointer = PyDict_Check(sub) || PyBool_Check(sub) ? walk_member_pointer(at, key) : NULL;
             failed = queue_member(walk, frame, keyword, code, sub, pointer, &skipped);
             Py_DECREF(key);
             Py_DECREF(sub);
@@ -445,12 +390,11 @@ static int intern_all(void) {
         {&s_defs, "$defs"}, {&s_definitions, "definitions"}, {&s_name, "name"},
         {&s_specification, "specification"}, {&s_visits, "visits"}, {&s_saw_definitions, "saw_definitions"},
         {&s_follow, "_follow"}, {&s_classify, "_classify"}, {&s_unsupported, "_unsupported"},
-        {&s_enter, "enter"}, {&s_display, "display"}, {&s_tilde, "~"}, {&s_tilde0, "~0"}, {&s_slash, "/"},
-        {&s_tilde1, "~1"},
+        {&s_enter, "enter"}, {&s_display, "display"},
     };
     for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
         if ((*strings[i].slot = PyUnicode_InternFromString(strings[i].text)) == NULL) return -1;
-    return 0;
+    return walk_pointers_init();
 }
 
 PyMODINIT_FUNC PyInit__analysis_walk(void) {
