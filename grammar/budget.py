@@ -99,6 +99,13 @@ class CompileBudget:
         wall_left = self.backstop_seconds - (self.wall_clock() - self._wall_start)
         return max(0.0, min(self.max_seconds - self.elapsed(), wall_left))
 
+    def native_seconds(self) -> float | None:
+        """`seconds_left` for a native loop that reads this thread's CPU clock itself and calls
+        `check_time` past that and every so often (a cancel): None where it cannot keep this
+        budget's time (a test's fake clocks, or not started), and must call `check_time` at every
+        check."""
+        return self.seconds_left() if self._real_clocks() else None
+
     def check_time(self, what: str) -> None:
         """Raise if the compile is cancelled or past its time budget or the wall backstop."""
         if not self._started:

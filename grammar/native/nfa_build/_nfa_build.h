@@ -39,6 +39,15 @@ typedef struct {
     unsigned char cuts[257]; /* 1 at every byte where a byte edge starts, and just past where one ends */
     PyObject *budget, *dfa_of, *template_of, *whole, *lexemes, *regions;
     PyObject *shared, *joins; /* marks of shared nodes (see `shared`); (node, end) -> entry state */
+    /* the budget as `nfab_budget_check` keeps it: its limits, read at the first check (`limits`:
+     * 0 not yet, 1 read, -1 `check_time` at every check), and the checks with time so far */
+    int limits;
+    long long max_states;
+    double wall_deadline, cpu_deadline;
+    unsigned long time_checks;
+    /* automata built before, found here without calling back (see `build`'s `known`) */
+    PyObject *known_dfas, *known_templates;
+    long long count_from;
 } Builder;
 
 /* A repetition's first build (see `nfab_copy`): its states first..last-1, its end, its saved moves. */
