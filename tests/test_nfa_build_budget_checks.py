@@ -12,7 +12,7 @@ import pytest
 from formwork.grammar.automaton import AutomatonBuilder
 from formwork.grammar.budget import CompileBudget, CompileCancelledError
 from formwork.grammar.errors import GrammarBudgetError
-from formwork.grammar.ir import Node, Repeat, chars, lit, seq
+from formwork.grammar.ir import Node, Repeat, chars, lit, repeat, seq
 from formwork.grammar.lexemes import _LEXEMES, _LEXEMES_LOCK, lexeme
 from formwork.grammar.nfa import NFA
 
@@ -123,3 +123,19 @@ def test_the_state_budget_is_kept_at_any_limit(limit: int | float) -> None:
     else:
         with pytest.raises(GrammarBudgetError, match="max_nfa_states"):
             NFA(node, budget, AutomatonBuilder().eager)
+
+
+def test_a_build_without_regions_calls_the_budget_back_only_past_its_limits() -> None:
+    """Copies of a repetition check the state count, in C: the budget is not called back (its
+    clocks are read only at a check with time: a region, or every 4096 new states)."""
+    budget = CompileBudget().start()
+    calls: list[str] = []
+    for name in ("check_nfa", "check_time", "native_seconds"):
+        method = getattr(budget, name)
+        setattr(budget, name, lambda *args, name=name, method=method: calls.append(name) or method(*args))
+    nfa = NFA(repeat(lit("ab"), 0, 200), budget, AutomatonBuilder().eager)
+    assert nfa.num_states > 400 and calls == []
+    budget.max_nfa_states = 100
+    with pytest.raises(GrammarBudgetError, match="max_nfa_states"):
+        NFA(repeat(lit("ab"), 0, 200), budget, AutomatonBuilder().eager)
+    assert calls == ["check_nfa"]

@@ -39,9 +39,10 @@ typedef struct {
     unsigned char cuts[257]; /* 1 at every byte where a byte edge starts, and just past where one ends */
     PyObject *budget, *dfa_of, *template_of, *whole, *lexemes, *regions;
     PyObject *shared, *joins; /* marks of shared nodes (see `shared`); (node, end) -> entry state */
-    /* the budget as `nfab_budget_check` keeps it: its limits, read at the first check (`limits`:
-     * 0 not yet, 1 read, -1 `check_time` at every check), and the checks with time so far */
-    int limits;
+    /* the budget as `nfab_budget_check` keeps it: max_states read at the first check (`limits`),
+     * the deadlines at the first with time (`clocks`: 0 not yet, 1 read, -1 none: `check_time` at
+     * every check), and the checks with time so far */
+    int limits, clocks;
     long long max_states;
     double wall_deadline, cpu_deadline;
     unsigned long time_checks;

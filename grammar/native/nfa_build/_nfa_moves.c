@@ -12,25 +12,30 @@
  * states each: the budget's own `CHECK_EVERY` ticks, for a step of about that size. */
 enum { CALL_EVERY = 64 };
 
-/* The budget's limits: max_nfa_states (-1 where not a 64-bit int), and the CPU seconds left (`native_seconds`) as deadlines on
- * both clocks (a thread's CPU time grows no faster than wall time: while the wall deadline is
- * ahead, the CPU clock, a system call, need not be read). */
 static PyObject *s_max_nfa_states, *s_native_seconds;
 
-static int read_limits(Builder *b) {
-    if ((!s_max_nfa_states && !(s_max_nfa_states = PyUnicode_InternFromString("max_nfa_states"))) ||
-        (!s_native_seconds && !(s_native_seconds = PyUnicode_InternFromString("native_seconds"))))
-        return -1;
+/* The budget's max_nfa_states, or -1 where it is not a 64-bit int (`check_nfa` at every check). */
+static int read_max_states(Builder *b) {
+    if (!s_max_nfa_states && !(s_max_nfa_states = PyUnicode_InternFromString("max_nfa_states"))) return -1;
     PyObject *max = PyObject_GetAttr(b->budget, s_max_nfa_states);
-    b->max_states = max && PyLong_CheckExact(max) ? PyLong_AsLongLong(max) : -1;
-    Py_XDECREF(max);
     if (!max) return -1;
-    PyErr_Clear(); /* not an int, or past 64 bits: `check_nfa` at every check */
+    b->max_states = PyLong_CheckExact(max) ? PyLong_AsLongLong(max) : -1;
+    Py_DECREF(max);
+    PyErr_Clear(); /* past 64 bits */
+    b->limits = 1;
+    return 0;
+}
+
+/* The CPU seconds left (`native_seconds`) as deadlines on both clocks (a thread's CPU time grows
+ * no faster than wall time: while the wall deadline is ahead, the CPU clock, a system call of
+ * ~0.5 us, need not be read); None: no deadlines. */
+static int read_deadlines(Builder *b) {
+    if (!s_native_seconds && !(s_native_seconds = PyUnicode_InternFromString("native_seconds"))) return -1;
     PyObject *left = PyObject_CallMethodNoArgs(b->budget, s_native_seconds);
     const double seconds = left && left != Py_None ? PyFloat_AsDouble(left) : -1.0;
     Py_XDECREF(left);
     if (!left || (seconds == -1.0 && PyErr_Occurred())) return -1;
-    b->limits = left == Py_None ? -1 : 1;
+    b->clocks = left == Py_None ? -1 : 1;
     b->wall_deadline = now() + seconds, b->cpu_deadline = cpu_now() + seconds;
     return 0;
 }
@@ -40,15 +45,16 @@ static int read_limits(Builder *b) {
  * checks with time (`check_time`), or where `native_seconds` gave no deadline (fake clocks, a
  * budget not started: `check_time` at every check, as the Python reference does). */
 int nfab_budget_check(Builder *b, int with_time) {
-    if (!b->limits && read_limits(b)) return -1;
+    if (!b->limits && read_max_states(b)) return -1;
     if (b->n > b->max_states) {
         PyObject *n = PyLong_FromSsize_t(b->n), *r = n ? PyObject_CallMethodOneArg(b->budget, s_check_nfa, n) : NULL;
         Py_XDECREF(n);
         if (!r) return -1;
         Py_DECREF(r);
     }
-    if (!with_time || (b->limits > 0 && ++b->time_checks % CALL_EVERY &&
-                       (now() < b->wall_deadline || cpu_now() < b->cpu_deadline)))
+    if (!with_time) return 0;
+    if (!b->clocks && read_deadlines(b)) return -1;
+    if (b->clocks > 0 && ++b->time_checks % CALL_EVERY && (now() < b->wall_deadline || cpu_now() < b->cpu_deadline))
         return 0;
     PyObject *r = PyObject_CallMethodOneArg(b->budget, s_check_time, s_what);
     Py_XDECREF(r);
