@@ -82,7 +82,11 @@ def string_content(min_length: int = 0, max_length: Optional[int] = None,
                    canonical: bool = False) -> Node:
     """The text between the quotes of a string whose value has min..max code points: a
     repetition even for exactly one character (which `repeat` would simplify to the character),
-    since the lowering marks it as a lexeme."""
+    since the lowering marks it as a lexeme.  Any canonical content is `ANY_CONTENT` itself:
+    the tables that hold it (lexemes, automata) then find it by identity, without comparing an
+    equal copy node by node."""
+    if canonical and min_length == 0 and max_length is None:
+        return ANY_CONTENT
     char = CANONICAL_CHAR if canonical else GENERAL_CHAR
     return Repeat(char, 1, 1) if (min_length, max_length) == (1, 1) else repeat(char, min_length, max_length)
 
