@@ -5,7 +5,8 @@ from formwork.grammar.budget import CompileBudget
 from formwork.grammar.counted_dfa import COUNT_FROM, CountedDFA, counted_intersection, is_prefix_code
 from formwork.grammar.dfa import DFA, complement, product
 from formwork.grammar.errors import RecursionNotSupportedError, UndefinedRuleError
-from formwork.grammar.ir import And, Grammar, Node, Not, Repeat, any_bytes, any_text
+from formwork.grammar.ir import And, Grammar, Node, Not, Repeat
+from formwork.grammar.ir_chars import any_bytes, any_text
 from formwork.grammar.ir_walk import References, dependency_order, replace_refs
 from formwork.grammar.gc_pause import paused_gc
 from formwork.grammar.lazy_dfa import LazyDFA

@@ -3,13 +3,13 @@
 Nodes are frozen, hashable dataclasses (hashes are cached, so deep trees are cheap
 to use as dictionary keys; hashing and comparing walk without recursion, since lowered IR
 nests past Python's stack limit).  Build them with the helper constructors (`lit`, `seq`,
-`alt`, `repeat`, `chars`, `regex`...), which normalise as they go.  `Grammar` names
+`alt`, `repeat`, and `ir_chars.chars`, `regex`...), which normalise as they go.  `Grammar` names
 rules; `RuleRef` refers to one.  In this (regular) compiler, references that do not
 form a cycle are inlined and a cycle raises `RecursionNotSupportedError`.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from types import MappingProxyType
@@ -17,7 +17,6 @@ from types import MappingProxyType
 from formwork.grammar._nfa_build import alt_of, seq_of
 from formwork.grammar.errors import GrammarError, UndefinedRuleError
 from formwork.grammar.ir_identity import composite_eq, composite_hash, sub_nodes_getter
-from formwork.grammar.utf8 import complement_code_ranges, length_segments, normalize_code_ranges, utf8_sequences
 
 
 def _node(cls):
@@ -397,82 +396,3 @@ def map_children(node: Node, f: Callable[[Node], Node]) -> Node:
     if isinstance(node, Not):
         return Not(f(node.a), node.over_bytes)
     return node
-
-
-def _code_point(value: int | str) -> int:
-    if isinstance(value, str):
-        if len(value) != 1:
-            raise GrammarError(f"expected a single character, got {value!r}")
-        return ord(value)
-    return int(value)
-
-
-def chars(ranges: Iterable[tuple[int | str, int | str] | int | str], negate: bool = False) -> Node:
-    """One character from the code point ranges (or their complement), UTF-8 encoded.
-
-    `ranges` holds (lo, hi) pairs or single characters; ends are ints or 1-char strings.
-    Surrogates (U+D800..U+DFFF) are never matched: they are not valid UTF-8.
-    """
-    pairs: list[tuple[int, int]] = []
-    for r in ranges:
-        if isinstance(r, tuple):
-            pairs.append((_code_point(r[0]), _code_point(r[1])))
-        else:
-            cp = _code_point(r)
-            pairs.append((cp, cp))
-    try:
-        norm = normalize_code_ranges(pairs)
-    except ValueError as exc:
-        raise GrammarError(str(exc)) from None
-    if negate:
-        norm = complement_code_ranges(norm)
-    elif norm and norm[-1][1] <= 0x7F:  # ASCII only: one byte class
-        return ByteSet(tuple(norm))
-    options: list[Node] = []
-    single: list[tuple[int, int]] = []
-    for lo, hi in norm:
-        for segment in length_segments(lo, hi):  # in order, as `utf8_sequences` splits
-            if segment[1] <= 0x7F:
-                single.append(segment)
-            else:
-                options.extend(_multi_byte(*segment))
-    if single:
-        options.insert(0, ByteSet(tuple(single)))
-    return alt(*options)
-
-
-_MULTI_BYTE: dict[tuple[int, int], tuple[Node, ...]] = {}
-
-
-def _multi_byte(lo: int, hi: int) -> tuple[Node, ...]:
-    """A `Seq` of byte classes per UTF-8 sequence of the code points [lo, hi] (one encoded
-    length, past ASCII), kept per range (bounded): classes sharing a range share its nodes (the
-    complements of `\\s`-based classes: ~25 sequences each, most of them alike)."""
-    got = _MULTI_BYTE.get((lo, hi))
-    if got is None:
-        if len(_MULTI_BYTE) >= 4096:
-            _MULTI_BYTE.clear()
-        got = _MULTI_BYTE[(lo, hi)] = tuple(seq(*(ByteSet((r,)) for r in byte_seq))
-                                            for byte_seq in utf8_sequences(lo, hi))
-    return got
-
-
-_ANY_CHAR: Node | None = None
-
-
-def any_char() -> Node:
-    """Any single Unicode scalar value, UTF-8 encoded."""
-    global _ANY_CHAR
-    if _ANY_CHAR is None:
-        _ANY_CHAR = chars([(0, 0x10FFFF)])
-    return _ANY_CHAR
-
-
-def any_text() -> Node:
-    """Any valid UTF-8 string."""
-    return repeat(any_char(), 0, None)
-
-
-def any_bytes() -> Node:
-    """Any byte string."""
-    return repeat(ByteRange(0, 255), 0, None)

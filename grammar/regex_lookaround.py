@@ -33,7 +33,8 @@ from dataclasses import dataclass
 from typing import Callable, Union
 
 from formwork.grammar.ir import (EMPTY, NOTHING, Alt, And, ByteSet, Bytes, Empty, Node, Not, Nothing, Repeat,
-                                 Seq, alt, any_char, any_text, repeat, seq)
+                                 Seq, alt, repeat, seq)
+from formwork.grammar.ir_chars import any_char, any_text
 
 MAX_UNROLL = 8
 

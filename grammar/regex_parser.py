@@ -26,7 +26,8 @@ from __future__ import annotations
 from functools import lru_cache
 
 from formwork.grammar.errors import RegexSyntaxError, UnsupportedRegexError
-from formwork.grammar.ir import EMPTY, Node, alt, any_text, chars, lit
+from formwork.grammar.ir import EMPTY, Node, alt, lit
+from formwork.grammar.ir_chars import any_text, chars
 from formwork.grammar.regex_lookaround import (END_OF_INPUT, START_OF_INPUT, Look, make_alt, make_repeat,
                                                make_seq, resolve)
 from formwork.grammar.unicode_properties import property_ranges

@@ -16,7 +16,8 @@ from formwork.grammar._slice_cover import covers as _covers
 from formwork.grammar.automaton import AutomatonBuilder
 from formwork.grammar.dfa import DEAD, DFA, START
 from formwork.grammar.lazy_dfa import LazyDFA
-from formwork.grammar.ir import chars, repeat
+from formwork.grammar.ir import repeat
+from formwork.grammar.ir_chars import chars
 from formwork.grammar.packed import pack_token_ids
 from formwork.grammar.token_trie import TokenTrie
 from formwork.grammar.vocabulary import Vocabulary

@@ -19,7 +19,8 @@ from formwork.grammar._trie_walk import exit_bytes, walk as raw_walk  # noqa: E4
 from formwork.grammar.automaton import AutomatonBuilder  # noqa: E402
 from formwork.grammar.cfg.continuations import Continuation, continuation  # noqa: E402
 from formwork.grammar.dfa import DEAD, START  # noqa: E402
-from formwork.grammar.ir import chars, lit, repeat, seq  # noqa: E402
+from formwork.grammar.ir import lit, repeat, seq  # noqa: E402
+from formwork.grammar.ir_chars import chars  # noqa: E402
 from formwork.grammar.native_walk import walk_state  # noqa: E402
 from formwork.grammar.packed import unpack_token_ids  # noqa: E402
 from formwork.grammar.terminal_exits import Exits, ascending_once, interned_exits  # noqa: E402

@@ -13,7 +13,8 @@ from formwork.grammar._reach import byte_runs, reach, reaches_accepting
 from formwork.grammar.automaton import AutomatonBuilder
 from formwork.grammar.cfg.terminal_tables import language_signature, reachable_part
 from formwork.grammar.dfa import DEAD, START
-from formwork.grammar.ir import alt, chars, lit, repeat, seq
+from formwork.grammar.ir import alt, lit, repeat, seq
+from formwork.grammar.ir_chars import chars
 
 ALPHABET = b"ab1"
 PIECES = [lit("ab"), lit("a"), chars([(0x61, 0x62)]), chars([(0x31, 0x31)]), lit("1b")]

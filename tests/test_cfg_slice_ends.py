@@ -7,7 +7,8 @@ from formwork.grammar import Vocabulary
 from formwork.grammar.automaton import AutomatonBuilder
 from formwork.grammar.cfg.terminal_tables import slice_never_ends
 from formwork.grammar.dfa import DEAD, START
-from formwork.grammar.ir import alt, chars, lit, repeat, seq
+from formwork.grammar.ir import alt, lit, repeat, seq
+from formwork.grammar.ir_chars import chars
 from formwork.grammar.token_mask import TokenMaskCache
 
 ALPHABET = b'a "\\x'

@@ -14,7 +14,8 @@ from formwork.grammar.compiler import GrammarCompiler
 from formwork.grammar.counted_dfa import CountedDFA
 from formwork.grammar.dfa import DFA
 from formwork.grammar.errors import EmptyLanguageError
-from formwork.grammar.ir import And, Repeat, chars, lit, seq
+from formwork.grammar.ir import And, Repeat, lit, seq
+from formwork.grammar.ir_chars import chars
 from formwork.grammar.regex_parser import regex
 from formwork.grammar.json_schema import compile_json_schema
 from formwork.grammar.vocabulary import Vocabulary

@@ -17,7 +17,8 @@ from formwork.grammar.automaton import AutomatonBuilder  # noqa: E402
 from formwork.grammar.cfg.terminal_tables import language_key, terminal_table  # noqa: E402
 from formwork.grammar.native_walk import walk_state  # noqa: E402
 from formwork.grammar.dfa import DEAD, START  # noqa: E402
-from formwork.grammar.ir import alt, chars, lit, repeat, seq  # noqa: E402
+from formwork.grammar.ir import alt, lit, repeat, seq  # noqa: E402
+from formwork.grammar.ir_chars import chars  # noqa: E402
 from formwork.grammar.slices import JSON_STRING_CHARS  # noqa: E402
 from formwork.grammar.packed import pack_token_ids, unpack_token_ids  # noqa: E402
 from formwork.grammar.token_mask import TokenMaskCache  # noqa: E402

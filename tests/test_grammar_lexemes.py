@@ -20,7 +20,8 @@ from formwork.grammar.dfa import START  # noqa: E402
 from formwork.grammar.json_schema import compile_json_schema  # noqa: E402
 from formwork.grammar.json_schema.automata import SHARED  # noqa: E402
 from formwork.grammar.lexemes import is_lexeme, lexeme  # noqa: E402
-from formwork.grammar.ir import And, lit, repeat, chars, seq  # noqa: E402
+from formwork.grammar.ir import And, lit, repeat, seq  # noqa: E402
+from formwork.grammar.ir_chars import chars  # noqa: E402
 from formwork.grammar.token_mask import TokenMaskCache  # noqa: E402
 
 SCHEMAS = {

@@ -13,10 +13,9 @@ from formwork.grammar import (
     UndefinedRuleError, UnsupportedRegexError,
 )
 from formwork.grammar.automaton import compile_dfa
-from formwork.grammar.ir import (
-    EMPTY, NOTHING, And, Bytes, ByteRange, Grammar, Not, Repeat, RuleRef, alt, any_char, chars, lit,
-    repeat, seq,
-)
+from formwork.grammar.ir import (EMPTY, NOTHING, And, Bytes, ByteRange, Grammar, Not, Repeat, RuleRef, alt,
+                                 lit, repeat, seq)
+from formwork.grammar.ir_chars import any_char, chars
 from formwork.grammar.regex_parser import regex
 
 # (pattern, alphabet for random strings); \d and \w are compared under re.ASCII (our semantics).

@@ -10,9 +10,8 @@ from hypothesis import given, settings, strategies as st
 
 from formwork.grammar.automaton import inline_rules
 from formwork.grammar.errors import RecursionNotSupportedError, UndefinedRuleError
-from formwork.grammar.ir import (
-    EMPTY, Alt, And, Grammar, Node, Not, Repeat, RuleRef, Seq, chars, children, lit,
-)
+from formwork.grammar.ir import EMPTY, Alt, And, Grammar, Node, Not, Repeat, RuleRef, Seq, children, lit
+from formwork.grammar.ir_chars import chars
 from formwork.grammar.ir_walk import dependency_order, replace_refs
 from formwork.grammar.shared_nodes import is_shared, share
 

@@ -21,7 +21,8 @@ import formwork.grammar.ir_untrack as ir_untrack  # noqa: E402
 import formwork.grammar.json_schema.cache as schema_cache  # noqa: E402
 from formwork.grammar._untrack import untrack_tree  # noqa: E402
 from formwork.grammar.compiler import GrammarCompiler  # noqa: E402
-from formwork.grammar.ir import Grammar, Node, RuleRef, alt, chars, lit, repeat, seq  # noqa: E402
+from formwork.grammar.ir import Grammar, Node, RuleRef, alt, lit, repeat, seq  # noqa: E402
+from formwork.grammar.ir_chars import chars  # noqa: E402
 from formwork.grammar.ir_untrack import untrack_ir  # noqa: E402
 from formwork.grammar.json_schema import compile_json_schema  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""The canonical spelling of a decoded character class (`strings.encode_decoded` over `ir.chars`,
+"""The canonical spelling of a decoded character class (`strings.encode_decoded` over `ir_chars.chars`,
 as `pattern` lowers): exactly the JSON spellings of the class's characters; a class (or a
 multi-byte sequence) written raw is its own spelling, and classes sharing a code point range share
 its multi-byte nodes."""
@@ -7,7 +7,8 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formwork.grammar.ir import Seq, chars
+from formwork.grammar.ir import Seq
+from formwork.grammar.ir_chars import chars
 from formwork.grammar.json_schema.automata import SHARED, accepts
 from formwork.grammar.json_schema.strings import encode_decoded
 

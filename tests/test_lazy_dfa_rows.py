@@ -11,7 +11,8 @@ from hypothesis import given, settings, strategies as st
 
 from formwork.grammar.automaton import AutomatonBuilder
 from formwork.grammar.dfa import DEAD, START
-from formwork.grammar.ir import And, Node, Not, Repeat, alt, chars, lit, repeat, seq
+from formwork.grammar.ir import And, Node, Not, Repeat, alt, lit, repeat, seq
+from formwork.grammar.ir_chars import chars
 from formwork.grammar.lazy_dfa import LazyDFA
 from formwork.grammar.lexemes import Region, lexeme
 from formwork.grammar.nfa import NFA, byte_ranges

@@ -24,7 +24,8 @@ from formwork.grammar.compiler import GrammarCompiler  # noqa: E402
 from formwork.grammar.dfa import DEAD, START  # noqa: E402
 from formwork.grammar.errors import GrammarBudgetError  # noqa: E402
 from formwork.grammar.follow_exits import exit_seeds, exit_seeds_after  # noqa: E402
-from formwork.grammar.ir import alt, chars, lit, repeat, seq  # noqa: E402
+from formwork.grammar.ir import alt, lit, repeat, seq  # noqa: E402
+from formwork.grammar.ir_chars import chars  # noqa: E402
 from formwork.grammar.json_schema import compile_json_schema  # noqa: E402
 from formwork.grammar.native_walk import walk_into, walk_state  # noqa: E402
 from formwork.grammar.slices import TokenSlice  # noqa: E402

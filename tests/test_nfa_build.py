@@ -22,9 +22,9 @@ from formwork.grammar.budget import CompileBudget
 from formwork.grammar.cfg.automaton import compile_cfg
 from formwork.grammar.dfa import DFA, DEAD, START, product_pairs
 from formwork.grammar.errors import GrammarError
-from formwork.grammar.ir import (
-    Alt, And, ByteSet, Bytes, Empty, Grammar, Node, Not, Nothing, Repeat, RuleRef, Seq, chars, children,
-)
+from formwork.grammar.ir import (Alt, And, ByteSet, Bytes, Empty, Grammar, Node, Not, Nothing, Repeat,
+                                 RuleRef, Seq, children)
+from formwork.grammar.ir_chars import chars
 from formwork.grammar.json_schema import lower_json_schema
 from formwork.grammar.lexemes import _LEXEMES, _LEXEMES_LOCK, Region, is_lexeme, is_open_ended, lexeme
 from formwork.grammar.nfa import NFA, byte_ranges

@@ -12,7 +12,8 @@ import pytest
 from formwork.grammar.automaton import AutomatonBuilder
 from formwork.grammar.budget import CompileBudget, CompileCancelledError
 from formwork.grammar.errors import GrammarBudgetError
-from formwork.grammar.ir import Node, Repeat, chars, lit, repeat, seq
+from formwork.grammar.ir import Node, Repeat, lit, repeat, seq
+from formwork.grammar.ir_chars import chars
 from formwork.grammar.lexemes import _LEXEMES, _LEXEMES_LOCK, lexeme
 from formwork.grammar.nfa import NFA
 

@@ -14,9 +14,8 @@ import pytest
 from formwork.grammar.automaton import AutomatonBuilder
 from formwork.grammar.budget import CompileBudget
 from formwork.grammar.errors import GrammarBudgetError, GrammarError
-from formwork.grammar.ir import (
-    And, ByteSet, Bytes, Node, Not, Repeat, RuleRef, Seq, _node, chars, lit, repeat, seq,
-)
+from formwork.grammar.ir import And, ByteSet, Bytes, Node, Not, Repeat, RuleRef, Seq, _node, lit, repeat, seq
+from formwork.grammar.ir_chars import chars
 from formwork.grammar.regex_parser import regex
 from formwork.grammar.lexemes import _LEXEMES, _LEXEMES_LOCK, lexeme
 from formwork.grammar.nfa import NFA

@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from formwork.grammar._subset import SubsetCore, edge_cuts, table_ranges
 from formwork.grammar.automaton import AutomatonBuilder
-from formwork.grammar.ir import chars, lit, repeat, seq
+from formwork.grammar.ir import lit, repeat, seq
+from formwork.grammar.ir_chars import chars
 from formwork.grammar.lexemes import lexeme
 
 sys.path.insert(0, str(Path(__file__).parent))

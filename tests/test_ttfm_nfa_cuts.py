@@ -15,7 +15,8 @@ import pytest
 from formwork.grammar._subset import edge_cuts
 from formwork.grammar.automaton import AutomatonBuilder
 from formwork.grammar.budget import CompileBudget
-from formwork.grammar.ir import And, Grammar, Node, Not, alt, chars, lit, repeat, seq
+from formwork.grammar.ir import And, Grammar, Node, Not, alt, lit, repeat, seq
+from formwork.grammar.ir_chars import chars
 from formwork.grammar.regex_parser import regex
 from formwork.grammar.json_schema import lower_json_schema
 from formwork.grammar.nfa import NFA

@@ -14,9 +14,9 @@ from collections.abc import Callable
 import pytest
 
 from formwork.grammar._nfa_build import alt_of, seq_of
-from formwork.grammar.ir import (
-    EMPTY, NOTHING, Alt, Bytes, Node, Repeat, Seq, _alt, _seq, alt, chars, lit, repeat, seq,
-)
+from formwork.grammar.ir import (EMPTY, NOTHING, Alt, Bytes, Node, Repeat, Seq, _alt, _seq, alt, lit, repeat,
+                                 seq)
+from formwork.grammar.ir_chars import chars
 
 _OTHERS: list[Node] = [repeat(chars([("0", "9")])), alt(lit("x"), lit("yz")), chars([(0x80, 0xFF)])]
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 
 from formwork.grammar.cfg.lark_frontend import EbnfSyntaxError
-from formwork.grammar.ir import EMPTY, Grammar, Node, RuleRef, alt, any_char, chars, lit, repeat, seq
+from formwork.grammar.ir import EMPTY, Grammar, Node, RuleRef, alt, lit, repeat, seq
+from formwork.grammar.ir_chars import any_char, chars
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 _RULE_START = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\s*::=")

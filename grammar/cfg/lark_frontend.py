@@ -14,7 +14,8 @@ from lark.lexer import PatternStr
 from lark.load_grammar import load_grammar
 
 from formwork.grammar.errors import GrammarError
-from formwork.grammar.ir import EMPTY, Grammar, Node, RuleRef, alt, chars, lit, repeat, seq
+from formwork.grammar.ir import EMPTY, Grammar, Node, RuleRef, alt, lit, repeat, seq
+from formwork.grammar.ir_chars import chars
 from formwork.grammar.regex_parser import regex
 
 

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from formwork.grammar.ir import (
-    ByteSet, Node, Nothing, RuleRef, alt, any_text, children, lit, seq,
-)
+from formwork.grammar.ir import ByteSet, Node, Nothing, RuleRef, alt, children, lit, seq
+from formwork.grammar.ir_chars import any_text
 from formwork.grammar.regex_parser import regex
 from formwork.grammar.json_schema.automata import SHARED
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError

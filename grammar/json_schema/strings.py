@@ -24,10 +24,9 @@ import re
 from operator import is_ as _is
 from typing import Optional
 
-from formwork.grammar.ir import (
-    EMPTY, NOTHING, Alt, And, ByteSet, Bytes, Empty, Node, Not, Nothing, Repeat, Seq, alt, chars, lit,
-    map_children, repeat, seq,
-)
+from formwork.grammar.ir import (EMPTY, NOTHING, Alt, And, ByteSet, Bytes, Empty, Node, Not, Nothing, Repeat,
+                                 Seq, alt, lit, map_children, repeat, seq)
+from formwork.grammar.ir_chars import chars
 from formwork.grammar.ir_untrack import untracked_ir, untracked_tuples
 from formwork.grammar.lexemes import lexeme
 

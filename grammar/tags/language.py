@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from formwork.grammar.automaton import inline_rules
 from formwork.grammar.cfg import is_recursive
-from formwork.grammar.ir import And, ByteRange, ByteSet, Grammar, Node, Not, RuleRef, alt, any_bytes, lit, repeat, seq
+from formwork.grammar.ir import And, ByteRange, ByteSet, Grammar, Node, Not, RuleRef, alt, lit, repeat, seq
+from formwork.grammar.ir_chars import any_bytes
 from formwork.grammar.ir_walk import replace_refs
 
 WHITESPACE = repeat(ByteSet(((9, 10), (13, 13), (32, 32))), 0, None)  # JSON's: [ \t\n\r]*
