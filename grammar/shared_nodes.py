@@ -16,7 +16,9 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from formwork.grammar._nfa_build import share_in
+from collections.abc import Callable
+
+from formwork.grammar._nfa_build import member_cells, share_in
 from formwork.grammar.ir import Empty, Node, Nothing
 
 _MAX_MARKS = 1 << 16  # a mark evicted before its compile only costs size: the language is the same
@@ -42,10 +44,24 @@ def share(node: Node) -> Node:
     with _SHARED_LOCK:
         marked = share_in(node, _MARK_OF, _SHARED)
         if len(_MARK_OF) > _MAX_MARKS:
-            global _evictions
-            del _SHARED[_MARK_OF.popitem(last=False)[1]]
-            _evictions += 1
+            _evict_oldest()
     return marked
+
+
+def _evict_oldest() -> None:
+    """Drop the mark used longest ago (the lock held)."""
+    global _evictions
+    del _SHARED[_MARK_OF.popitem(last=False)[1]]
+    _evictions += 1
+
+
+def share_member_cells(root: tuple[int, int, bool], members: Sequence[tuple[Node, bool]],
+                       memo: dict[tuple[int, int, bool], Node], marks: list[Node], comma: Node, cap: int,
+                       share_takes: bool, end_cell: Callable[[int, bool], Node]) -> Node:
+    """The cells of an object's member list from `root` on, each marked as `share` marks it
+    (`objects._MemberChain.rest`, whose loop this is, in C: `_nfa_build.member_cells`)."""
+    return member_cells(root, members, memo, marks, comma, cap, share_takes, end_cell,
+                        _MARK_OF, _SHARED, _SHARED_LOCK, _evict_oldest, _MAX_MARKS)
 
 
 def evictions() -> int:

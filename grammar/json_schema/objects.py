@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Optional, Sequence
 
 from formwork.grammar.errors import GrammarBudgetError
-from formwork.grammar.ir import EMPTY, NOTHING, Alt, And, Node, Not, Nothing, Seq, alt, lit, repeat, seq
+from formwork.grammar.ir import EMPTY, NOTHING, And, Node, Not, Nothing, alt, lit, repeat, seq
 from formwork.grammar.ir_untrack import untracked_ir
 from formwork.grammar.json_schema.expand import WITNESS, Sub
 from formwork.grammar.json_schema.property_names import PropertyNames
@@ -24,7 +24,7 @@ from formwork.grammar.json_schema.strings import (
 from formwork.grammar.json_schema.unevaluated import plain_unevaluated
 from formwork.grammar.json_schema.values import container
 from formwork.grammar.json_schema.witnesses import Witness, WitnessChain
-from formwork.grammar.shared_nodes import is_shared, renew, share
+from formwork.grammar.shared_nodes import renew, share, share_member_cells
 
 if TYPE_CHECKING:
     from formwork.grammar.json_schema.lowering import Lowerer
@@ -216,13 +216,6 @@ class ObjectLowering:
         return share(container(self.ws, self.depth, "{", "}", body, may_be_empty))
 
 
-def _holds_container(member: Node) -> bool:
-    """Whether a member's value is or may be an object or an unbounded array (it holds a shared
-    mark: `ObjectLowering.lower`, `arrays`)."""
-    parts = member.items if isinstance(member, Seq) else (member,)
-    return any(is_shared(p) or isinstance(p, Alt) and any(map(is_shared, p.items)) for p in parts)
-
-
 class _MemberChain:
     """The members inside an object's braces: the declared `members` in order, each optional
     unless required, then any number of `extra` members (None: none allowed), their count within
@@ -281,45 +274,17 @@ class _MemberChain:
 
     def rest(self, k: int, count: int, first: bool) -> Node:
         """Members from declared index k on, `count` counted so far; `first`: none yet and at
-        least one must follow.  Each cell after the cells it leads to, with an explicit stack (a
-        cell per member deep: recursion would stop short of ~1,000 members)."""
-        root = (k, count, first)
-        memo, stack, members, marks = self.memo, [root], self.members, self.marks
-        end, cap, comma, share_takes = len(members), self.cap, self.comma, self.share_takes
-        while stack:
-            key = stack[-1]
-            if key in memo:
-                stack.pop()
-                continue
-            k, count, first = key
-            if k == end:
-                memo[key] = self._share(self.extras(count) if first else self.tail(count))
-                continue
-            member, required = members[k]
-            taken = (k + 1, count if required else min(count + 1, cap), False)
-            skipped = None if required else (k + 1, count, first)
-            waiting = taken not in memo
-            if waiting:
-                stack.append(taken)
-            if skipped is not None and skipped not in memo:
-                stack.append(skipped)
-                waiting = True
-            if waiting:
-                continue
-            take = seq(member, memo[taken])
-            if share_takes or _holds_container(member):
-                marked = share(take)
-                if marked is not take:
-                    marks.append(marked)
-                take = marked
-            node = take if first else seq(comma, take)
-            if skipped is not None:
-                node = alt(node, memo[skipped])
-            marked = share(node)
-            if marked is not node:
-                marks.append(marked)
-            memo[key] = marked
-        return memo[root]
+        least one must follow.  Each cell (k, count, first) after the cells it leads to (taking
+        member k, skipping it), kept in `memo`: the member with what follows it (`take`, shared
+        as the class docstring says), after a comma unless first, or the skipped cell's list,
+        shared; at k == end the extra members (`_end_cell`).  The loop is C's
+        (`share_member_cells`: no Python frame a cell, an explicit stack: ~1,000 members deep)."""
+        return share_member_cells((k, count, first), self.members, self.memo, self.marks, self.comma,
+                                  self.cap, self.share_takes, self._end_cell)
+
+    def _end_cell(self, count: int, first: bool) -> Node:
+        """The cell past the declared members: extra members only."""
+        return self._share(self.extras(count) if first else self.tail(count))
 
     def _bounds(self, count: int) -> tuple[int, Optional[int]]:
         """How many more extra members there may be, `count` counted so far."""

@@ -5,6 +5,7 @@
  *                   and the regions out
  *   _nfa_regions.c  DFAs, lexeme templates and counted repetitions spliced in as regions
  *   _nfa_marks.c    `shared_nodes.share`'s table work (`share_in`)
+ *   _nfa_chain.c    an object's member list, marked cell by cell (`member_cells`)
  * It holds the builder's structs, the IR classes and interned names, the small helpers hot loops
  * call (static inline, so they stay inlined), and the prototypes of the shared functions.
  */
@@ -82,6 +83,11 @@ extern Py_hash_t nfab_salt_repeat;
 
 PyObject *nfab_share_in(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 extern const char nfab_share_in_doc[];
+
+/* ------------------------------------------------------------------ _nfa_chain.c */
+
+PyObject *nfab_member_cells(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
+extern const char nfab_member_cells_doc[];
 
 /* ------------------------------------------------------------------ _nfa_moves.c */
 
