@@ -1,7 +1,8 @@
 """`objects._MemberChain.rest` runs its loop in C (`_nfa_build.member_cells`): on random member
 lists (required or optional members, containers, min/maxProperties, an extra member or none, any
-start cell, few shared takes, a small mark table that evicts) it makes the node, the marks list,
-the memo and the mark table that the Python loop it replaced (`reference_rest`, kept here) makes."""
+start cell and then the whole list on that memo, few shared takes, a small mark table that
+evicts) it makes the nodes, the marks list, the memo and the mark table that the Python loop it
+replaced (`reference_rest`, kept here) makes."""
 from __future__ import annotations
 
 from collections import OrderedDict
@@ -98,8 +99,8 @@ def _renew_tables(monkeypatch: pytest.MonkeyPatch, max_marks: int) -> None:
 
 
 def _build(spec: dict, rest: Callable[..., Node], monkeypatch: pytest.MonkeyPatch) -> Optional[tuple]:
-    """In fresh mark tables: the node of cell `root`, the chain's marks and memo, the mark table
-    and the evictions."""
+    """In fresh mark tables: the nodes of cell `root` and then of the whole list, the chain's marks
+    and memo, the mark table and the evictions."""
     _renew_tables(monkeypatch, spec["max_marks"])
     monkeypatch.setattr(objects, "MAX_SHARED_TAKES", spec["shared_takes"])
     members = [(_member(f"m{i}", value), required) for i, (value, required) in enumerate(spec["members"])]
@@ -108,7 +109,8 @@ def _build(spec: dict, rest: Callable[..., Node], monkeypatch: pytest.MonkeyPatc
     if chain.max_props is not None and chain.max_props < 0:  # `body` makes no cell
         return None
     node = rest(chain, *spec["root"])
-    return (node, chain.marks, chain.memo, list(shared_nodes._MARK_OF.items()), shared_nodes._evictions)
+    whole = rest(chain, 0, 0, True)  # its cells past `root` in the memo already
+    return ((node, whole), chain.marks, chain.memo, list(shared_nodes._MARK_OF.items()), shared_nodes._evictions)
 
 
 @settings(deadline=None, max_examples=300)

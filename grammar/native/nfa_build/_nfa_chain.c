@@ -13,7 +13,7 @@ typedef struct { Py_ssize_t k, count; int first; } Cell;
 #define GROW_STACK(stack, room, need) grow((void **)&(stack), &(room), (need), sizeof(Cell))
 
 typedef struct {
-    PyObject *memo, *marks, *mark_of, *shared, *lock, *evict;
+    PyObject *marks, *mark_of, *shared, *lock, *evict;
     Py_ssize_t max_marks;
     int held; /* whether this call holds `lock` */
 } Tables;
@@ -41,18 +41,56 @@ static PyObject *cell_key(Cell c) {
     return key;
 }
 
-/* memo[c] (borrowed), or NULL (absent, or with an exception). */
-static PyObject *memo_get(PyObject *memo, Cell c) {
-    PyObject *key = cell_key(c);
-    if (!key) return NULL;
-    PyObject *got = PyDict_GetItemWithError(memo, key);
-    Py_DECREF(key);
-    return got;
+/* `rest`'s memo (a dict keyed by (k, count, first) tuples) with an index of its cells by value in
+ * C, so that finding a cell makes no tuple: each cell is looked up about six times, set once.
+ * Cells in the dict before the loop are found there (`consult`) and then indexed. */
+typedef struct { Cell cell; PyObject *node; } Slot; /* node borrowed from `dict`; NULL: free */
+typedef struct { PyObject *dict; Slot *slots; Py_ssize_t cap, n; int consult; } Memo;
+
+static size_t cell_hash(Cell c) {
+    return ((size_t)c.k * 0x9E3779B97F4A7C15ULL ^ (size_t)c.count * 0xC2B2AE3D27D4EB4FULL) * 2 + (size_t)c.first;
 }
 
-static int memo_set(PyObject *memo, Cell c, PyObject *node) {
+static Slot *slot_of_cell(const Memo *m, Cell c) {
+    size_t i = cell_hash(c) & (size_t)(m->cap - 1);
+    for (;; i = (i + 1) & (size_t)(m->cap - 1)) {
+        Slot *s = &m->slots[i];
+        if (!s->node || (s->cell.k == c.k && s->cell.count == c.count && s->cell.first == c.first)) return s;
+    }
+}
+
+static int index_cell(Memo *m, Cell c, PyObject *node) {
+    if (2 * (m->n + 1) > m->cap) { /* at most half full */
+        Memo bigger = {m->dict, calloc((size_t)(m->cap ? 2 * m->cap : 64), sizeof(Slot)), m->cap ? 2 * m->cap : 64, 0, 0};
+        if (!bigger.slots) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        for (Py_ssize_t i = 0; i < m->cap; i++)
+            if (m->slots[i].node) *slot_of_cell(&bigger, m->slots[i].cell) = m->slots[i];
+        free(m->slots);
+        m->slots = bigger.slots;
+        m->cap = bigger.cap;
+    }
+    Slot *s = slot_of_cell(m, c);
+    m->n += !s->node;
+    *s = (Slot){c, node};
+    return 0;
+}
+
+/* memo[c] (borrowed), or NULL (absent, or with an exception). */
+static PyObject *memo_get(Memo *m, Cell c) {
+    PyObject *got = m->cap ? slot_of_cell(m, c)->node : NULL;
+    if (got || !m->consult) return got;
     PyObject *key = cell_key(c);
-    const int rc = key ? PyDict_SetItem(memo, key, node) : -1;
+    got = key ? PyDict_GetItemWithError(m->dict, key) : NULL;
+    Py_XDECREF(key);
+    return got && index_cell(m, c, got) ? NULL : got;
+}
+
+static int memo_set(Memo *m, Cell c, PyObject *node) {
+    PyObject *key = cell_key(c);
+    const int rc = !key || PyDict_SetItem(m->dict, key, node) ? -1 : index_cell(m, c, node);
     Py_XDECREF(key);
     return rc;
 }
@@ -176,17 +214,18 @@ static int size_arg(PyObject *o, int clamp, Py_ssize_t *out) {
 
 /* The loop of `_MemberChain.rest` from `root`, the lock held: each cell after the cells it leads
  * to, on an explicit stack, in the order `rest` visits them. */
-static PyObject *cells(Tables *t, Cell root, PyObject *members, PyObject *comma, Py_ssize_t cap, int share_takes,
+static PyObject *cells(Tables *t, PyObject *memo_dict, Cell root, PyObject *members, PyObject *comma, Py_ssize_t cap, int share_takes,
                        PyObject *end_call) {
     Py_ssize_t depth = 0, room = 0, end;
     Cell *stack = NULL;
+    Memo memo = {memo_dict, NULL, 0, 0, PyDict_GET_SIZE(memo_dict) > 0};
     PyObject *held = PySequence_Tuple(members); /* its items stay put while Python runs */
     PyObject **member = held ? items_of(held, &end, "members", 1) : NULL;
     int rc = member && !GROW_STACK(stack, room, 1) ? 0 : -1;
     if (!rc) stack[depth++] = root;
     while (!rc && depth) {
         const Cell c = stack[depth - 1];
-        PyObject *got = memo_get(t->memo, c);
+        PyObject *got = memo_get(&memo, c);
         if (got || PyErr_Occurred()) {
             rc = got ? 0 : -1;
             depth--;
@@ -194,7 +233,7 @@ static PyObject *cells(Tables *t, Cell root, PyObject *members, PyObject *comma,
         }
         if (c.k == end) {
             PyObject *node = end_cell(t, end_call, c);
-            rc = !node || memo_set(t->memo, c, node) ? -1 : 0;
+            rc = !node || memo_set(&memo, c, node) ? -1 : 0;
             Py_XDECREF(node);
             continue;
         }
@@ -208,14 +247,14 @@ static PyObject *cells(Tables *t, Cell root, PyObject *members, PyObject *comma,
         }
         const Cell taken = {c.k + 1, required ? c.count : c.count + 1 < cap ? c.count + 1 : cap, 0};
         const Cell skipped = {c.k + 1, c.count, c.first};
-        PyObject *next = memo_get(t->memo, taken), *other = NULL;
+        PyObject *next = memo_get(&memo, taken), *other = NULL;
         int waiting = !next;
         if (PyErr_Occurred() || GROW_STACK(stack, room, depth + 2)) {
             rc = -1;
             break;
         }
         if (waiting) stack[depth++] = taken;
-        if (!required && !(other = memo_get(t->memo, skipped))) {
+        if (!required && !(other = memo_get(&memo, skipped))) {
             if (PyErr_Occurred()) {
                 rc = -1;
                 break;
@@ -225,12 +264,13 @@ static PyObject *cells(Tables *t, Cell root, PyObject *members, PyObject *comma,
         }
         if (waiting) continue;
         PyObject *node = inner_cell(t, pair_items[0], comma, share_takes, c.first, next, other);
-        rc = !node || memo_set(t->memo, c, node) ? -1 : 0;
+        rc = !node || memo_set(&memo, c, node) ? -1 : 0;
         Py_XDECREF(node);
     }
     free(stack);
     Py_XDECREF(held);
-    PyObject *out = rc ? NULL : memo_get(t->memo, root);
+    PyObject *out = rc ? NULL : memo_get(&memo, root);
+    free(memo.slots);
     if (!out && !PyErr_Occurred()) PyErr_SetString(PyExc_KeyError, "member_cells: the root cell was not made");
     return Py_XNewRef(out);
 }
@@ -253,7 +293,7 @@ PyObject *nfab_member_cells(PyObject *Py_UNUSED(module), PyObject *const *args, 
                                          "lock, evict, max_marks)");
         return NULL;
     }
-    Tables t = {args[2], args[3], args[8], args[9], args[10], args[11], 0, 0};
+    Tables t = {args[3], args[8], args[9], args[10], args[11], 0, 0};
     Cell root;
     Py_ssize_t cap;
     const int first = PyObject_IsTrue(PyTuple_GET_ITEM(args[0], 2)), share_takes = PyObject_IsTrue(args[6]);
@@ -266,7 +306,7 @@ PyObject *nfab_member_cells(PyObject *Py_UNUSED(module), PyObject *const *args, 
     if (!done) return NULL;
     Py_DECREF(done);
     t.held = 1;
-    PyObject *out = cells(&t, root, args[1], args[4], cap, share_takes, args[7]);
+    PyObject *out = cells(&t, args[2], root, args[1], args[4], cap, share_takes, args[7]);
     if (!t.held) return out;
     PyObject *type, *value, *trace;
     PyErr_Fetch(&type, &value, &trace);
