@@ -150,3 +150,11 @@ def test_a_malformed_member_is_refused() -> None:
         chain.rest(0, 0, True)
     assert shared_nodes._SHARED_LOCK.acquire(blocking=False)
     shared_nodes._SHARED_LOCK.release()
+
+
+def test_a_root_past_the_members_is_refused() -> None:
+    chain = objects._MemberChain([(_member("a", "scalar"), False)], None, lit(","), 0, None)
+    with pytest.raises(IndexError, match="past the members"):
+        chain.rest(2, 0, True)
+    assert shared_nodes._SHARED_LOCK.acquire(blocking=False)
+    shared_nodes._SHARED_LOCK.release()

@@ -61,7 +61,8 @@ static Slot *slot_of_cell(const Memo *m, Cell c) {
 
 static int index_cell(Memo *m, Cell c, PyObject *node) {
     if (2 * (m->n + 1) > m->cap) { /* at most half full */
-        Memo bigger = {m->dict, calloc((size_t)(m->cap ? 2 * m->cap : 64), sizeof(Slot)), m->cap ? 2 * m->cap : 64, 0, 0};
+        const Py_ssize_t cap = m->cap ? 2 * m->cap : 64;
+        Memo bigger = {m->dict, calloc((size_t)cap, sizeof(Slot)), cap, 0, 0};
         if (!bigger.slots) {
             PyErr_NoMemory();
             return -1;
@@ -214,14 +215,18 @@ static int size_arg(PyObject *o, int clamp, Py_ssize_t *out) {
 
 /* The loop of `_MemberChain.rest` from `root`, the lock held: each cell after the cells it leads
  * to, on an explicit stack, in the order `rest` visits them. */
-static PyObject *cells(Tables *t, PyObject *memo_dict, Cell root, PyObject *members, PyObject *comma, Py_ssize_t cap, int share_takes,
-                       PyObject *end_call) {
+static PyObject *cells(Tables *t, PyObject *memo_dict, Cell root, PyObject *members, PyObject *comma,
+                       Py_ssize_t cap, int share_takes, PyObject *end_call) {
     Py_ssize_t depth = 0, room = 0, end;
     Cell *stack = NULL;
     Memo memo = {memo_dict, NULL, 0, 0, PyDict_GET_SIZE(memo_dict) > 0};
     PyObject *held = PySequence_Tuple(members); /* its items stay put while Python runs */
     PyObject **member = held ? items_of(held, &end, "members", 1) : NULL;
     int rc = member && !GROW_STACK(stack, room, 1) ? 0 : -1;
+    if (!rc && root.k > end) { /* as members[k] */
+        PyErr_SetString(PyExc_IndexError, "member_cells: the root cell is past the members");
+        rc = -1;
+    }
     if (!rc) stack[depth++] = root;
     while (!rc && depth) {
         const Cell c = stack[depth - 1];
