@@ -5,7 +5,7 @@
  */
 #include "_nfa_build.h"
 
-static PyObject *s_acquire, *s_release, *py_seq, *py_alt; /* ir._seq, ir._alt */
+static PyObject *s_acquire, *s_release, *s_move_to_end, *py_seq, *py_alt; /* ir._seq, ir._alt */
 
 /* A cell of the member list, as `rest` keys it: (k, count, first). */
 typedef struct { Py_ssize_t k, count; int first; } Cell;
@@ -23,6 +23,7 @@ static int load_names(void) {
     PyObject *ir = PyImport_ImportModule("formwork.grammar.ir");
     if (!ir) return -1;
     if (!(s_acquire = PyUnicode_InternFromString("acquire")) || !(s_release = PyUnicode_InternFromString("release")) ||
+        !(s_move_to_end = PyUnicode_InternFromString("move_to_end")) ||
         !(py_seq = PyObject_GetAttrString(ir, "_seq")) || !(py_alt = PyObject_GetAttrString(ir, "_alt"))) {
         Py_CLEAR(py_seq);
         Py_DECREF(ir);
@@ -109,15 +110,9 @@ static PyObject *pair(int is_seq, PyObject *a, PyObject *b) {
     return out;
 }
 
-/* `shared_nodes.share(node)` under the held lock: Empty and Nothing as they are, else the mark
- * (`share_in`), the oldest mark evicted past `max_marks`; a new mark or one found is appended to
- * `marks`.  Steals `node`; a new reference. */
-static PyObject *share(Tables *t, PyObject *node) {
-    if (!node || Py_TYPE(node) == Empty || Py_TYPE(node) == Nothing) return node;
-    PyObject *args[3] = {node, t->mark_of, t->shared};
-    PyObject *marked = nfab_share_in(NULL, args, 3);
-    Py_DECREF(node);
-    if (!marked) return NULL;
+/* After `share_in` marked `node` (NULL: found again by `take_again`): the oldest mark evicted
+ * past `max_marks`, a mark (new or found) appended to `marks`.  Steals `marked`; it, or NULL. */
+static PyObject *kept(Tables *t, PyObject *node, PyObject *marked) {
     if (PyDict_GET_SIZE(t->mark_of) > t->max_marks) {
         PyObject *done = PyObject_CallNoArgs(t->evict);
         if (!done) {
@@ -130,6 +125,33 @@ static PyObject *share(Tables *t, PyObject *node) {
     return marked;
 }
 
+/* `shared_nodes.share(node)` under the held lock: Empty and Nothing as they are, else the mark
+ * (`share_in`), the oldest mark evicted past `max_marks`; a new mark or one found is appended to
+ * `marks`.  Steals `node`; a new reference. */
+static PyObject *share(Tables *t, PyObject *node) {
+    if (!node || Py_TYPE(node) == Empty || Py_TYPE(node) == Nothing) return node;
+    PyObject *args[3] = {node, t->mark_of, t->shared};
+    PyObject *marked = nfab_share_in(NULL, args, 3);
+    Py_DECREF(node);
+    return marked ? kept(t, node, marked) : NULL;
+}
+
+/* A take made before in this call for the same taken cell (the same member, the same cell after
+ * it): its mark, while still the live mark of its node, is what `share` finds for the equal take
+ * made again; found here by the mark's own node (no new take, no comparison of the two), moved
+ * to the end of `mark_of` and kept as `share` does.  1 with the mark in *out, 0, or -1. */
+static int take_again(Tables *t, Memo *takes, Cell taken, PyObject **out) {
+    PyObject *mark = takes->cap ? slot_of_cell(takes, taken)->node : NULL;
+    const Py_ssize_t at = mark ? offset_of(mark, F_ITEM) : -1;
+    PyObject *key = at >= 0 ? *(PyObject **)((char *)mark + at) : NULL;
+    const Py_hash_t h = key ? node_hash(key) : 0;
+    if (!key || h == -1) return key ? -1 : 0;
+    if (_PyDict_GetItem_KnownHash(t->mark_of, key, h) != mark) return PyErr_Occurred() ? -1 : 0;
+    PyObject *done = PyObject_CallMethodOneArg(t->mark_of, s_move_to_end, key);
+    if (!done) return -1;
+    Py_DECREF(done);
+    return (*out = kept(t, NULL, Py_NewRef(mark))) ? 1 : -1;
+}
 /* `objects._holds_container(member)`: some part of the member (an item of a Seq, else itself) is
  * a mark, or an Alt with a mark among its items; 1, 0, or -1 with an exception. */
 static int holds_container(PyObject *shared, PyObject *member) {
@@ -154,14 +176,20 @@ static int holds_container(PyObject *shared, PyObject *member) {
 }
 
 /* The mark of a cell whose taken and skipped cells are known: the member with what follows it
- * (itself marked unless `share_takes` is 0 and it holds no container), after a comma unless
- * first, or else the skipped cell's list; a new reference. */
-static PyObject *inner_cell(Tables *t, PyObject *member, PyObject *comma, int share_takes, int first,
-                            PyObject *taken, PyObject *skipped) {
-    PyObject *take = pair(1, member, taken);
+ * (`next`, the taken cell's list; the take itself marked unless `share_takes` is 0 and the member
+ * holds no container, its mark kept in `takes`: `take_again`), after a comma unless first, or
+ * else the `skipped` cell's list; a new reference. */
+static PyObject *inner_cell(Tables *t, Memo *takes, Cell taken, PyObject *member, PyObject *comma,
+                            int share_takes, int first, PyObject *next, PyObject *skipped) {
+    PyObject *take = NULL;
     int mark = share_takes;
-    if (take && !mark && (mark = holds_container(t->shared, member)) < 0) Py_CLEAR(take);
-    if (take && mark) take = share(t, take);
+    if (!mark && (mark = holds_container(t->shared, member)) < 0) return NULL;
+    const int again = mark ? take_again(t, takes, taken, &take) : 0;
+    if (again < 0) return NULL;
+    if (!again && (take = pair(1, member, next)) && mark) {
+        const int markable = Py_TYPE(take) != Empty && Py_TYPE(take) != Nothing;
+        if ((take = share(t, take)) && markable && index_cell(takes, taken, take)) Py_CLEAR(take);
+    }
     PyObject *node = take && !first ? pair(1, comma, take) : take;
     if (node != take) Py_XDECREF(take);
     if (node && skipped) {
@@ -219,7 +247,7 @@ static PyObject *cells(Tables *t, PyObject *memo_dict, Cell root, PyObject *memb
                        Py_ssize_t cap, int share_takes, PyObject *end_call) {
     Py_ssize_t depth = 0, room = 0, end;
     Cell *stack = NULL;
-    Memo memo = {memo_dict, NULL, 0, 0, PyDict_GET_SIZE(memo_dict) > 0};
+    Memo memo = {memo_dict, NULL, 0, 0, PyDict_GET_SIZE(memo_dict) > 0}, takes = {0}; /* takes: marks in `marks` */
     PyObject *held = PySequence_Tuple(members); /* its items stay put while Python runs */
     PyObject **member = held ? items_of(held, &end, "members", 1) : NULL;
     int rc = member && !GROW_STACK(stack, room, 1) ? 0 : -1;
@@ -268,7 +296,7 @@ static PyObject *cells(Tables *t, PyObject *memo_dict, Cell root, PyObject *memb
             waiting = 1;
         }
         if (waiting) continue;
-        PyObject *node = inner_cell(t, pair_items[0], comma, share_takes, c.first, next, other);
+        PyObject *node = inner_cell(t, &takes, taken, pair_items[0], comma, share_takes, c.first, next, other);
         rc = !node || memo_set(&memo, c, node) ? -1 : 0;
         Py_XDECREF(node);
     }
@@ -276,6 +304,7 @@ static PyObject *cells(Tables *t, PyObject *memo_dict, Cell root, PyObject *memb
     Py_XDECREF(held);
     PyObject *out = rc ? NULL : memo_get(&memo, root);
     free(memo.slots);
+    free(takes.slots);
     if (!out && !PyErr_Occurred()) PyErr_SetString(PyExc_KeyError, "member_cells: the root cell was not made");
     return Py_XNewRef(out);
 }
