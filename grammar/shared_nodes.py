@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
-
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from formwork.grammar._nfa_build import member_cells, share_in
 from formwork.grammar.ir import Empty, Node, Nothing
