@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from types import MappingProxyType
 
-from formwork.grammar._nfa_build import alt_of, seq_of
+from formwork.grammar._nfa_build import alt_of, install_hash, seq_of
 from formwork.grammar.errors import GrammarError, UndefinedRuleError
 from formwork.grammar.ir_identity import composite_eq, composite_hash, sub_nodes_getter
 
@@ -22,7 +22,8 @@ from formwork.grammar.ir_identity import composite_eq, composite_hash, sub_nodes
 def _node(cls):
     """Make `cls` a frozen dataclass with slots (no per-node dict: lowering builds thousands of
     nodes) whose hash is computed once and cached in the `_hash` slot; `_empty` caches whether
-    its language is empty (read and written by the C NFA builder, `_nfa_build.c`)."""
+    its language is empty (read and written by the C NFA builder, `_nfa_build.c`).  `hash(node)`
+    reads the cached hash in C, without a Python frame (`_nfa_build.install_hash`)."""
     cls.__annotations__ = {**cls.__dict__.get("__annotations__", {}), "_hash": "int | None",
                            "_empty": "bool | None"}
     cls._hash = field(default=None, init=False, repr=False, compare=False)
@@ -34,6 +35,7 @@ def _node(cls):
         cls._scalars = staticmethod(attrgetter(*scalars)) if scalars else None
         cls.__eq__ = composite_eq(sub_nodes, scalars)
     cls.__hash__ = _cached_hash(cls)
+    install_hash(cls)  # hash() reads a cached hash in C, calling the one above only to make it
     return cls
 
 

@@ -6,6 +6,7 @@
  *   _nfa_regions.c  DFAs, lexeme templates and counted repetitions spliced in as regions
  *   _nfa_marks.c    `shared_nodes.share`'s table work (`share_in`)
  *   _nfa_chain.c    an object's member list, marked cell by cell (`member_cells`)
+ *   _nfa_hash.c     the IR classes' C hash, read from the `_hash` slot (`install_hash`)
  * It holds the builder's structs, the IR classes and interned names, the small helpers hot loops
  * call (static inline, so they stay inlined), and the prototypes of the shared functions.
  */
@@ -85,6 +86,11 @@ extern const char nfab_share_in_doc[];
 
 PyObject *nfab_member_cells(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 extern const char nfab_member_cells_doc[];
+
+/* ------------------------------------------------------------------ _nfa_hash.c */
+
+PyObject *nfab_install_hash(PyObject *module, PyObject *cls);
+extern const char nfab_install_hash_doc[];
 
 /* ------------------------------------------------------------------ _nfa_moves.c */
 
