@@ -23,7 +23,8 @@ def _node(cls):
     """Make `cls` a frozen dataclass with slots (no per-node dict: lowering builds thousands of
     nodes) whose hash is computed once and cached in the `_hash` slot; `_empty` caches whether
     its language is empty (read and written by the C NFA builder, `_nfa_build.c`).  `hash(node)`
-    reads the cached hash in C, without a Python frame (`_nfa_build.install_hash`)."""
+    runs in C, without a Python frame, but where the Python `__hash__` computes the first hash of
+    a node (`_nfa_build.install_hash`)."""
     cls.__annotations__ = {**cls.__dict__.get("__annotations__", {}), "_hash": "int | None",
                            "_empty": "bool | None"}
     cls._hash = field(default=None, init=False, repr=False, compare=False)
@@ -35,8 +36,14 @@ def _node(cls):
         cls._scalars = staticmethod(attrgetter(*scalars)) if scalars else None
         cls.__eq__ = composite_eq(sub_nodes, scalars)
     cls.__hash__ = _cached_hash(cls)
-    install_hash(cls)  # hash() reads a cached hash in C, calling the one above only to make it
+    # hash() in C: the cached hash, else the same one made there or by the `__hash__` above
+    install_hash(cls, _compared(cls), hash(cls.__name__))
     return cls
+
+
+def _compared(cls: type) -> tuple[str, ...]:
+    """The names of the fields a node class compares and hashes, in order."""
+    return tuple(f.name for f in fields(cls) if f.compare)
 
 
 def _cached_hash(cls: type) -> Callable[[object], int]:
@@ -45,7 +52,7 @@ def _cached_hash(cls: type) -> Callable[[object], int]:
     the `_hash` slot.  One Python-level call per node (a dataclass's generated hash, wrapped,
     costs two, and hashing a whole lowered schema calls it once per node); a class with sub-nodes
     makes theirs first without recursion (`ir_identity`)."""
-    names = [f.name for f in fields(cls) if f.compare]
+    names = _compared(cls)
     fields_of = attrgetter(*names) if names else (lambda node: ())
     salt = hash(cls.__name__)
     set_hash = cls.__dict__["_hash"].__set__

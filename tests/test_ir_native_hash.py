@@ -1,6 +1,7 @@
 """IR nodes hash in C (`_nfa_build.install_hash`): the same hash as the classes' Python `__hash__`
-(checked against a reference that recomputes it from the fields), read from the `_hash` slot
-without a Python frame, and computed by the Python `__hash__` only while the slot holds no int."""
+(checked against a reference that recomputes it from the fields), read from the `_hash` slot or,
+while their sub-nodes' hashes are cached, computed and cached there without a Python frame; the
+Python `__hash__` makes the rest."""
 from __future__ import annotations
 
 import sys
@@ -45,8 +46,13 @@ def _fields(node: ir.Node, known: dict[int, int]) -> object:
 
 
 def reference_hash(root: ir.Node) -> int:
-    """The hash of `root` as the Python `__hash__` defines it, computed bottom-up with no node's
-    own hash: hash(compared fields) ^ hash(class name)."""
+    """The hash of `root` as the Python `__hash__` defines it (`reference_hashes`)."""
+    return reference_hashes(root)[id(root)]
+
+
+def reference_hashes(root: ir.Node) -> dict[int, int]:
+    """The hash of every node of `root`'s graph (by id) as the Python `__hash__` defines it,
+    computed bottom-up with no node's own hash: hash(compared fields) ^ hash(class name)."""
     known: dict[int, int] = {}
     stack = [root]
     while stack:
@@ -60,7 +66,7 @@ def reference_hash(root: ir.Node) -> int:
             continue
         stack.pop()
         known[id(top)] = hash(_fields(top, known)) ^ hash(type(top).__name__)
-    return known[id(root)]
+    return known
 
 
 def _python_hash(node: ir.Node) -> int:
@@ -126,7 +132,7 @@ def _deep(depth: int, kinds: list[int]) -> ir.Node:
 @given(trees, st.data())
 def test_hash_is_the_python_hash_whatever_is_hashed_first(root, data):
     nodes = _nodes(root)
-    expected = {id(n): reference_hash(n) for n in nodes}
+    expected = reference_hashes(root)
     for node in data.draw(st.permutations(nodes)):  # sub-nodes hashed before or after their parents
         h = expected[id(node)]
         assert hash(node) == (-2 if h == -1 else h)
@@ -141,15 +147,20 @@ def test_deep_ir_hashes_past_the_recursion_limit(kinds, hashed_first):
     chain = _nodes(root)
     for node in chain[::len(chain) // (hashed_first + 1)][1:]:  # a few sub-nodes hashed before the root
         hash(node)
-    expected = reference_hash(root)
-    assert hash(root) == expected == _python_hash(root)
-    assert all(hash(n) == reference_hash(n) for n in chain[::97])
+    expected = reference_hashes(root)
+    assert hash(root) == expected[id(root)] == _python_hash(root)
+    assert all(hash(n) == expected[id(n)] for n in chain)
 
 
 def _python_calls(action) -> list[str]:
     """The names of the Python functions `action` calls."""
     calls: list[str] = []
-    sys.setprofile(lambda frame, event, arg: calls.append(frame.f_code.co_name) if event == "call" else None)
+
+    def profile(frame, event, arg) -> None:
+        if event == "call" and frame.f_code is not action.__code__:
+            calls.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
     try:
         action()
     finally:
@@ -165,13 +176,46 @@ SAMPLES = {ir.Empty: lambda: ir.Empty(), ir.Nothing: lambda: ir.Nothing(), ir.By
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.__name__)
-def test_a_hashed_node_hashes_without_a_python_frame(kind):
+def test_a_node_hashes_without_a_python_frame(kind):
     node = SAMPLES[kind]()
     assert type(node) is kind and kind.__hash__ is kind.__dict__["__hash__"]  # the Python one stays
-    assert "__hash__" in _python_calls(lambda: hash(node))  # not cached yet: the Python hash makes it
+    for child in ir.children(node):
+        hash(child)
+    assert node._hash is None
+    assert _python_calls(lambda: hash(node)) == []  # made in C, and cached
+    assert node._hash == reference_hash(node)
     table = OrderedDict({node: 1})
     for lookup in (lambda: hash(node), lambda: {node: 1}, lambda: table.move_to_end(node), lambda: node in {node}):
         assert "__hash__" not in _python_calls(lookup)
+
+
+def test_sub_nodes_not_hashed_yet_are_hashed_in_c_first():
+    node = _deep(sys.getrecursionlimit() * 3, [0, 1, 2, 3, 4])
+    assert _python_calls(lambda: hash(node)) == []
+    expected = reference_hashes(node)
+    assert all(n._hash == expected[id(n)] for n in _nodes(node))
+
+
+def test_an_odd_field_below_leaves_the_nodes_above_to_the_python_hash():
+    class Name(str):
+        pass
+
+    odd = ir.RuleRef(Name("n"))
+    node = ir.Not(ir.Seq((ir.Bytes(b"a"), odd)))
+    assert _python_calls(lambda: hash(node)) == ["__hash__"] * 3  # Not, Seq, then RuleRef
+    assert all(n._hash == reference_hash(n) for n in _nodes(node))
+
+
+def test_odd_fields_are_left_to_the_python_hash():
+    class Name(str):
+        pass
+
+    node = ir.RuleRef(Name("n"))
+    assert _python_calls(lambda: hash(node)) == ["__hash__"]
+    assert hash(node) == hash("n") ^ hash("RuleRef")
+    node = ir.Repeat(ir.RuleRef("n"), True, None)  # a bool is a plain value: read in C
+    hash(node.item)
+    assert _python_calls(lambda: hash(node)) == [] and hash(node) == reference_hash(node)
 
 
 def test_odd_cached_values_read_as_hash_reads_them():
@@ -216,7 +260,19 @@ def test_install_hash_refuses_what_it_cannot_read():
         def __hash__(self) -> int:
             return 3
 
-    assert install_hash(Plain) is False and hash(Plain()) == 3
-    assert install_hash(int) is False
+    assert install_hash(Plain, (), 0) is False and hash(Plain()) == 3
+    assert install_hash(int, (), 0) is False
     with pytest.raises(TypeError):
-        install_hash(3)
+        install_hash(3, (), 0)
+
+
+def test_a_deep_tree_over_an_odd_field_is_hashed_by_the_python_hash_bottom_up():
+    class Name(str):
+        pass
+
+    node: ir.Node = ir.RuleRef(Name("n"))
+    for level in range(sys.getrecursionlimit() * 2):
+        node = ir.Not(node) if level % 2 else ir.Repeat(node, 1, None)
+    expected = reference_hashes(node)
+    assert hash(node) == expected[id(node)]
+    assert all(n._hash == expected[id(n)] for n in _nodes(node))

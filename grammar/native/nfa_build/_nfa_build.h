@@ -89,7 +89,7 @@ extern const char nfab_member_cells_doc[];
 
 /* ------------------------------------------------------------------ _nfa_hash.c */
 
-PyObject *nfab_install_hash(PyObject *module, PyObject *cls);
+PyObject *nfab_install_hash(PyObject *module, PyObject *args);
 extern const char nfab_install_hash_doc[];
 
 /* ------------------------------------------------------------------ _nfa_moves.c */
