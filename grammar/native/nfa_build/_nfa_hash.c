@@ -6,19 +6,20 @@
  *
  * Why the type slot, and not a C base class: the class keeps its layout, bases, `object.__new__`
  * and pickling as they are, and its `__hash__` attribute stays the Python function (what
- * `cls.__hash__(node)` calls, and what computes a missing hash here).  CPython only resyncs a
- * type's `tp_hash` with its `__hash__` attribute when that attribute is assigned (on the class or
- * a base): such an assignment replaces the hash installed here with CPython's own dispatcher to
- * the new `__hash__`, so it works as it always did; subclasses made later dispatch to the Python
- * `__hash__` they inherit.  The same holds on CPython 3.11 and 3.12.
+ * `cls.__hash__(node)` calls, and what computes a hash this file does not make).  CPython only
+ * resyncs a type's `tp_hash` with its `__hash__` attribute when that attribute is assigned (on the
+ * class or a base): such an assignment replaces the hash installed here with CPython's own
+ * dispatcher to the new `__hash__`, so it works as it always did; subclasses made later dispatch
+ * to the Python `__hash__` they inherit.  The same holds on CPython 3.11 and 3.12.
  */
 #include "_nfa_build.h"
 
-/* The classes given a C hash, and where their nodes keep `_hash` (the classes live for the
- * process: a reference is kept). */
 /* MAX_STACK: the most nodes `walk_hash` keeps to hash (past it, say through a cycle made with
  * object.__setattr__, the Python `__hash__` goes on). */
 enum { MAX_HASHED = 64, MAX_FIELDS = 4, MAX_STACK = 1 << 24 };
+
+/* The classes given a C hash, where their nodes keep `_hash` and their compared fields, and how
+ * their hashes are made (the classes live for the process: a reference is kept). */
 typedef struct {
     PyTypeObject *kind;
     Py_ssize_t at;                  /* the `_hash` slot */
@@ -28,7 +29,7 @@ typedef struct {
 } Hashed;
 static Hashed hashed[MAX_HASHED];
 static int n_hashed;
-static PyObject *s_hash_name; /* "__hash__" */
+static PyObject *s_hash_name, *s_slot_name; /* "__hash__", "_hash" */
 
 /* What `hash()` makes of a `__hash__` result (as CPython's slot_tp_hash): -1 as -2, an int past
  * Py_ssize_t by its own hash; -1 with an exception if it is no int. */
@@ -195,22 +196,21 @@ static Py_ssize_t slot_at(PyTypeObject *kind, PyObject *name) {
 }
 
 PyObject *nfab_install_hash(PyObject *Py_UNUSED(module), PyObject *args) {
-    PyObject *cls, *fields, *name = PyUnicode_InternFromString("_hash");
+    PyObject *cls, *fields;
     Py_hash_t salt;
-    if (!name || !PyArg_ParseTuple(args, "O!O!n", &PyType_Type, &cls, &PyTuple_Type, &fields, &salt)) {
-        Py_XDECREF(name);
+    if (!PyArg_ParseTuple(args, "O!O!n", &PyType_Type, &cls, &PyTuple_Type, &fields, &salt)) return NULL;
+    if ((!s_hash_name && !(s_hash_name = PyUnicode_InternFromString("__hash__"))) ||
+        (!s_slot_name && !(s_slot_name = PyUnicode_InternFromString("_hash"))))
         return NULL;
-    }
-    if (!s_hash_name && !(s_hash_name = PyUnicode_InternFromString("__hash__"))) return NULL;
     PyTypeObject *kind = (PyTypeObject *)cls;
-    Hashed e = {kind, slot_at(kind, name), salt, (int)PyTuple_GET_SIZE(fields), {0}};
-    Py_DECREF(name);
+    if (entry_of(kind)) Py_RETURN_TRUE;
+    /* a heap type's tp_dict is its own dict (a static builtin's is NULL from 3.12) */
+    if (!(kind->tp_flags & Py_TPFLAGS_HEAPTYPE) || !kind->tp_dict || n_hashed == MAX_HASHED) Py_RETURN_FALSE;
+    Hashed e = {kind, slot_at(kind, s_slot_name), salt, (int)PyTuple_GET_SIZE(fields), {0}};
+    if (PyErr_Occurred()) return NULL;
     PyObject *method = PyDict_GetItemWithError(kind->tp_dict, s_hash_name); /* borrowed */
     if (PyErr_Occurred()) return NULL;
-    if (entry_of(kind)) Py_RETURN_TRUE;
-    if (e.at < 0 || !method || !PyFunction_Check(method) || !(kind->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
-        n_hashed == MAX_HASHED)
-        Py_RETURN_FALSE;
+    if (e.at < 0 || !method || !PyFunction_Check(method)) Py_RETURN_FALSE;
     if (e.n_fields > MAX_FIELDS) e.n_fields = -1;
     for (int i = 0; i < e.n_fields; i++)
         if ((e.fields[i] = slot_at(kind, PyTuple_GET_ITEM(fields, i))) < 0) e.n_fields = -1;
