@@ -183,7 +183,8 @@ class _Analyser:
 
     def _classify(self, schema: dict[str, Any], location: Location, draft: Draft) -> None:
         only_ref = ref_overrides_siblings(schema, draft.name)
-        if not only_ref and PLAIN_KEYWORDS[draft.name].issuperset(schema):
+        plain = PLAIN_KEYWORDS[draft.name]
+        if not only_ref and plain.issuperset(schema):
             return  # nothing to report (the usual case)
         for keyword, value in schema.items():
             if only_ref and keyword != "$ref" and keyword not in DEFINITION_CONTAINERS \
@@ -192,6 +193,8 @@ class _Analyser:
                     child(self.index.display(location), keyword), keyword,
                     "ignored: draft-07 ignores every keyword next to $ref", Severity.WARNING))
                 continue
+            if keyword in plain:
+                continue  # supported or an annotation whatever its value: nothing to report
             verdict = classify(keyword, value, draft.name, schema)
             severity = _SEVERITY.get(verdict.kind)
             if severity is not None and verdict.reason:
