@@ -50,6 +50,7 @@ class AutomatonBuilder:
         self._eager: dict[Node, DFA] = {}
         self._lexemes: dict[Node, LazyDFA] = {}
         self._counted: dict[Node, CountedDFA] = {}  # see `embedded`
+        self._templates: dict[Node, NFA] = {}  # lexeme -> `lexeme_template(lexeme)`, as made
         self._parent: AutomatonBuilder | None = None
 
     def fork(self, budget: CompileBudget) -> "AutomatonBuilder":
@@ -94,10 +95,20 @@ class AutomatonBuilder:
             universe = any_bytes() if node.over_bytes else any_text()
             out = complement(self.eager(node.a), self.eager(universe), self.budget)
         else:
-            nfa = NFA(node, self.budget, self.embedded, template_of=self.lexeme_template)
+            nfa = NFA(node, self.budget, self.embedded, template_of=self.lexeme_template, known=self._known())
             out = LazyDFA(SubsetBuilder(nfa, START, FINAL, self.budget, empty=nfa.empty), root=node,
                           standalone=self.lexeme_automaton)
         return out
+
+    def _known(self) -> tuple:
+        """What the C NFA builder may take without calling `embedded` or `lexeme_template` (see
+        `nfa.NFA`): the `_eager` tables `_find` reads, `COUNT_FROM` (an And over a repetition
+        bounded from there may count: `embedded` decides) and the lexemes' templates."""
+        root = self
+        while root._parent is not None:
+            root = root._parent
+        tables = (self._eager,) if self._parent is None else (self._eager, self._parent._eager)
+        return tables, COUNT_FROM, root._templates
 
     def embedded(self, node: Node) -> DFA | CountedDFA:
         """What a document NFA embeds for an `And` / `Not` node: its complete DFA, or for a
@@ -135,6 +146,7 @@ class AutomatonBuilder:
             twin = boundary_twin(node)
             if twin is not None and got.boundary_twin is None:
                 got.boundary_twin = self.lexeme_automaton(twin)
+            self._templates.setdefault(node, got.nfa)
         return got
 
     def lexeme_template(self, node: Node) -> NFA:

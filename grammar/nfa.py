@@ -39,14 +39,18 @@ class NFA:
     embedded as ordinary states and there are no regions, but for one: with `positions`, a
     repetition `node` bounded at two or more, of a non-empty item, counts over its item as a
     single counted region (`counted`: the item's NFA; see `lexemes.Region`).
-    `dfa_of` gives the DFA of an `And` / `Not` sub-term.
+    `dfa_of` gives the DFA of an `And` / `Not` sub-term.  `known` (from `AutomatonBuilder`, whose
+    `embedded` and `lexeme_template` are then `dfa_of` and `template_of`) lets the builder take
+    what those would return from their tables, without calling them: (the dicts of DFAs `eager`
+    looks in, `COUNT_FROM`, the dict of lexeme templates).
     """
 
     def __init__(self, node: Node, budget: CompileBudget, dfa_of: Callable[[Node], DFA],
-                 template_of: Callable[[Node], "NFA"] | None = None, positions: bool = False):
+                 template_of: Callable[[Node], "NFA"] | None = None, positions: bool = False,
+                 known: tuple[tuple[dict, ...], int, dict] | None = None):
         item = _counted_item(node, budget, dfa_of) if positions else None
         moves, regions, total, empty, cuts = build(node, budget, dfa_of, template_of, _whole, lexeme_marks(),
-                                                      shared_marks(), item)
+                                                      shared_marks(), item, known)
         self.moves: bytes = moves  # see `_nfa_flat.h`; `eps` and `edges` spell it out
         self.num_states: int = _INT32_PAIR.unpack_from(moves)[0]  # the NFA's own states (not regions')
         self.total_states: int = total  # and the regions' states after them

@@ -296,8 +296,9 @@ def checked_builds(monkeypatch: pytest.MonkeyPatch) -> list[tuple[NFA, bool]]:
     each with whether it was built standalone (a lexeme's own)."""
     built: list[tuple[NFA, bool]] = []
 
-    def checked(node: Node, budget: CompileBudget, dfa_of, template_of=None, positions: bool = False) -> NFA:
-        got = NFA(node, budget, dfa_of, template_of, positions)
+    def checked(node: Node, budget: CompileBudget, dfa_of, template_of=None, positions: bool = False,
+                known=None) -> NFA:
+        got = NFA(node, budget, dfa_of, template_of, positions, known)
         counts = positions and isinstance(node, Repeat) and node.max is not None and node.max >= 2
         if got.counted is not None:  # the item it counts over, itself built whole
             item = Reference(node.item, budget, dfa_of)

@@ -283,25 +283,44 @@ int nfab_build(Builder *b, PyObject *node, int32_t s, int32_t e) {
 }
 
 PyDoc_STRVAR(build_doc,
-"build(node, budget, dfa_of, template_of, whole, lexemes, shared, item) -> (moves, regions, total, empty, cuts)\n\n"
+"build(node, budget, dfa_of, template_of, whole, lexemes, shared, item[, known]) -> (moves, regions, total, empty, cuts)\n\n"
 "The NFA of IR `node` from state 0 to state 1.  `dfa_of(node)`: the DFA of an And / Not node;\n"
 "`template_of(node)`: the template NFA of a lexeme (a Repeat in the dict `lexemes`, whose value\n"
 "says it is open-ended; its `counted` (an item NFA or None) and `moves` are read), spliced in as a\n"
 "region; None: a standalone NFA, whose DFAs are embedded whole from `whole(dfa)` = (byte ranges\n"
 "per state, accepting flags as bytes).  `shared`: the dict whose keys are the marked Repeat{1,1}\n"
 "nodes built once per end state (`shared_nodes`).  `budget`: a CompileBudget.  `item`: None, or the NFA of\n"
-"`node`'s item (`node` a bounded Repeat), which `node` then counts over as one region.  Returns\n"
+"`node`'s item (`node` a bounded Repeat), which `node` then counts over as one region.  `known`:\n"
+"None, or what `dfa_of` and `template_of` would return, taken without calling them: (a tuple of\n"
+"dicts node -> DFA, looked in in order, for an And / Not node but an And over a repetition bounded\n"
+"at count_from or more; count_from; a dict lexeme -> template).  Returns\n"
 "the moves of the builder's own states in the flat layout of `_nfa_flat.h` (bytes), the regions\n"
 "as (first, last, end, start, start moves or None, dfa, template or item NFA, node, open-ended,\n"
 "counted), numbered after the own states, the number of states in all (own and regions'),\n"
 "whether the language is empty, and the edges' cuts: 257 bytes, 1 at 0, 256 and every lo and\n"
 "hi + 1 of an edge (what `_subset.edge_cuts` computes from the edges).");
 
+/* `build`'s `known`: (a tuple of dicts, count_from, a dict), borrowed into the builder. */
+static int parse_known(Builder *b, PyObject *known) {
+    if (!PyTuple_Check(known) || !PyArg_ParseTuple(known, "O!LO!", &PyTuple_Type, &b->known_dfas, &b->count_from,
+                                                   &PyDict_Type, &b->known_templates)) {
+        PyErr_SetString(PyExc_TypeError, "build: known is (a tuple of dicts, count_from, a dict) or None");
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(b->known_dfas); i++)
+        if (!PyDict_Check(PyTuple_GET_ITEM(b->known_dfas, i))) {
+            PyErr_SetString(PyExc_TypeError, "build: known's first item is not a tuple of dicts");
+            return -1;
+        }
+    return 0;
+}
+
 static PyObject *py_build(PyObject *Py_UNUSED(module), PyObject *args) {
     Builder b = {0};
-    PyObject *node, *item, *moves = NULL, *regions = NULL, *out = NULL;
-    if (!PyArg_ParseTuple(args, "OOOOOO!O!O", &node, &b.budget, &b.dfa_of, &b.template_of, &b.whole,
-                          &PyDict_Type, &b.lexemes, &PyDict_Type, &b.shared, &item))
+    PyObject *node, *item, *known = Py_None, *moves = NULL, *regions = NULL, *out = NULL;
+    if (!PyArg_ParseTuple(args, "OOOOOO!O!O|O", &node, &b.budget, &b.dfa_of, &b.template_of, &b.whole,
+                          &PyDict_Type, &b.lexemes, &PyDict_Type, &b.shared, &item, &known) ||
+        (known != Py_None && parse_known(&b, known)))
         return NULL;
     int empty = -1;
     b.cuts[0] = b.cuts[256] = 1;

@@ -48,6 +48,9 @@ typedef struct {
     long long max_states;
     double wall_deadline, cpu_deadline;
     unsigned long time_checks;
+    /* automata built before, found here without calling back (see `build`'s `known`) */
+    PyObject *known_dfas, *known_templates;
+    long long count_from;
 } Builder;
 
 /* A repetition's first build (see `nfab_copy`): its states first..last-1, its end, its saved moves. */

@@ -50,9 +50,48 @@ done:
     return rc;
 }
 
+static PyObject *s_b;
+
+/* `dict[node]` (a new reference), found by `node_hash`; NULL if absent (or with an exception). */
+static PyObject *known_in(PyObject *dict, PyObject *node) {
+    const Py_hash_t h = PyDict_GET_SIZE(dict) ? node_hash(node) : -1;
+    return h == -1 ? NULL : Py_XNewRef(_PyDict_GetItem_KnownHash(dict, node, h));
+}
+
+/* Whether `embedded` may make an And / Not node's automaton other than its DFA: an And over a
+ * repetition bounded at count_from or more may count (1, 0, or -1 with an exception). */
+static int may_count(const Builder *b, PyObject *node) {
+    if (Py_TYPE(node) != And) return 0;
+    if (!s_b && !(s_b = PyUnicode_InternFromString("b"))) return -1;
+    PyObject *bounded = PyObject_GetAttr(node, s_b);
+    long long lo, hi;
+    int rc = !bounded ? -1 : !PyObject_TypeCheck(bounded, Repeat) ? 0 : nfab_bounds(bounded, &lo, &hi) ? -1
+                                                                        : hi >= 0 && hi >= b->count_from;
+    Py_XDECREF(bounded);
+    return rc;
+}
+
+/* `dfa_of(node)` for an And / Not node (a new reference): from `known`'s dicts where `embedded`
+ * would take it from there, else by the call. */
+static PyObject *region_dfa(Builder *b, PyObject *node) {
+    const int counts = b->known_dfas ? may_count(b, node) : 1;
+    if (counts < 0) return NULL;
+    for (Py_ssize_t i = 0; !counts && i < PyTuple_GET_SIZE(b->known_dfas); i++) {
+        PyObject *got = known_in(PyTuple_GET_ITEM(b->known_dfas, i), node);
+        if (got || PyErr_Occurred()) return got;
+    }
+    return PyObject_CallOneArg(b->dfa_of, node);
+}
+
+/* `template_of(node)` for a lexeme (a new reference): from `known`'s templates, else by the call. */
+static PyObject *region_template(Builder *b, PyObject *node) {
+    PyObject *got = b->known_templates ? known_in(b->known_templates, node) : NULL;
+    return got || PyErr_Occurred() ? got : PyObject_CallOneArg(b->template_of, node);
+}
+
 /* An And / Not node: its DFA spliced in between s and e, as a region in a document NFA. */
 int nfab_embed(Builder *b, PyObject *node, int32_t s, int32_t e) {
-    PyObject *dfa = PyObject_CallOneArg(b->dfa_of, node);
+    PyObject *dfa = region_dfa(b, node);
     PyObject *size = dfa ? PyObject_GetAttr(dfa, s_num_states) : NULL;
     Py_ssize_t k = size ? PyLong_AsSsize_t(size) : -1;
     int rc = -1;
@@ -75,7 +114,7 @@ int nfab_embed(Builder *b, PyObject *node, int32_t s, int32_t e) {
  * state 0 is s, 1 is e, x >= 2 is first - 2 + x); the template's start moves are copied here.  A
  * counted template (`counted`: its repetition's item NFA) splices in as a counted region. */
 int nfab_splice(Builder *b, PyObject *node, int32_t s, int32_t e, int open) {
-    PyObject *template = PyObject_CallOneArg(b->template_of, node), *moves = NULL, *item = NULL;
+    PyObject *template = region_template(b, node), *moves = NULL, *item = NULL;
     const int fresh = b->states[s].n_eps == 0 && b->states[s].n_edges == 0;
     int rc = -1;
     int32_t size = -1;
