@@ -196,21 +196,19 @@ def test_sub_nodes_not_hashed_yet_are_hashed_in_c_first():
     assert all(n._hash == expected[id(n)] for n in _nodes(node))
 
 
-def test_an_odd_field_below_leaves_the_nodes_above_to_the_python_hash():
-    class Name(str):
-        pass
+class _Name(str):
+    """A str subclass: a field kind the C hash leaves to the Python `__hash__`."""
 
-    odd = ir.RuleRef(Name("n"))
+
+def test_an_odd_field_below_leaves_the_nodes_above_to_the_python_hash():
+    odd = ir.RuleRef(_Name("n"))
     node = ir.Not(ir.Seq((ir.Bytes(b"a"), odd)))
     assert _python_calls(lambda: hash(node)) == ["__hash__"] * 3  # Not, Seq, then RuleRef
     assert all(n._hash == reference_hash(n) for n in _nodes(node))
 
 
 def test_odd_fields_are_left_to_the_python_hash():
-    class Name(str):
-        pass
-
-    node = ir.RuleRef(Name("n"))
+    node = ir.RuleRef(_Name("n"))
     assert _python_calls(lambda: hash(node)) == ["__hash__"]
     assert hash(node) == hash("n") ^ hash("RuleRef")
     node = ir.Repeat(ir.RuleRef("n"), True, None)  # a bool is a plain value: read in C
@@ -267,10 +265,7 @@ def test_install_hash_refuses_what_it_cannot_read():
 
 
 def test_a_deep_tree_over_an_odd_field_is_hashed_by_the_python_hash_bottom_up():
-    class Name(str):
-        pass
-
-    node: ir.Node = ir.RuleRef(Name("n"))
+    node: ir.Node = ir.RuleRef(_Name("n"))
     for level in range(sys.getrecursionlimit() * 2):
         node = ir.Not(node) if level % 2 else ir.Repeat(node, 1, None)
     expected = reference_hashes(node)

@@ -129,6 +129,12 @@ def test_the_c_loop_makes_what_the_python_loop_made(spec: dict) -> None:
     assert [type(m) for m in marks] == [type(m) for m in reference[1]]
 
 
+
+def _assert_lock_free() -> None:
+    """The share table's lock was released (also on the way out of an error)."""
+    assert shared_nodes._SHARED_LOCK.acquire(blocking=False)
+    shared_nodes._SHARED_LOCK.release()
+
 def test_the_lock_is_free_after_an_end_cell_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     """An exception from an end cell (Python) propagates out of the C loop, the lock released."""
     chain = objects._MemberChain([(_member("a", "scalar"), False)], None, lit(","), 0, None)
@@ -139,8 +145,7 @@ def test_the_lock_is_free_after_an_end_cell_fails(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(chain, "_end_cell", failing)
     with pytest.raises(LookupError, match="end cell"):
         chain.rest(0, 0, True)
-    assert shared_nodes._SHARED_LOCK.acquire(blocking=False)
-    shared_nodes._SHARED_LOCK.release()
+    _assert_lock_free()
 
 
 def test_a_malformed_member_is_refused() -> None:
@@ -148,13 +153,11 @@ def test_a_malformed_member_is_refused() -> None:
     chain.members = [_member("a", "scalar")]  # not a (member, required) pair
     with pytest.raises(ValueError, match="not \\(node, required\\)"):
         chain.rest(0, 0, True)
-    assert shared_nodes._SHARED_LOCK.acquire(blocking=False)
-    shared_nodes._SHARED_LOCK.release()
+    _assert_lock_free()
 
 
 def test_a_root_past_the_members_is_refused() -> None:
     chain = objects._MemberChain([(_member("a", "scalar"), False)], None, lit(","), 0, None)
     with pytest.raises(IndexError, match="past the members"):
         chain.rest(2, 0, True)
-    assert shared_nodes._SHARED_LOCK.acquire(blocking=False)
-    shared_nodes._SHARED_LOCK.release()
+    _assert_lock_free()
