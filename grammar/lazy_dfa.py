@@ -22,6 +22,7 @@ from formwork.grammar.gc_pause import paused_gc
 from formwork.grammar.ir import Node
 from formwork.grammar.lexemes import LexemeState
 from formwork.grammar.nfa import NFA
+from formwork.grammar.row_storage import RowStorage
 from formwork.grammar.subset_builder import SubsetBuilder
 
 _KEYS = itertools.count()
@@ -75,7 +76,8 @@ class LazyDFA:
         self._after_region: dict[int, int] = {}  # a lexeme region's end NFA state -> the DFA state after it
         self.boundary_twin: LazyDFA | None = None  # a lexeme's twin's automaton (`lexemes.lexeme`)
         self._cap = cap = max(64, len(builder.sets))
-        self._rows_k = np.zeros((cap, builder.num_classes), dtype=np.int32)
+        self._storage = RowStorage(cap, builder.num_classes)
+        self._rows_k = self._storage.rows()
         self._accepting = np.zeros(cap, dtype=bool)
         self._expanded = np.zeros(cap, dtype=bool)
         self._known = 0  # state sets whose accepting flag is recorded
@@ -88,16 +90,16 @@ class LazyDFA:
         if need <= self._cap:
             return
         cap = max(need, 2 * self._cap)
-        k = self._b.num_classes
 
-        def grown(arr: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-            out = np.zeros(shape, dtype=arr.dtype)
+        def grown(arr: np.ndarray) -> np.ndarray:
+            out = np.zeros(cap, dtype=arr.dtype)
             out[: len(arr)] = arr
             return out
 
-        self._rows_k = grown(self._rows_k, (cap, k))
-        self._accepting = grown(self._accepting, (cap,))
-        self._expanded = grown(self._expanded, (cap,))
+        self._rows_k = None  # this automaton's view: the storage may grow in place without it
+        self._rows_k = self._storage.grow(cap)
+        self._accepting = grown(self._accepting)
+        self._expanded = grown(self._expanded)
         self._cap = cap
 
     def _record_new(self) -> None:

@@ -39,12 +39,7 @@ def _walk_seeds(trie: TokenTrie, dfa, nodes: np.ndarray | bytes, states: np.ndar
     layout = trie.walk_layout
     found: list[np.ndarray] = []
     while True:
-        rows, class_of_byte, expanded, accepting, core = dfa.walk_tables()
-        seconds = -1.0 if deadline is None else max(0.0, deadline - time.perf_counter())
-        blocked, exits = _walk(rows, class_of_byte, expanded, accepting, layout, nodes, states, words,
-                               want_exits, core, seconds, keep)
-        if core is not None:
-            dfa.record_new()
+        blocked, exits = _walk_round(dfa, layout, nodes, states, words, deadline, want_exits, keep)
         if want_exits and exits:
             found.append(np.frombuffer(exits, dtype=np.int64))
         if not blocked:
@@ -61,6 +56,21 @@ def _walk_seeds(trie: TokenTrie, dfa, nodes: np.ndarray | bytes, states: np.ndar
     return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
 
+def _walk_round(dfa, layout: bytes, nodes: np.ndarray | bytes, states: np.ndarray | bytes, words: np.ndarray,
+                deadline: float | None, want_exits: bool, keep: bytes | None) -> tuple[bytes | None, bytes | None]:
+    """One native walk from the seeds, then the lazy DFA takes in the states it interned.  The
+    automaton's arrays are let go first (they live only in this frame): its rows may then grow in
+    place (`row_storage`)."""
+    rows, class_of_byte, expanded, accepting, core = dfa.walk_tables()
+    seconds = -1.0 if deadline is None else max(0.0, deadline - time.perf_counter())
+    got = _walk(rows, class_of_byte, expanded, accepting, layout, nodes, states, words, want_exits, core, seconds,
+                keep)
+    del rows, class_of_byte, expanded, accepting
+    if core is not None:
+        dfa.record_new()
+    return got
+
+
 def walk_after(trie: TokenTrie, dfa, exit_nodes: bytes, after: int, from_root: bool, words: np.ndarray,
                deadline: float | None = None) -> None:
     """OR into `words` the tokens that leave a lexeme and go on in the document: from each exit
@@ -71,6 +81,7 @@ def walk_after(trie: TokenTrie, dfa, exit_nodes: bytes, after: int, from_root: b
     seconds = -1.0 if deadline is None else max(0.0, deadline - time.perf_counter())
     blocked = _walk_after(rows, class_of_byte, expanded, accepting, trie.walk_layout, exit_nodes, after, from_root,
                           words, core, seconds)
+    del rows, class_of_byte, expanded, accepting  # (see `_walk_round`)
     if core is not None:
         dfa.record_new()
     if blocked:
@@ -100,6 +111,7 @@ def follow(trie: TokenTrie, dfa, exit_nodes: np.ndarray, start_row: np.ndarray, 
     seconds = -1.0 if deadline is None else max(0.0, deadline - time.perf_counter())
     got = _follow(rows, class_of_byte, expanded, accepting, trie.walk_layout, exit_nodes, start_row, words,
                   True, core, seconds, keep)
+    del rows, class_of_byte, expanded, accepting  # (see `_walk_round`)
     if core is not None:
         dfa.record_new()
     return got
