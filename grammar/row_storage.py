@@ -57,8 +57,9 @@ class RowStorage:
         else:
             try:
                 self._map.resize(nbytes)  # in place: the new pages read as zeros
-            except (BufferError, OSError, SystemError, ValueError):
-                # a view still holds the mapping (or the platform cannot remap): copy it over
+            except (AttributeError, BufferError, OSError, SystemError, ValueError):
+                # a view still holds the mapping, or the platform cannot remap (no `resize` from
+                # Python 3.15 where unsupported; SystemError on macOS): copy it over
                 grown_map = _anonymous_map(nbytes)
                 self._view(grown_map, self.capacity)[:] = self._view(self._map, self.capacity)
                 self._map = grown_map
