@@ -27,7 +27,7 @@ from typing import Optional
 from formwork.grammar.ir import (EMPTY, NOTHING, Alt, And, ByteSet, Bytes, Empty, Node, Not, Nothing, Repeat,
                                  Seq, alt, lit, map_children, repeat, seq)
 from formwork.grammar.ir_chars import chars
-from formwork.grammar.ir_untrack import untracked_ir, untracked_tuples
+from formwork.grammar.ir_untrack import untracked_ir
 from formwork.grammar.lexemes import lexeme
 
 QUOTE = lit('"')
@@ -161,10 +161,11 @@ def canonical_content_except(names: list[str]) -> Node:
 @functools.lru_cache(maxsize=4096)
 def _other_keys(names: tuple[str, ...]) -> Node:
     """The key language of `canonical_content_except` for `names` (sorted, distinct), before it
-    is marked as a lexeme.  Built once per process, like the trie it walks."""
+    is marked as a lexeme.  Built once per process, like the trie it walks, and untracked whole
+    (`ir_untrack`: its sub-tries are untracked with it)."""
     prefixes, stopping, leave_ascii = _names_trie(names)
     leaving = alt(leave_ascii, seq(prefixes, _NOT_IN_NAMES))
-    return Repeat(alt(seq(leaving, ANY_CONTENT), stopping), 1, 1)
+    return untracked_ir(Repeat(alt(seq(leaving, ANY_CONTENT), stopping), 1, 1))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -172,8 +173,7 @@ def _names_trie(suffixes: tuple[str, ...]) -> tuple[Node, Node, Node]:
     """Three languages over a trie of `suffixes` (sorted, distinct; after the prefix spelled so
     far): every prefix, names included; the proper prefixes that are no name; and a prefix and one
     raw ASCII byte that no name continues with.  Built once per process: property names recur
-    across schemas.  A plain tuple of IR nodes, which the collector stops scanning once the nodes
-    are untracked (`ir_untrack`)."""
+    across schemas.  The branch of a single name is `_name_chain`'s."""
     groups: dict[str, list[str]] = {}
     for suffix in suffixes:
         if suffix:
@@ -182,12 +182,26 @@ def _names_trie(suffixes: tuple[str, ...]) -> tuple[Node, Node, Node]:
     stopping = [] if suffixes and not suffixes[0] else [EMPTY]  # "" first: a name ends here
     leave_ascii = [_leave_ascii(frozenset(map(ord, groups)))]
     for c, rest in groups.items():
-        below_prefixes, below_stopping, below_leave = _names_trie(tuple(rest))
+        below_prefixes, below_stopping, below_leave = \
+            _name_chain(rest[0]) if len(rest) == 1 else _names_trie(tuple(rest))
         head = lit(c)
         prefixes.append(seq(head, below_prefixes))
         stopping.append(seq(head, below_stopping))
         leave_ascii.append(seq(head, below_leave))
-    return untracked_tuples((untracked_ir(alt(*prefixes)), untracked_ir(alt(*stopping)), untracked_ir(alt(*leave_ascii))))
+    return alt(*prefixes), alt(*stopping), alt(*leave_ascii)
+
+
+@functools.lru_cache(maxsize=16384)
+def _name_chain(suffix: str) -> tuple[Node, Node, Node]:
+    """`_names_trie((suffix,))`, the trie of one name's rest: a chain, keyed by the string alone
+    (the deep end of most names: cheaper to key than a tuple, and shared by every name ending so)."""
+    if not suffix:
+        return EMPTY, NOTHING, _leave_ascii(frozenset())
+    below_prefixes, below_stopping, below_leave = _name_chain(suffix[1:])
+    c = suffix[0]
+    head = lit(c)
+    return (alt(EMPTY, seq(head, below_prefixes)), alt(EMPTY, seq(head, below_stopping)),
+            alt(_leave_ascii(frozenset((ord(c),))), seq(head, below_leave)))
 
 
 #: The ASCII characters a canonical spelling escapes, and their escapes.
