@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from formwork.schemas._plain_copy import plain_copy
 from formwork.schemas.errors import (InvalidJSONError, SchemaFileError, SchemaTooDeepError,
                                      SchemaTooLargeError)
 from formwork.schemas.pointer import join_pointer
@@ -168,44 +169,11 @@ def checked_copy(value: Any, max_depth: int = MAX_DEPTH) -> Any:
 
 
 def _checked_copy(value: Any, max_depth: int) -> tuple[Any, int]:
-    """`checked_copy` and the copy's nesting depth (as `check_depth` counts it)."""
-    if type(value) is dict or type(value) is list:
-        try:
-            return _plain_copy(value, 1, max_depth)
-        except (_Irregular, RecursionError):
-            pass  # the checking copy below raises the error (or copies tuples and subclasses)
-    return _checking_copy(value, max_depth)
-
-
-class _Irregular(Exception):
-    """Raised by `_plain_copy` for anything but plain JSON types within the depth limit."""
-
-
-def _plain_copy(node: dict[str, Any] | list[Any], depth: int, max_depth: int) -> tuple[Any, int]:
-    """The copy and nesting depth of a container at `depth` holding only exact dicts (with str
-    keys), lists, strs, ints, bools, None and finite floats, nested at most `max_depth` deep
-    (recursive: faster than `_checking_copy`, which builds each container's path)."""
-    if depth > max_depth:
-        raise _Irregular
-    deepest = depth
-    is_dict = type(node) is dict
-    out: Any = {} if is_dict else []
-    for key, item in node.items() if is_dict else enumerate(node):
-        if is_dict and type(key) is not str:
-            raise _Irregular
-        kind = type(item)
-        if kind is dict or kind is list:
-            item, below = _plain_copy(item, depth + 1, max_depth)
-            if below > deepest:
-                deepest = below
-        elif not (kind is str or kind is int or kind is bool or item is None
-                  or kind is float and math.isfinite(item)):
-            raise _Irregular
-        if is_dict:
-            out[key] = item
-        else:
-            out.append(item)
-    return out, deepest
+    """`checked_copy` and the copy's nesting depth (as `check_depth` counts it): the C copy of
+    plain JSON (`_plain_copy.c`), else the checking copy, which raises the error (or copies
+    tuples and subclasses)."""
+    plain = plain_copy(value, max_depth)
+    return plain if plain is not None else _checking_copy(value, max_depth)
 
 
 def _checking_copy(value: Any, max_depth: int) -> tuple[Any, int]:
