@@ -1,12 +1,13 @@
-"""A meta-schema compiled into plain Python predicates, for the common case of a valid schema.
+"""A meta-schema compiled into a program of checks run in C, for the common case of a valid schema.
 
 jsonschema validates a schema against its meta-schema by walking both with a validator object per
 level (~0.4 ms for a typical tool-call schema, a third of loading it).  A meta-schema only uses a
-handful of keywords, so it can be compiled once into nested closures that answer one question:
-"is this instance *certainly* valid?".  `True` is exact (each keyword follows jsonschema's
-semantics, with the validator's own type and format checkers); `False` means "invalid or not
-sure" (e.g. `uniqueItems` over non-strings, `enum` of non-strings), and the caller falls back to
-jsonschema, which also reports the errors.  A meta-schema using any other keyword is not compiled.
+handful of keywords, so it can be compiled once into a program (`schemas/native/_meta_check.c`:
+one node of checks per subschema) that answers one question: "is this instance *certainly*
+valid?".  `True` is exact (each keyword follows jsonschema's semantics, with the validator's own
+type and format checkers); `False` means "invalid or not sure" (e.g. `uniqueItems` over
+non-strings, `enum` of non-strings), and the caller falls back to jsonschema, which also reports
+the errors.  A meta-schema using any other keyword is not compiled.
 """
 from __future__ import annotations
 
@@ -16,52 +17,37 @@ from typing import Any
 
 from jsonschema import FormatChecker
 
+from formwork.schemas import _meta_check as op
+
 Predicate = Callable[[Any], bool]
+Check = tuple[Any, ...]
 
 #: Keywords that never constrain an instance.
 _ANNOTATIONS = frozenset({"$schema", "$id", "id", "$comment", "title", "description", "default",
                           "deprecated", "readOnly", "writeOnly", "examples", "$defs",
                           "definitions"})
-_SIMPLE_TYPES: dict[str, Predicate] = {
-    "object": lambda x: isinstance(x, dict),
-    "array": lambda x: isinstance(x, list),
-    "string": lambda x: isinstance(x, str),
-    "boolean": lambda x: isinstance(x, bool),
-    "null": lambda x: x is None,
-}
-
-
-_SCALARS = (str, int, float, type(None))  # bool is an int
+#: Type names and their codes in the program; any other name is asked of the type checker.
+_TYPE_CODES = {"object": op.T_OBJECT, "array": op.T_ARRAY, "string": op.T_STRING,
+               "boolean": op.T_BOOLEAN, "null": op.T_NULL, "integer": op.T_INTEGER,
+               "number": op.T_NUMBER}
 
 
 class UnsupportedMetaSchemaError(ValueError):
     """The meta-schema uses a keyword (or a form of one) this compiler does not handle."""
 
 
-def _always(_: Any) -> bool:
-    return True
-
-
-def _never(_: Any) -> bool:
-    return False
-
-
 class _Compiler:
-    """Compiles the subschemas of one meta-schema document (references resolved inside it)."""
+    """Compiles the subschemas of one meta-schema document (references resolved inside it) into
+    the nodes of a `_meta_check.Program`: a tuple of checks each, referring to others by number."""
 
-    def __init__(self, root: Any, type_checker: Any, format_checker: FormatChecker, draft07: bool):
+    def __init__(self, root: Any, format_checker: FormatChecker, draft07: bool):
         self.root = root
-        self.type_checker = type_checker
         self.format_checker = format_checker
         self.draft07 = draft07
-        self.compiled: dict[int, Predicate] = {}
-
-    def is_type(self, name: str) -> Predicate:
-        simple = _SIMPLE_TYPES.get(name)
-        if simple is not None:
-            return simple
-        checker = self.type_checker
-        return lambda x: checker.is_type(x, name)
+        self.nodes: list[tuple[Check, ...]] = []
+        self.numbers: dict[int, int] = {}  # id of a subschema -> its node
+        self._always: int | None = None
+        self._never: int | None = None
 
     def resolve(self, ref: str) -> Any:
         if ref == "#":
@@ -72,32 +58,32 @@ class _Compiler:
                 return self.root[container][ref[len(prefix):]]
         raise UnsupportedMetaSchemaError(f"reference {ref!r}")
 
-    def schema(self, node: Any) -> Predicate:
-        """The predicate of a subschema; recursive references go through a late-bound cell."""
+    def _node(self, checks: tuple[Check, ...]) -> int:
+        self.nodes.append(checks)
+        return len(self.nodes) - 1
+
+    def schema(self, node: Any) -> int:
+        """The node number of a subschema; numbered before its keywords, so recursion finds it."""
         if node is True:
-            return _always
+            if self._always is None:
+                self._always = self._node(())
+            return self._always
         if node is False:
-            return _never
+            if self._never is None:
+                self._never = self._node(((op.NEVER,),))
+            return self._never
         if not isinstance(node, dict):
             raise UnsupportedMetaSchemaError(f"subschema {node!r}")
-        got = self.compiled.get(id(node))
-        if got is not None:
-            return got
-        cell: list[Predicate] = []
-        self.compiled[id(node)] = lambda x: cell[0](x)
-        checks = self.keywords(node)
-        if not checks:
-            pred = _always
-        elif len(checks) == 1:
-            pred = checks[0]
-        else:
-            pred = _every(checks)
-        cell.append(pred)
-        self.compiled[id(node)] = pred
-        return pred
+        number = self.numbers.get(id(node))
+        if number is not None:
+            return number
+        number = self.numbers[id(node)] = self._node(())
+        self.nodes[number] = tuple(check for check in self.keywords(node) if check is not None)
+        return number
 
-    def keywords(self, node: dict[str, Any]) -> list[Predicate]:
-        checks: list[Predicate] = []
+    def keywords(self, node: dict[str, Any]) -> list[Check | None]:
+        """The checks of a subschema's keywords, in its order; None for one that always passes."""
+        checks: list[Check | None] = []
         if self.draft07 and "$ref" in node and set(node) - _ANNOTATIONS - {"$ref"}:
             raise UnsupportedMetaSchemaError("draft-07 $ref beside other keywords (ignored there)")
         for key, value in node.items():
@@ -114,135 +100,72 @@ class _Compiler:
         return checks
 
     # ---- keywords (each ignores instances of other types, as JSON Schema does)
-    def kw_ref(self, ref: str, _: dict) -> Predicate:
-        return self.schema(self.resolve(ref))
+    def kw_ref(self, ref: str, _: dict) -> Check:
+        return (op.ALL_OF, (self.schema(self.resolve(ref)),))
 
-    def kw_type(self, value: str | list[str], _: dict) -> Predicate:
-        names = [value] if isinstance(value, str) else list(value)
-        tests = [self.is_type(name) for name in names]
-        if len(tests) == 1:
-            return tests[0]
-        return _some(tests)
+    def kw_type(self, value: str | list[str], _: dict) -> Check:
+        names = (value,) if isinstance(value, str) else tuple(value)
+        return (op.TYPE, tuple(_TYPE_CODES.get(name, op.T_OTHER) for name in names), names)
 
-    def kw_properties(self, properties: dict[str, Any], node: dict) -> Predicate:
+    def kw_properties(self, properties: dict[str, Any], node: dict) -> Check:
         if "patternProperties" in node:
             raise UnsupportedMetaSchemaError("patternProperties")
         by_name = {name: self.schema(sub) for name, sub in properties.items()}
         other = self.schema(node["additionalProperties"]) if "additionalProperties" in node else None
+        return (op.PROPERTIES, by_name, other)
 
-        def check(x: Any) -> bool:
-            if not isinstance(x, dict):
-                return True
-            for key, value in x.items():
-                pred = by_name.get(key, other)
-                if pred is not None and not pred(value):
-                    return False
-            return True
-
-        return check
-
-    def items(self, items: Any, node: dict) -> Predicate:
+    def items(self, items: Any, node: dict) -> Check:
         if "prefixItems" in node or "additionalItems" in node or isinstance(items, list):
             raise UnsupportedMetaSchemaError("positional items")
-        each = self.schema(items)
+        return (op.ITEMS, self.schema(items))
 
-        def check(x: Any) -> bool:
-            if isinstance(x, list):
-                for item in x:
-                    if not each(item):
-                        return False
-            return True
+    def kw_propertyNames(self, sub: Any, _: dict) -> Check:  # noqa: N802 - keyword name
+        return (op.PROPERTY_NAMES, self.schema(sub))
 
-        return check
+    def kw_anyOf(self, subs: list[Any], _: dict) -> Check:  # noqa: N802
+        return (op.ANY_OF, tuple(self.schema(sub) for sub in subs))
 
-    def kw_propertyNames(self, sub: Any, _: dict) -> Predicate:  # noqa: N802 - keyword name
-        each = self.schema(sub)
-        return lambda x: not isinstance(x, dict) or all(each(key) for key in x)
+    def kw_allOf(self, subs: list[Any], _: dict) -> Check:  # noqa: N802
+        return (op.ALL_OF, tuple(self.schema(sub) for sub in subs))
 
-    def kw_anyOf(self, subs: list[Any], _: dict) -> Predicate:  # noqa: N802
-        return _some([self.schema(sub) for sub in subs])
-
-    def kw_allOf(self, subs: list[Any], _: dict) -> Predicate:  # noqa: N802
-        return _every([self.schema(sub) for sub in subs])
-
-    def kw_enum(self, values: list[Any], _: dict) -> Predicate:
+    def kw_enum(self, values: list[Any], _: dict) -> Check:
         if not all(isinstance(v, str) for v in values):
             raise UnsupportedMetaSchemaError("enum of non-strings")
-        allowed = frozenset(values)
-        return lambda x: isinstance(x, str) and x in allowed
+        return (op.ENUM, frozenset(values))
 
-    def kw_minItems(self, n: int, _: dict) -> Predicate:  # noqa: N802
-        return lambda x: not isinstance(x, list) or len(x) >= n
+    def kw_minItems(self, n: int, _: dict) -> Check:  # noqa: N802
+        if type(n) is not int:
+            raise UnsupportedMetaSchemaError(f"minItems {n!r}")
+        return (op.MIN_ITEMS, n)
 
-    def kw_uniqueItems(self, unique: bool, _: dict) -> Predicate:  # noqa: N802
-        if not unique:
-            return _always
+    def kw_uniqueItems(self, unique: bool, _: dict) -> Check | None:  # noqa: N802
         # scalars only: Python's == equates every pair JSON Schema does (1 and 1.0; also True
         # and 1, which it does not), so items distinct here are distinct there; containers are
         # left to jsonschema
-        return lambda x: not isinstance(x, list) or (
-            all(isinstance(item, _SCALARS) for item in x) and len(set(x)) == len(x))
+        return (op.UNIQUE_ITEMS,) if unique else None
 
-    def kw_minimum(self, bound: float, node: dict) -> Predicate:
-        number = self.is_type("number")
-        if node.get("exclusiveMinimum") is True:  # draft-04: the boolean makes `minimum` strict
-            return lambda x: not number(x) or x > bound
-        return lambda x: not number(x) or x >= bound
+    def kw_minimum(self, bound: float, node: dict) -> Check:
+        # draft-04: `exclusiveMinimum: true` makes `minimum` strict
+        return (op.MINIMUM, bound, "number", node.get("exclusiveMinimum") is True)
 
-    def kw_exclusiveMinimum(self, bound: float | bool, _: dict) -> Predicate:  # noqa: N802
+    def kw_exclusiveMinimum(self, bound: float | bool, _: dict) -> Check | None:  # noqa: N802
         if isinstance(bound, bool):  # draft-04's flag on `minimum` (see kw_minimum)
-            return _always
-        number = self.is_type("number")
-        return lambda x: not number(x) or x > bound
+            return None
+        return (op.MINIMUM, bound, "number", True)
 
-    def kw_dependencies(self, dependencies: dict[str, Any], _: dict) -> Predicate:
+    def kw_dependencies(self, dependencies: dict[str, Any], _: dict) -> Check:
         """draft-04/06/07 `dependencies`: a present key needs the listed keys (array form) or
         the object to match the subschema."""
-        needs = []
-        for key, dependency in dependencies.items():
-            if isinstance(dependency, list):
-                needs.append((key, lambda x, names=tuple(dependency): all(n in x for n in names)))
-            else:
-                needs.append((key, self.schema(dependency)))
+        return (op.DEPENDENCIES, tuple(
+            (key, tuple(dependency), None) if isinstance(dependency, list)
+            else (key, None, self.schema(dependency))
+            for key, dependency in dependencies.items()))
 
-        def check(x: Any) -> bool:
-            if isinstance(x, dict):
-                for key, pred in needs:
-                    if key in x and not pred(x):
-                        return False
-            return True
+    def kw_pattern(self, pattern: str, _: dict) -> Check:
+        return (op.PATTERN, re.compile(pattern).search)
 
-        return check
-
-    def kw_pattern(self, pattern: str, _: dict) -> Predicate:
-        compiled = re.compile(pattern)
-        return lambda x: not isinstance(x, str) or compiled.search(x) is not None
-
-    def kw_format(self, name: str, _: dict) -> Predicate:
-        conforms = self.format_checker.conforms
-        return lambda x: conforms(x, name)
-
-
-def _every(preds: list[Predicate]) -> Predicate:
-    """The conjunction of `preds` (a loop: no generator per instance checked)."""
-    def check(x: Any) -> bool:
-        for pred in preds:
-            if not pred(x):
-                return False
-        return True
-
-    return check
-
-
-def _some(preds: list[Predicate]) -> Predicate:
-    """The disjunction of `preds` (a loop, as `_every`)."""
-    def check(x: Any) -> bool:
-        for pred in preds:
-            if pred(x):
-                return True
-        return False
-
-    return check
+    def kw_format(self, name: str, _: dict) -> Check:
+        return (op.FORMAT, self.format_checker.conforms, name)
 
 
 def compile_meta_schema(meta_schema: Any, validator_class: Any, format_checker: FormatChecker,
@@ -250,5 +173,6 @@ def compile_meta_schema(meta_schema: Any, validator_class: Any, format_checker: 
     """A predicate that is True only for instances `meta_schema` accepts (as `validator_class`
     with `format_checker` would decide).  Raises `UnsupportedMetaSchemaError` for a meta-schema
     using keywords outside the compiled subset."""
-    return _Compiler(meta_schema, validator_class.TYPE_CHECKER, format_checker,
-                     draft07).schema(meta_schema)
+    compiler = _Compiler(meta_schema, format_checker, draft07)
+    compiler.schema(meta_schema)  # the root: node 0
+    return op.Program(compiler.nodes, validator_class.TYPE_CHECKER.is_type)
