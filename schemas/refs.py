@@ -153,23 +153,39 @@ def _plain_pointer_lookup(resolver: Resolver[Any], ref: str) -> tuple[Any, Resol
     JSON-pointer fragment (`#/definitions/a`) whose every step lands on an object with neither
     `$id` nor `id`, without `referencing`'s walk; None for any other `ref` (looked up as usual).
     Such steps enter no subresource with an identifier in any draft, so the resolver is the one
-    `lookup` evolves for the document and the contents are those its walk reaches (the same
-    decoding: percent, then `~1` and `~0`); ~2 us against ~10."""
+    `lookup` evolves for the document (`_evolved`) and the contents are those its walk reaches
+    (the same decoding: percent, then `~1` and `~0`); ~1.5 us against ~10."""
     if not ref.startswith("#/"):
         return None
     uri = resolver._base_uri
-    try:
-        retrieved = resolver._registry.get_or_retrieve(uri)
-    except Exception:  # noqa: BLE001 - `lookup` raises it as an unresolvable ref
-        return None
-    document = contents = retrieved.value.contents
-    for segment in unquote(ref[2:]).split("/"):
+    registry = resolver._registry
+    resource = registry._resources.get(uri)  # `get_or_retrieve`'s first step, without its wrapper
+    if resource is None:
+        try:
+            retrieved = registry.get_or_retrieve(uri)
+        except Exception:  # noqa: BLE001 - `lookup` raises it as an unresolvable ref
+            return None
+        registry, resource = retrieved.registry, retrieved.value
+    document = contents = resource.contents
+    for segment in (unquote(ref[2:]) if "%" in ref else ref[2:]).split("/"):
         if type(contents) is not dict:
             return None
-        contents = contents.get(segment.replace("~1", "/").replace("~0", "~"), _ABSENT)
+        if "~" in segment:
+            segment = segment.replace("~1", "/").replace("~0", "~")
+        contents = contents.get(segment, _ABSENT)
         if type(contents) is not dict or "$id" in contents or "id" in contents:
             return None
-    return contents, resolver._evolve(registry=retrieved.registry, base_uri=uri), document
+    return contents, _evolved(resolver, registry), document
+
+
+def _evolved(resolver: Resolver[Any], registry: Registry[Any]) -> Resolver[Any]:
+    """`resolver._evolve(registry=registry, base_uri=resolver._base_uri)`, made directly (attrs'
+    `evolve` reads the class's fields on every call): the same base URI over `registry`, its own
+    base URI pushed onto the dynamic scope when that is still empty."""
+    uri, previous = resolver._base_uri, resolver._previous
+    if uri and not previous:
+        previous = previous.push_front(uri)
+    return type(resolver)(base_uri=uri, registry=registry, previous=previous)
 
 
 def _scope(resolver: Resolver[Any]) -> tuple[str, int, tuple[str, ...]]:
