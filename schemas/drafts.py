@@ -9,6 +9,7 @@ the closest draft its keywords imply, with a warning.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import jsonschema
@@ -77,8 +78,10 @@ DRAFT_NAMES = tuple(draft.name for draft in ALL_DRAFTS)
 _KNOWN_UNSUPPORTED = ("draft-03", "draft-02", "draft-01")
 
 
+@lru_cache(maxsize=1024)
 def _uri_key(uri: str) -> str:
-    """`$schema` URIs compare without scheme, trailing '#' or trailing '/'."""
+    """`$schema` URIs compare without scheme, trailing '#' or trailing '/' (kept per URI: schemas
+    repeat a few)."""
     key = uri.strip().rstrip("#").rstrip("/")
     for prefix in ("https://", "http://"):
         if key.startswith(prefix):
