@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cached_property, lru_cache
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 from urllib.parse import unquote, urldefrag
 
 from attrs import evolve
@@ -12,16 +12,13 @@ import referencing.exceptions
 import referencing.jsonschema
 from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 from referencing import Registry, Resource, Specification
+from referencing._core import Resolver  # the public type, defined privately
 
 from formwork.schemas.dialects import declared_draft, translate
 from formwork.schemas.drafts import DRAFT_2020_12_SPEC, Draft
 from formwork.schemas.errors import DynamicRefError, UnknownDraftError, UnresolvableRefError
 from formwork.schemas.pointer import InvalidPointerError, child, from_fragment, split_pointer
 from formwork.schemas.source import MAX_DEPTH, checked_copy
-
-if TYPE_CHECKING:
-    from referencing._core import Resolver  # the public type, defined privately
-
 
 _ABSENT = object()  # a pointer token naming no member
 
@@ -188,6 +185,17 @@ def _evolved(resolver: Resolver[Any], registry: Registry[Any]) -> Resolver[Any]:
     return type(resolver)(base_uri=uri, registry=registry, previous=previous)
 
 
+def _resolver_with_root(registry: Registry[Any], resource: Resource[Any]) -> Resolver[Any]:
+    """`registry.resolver_with_root(resource)`, the grown registry made directly (attrs' `evolve`
+    reads the class's fields on every call; ~25 us of a cold compile): the resource added under
+    its id ("" without one) and marked uncrawled, the base URI its id."""
+    uri = resource.id() or ""
+    key = uri.rstrip("#")  # as `Registry.with_resources` files it
+    grown = Registry(resources=registry._resources.insert(key, resource), anchors=registry._anchors,
+                     uncrawled=registry._uncrawled.insert(key), retrieve=registry._retrieve)
+    return Resolver(base_uri=uri, registry=grown)
+
+
 def _scope(resolver: Resolver[Any]) -> tuple[str, int, tuple[str, ...]]:
     """What a `referencing` resolver's lookups depend on, as a key: its base URI, its registry
     (by id: a key's entry holds the resolver, hence the registry) and its dynamic scope (the
@@ -222,7 +230,7 @@ class RefIndex:
     def resolver(self) -> Resolver[Any]:
         """The root's resolver, made on first use: a schema without `$ref` or `$id` never needs
         it, and callers pass None for it meanwhile (`resolve` and `enter` take None as the root's)."""
-        return self._registry.registry.resolver_with_root(self._root_resource)
+        return _resolver_with_root(self._registry.registry, self._root_resource)
 
     def _crawled_instead(self, resolver: Resolver[Any]) -> Resolver[Any]:
         """`resolver` over the registry its lookups crawled to, once one did (`_keep_crawl`)."""

@@ -1,0 +1,49 @@
+"""The resolvers `refs` makes itself are those `referencing` makes: the root's
+(`_resolver_with_root`, as `Registry.resolver_with_root`) and a lookup's (`_evolved`, as
+`Resolver._evolve`), field for field (attrs equality: base URI, registry, dynamic scope)."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from formwork.schemas import refs
+from formwork.schemas.drafts import DRAFT_07_SPEC, DRAFT_2020_12_SPEC
+from formwork.schemas.refs import RefIndex, SchemaRegistry
+
+ROOTS = [
+    {"type": "object"},
+    {"$id": "https://example.com/root.json", "$defs": {"a": {}}},
+    {"$id": "https://example.com/frag.json#"},
+    {"$id": "relative.json"},
+    {"$id": "https://example.com/r.json", "$ref": "#/$defs/a", "$defs": {"a": {}}},  # draft-07: $ref hides $id
+    {"$schema": "http://json-schema.org/draft-04/schema#", "id": "https://example.com/old.json"},
+    True,
+]
+
+
+@pytest.mark.parametrize("draft", [DRAFT_2020_12_SPEC, DRAFT_07_SPEC], ids=lambda d: d.name)  # the dialects indexed
+@pytest.mark.parametrize("root", ROOTS, ids=repr)
+@pytest.mark.parametrize("registry", [None, {"https://example.com/other.json": {"type": "string"}}])
+def test_root_resolver_is_referencings(draft, root, registry):
+    index = RefIndex(root, draft, SchemaRegistry(registry) if registry else None)
+    expected = index._registry.registry.resolver_with_root(index._root_resource)
+    assert index.resolver == expected
+    assert index.resolver._base_uri == expected._base_uri
+    assert index.resolver._registry == expected._registry
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["", "https://example.com/a.json", "urn:x"]),
+       st.lists(st.sampled_from(["https://example.com/b.json", "urn:y"]), max_size=2))
+def test_evolved_is_referencings_evolve(base_uri, previous):
+    root = RefIndex({"$defs": {"a": {}}}, DRAFT_2020_12_SPEC).resolver
+    resolver = type(root)(base_uri=base_uri, registry=root._registry)
+    for uri in reversed(previous):
+        resolver = type(root)(base_uri=base_uri, registry=root._registry,
+                              previous=resolver._previous.push_front(uri))
+    grown = root._registry.with_resource("urn:other", root._registry[""])
+    for registry in (root._registry, grown):
+        ours = refs._evolved(resolver, registry)
+        theirs = resolver._evolve(registry=registry, base_uri=base_uri)
+        assert ours == theirs and ours._registry is theirs._registry
+        assert tuple(ours._previous) == tuple(theirs._previous)
