@@ -108,7 +108,16 @@ def _layout_codes(draft: str) -> dict[str, int]:
             for keyword, shape in SUBSCHEMA_KEYWORDS[draft].items() if keyword not in DEFINITION_CONTAINERS}
 
 
-_walk.configure(Location, {draft: (PLAIN_KEYWORDS[draft], _layout_codes(draft), draft == DRAFT_07)
+def _plain_beside_ref(draft: str) -> frozenset[str]:
+    """The keywords `_Analyser._classify` reports nothing for beside a `$ref` that overrides its
+    siblings (draft-07): `$ref`, definition containers and annotations, where the draft finds
+    them plain (any other is "ignored", or classified)."""
+    return frozenset(keyword for keyword in PLAIN_KEYWORDS[draft] if keyword == "$ref"
+                     or keyword in DEFINITION_CONTAINERS or keyword in ANNOTATION_KEYWORDS)
+
+
+_walk.configure(Location, {draft: (PLAIN_KEYWORDS[draft], _layout_codes(draft), _plain_beside_ref(draft),
+                                   draft == DRAFT_07)
                            for draft in SUBSCHEMA_KEYWORDS}, _nested_draft, _too_many_visits)
 
 

@@ -2,8 +2,8 @@
  * a depth-first walk of one `$ref` target's subschemas that marks each visited, classifies the
  * keywords of those not yet reported, follows `$ref` / `$dynamicRef` and queues the subschemas
  * of each subschema keyword with their JSON pointers.  The rare steps stay Python, called back in
- * the order the walk meets them: `_classify` (a keyword outside the draft's plain ones, or a
- * draft-07 `$ref`), `_follow`, `_nested_draft` (`$schema`), `RefIndex.enter` (`$id`),
+ * the order the walk meets them: `_classify` (a keyword outside the draft's plain ones; beside a
+ * draft-07 `$ref`, one but `$ref`, definition containers and plain annotations), `_follow`, `_nested_draft` (`$schema`), `RefIndex.enter` (`$id`),
  * `_unsupported` (a subschema keyword outside the plain ones) and the visit limit's error.
  *
  * Every frame owns references to its node, location, resolver and draft: the callbacks run
@@ -21,6 +21,8 @@ typedef struct {
     PyObject *name;   /* the draft's name */
     PyObject *plain;  /* frozenset: the keywords needing no classification */
     PyObject *layout; /* dict: subschema keyword -> layout code (definition containers left out) */
+    PyObject *ref_plain; /* frozenset: the keywords needing no classification beside a `$ref`
+                            that overrides its siblings (draft-07) */
     int ref_only;     /* draft-07: `$ref` overrides its siblings */
 } Table;
 
@@ -241,7 +243,7 @@ static int visit(Walk *walk, Frame *frame, PyObject *visited, PyObject *reported
         if (seen < 0) return -1;
         if (!seen) {
             if (PySet_Add(reported, frame->here) < 0) return -1;
-            int plain = has_ref && table->ref_only ? 0 : all_plain(table->plain, node);
+            int plain = all_plain(has_ref && table->ref_only ? table->ref_plain : table->plain, node);
             if (plain < 0) return -1;
             if (!plain) {
                 PyObject *args[] = {walk->analyser, node, frame->here, frame->draft};
@@ -352,16 +354,26 @@ static PyObject *configure(PyObject *module, PyObject *args) {
     int count = 0;
     Table fresh[MAX_TABLES];
     while (PyDict_Next(by_name, &pos, &name, &entry)) {
-        PyObject *plain, *layout;
+        PyObject *plain, *layout, *ref_plain;
         int ref_only;
-        if (!PyArg_ParseTuple(entry, "O!O!p:configure", &PyFrozenSet_Type, &plain, &PyDict_Type, &layout, &ref_only))
+        if (!PyArg_ParseTuple(entry, "O!O!O!p:configure", &PyFrozenSet_Type, &plain, &PyDict_Type, &layout,
+                              &PyFrozenSet_Type, &ref_plain, &ref_only)) {
+            for (int i = 0; i < count; i++) {
+                Py_DECREF(fresh[i].name);
+                Py_DECREF(fresh[i].plain);
+                Py_DECREF(fresh[i].layout);
+                Py_DECREF(fresh[i].ref_plain);
+            }
             return NULL;
-        fresh[count++] = (Table){Py_NewRef(name), Py_NewRef(plain), Py_NewRef(layout), ref_only};
+        }
+        fresh[count++] = (Table){Py_NewRef(name), Py_NewRef(plain), Py_NewRef(layout), Py_NewRef(ref_plain),
+                                 ref_only};
     }
     for (int i = 0; i < table_count; i++) {
         Py_DECREF(tables[i].name);
         Py_DECREF(tables[i].plain);
         Py_DECREF(tables[i].layout);
+        Py_DECREF(tables[i].ref_plain);
     }
     memcpy(tables, fresh, count * sizeof(Table));
     table_count = count;
@@ -374,8 +386,8 @@ static PyObject *configure(PyObject *module, PyObject *args) {
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS,
      "configure(location_type, tables, nested_draft, too_many_visits): the walk's constants; `tables`\n"
-     "maps each draft name to (plain keywords, {subschema keyword: layout code}, whether `$ref`\n"
-     "overrides its siblings)."},
+     "maps each draft name to (plain keywords, {subschema keyword: layout code}, the plain keywords\n"
+     "beside a `$ref` that overrides its siblings, whether `$ref` does)."},
     {"walk_target", (PyCFunction)(void (*)(void))walk_target, METH_FASTCALL,
      "walk_target(analyser, visited, reported, index, schema, location, resolver, draft, max_visits)\n"
      "-> [(location, descended)]: the `$ref` sites met walking one target (`_Analyser._walk_target`)."},
