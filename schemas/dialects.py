@@ -52,6 +52,14 @@ _NOT_IN_SOURCE: dict[str, frozenset[str]] = {
 #: Draft-04 boolean exclusive bounds and the bound each qualifies, both ways.
 _EXCLUSIVE = {"exclusiveMinimum": "minimum", "exclusiveMaximum": "maximum"}
 _QUALIFIED = {bound: exclusive for exclusive, bound in _EXCLUSIVE.items()}
+#: Per translated draft, the keywords `_Translator._keyword` may rewrite or drop; any other is
+#: kept as it is (a draft-04 object with `"": true` is the exception: see `_keyword`).
+_REWRITTEN: dict[str, frozenset[str]] = {
+    DRAFT_04: _NOT_IN_SOURCE[DRAFT_04] | {"id"} | _EXCLUSIVE.keys() | _QUALIFIED.keys(),
+    DRAFT_06: _NOT_IN_SOURCE[DRAFT_06],
+    DRAFT_2019_09: _NOT_IN_SOURCE[DRAFT_2019_09] | {"items", "additionalItems", "$ref", "$recursiveRef",
+                                                    "$recursiveAnchor"},
+}
 
 # ---------------------------------------------------------------------- which draft
 
@@ -160,11 +168,12 @@ class _Translator:
             self.problems.extend(problems)
         if draft.translated_to is None:
             layout = SUBSCHEMA_KEYWORDS[draft.name]
-            ids = ("$id",)
+            rewritten: frozenset[str] | None = frozenset()
         else:
             layout = SOURCE_LAYOUTS[draft.name]
-            ids = ("id",) if draft is DRAFT_04_SPEC else ("$id",)
-        if any(isinstance(node.get(key), str) for key in ids) and "$ref" not in node:
+            # draft-04 reads `node.get("")` for every keyword not rewritten before (see `_keyword`)
+            rewritten = None if draft is DRAFT_04_SPEC and node.get("") is True else _REWRITTEN[draft.name]
+        if isinstance(node.get("id" if draft is DRAFT_04_SPEC else "$id"), str) and "$ref" not in node:
             resource = node
         out: dict[str, Any] = {}
         for keyword, value in node.items():
@@ -173,7 +182,10 @@ class _Translator:
                 value = self._subschemas(keyword, shape, value, draft, pointer, resource)
             elif keyword == "$schema":
                 value = draft.target.uri
-            self._keyword(out, keyword, value, node, draft, pointer, resource)
+            if rewritten is not None and keyword not in rewritten:
+                out[keyword] = value  # what `_keyword` does with it
+            else:
+                self._keyword(out, keyword, value, node, draft, pointer, resource)
         if draft.name == DRAFT_2019_09 and "$recursiveRef" in node:
             self._recursive_ref(out, node["$recursiveRef"], resource)
         return out
