@@ -17,7 +17,8 @@ from formwork.schemas import _analysis_walk as _walk
 from formwork.schemas._analysis_walk import walk_target
 from formwork.schemas.dialects import foreign_keyword
 from formwork.schemas.drafts import Draft, draft_of
-from formwork.schemas.errors import DynamicRefError, SchemaTooLargeError, UnknownDraftError
+from formwork.schemas.errors import (DynamicRefError, SchemaTooLargeError, UnknownDraftError,
+                                     UnresolvableRefError)
 from formwork.schemas.keywords import (ANNOTATION_KEYWORDS, DEFINITION_CONTAINERS, DRAFT_07,
                                        INSTANCE_DESCENDING, PLAIN_KEYWORDS, SUBSCHEMA_KEYWORDS,
                                        KeywordKind, Shape, classify)
@@ -161,14 +162,19 @@ class _Analyser:
     def _follow(self, ref: Any, location: Location, resolver: Resolver[Any], draft: Draft,
                 keyword: str = "$ref") -> bool:
         """Record the reference at `location` and queue its target; False (and an error
-        problem) for a `$dynamicRef` whose target depends on the dynamic scope."""
-        site = child(self.index.display(location), keyword)
+        problem) for a `$dynamicRef` whose target depends on the dynamic scope.  The site's
+        pointer is spelled only for a problem or an error (resolved without it, the error raised
+        again with it: the same error `resolve(..., site=site)` raises)."""
         try:
             resolve = self.index.resolve if keyword == "$ref" else self.index.resolve_dynamic
-            target, target_resolver, target_location = resolve(ref, resolver, site=site)
+            target, target_resolver, target_location = resolve(ref, resolver)
         except DynamicRefError as error:
+            site = child(self.index.display(location), keyword)
             self.result.problems.append(Problem(site, keyword, error.reason, Severity.ERROR))
             return False
+        except UnresolvableRefError as error:
+            raise UnresolvableRefError(error.reason, pointer=child(self.index.display(location), keyword)) \
+                from None
         self.result.sites[location] = RefSite(location, ref, target_location)
         if target_location in self.result.targets:
             return True
@@ -180,7 +186,7 @@ class _Analyser:
                 foreign_keyword(document, target_draft)
             if foreign is not None:
                 self.result.problems.append(Problem(
-                    site, keyword, f"the target is a {target_draft.name} document using {foreign!r} "
+                    child(self.index.display(location), keyword), keyword, f"the target is a {target_draft.name} document using {foreign!r} "
                     f"inside a {self.root_draft.name} schema, which reads it differently; mixing the "
                     "two is not supported", Severity.ERROR))
                 return False
