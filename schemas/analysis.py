@@ -185,8 +185,9 @@ class _Analyser:
             foreign = None if target_draft is self.root_draft or document is None else \
                 foreign_keyword(document, target_draft)
             if foreign is not None:
+                site = child(self.index.display(location), keyword)
                 self.result.problems.append(Problem(
-                    child(self.index.display(location), keyword), keyword, f"the target is a {target_draft.name} document using {foreign!r} "
+                    site, keyword, f"the target is a {target_draft.name} document using {foreign!r} "
                     f"inside a {self.root_draft.name} schema, which reads it differently; mixing the "
                     "two is not supported", Severity.ERROR))
                 return False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cached_property, lru_cache
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import unquote, urldefrag
 
 from attrs import evolve
@@ -12,13 +12,17 @@ import referencing.exceptions
 import referencing.jsonschema
 from jsonschema_specifications import REGISTRY as SPECIFICATIONS
 from referencing import Registry, Resource, Specification
-from referencing._core import Resolver  # the public type, defined privately
 
 from formwork.schemas.dialects import declared_draft, translate
 from formwork.schemas.drafts import DRAFT_2020_12_SPEC, Draft
 from formwork.schemas.errors import DynamicRefError, UnknownDraftError, UnresolvableRefError
 from formwork.schemas.pointer import InvalidPointerError, child, from_fragment, split_pointer
+from formwork.schemas.resolvers import evolved, resolver_with_root
 from formwork.schemas.source import MAX_DEPTH, checked_copy
+
+if TYPE_CHECKING:
+    from referencing._core import Resolver  # the public type, defined privately
+
 
 _ABSENT = object()  # a pointer token naming no member
 
@@ -150,8 +154,8 @@ def _plain_pointer_lookup(resolver: Resolver[Any], ref: str) -> tuple[Any, Resol
     JSON-pointer fragment (`#/definitions/a`) whose every step lands on an object with neither
     `$id` nor `id`, without `referencing`'s walk; None for any other `ref` (looked up as usual).
     Such steps enter no subresource with an identifier in any draft, so the resolver is the one
-    `lookup` evolves for the document (`_evolved`) and the contents are those its walk reaches
-    (the same decoding: percent, then `~1` and `~0`); ~1.5 us against ~10."""
+    `lookup` evolves for the document (`resolvers.evolved`) and the contents are those its walk
+    reaches (the same decoding: percent, then `~1` and `~0`); ~1.5 us against ~10."""
     if not ref.startswith("#/"):
         return None
     uri = resolver._base_uri
@@ -172,28 +176,7 @@ def _plain_pointer_lookup(resolver: Resolver[Any], ref: str) -> tuple[Any, Resol
         contents = contents.get(segment, _ABSENT)
         if type(contents) is not dict or "$id" in contents or "id" in contents:
             return None
-    return contents, _evolved(resolver, registry), document
-
-
-def _evolved(resolver: Resolver[Any], registry: Registry[Any]) -> Resolver[Any]:
-    """`resolver._evolve(registry=registry, base_uri=resolver._base_uri)`, made directly (attrs'
-    `evolve` reads the class's fields on every call): the same base URI over `registry`, its own
-    base URI pushed onto the dynamic scope when that is still empty."""
-    uri, previous = resolver._base_uri, resolver._previous
-    if uri and not previous:
-        previous = previous.push_front(uri)
-    return type(resolver)(base_uri=uri, registry=registry, previous=previous)
-
-
-def _resolver_with_root(registry: Registry[Any], resource: Resource[Any]) -> Resolver[Any]:
-    """`registry.resolver_with_root(resource)`, the grown registry made directly (attrs' `evolve`
-    reads the class's fields on every call; ~25 us of a cold compile): the resource added under
-    its id ("" without one) and marked uncrawled, the base URI its id."""
-    uri = resource.id() or ""
-    key = uri.rstrip("#")  # as `Registry.with_resources` files it
-    grown = Registry(resources=registry._resources.insert(key, resource), anchors=registry._anchors,
-                     uncrawled=registry._uncrawled.insert(key), retrieve=registry._retrieve)
-    return Resolver(base_uri=uri, registry=grown)
+    return contents, evolved(resolver, registry), document
 
 
 def _scope(resolver: Resolver[Any]) -> tuple[str, int, tuple[str, ...]]:
@@ -230,7 +213,7 @@ class RefIndex:
     def resolver(self) -> Resolver[Any]:
         """The root's resolver, made on first use: a schema without `$ref` or `$id` never needs
         it, and callers pass None for it meanwhile (`resolve` and `enter` take None as the root's)."""
-        return _resolver_with_root(self._registry.registry, self._root_resource)
+        return resolver_with_root(self._registry.registry, self._root_resource)
 
     def _crawled_instead(self, resolver: Resolver[Any]) -> Resolver[Any]:
         """`resolver` over the registry its lookups crawled to, once one did (`_keep_crawl`)."""

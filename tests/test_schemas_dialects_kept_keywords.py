@@ -24,7 +24,8 @@ class _Everything:
         return True
 
 
-values = schema_like(["", "#", "#/items/0", "#/definitions/a", "x.json", "http://json-schema.org/draft-07/schema#"],
+values = schema_like(["", "#", "#/items/0", "#/definitions/a", "x.json",
+                      "http://json-schema.org/draft-07/schema#"],
                      sorted(DRAFT_KEYWORDS["2020-12"] | DRAFT_KEYWORDS["draft-07"]
                             | {"id", "definitions", "dependencies", "additionalItems", "$recursiveRef",
                                "$recursiveAnchor", "", "a"}))

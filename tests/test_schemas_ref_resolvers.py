@@ -1,12 +1,12 @@
-"""The resolvers `refs` makes itself are those `referencing` makes: the root's
-(`_resolver_with_root`, as `Registry.resolver_with_root`) and a lookup's (`_evolved`, as
+"""The resolvers `schemas.resolvers` makes are those `referencing` makes: the root's
+(`resolver_with_root`, as `Registry.resolver_with_root`) and a lookup's (`evolved`, as
 `Resolver._evolve`), field for field (attrs equality: base URI, registry, dynamic scope)."""
 from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from formwork.schemas import refs
+from formwork.schemas import resolvers
 from formwork.schemas.drafts import DRAFT_07_SPEC, DRAFT_2020_12_SPEC
 from formwork.schemas.refs import RefIndex, SchemaRegistry
 
@@ -15,13 +15,13 @@ ROOTS = [
     {"$id": "https://example.com/root.json", "$defs": {"a": {}}},
     {"$id": "https://example.com/frag.json#"},
     {"$id": "relative.json"},
-    {"$id": "https://example.com/r.json", "$ref": "#/$defs/a", "$defs": {"a": {}}},  # draft-07: $ref hides $id
+    {"$id": "https://example.com/r.json", "$ref": "#/$defs/a", "$defs": {"a": {}}},  # draft-07: no id
     {"$schema": "http://json-schema.org/draft-04/schema#", "id": "https://example.com/old.json"},
     True,
 ]
 
 
-@pytest.mark.parametrize("draft", [DRAFT_2020_12_SPEC, DRAFT_07_SPEC], ids=lambda d: d.name)  # the dialects indexed
+@pytest.mark.parametrize("draft", [DRAFT_2020_12_SPEC, DRAFT_07_SPEC], ids=lambda d: d.name)
 @pytest.mark.parametrize("root", ROOTS, ids=repr)
 @pytest.mark.parametrize("registry", [None, {"https://example.com/other.json": {"type": "string"}}])
 def test_root_resolver_is_referencings(draft, root, registry):
@@ -43,7 +43,7 @@ def test_evolved_is_referencings_evolve(base_uri, previous):
                               previous=resolver._previous.push_front(uri))
     grown = root._registry.with_resource("urn:other", root._registry[""])
     for registry in (root._registry, grown):
-        ours = refs._evolved(resolver, registry)
+        ours = resolvers.evolved(resolver, registry)
         theirs = resolver._evolve(registry=registry, base_uri=base_uri)
         assert ours == theirs and ours._registry is theirs._registry
         assert tuple(ours._previous) == tuple(theirs._previous)

@@ -268,7 +268,8 @@ static int read_check(Check *c, PyObject *t, Py_ssize_t count) {
     c->obj = size > 1 ? PyTuple_GET_ITEM(t, 1) : NULL;
     c->arg = size > 2 ? PyTuple_GET_ITEM(t, 2) : NULL;
     static const Py_ssize_t sizes[OP_COUNT] = {1, 3, 3, 2, 2, 2, 2, 2, 2, 1, 4, 2, 2, 3};
-    if (c->op < 0 || c->op >= OP_COUNT || size != sizes[c->op]) return PyErr_Occurred() ? -1 : bad("an opcode");
+    if (c->op < 0 || c->op >= OP_COUNT || size != sizes[c->op])
+        return PyErr_Occurred() ? -1 : bad("an opcode");
     switch (c->op) {
     case OP_TYPE:
         if (!PyTuple_Check(c->arg) || PyTuple_GET_SIZE(c->arg) != PyTuple_GET_SIZE(c->obj))
@@ -276,7 +277,8 @@ static int read_check(Check *c, PyObject *t, Py_ssize_t count) {
         if (read_numbers(c, c->obj, count, 1) < 0) return -1;
         c->obj = c->arg;  /* the names, one per code */
         return 0;
-    case OP_PROPERTIES: return (c->node = node_number(c->arg, count, 1)) < -1 ? -1 : read_properties(c, count);
+    case OP_PROPERTIES:
+        return (c->node = node_number(c->arg, count, 1)) < -1 ? -1 : read_properties(c, count);
     case OP_ITEMS: case OP_PROPERTY_NAMES: return (c->node = node_number(c->obj, count, 0)) < 0 ? -1 : 0;
     case OP_ANY_OF: case OP_ALL_OF: return read_numbers(c, c->obj, count, 0);
     case OP_ENUM: return PyFrozenSet_Check(c->obj) ? 0 : bad("enum: a frozenset expected");
@@ -360,7 +362,8 @@ static PyTypeObject program_type = {
     .tp_new = program_new,
 };
 
-static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_meta_check", NULL, -1, NULL, NULL, NULL, NULL, NULL};
+static struct PyModuleDef module_def = {PyModuleDef_HEAD_INIT, "_meta_check", NULL, -1,
+                                        NULL, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__meta_check(void) {
     if (PyType_Ready(&program_type) < 0) return NULL;
