@@ -6,7 +6,10 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from formwork.schemas import resolvers
+from referencing import Registry
+from referencing.jsonschema import DRAFT202012
+
+from formwork.schemas import refs, resolvers
 from formwork.schemas.drafts import DRAFT_07_SPEC, DRAFT_2020_12_SPEC
 from formwork.schemas.refs import RefIndex, SchemaRegistry
 
@@ -47,3 +50,19 @@ def test_evolved_is_referencings_evolve(base_uri, previous):
         theirs = resolver._evolve(registry=registry, base_uri=base_uri)
         assert ours == theirs and ours._registry is theirs._registry
         assert tuple(ours._previous) == tuple(theirs._previous)
+
+
+def test_a_referencing_whose_fields_changed_gets_its_public_paths(monkeypatch):
+    """Where the private fields no longer give referencing's answers, the probe says so, and with
+    `DIRECT` off every function (and the plain pointer lookup) takes referencing's own path."""
+    assert resolvers.DIRECT is True  # this referencing: the direct paths are the ones tested above
+    monkeypatch.setattr(resolvers, "_resolver_with_root_direct", lambda registry, resource: None)
+    assert resolvers._same_as_referencing() is False
+    monkeypatch.undo()
+    monkeypatch.setattr(resolvers, "DIRECT", False)
+    registry = Registry().with_resource("urn:x", DRAFT202012.create_resource({"type": "string"}))
+    root = DRAFT202012.create_resource({"$id": "urn:root", "$defs": {"a": {"type": "integer"}}})
+    theirs = registry.resolver_with_root(root)
+    assert resolvers.resolver_with_root(registry, root) == theirs
+    assert resolvers.evolved(theirs, registry) == theirs._evolve(registry=registry, base_uri=theirs._base_uri)
+    assert refs._plain_pointer_lookup(theirs, "#/$defs/a") is None  # looked up as usual
