@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from types import MappingProxyType
 
-from formwork.grammar._nfa_build import alt_of, install_hash, seq_of
+from formwork.grammar._nfa_build import alt_of, install_eq, install_hash, seq_of
 from formwork.grammar.errors import GrammarError, UndefinedRuleError
 from formwork.grammar.ir_identity import composite_eq, composite_hash, sub_nodes_getter
 
@@ -38,6 +38,7 @@ def _node(cls):
     cls.__hash__ = _cached_hash(cls)
     # hash() in C: the cached hash, else the same one made there or by the `__hash__` above
     install_hash(cls, _compared(cls), hash(cls.__name__))
+    install_eq(cls)  # == in C: the same structural equality as the `__eq__` above
     return cls
 
 

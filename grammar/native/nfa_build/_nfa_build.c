@@ -356,6 +356,7 @@ static PyMethodDef module_methods[] = {
     {"share_in", (PyCFunction)(void (*)(void))nfab_share_in, METH_FASTCALL, nfab_share_in_doc},
     {"member_cells", (PyCFunction)(void (*)(void))nfab_member_cells, METH_FASTCALL, nfab_member_cells_doc},
     {"install_hash", nfab_install_hash, METH_VARARGS, nfab_install_hash_doc},
+    {"install_eq", nfab_install_eq, METH_O, nfab_install_eq_doc},
     {NULL, NULL, 0, NULL},
 };
 

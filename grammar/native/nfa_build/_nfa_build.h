@@ -7,6 +7,7 @@
  *   _nfa_marks.c    `shared_nodes.share`'s table work (`share_in`)
  *   _nfa_chain.c    an object's member list, marked cell by cell (`member_cells`)
  *   _nfa_hash.c     the IR classes' C hash, read from the `_hash` slot (`install_hash`)
+ *   _nfa_eq.c       the IR classes' C structural equality (`install_eq`)
  * It holds the builder's structs, the IR classes and interned names, the small helpers hot loops
  * call (static inline, so they stay inlined), and the prototypes of the shared functions.
  */
@@ -92,8 +93,25 @@ extern const char nfab_member_cells_doc[];
 
 /* ------------------------------------------------------------------ _nfa_hash.c */
 
+enum { NFAB_MAX_FIELDS = 4 };
+/* A class given a C hash: where its nodes keep `_hash` and their compared fields, and how their
+ * hashes are made (the classes live for the process: a reference is kept). */
+typedef struct {
+    PyTypeObject *kind;
+    Py_ssize_t at;                       /* the `_hash` slot */
+    Py_hash_t salt;                      /* hash(class name) */
+    int n_fields;                        /* its compared fields (-1: not read in C) ... */
+    Py_ssize_t fields[NFAB_MAX_FIELDS];  /* ... and their slots */
+} HashedClass;
+
 PyObject *nfab_install_hash(PyObject *module, PyObject *args);
 extern const char nfab_install_hash_doc[];
+const HashedClass *nfab_hashed_class(const PyTypeObject *kind);
+
+/* ------------------------------------------------------------------ _nfa_eq.c */
+
+PyObject *nfab_install_eq(PyObject *module, PyObject *cls);
+extern const char nfab_install_eq_doc[];
 
 /* ------------------------------------------------------------------ _nfa_moves.c */
 

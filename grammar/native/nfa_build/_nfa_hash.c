@@ -14,20 +14,11 @@
  */
 #include "_nfa_build.h"
 
-/* MAX_STACK: the most nodes `walk_hash` keeps to hash (past it, say through a cycle made with
- * object.__setattr__, the Python `__hash__` goes on). */
-enum { MAX_HASHED = 64, MAX_FIELDS = 4, MAX_STACK = 1 << 24 };
+/* The classes given a C hash (`HashedClass`).  MAX_STACK: the most nodes `walk_hash` keeps to
+ * hash (past it, say through a cycle made with object.__setattr__, the Python `__hash__` goes on). */
+enum { MAX_HASHED = 64, MAX_FIELDS = NFAB_MAX_FIELDS, MAX_STACK = 1 << 24 };
 
-/* The classes given a C hash, where their nodes keep `_hash` and their compared fields, and how
- * their hashes are made (the classes live for the process: a reference is kept). */
-typedef struct {
-    PyTypeObject *kind;
-    Py_ssize_t at;                  /* the `_hash` slot */
-    Py_hash_t salt;                 /* hash(class name) */
-    int n_fields;                   /* its compared fields (-1: not computed here) ... */
-    Py_ssize_t fields[MAX_FIELDS];  /* ... and their slots */
-} Hashed;
-static Hashed hashed[MAX_HASHED];
+static HashedClass hashed[MAX_HASHED];
 static int n_hashed;
 static PyObject *s_hash_name, *s_slot_name; /* "__hash__", "_hash" */
 
@@ -60,17 +51,21 @@ static Py_hash_t python_hash(PyObject *node) {
 }
 
 /* The installed class of `kind`, or NULL. */
-static const Hashed *entry_of(const PyTypeObject *kind) {
+static const HashedClass *entry_of(const PyTypeObject *kind) {
     for (int i = 0; i < n_hashed; i++)
         if (hashed[i].kind == kind) return &hashed[i];
     return NULL;
+}
+
+const HashedClass *nfab_hashed_class(const PyTypeObject *kind) {
+    return entry_of(kind);
 }
 
 /* The hash of a field's value as `hash()` gives it, or -1 (no exception) where it is not read
  * here: a node without a cached hash, a value that is no plain one, or a tuple nested deeper than
  * `depth`.  Never runs Python code. */
 static Py_hash_t value_hash(PyObject *value, int depth) {
-    const Hashed *sub = entry_of(Py_TYPE(value));
+    const HashedClass *sub = entry_of(Py_TYPE(value));
     if (sub) {
         PyObject *cached = *(PyObject **)((char *)value + sub->at);
         return cached && PyLong_CheckExact(cached) ? as_hash(cached) : -1;
@@ -97,7 +92,7 @@ static Py_hash_t value_hash(PyObject *value, int depth) {
 
 /* hash(compared fields) ^ salt of a node of class `e`, cached in its `_hash` slot as the Python
  * `__hash__` caches it; -1 (no exception) where `value_hash` does not read a field. */
-static Py_hash_t fields_hash(PyObject *node, const Hashed *e) {
+static Py_hash_t fields_hash(PyObject *node, const HashedClass *e) {
     Py_hash_t lanes[MAX_FIELDS], h;
     for (int i = 0; i < e->n_fields; i++) {
         PyObject *value = *(PyObject **)((char *)node + e->fields[i]);
@@ -127,7 +122,7 @@ static int push_unhashed(Stack *stack, PyObject *value) {
         n = PyTuple_GET_SIZE(value);
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        const Hashed *sub = entry_of(Py_TYPE(items[i]));
+        const HashedClass *sub = entry_of(Py_TYPE(items[i]));
         if (!sub || *(PyObject **)((char *)items[i] + sub->at) != Py_None) continue;
         if (stack->n == MAX_STACK || GROW(stack, nodes, cap, stack->n + 1)) {
             PyErr_Clear();
@@ -148,7 +143,7 @@ static Py_hash_t walk_hash(PyObject *root) {
     if (push_unhashed(&stack, root)) return -1;
     while (stack.n) {
         PyObject *top = stack.nodes[stack.n - 1];
-        const Hashed *e = entry_of(Py_TYPE(top));
+        const HashedClass *e = entry_of(Py_TYPE(top));
         if (*(PyObject **)((char *)top + e->at) != Py_None) { /* reached by another path first */
             stack.n--;
             continue;
@@ -170,7 +165,7 @@ done:
 /* The C `tp_hash` of an installed class: the cached int read from the `_hash` slot, else made
  * here (`fields_hash`, `walk_hash`) or by the class's Python `__hash__`. */
 static Py_hash_t cached_hash(PyObject *node) {
-    const Hashed *e = entry_of(Py_TYPE(node));
+    const HashedClass *e = entry_of(Py_TYPE(node));
     if (!e) return python_hash(node);
     PyObject *cached = *(PyObject **)((char *)node + e->at);
     if (cached && PyLong_CheckExact(cached)) return as_hash(cached);
@@ -206,7 +201,7 @@ PyObject *nfab_install_hash(PyObject *Py_UNUSED(module), PyObject *args) {
     if (entry_of(kind)) Py_RETURN_TRUE;
     /* a heap type's tp_dict is its own dict (a static builtin's is NULL from 3.12) */
     if (!(kind->tp_flags & Py_TPFLAGS_HEAPTYPE) || !kind->tp_dict || n_hashed == MAX_HASHED) Py_RETURN_FALSE;
-    Hashed e = {kind, slot_at(kind, s_slot_name), salt, (int)PyTuple_GET_SIZE(fields), {0}};
+    HashedClass e = {kind, slot_at(kind, s_slot_name), salt, (int)PyTuple_GET_SIZE(fields), {0}};
     if (PyErr_Occurred()) return NULL;
     PyObject *method = PyDict_GetItemWithError(kind->tp_dict, s_hash_name); /* borrowed */
     if (PyErr_Occurred()) return NULL;
