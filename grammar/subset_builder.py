@@ -15,6 +15,29 @@ from formwork.grammar.lexemes import Region
 from formwork.grammar.nfa import NFA
 
 
+_MAX_CLASSES_KEPT = 4096
+_classes_kept: dict[int, tuple[np.ndarray, int]] = {}  # `byte_classes`' answers
+
+
+def byte_classes(cut_mask: int) -> tuple[np.ndarray, int]:
+    """(class of each byte, number of classes) of an NFA whose edges cut the bytes at `cut_mask`
+    (`NFA.cut_mask`): the class of b is the number of cuts in 1..b.  Kept by the mask, since
+    documents and lexemes cut the bytes alike (a JSON document's quotes, digits, escapes...): a
+    dict lookup rather than four numpy calls each.  Automata share the arrays, which nothing
+    writes (they stay writable only because the native loops' buffer checks take every array
+    of an automaton alike)."""
+    got = _classes_kept.get(cut_mask)
+    if got is None:
+        cuts = np.frombuffer(cut_mask.to_bytes(257, "little"), dtype=np.uint8)  # cuts[0] is 1
+        classes = cuts[:256].cumsum(dtype=np.int32)
+        classes -= 1
+        got = (classes, int(classes[255]) + 1)
+        if len(_classes_kept) >= _MAX_CLASSES_KEPT:
+            _classes_kept.clear()
+        _classes_kept[cut_mask] = got
+    return got
+
+
 class SubsetBuilder:
     """The NFA side of subset construction: byte classes, closures and interned state sets.
 
@@ -28,10 +51,7 @@ class SubsetBuilder:
         budget.check_nfa(nfa.num_states)  # its own states; the regions' count as they are reached
         self.budget = budget
         self.final = final
-        cuts = np.frombuffer(nfa.cut_mask().to_bytes(257, "little"), dtype=np.uint8)  # cuts[0] is 1
-        self.class_of_byte = cuts[:256].cumsum(dtype=np.int32)  # class of b: the cuts in 1..b, plus 1
-        self.class_of_byte -= 1
-        self.num_classes = int(self.class_of_byte[255]) + 1
+        self.class_of_byte, self.num_classes = byte_classes(nfa.cut_mask())
         self._nfa = nfa
         self.sets: list[tuple[int, ...]] = []  # filled by the core: DEAD (empty), START, ...
         self._region_facts: dict[int, tuple] = {}  # region index -> `_facts_of` it
