@@ -69,7 +69,7 @@ class LazyDFA:
         self._lock = threading.Lock()
         self._cache: dict = {}
         self._root = _root_id(root)
-        self._class_list: list[int] | None = None  # class_of_byte as a list, for `walk`
+        self._class_bytes: bytes | None = None  # class_of_byte as bytes (a class is < 256), for `walk`
         self._live: dict[int, bytes] = {}  # `live_bytes` per state asked
         self._ids: dict[frozenset[int] | tuple[int, ...], int] = {}  # `state_of`'s answers (a set's id never changes)
         self._automata: dict[int, tuple[Node, LazyDFA]] = {}  # `_automaton_of`: id(lexeme) -> (lexeme, automaton)
@@ -252,9 +252,9 @@ class LazyDFA:
         return self._b.class_of_byte, self._rows_k[: self._known]
 
     def walk(self, state: int, data: bytes) -> int:
-        classes = self._class_list
-        if classes is None:
-            classes = self._class_list = self._b.class_of_byte.tolist()
+        classes = self._class_bytes
+        if classes is None:  # bytes, not a list: 256 ints a young collection would visit
+            classes = self._class_bytes = self._b.class_of_byte.astype(np.uint8).tobytes()
         for b in data:
             if not self._expanded[state]:
                 self.ensure_one(state)

@@ -131,7 +131,11 @@ PyObject *nfab_moves_flat(const Builder *b) {
 }
 
 /* The regions as `build` returns them: the records `_nfa_regions.c` made, their first and last
- * states renumbered after the builder's own (a new list, or NULL). */
+ * states renumbered after the builder's own (a new list, or NULL).  The records are untracked by
+ * the cyclic collector: they hold ints, bools, IR nodes and the region's DFA or template NFA,
+ * none of which refers back to a document's records, so no cycle passes through them; else the
+ * young collection that ends a compile (`gc_pause`) scans ~9 fields a region of every document
+ * compiled since the last one. */
 PyObject *nfab_regions_out(const Builder *b) {
     const Py_ssize_t k = PyList_GET_SIZE(b->regions);
     PyObject *out = PyList_New(k);
@@ -146,7 +150,7 @@ PyObject *nfab_regions_out(const Builder *b) {
         PyTuple_SET_ITEM(t, 0, first);
         PyTuple_SET_ITEM(t, 1, last);
         for (Py_ssize_t j = 2; j < PyTuple_GET_SIZE(r); j++) PyTuple_SET_ITEM(t, j, Py_NewRef(PyTuple_GET_ITEM(r, j)));
-        PyList_SET_ITEM(out, i, t);
+        PyList_SET_ITEM(out, i, untracked(t));
     }
-    return out;
+    return untracked(out); /* never changed after: it holds the untracked records only */
 }

@@ -186,6 +186,16 @@ static int core_init(Core *c, PyObject *args, PyObject *Py_UNUSED(kwds)) {
     }
     c->num_classes = num_classes, c->final = final, c->num_nfa = (int32_t)num_nfa, c->hidden = -1;
     c->num_plain = (int32_t)num_plain;
+    /* the specs, kept with the core, hold ints, bytes, None and tuples of them (`NFA.region_specs`):
+     * nothing a cycle could pass through, so the collector need not scan them nor their list (a
+     * young collection would, ~8 fields a region of every document compiled since the last one) */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(regions); i++) {
+        PyObject *spec = PyList_GET_ITEM(regions, i);
+        if (PyTuple_CheckExact(spec) && PyObject_GC_IsTracked(spec)) PyObject_GC_UnTrack(spec);
+    }
+    if (PyList_CheckExact(regions) && PyObject_GC_IsTracked(regions)) PyObject_GC_UnTrack(regions);
+    /* `sets` only ever holds the untracked tuples of ints the core appends (`_subset_sets.c`) */
+    if (PyList_CheckExact(sets) && PyObject_GC_IsTracked(sets)) PyObject_GC_UnTrack(sets);
     Py_INCREF(moves), Py_INCREF(regions), Py_INCREF(sets);
     c->moves = moves, c->regions_obj = regions, c->sets = sets;
     c->num_regions = PyList_GET_SIZE(regions);
