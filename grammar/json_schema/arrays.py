@@ -95,6 +95,7 @@ def lower_array(lw: "Lowerer", subs: list[Sub], depth: int) -> Node:
                 return _bracketed(lw, depth, items, may_be_empty)
         # the matcher compares the items (`unique_arrays`): the array is tagged as unique
         lw.unique_arrays.append(child(unique[0].pointer, "uniqueItems"))
+        lw.changes += 1  # (see `Lowerer.changes`)
         array = _plain_array(lw, subs, depth, element_subs, positions, tail_elem, longest, min_items,
                              max_items)
         lw.unique_nodes.append(array)

@@ -38,6 +38,8 @@ APPLICATORS = ("$ref", "$dynamicRef", "allOf", "anyOf", "oneOf", "if", "then", "
 _APPLICATOR_SET = frozenset(APPLICATORS)
 _DEPENDENCY_SET = frozenset(DEPENDENCY_KEYWORDS)
 _UNEVALUATED_SET = frozenset(UNEVALUATED)
+#: Keywords `Expander.expand` acts on: a subschema holding none expands to itself.
+EXPANDED_KEYWORDS = _APPLICATOR_SET | _UNEVALUATED_SET
 #: Keywords that do not constrain the instance (by the time applicators are expanded).
 NEUTRAL_KEYWORDS = ANNOTATION_KEYWORDS | {"$schema", "$id", "$anchor", "$dynamicAnchor", "$defs",
                                           "definitions", "$comment"}
@@ -186,7 +188,7 @@ class Expander:
         if schema is False:
             return []
         check_budget("expanding $ref/allOf/anyOf/oneOf")
-        if _APPLICATOR_SET.isdisjoint(schema) and _UNEVALUATED_SET.isdisjoint(schema):
+        if EXPANDED_KEYWORDS.isdisjoint(schema):
             # the usual subschema: nothing to expand
             return [[sub]]
         if any(k in schema and not plain_unevaluated(schema, k) for k in UNEVALUATED):

@@ -8,10 +8,9 @@ cannot enforce exactly are reported through `report` (an error, or a warning in 
 """
 from __future__ import annotations
 
-import itertools
 from typing import Any, Callable, Collection, Optional
 
-from formwork.grammar.budget import check_budget
+from formwork.grammar.budget import COARSE_EVERY, active_budget
 from formwork.grammar.errors import GrammarError, RecursionNotSupportedError
 from formwork.grammar.ir import NOTHING, And, Node, Not, Nothing, RuleRef, alt, lit
 from formwork.grammar.regex_parser import regex
@@ -20,7 +19,8 @@ from formwork.grammar.json_schema.automata import SHARED, accepts
 from formwork.grammar.json_schema.ecma_validation import ecma_validator
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
 from formwork.grammar.json_schema.expand import (
-    APPLICATORS, NEUTRAL_KEYWORDS, WITNESS, Alternative, Expander, Sub, Synthetic, plain_schema,
+    APPLICATORS, EXPANDED_KEYWORDS, NEUTRAL_KEYWORDS, WITNESS, Alternative, Expander, Sub, Synthetic,
+    plain_schema,
 )
 from formwork.grammar.json_schema.negation import (
     container_alternatives, negations, scalar_complement,
@@ -30,8 +30,7 @@ from formwork.grammar.json_schema.objects import ObjectLowering
 from formwork.grammar.json_schema.one_of import CANONICAL_SCALARS, resolve_one_of
 from formwork.grammar.json_schema.options import IndentSpec, JsonSchemaOptions, Whitespace
 from formwork.grammar.json_schema.pieces import encoded_pattern, pattern_language
-from formwork.grammar.json_schema.ref_lowerings import RefLowerings
-from formwork.grammar.json_schema.ref_lowerings import state as ref_state
+from formwork.grammar.json_schema.ref_lowerings import SITE_KEYWORDS, RefLowerings
 from formwork.grammar.json_schema.scalars import lower_number, lower_string
 from formwork.grammar.json_schema.strings import quoted, string_content
 from formwork.grammar.json_schema.values import (
@@ -82,14 +81,6 @@ def _shared_any_value(options: JsonSchemaOptions) -> AnyValue:
     return got
 
 
-def _plain_leaf(sub: Sub) -> bool:
-    """Whether `sub` is a leaf of value keywords only (no applicator, nothing nested, not only
-    annotations): it expands to itself, and `_lower_dicts` lowers it as a leaf."""
-    schema = sub.schema
-    return type(schema) is dict and _LEAF_VALUES.issuperset(schema) and \
-        not _NEUTRAL.issuperset(schema) and not sub.exclude
-
-
 def _rule_name(frame: tuple[str, int]) -> str:
     """The grammar rule of a conjunction that a $ref cycle returns to: its pointer and number."""
     return f"{frame[0] or '#'} ({frame[1]})"
@@ -116,12 +107,15 @@ class Lowerer:
         # intersections and complements built over lowered JSON values, which may hold open values
         # (`value_product`; a shared leaf builds none)
         self.value_products: list[Node] = []
-        self._rule_ids = itertools.count()
+        self.rules_taken = 0  # rule numbers taken (every conjunction takes one)
         self._memo: dict[tuple, Node] = {}
-        # for `ref_lowerings`: `RuleRef`s made where a $ref cycle came back, memo hits on lowerings
-        # that changed more than their node (`_context_keys`)
-        self.cycle_refs = self.context_hits = 0
+        # what lowerings that depend on more than their contents did to this lowerer, counted (it
+        # only grows; `ref_lowerings` keeps no lowering that changed it): a warning, a grammar
+        # rule, a unique array tagged, a product over values, a `RuleRef` made where a $ref cycle
+        # came back, a memo hit on a lowering that changed it (`_context_keys`)
+        self.changes = 0
         self._context_keys: set[tuple] = set()
+        self._budget = active_budget()  # the compile's, which `check_budget` would find (or None)
         self.kept = RefLowerings(doc, options, isinstance(options.whitespace, IndentSpec),
                                  MAX_NESTED_SCHEMAS)
         self._pattern_dfas: dict[str, Any] = {}
@@ -140,11 +134,13 @@ class Lowerer:
         if not self.options.lenient:
             raise exc
         self.warnings.append(str(exc))
+        self.changes += 1
 
     def value_product(self, node: Node) -> Node:
         """`node`, an `And` or `Not` over lowered JSON values, recorded: an open value inside it
         is built into a complete automaton (see `AnyValue.in_product`)."""
         self.value_products.append(node)
+        self.changes += 1
         return node
 
     def pattern_node(self, pattern: str, keyword: str, pointer: str, encoded: bool = False) -> Node:
@@ -236,40 +232,53 @@ class Lowerer:
         """The language of values satisfying every subschema in `subs` (none: any value)."""
         if not subs:
             return self.unconstrained(depth)
-        key = (tuple([id(s.schema) for s in subs]), depth if self._indent else 0)
+        first = subs[0]
+        single = len(subs) == 1
+        # (one subschema: its schema's id alone, not a tuple of one; no key of many is an int)
+        key = (id(first.schema) if single else tuple([id(s.schema) for s in subs]),
+               depth if self._indent else 0)
         got = self._memo.get(key)
         if got is not None:
             if key in self._context_keys:
-                self.context_hits += 1
+                self.changes += 1
             return got
-        check_budget("lowering the schema")
-        plain = len(subs) == 1 and _plain_leaf(subs[0])
-        frame = None if plain else self._pending.get(key)
-        if frame is not None and not self._indent:
-            # a $ref cycle back to these subschemas before their expansion: a rule of the whole
-            # disjunction (otherwise each of its alternatives nests the others before one repeats)
-            self._referenced.add(frame)
-            self.cycle_refs += 1
-            return RuleRef(_rule_name(frame))
-        before = ref_state(self)
-        site = None if plain or len(subs) > 1 else self.kept.begin(self, subs[0], depth)
-        if plain:
+        if self._budget is not None:
+            self._budget.tick("lowering the schema", COARSE_EVERY)
+        before = self.changes
+        schema = first.schema
+        if single and type(schema) is dict and _LEAF_VALUES.issuperset(schema) and \
+                not _NEUTRAL.issuperset(schema) and not first.exclude:
+            # a leaf of value keywords only (no applicator, nothing nested, not only
+            # annotations): it expands to itself, and `_lower_dicts` would lower it as a leaf
             node = self._lower_leaf(subs, depth)
-        elif site is not None and site.kept is not None:
-            node = site.kept
         else:
-            node = self._framed(self._pending, key, subs[0].pointer, self._lower_expanded, subs, depth)
-            if site is not None:
-                self.kept.end(self, site, node)
+            frame = self._pending.get(key)
+            if frame is not None and not self._indent:
+                # a $ref cycle back to these subschemas before their expansion: a rule of the whole
+                # disjunction (otherwise each of its alternatives nests the others before one repeats)
+                self._referenced.add(frame)
+                self.changes += 1
+                return RuleRef(_rule_name(frame))
+            site = self.kept.begin(self, first, depth) if single and type(schema) is dict and \
+                not SITE_KEYWORDS.isdisjoint(schema) else None
+            if site is not None and site.kept is not None:
+                node = site.kept
+            else:
+                node = self._framed(self._pending, key, first.pointer, self._lower_expanded, subs, depth)
+                if site is not None:
+                    self.kept.end(self, site, node)
         self._memo[key] = node
-        if ref_state(self) != before:
+        if self.changes != before:
             self._context_keys.add(key)
         return node
 
     def _lower_expanded(self, subs: list[Sub], depth: int) -> Node:
         """`lower_subs` of `subs`: the union of their expansion's alternatives, each lowered."""
         if len(subs) == 1:
-            alts = self.expand(subs[0])
+            sub = subs[0]
+            if type(sub.schema) is dict and EXPANDED_KEYWORDS.isdisjoint(sub.schema) and not sub.exclude:
+                return self._lower_dicts(subs, depth)  # it expands to itself, a dict
+            alts = self.expand(sub)
         else:
             alts = [[]]
             for s in subs:
@@ -299,19 +308,27 @@ class Lowerer:
         return node
 
     def _lower_dicts(self, subs: list[Sub], depth: int) -> Node:
-        schemas = [s.schema for s in subs]
-        if all(map(_NEUTRAL.issuperset, schemas)):  # {} and annotation-only schemas
-            return self.unconstrained(depth)
-        if all(map(_NESTING.isdisjoint, schemas)):
-            return self._lower_leaf(subs, depth)
-        # the conjunction's identity: the subschemas with local keywords (applicator-only ones,
-        # such as a bare {"$ref": ...}, were expanded into the others)
-        key = tuple([id(s) for s in schemas if not _LOCAL_FREE.issuperset(s)])
+        if len(subs) == 1:
+            schema = subs[0].schema
+            if _NEUTRAL.issuperset(schema):  # {} and annotation-only schemas
+                return self.unconstrained(depth)
+            if _NESTING.isdisjoint(schema):
+                return self._lower_leaf(subs, depth)
+            key: tuple = () if _LOCAL_FREE.issuperset(schema) else (id(schema),)
+        else:
+            schemas = [s.schema for s in subs]
+            if all(map(_NEUTRAL.issuperset, schemas)):
+                return self.unconstrained(depth)
+            if all(map(_NESTING.isdisjoint, schemas)):
+                return self._lower_leaf(subs, depth)
+            # the conjunction's identity: the subschemas with local keywords (applicator-only
+            # ones, such as a bare {"$ref": ...}, were expanded into the others)
+            key = tuple([id(s) for s in schemas if not _LOCAL_FREE.issuperset(s)])
         frame = self._frames.get(key)
         if frame is not None and not self._indent:
             # a $ref cycle back to the same conjunction: true recursion through a grammar rule
             self._referenced.add(frame)
-            self.cycle_refs += 1
+            self.changes += 1
             return RuleRef(_rule_name(frame))
         if frame is not None:
             raise RecursionNotSupportedError(
@@ -321,9 +338,12 @@ class Lowerer:
         return self._framed(self._frames, key, subs[0].pointer, self._lower_alternative, subs, depth)
 
     def _check_nesting(self, subs: list[Sub]) -> None:
-        """Refuse a conjunction nested inside `MAX_NESTED_SCHEMAS` open ones (noted for `kept`)."""
-        self.kept.note_frames(len(self._frames))
-        if len(self._frames) >= MAX_NESTED_SCHEMAS:
+        """Refuse a conjunction nested inside `MAX_NESTED_SCHEMAS` open ones (noted for `kept`,
+        as `RefLowerings.note_frames` does)."""
+        open_frames = len(self._frames)
+        if open_frames > self.kept.deepest:
+            self.kept.deepest = open_frames
+        if open_frames >= MAX_NESTED_SCHEMAS:
             raise RecursionNotSupportedError(
                 f"the schema at {subs[0].pointer or '#'} nests more than {MAX_NESTED_SCHEMAS} "
                 "distinct combinations of subschemas (a $ref cycle that never repeats exactly)")
@@ -334,7 +354,8 @@ class Lowerer:
         that came back to the frame (`_referenced`) makes the result a grammar rule, returned as its
         `RuleRef`.  (The lowering and its arguments rather than a closure: a closure a frame is an
         allocation and a Python call more, on every conjunction lowered.)"""
-        frame = frames[key] = (pointer, next(self._rule_ids))
+        frame = frames[key] = (pointer, self.rules_taken)
+        self.rules_taken += 1
         try:
             node = lower(subs, depth)
         finally:
@@ -343,6 +364,7 @@ class Lowerer:
             return node
         name = _rule_name(frame)
         self.rules[name] = node
+        self.changes += 1
         return RuleRef(name)
 
     def _lower_leaf(self, subs: list[Sub], depth: int) -> Node:
@@ -350,7 +372,7 @@ class Lowerer:
         conjunction, so it needs no frame (it still counts towards the nesting limit and takes a
         rule number, as every conjunction does)."""
         self._check_nesting(subs)
-        next(self._rule_ids)
+        self.rules_taken += 1
         key = self._shared_leaf_key(subs, depth)
         if key is None:
             return self._lower_alternative(subs, depth)
@@ -391,6 +413,7 @@ class Lowerer:
                 "unbounded nesting (max_nesting_depth=None) needs a whitespace policy without indent")
         if ANY_JSON_RULE not in self.rules:
             self.rules.update(any_json_rules(self.ws))
+            self.changes += 1
         return RuleRef(ANY_JSON_RULE)
 
     def _lower_alternative(self, subs: list[Sub], depth: int) -> Node:

@@ -30,7 +30,6 @@ bodies (the same language).
 """
 from __future__ import annotations
 
-import itertools
 import pickle
 import re
 import threading
@@ -55,6 +54,9 @@ _SITE_KEYS = ANNOTATION_KEYWORDS | {"$ref"}
 _SCOPED = re.compile(rb"\$(?:id|anchor|dynamic|recursive)")
 #: keywords that make an inline subschema (no `$ref` inside) worth keeping by contents
 _INLINE_WORTH = frozenset({"oneOf", "anyOf"})
+#: keywords one of which a subschema that `RefLowerings.begin` may keep holds (a `$ref` site, or
+#: an inline subschema worth keeping)
+SITE_KEYWORDS = _INLINE_WORTH | {"$ref"}
 #: serialised size past which an inline subschema holding `$ref`s is not kept (its sites are
 #: found by a walk of its contents in Python; webpack's filter options are ~100 bytes)
 MAX_INLINE_REF_BYTES = 4096
@@ -81,7 +83,7 @@ class _Recording:
     outer_deepest: int
     first_rule: int
     calls: int
-    state: tuple[int, ...]
+    changes: int  # `Lowerer.changes` at its start
 
 
 _KEPT: OrderedDict[tuple, KeptLowering] = OrderedDict()  # oldest use first
@@ -92,13 +94,6 @@ def clear() -> None:
     """Forget every kept lowering."""
     with _LOCK:
         _KEPT.clear()
-
-
-def state(lw: "Lowerer") -> tuple[int, ...]:
-    """What a lowering that depends on more than its contents changes in `lw` (a within-compile
-    memo hit on such a lowering counts too: `Lowerer.lower_subs`)."""
-    return (len(lw.warnings), len(lw.rules), len(lw.unique_arrays), len(lw.value_products),
-            lw.cycle_refs, lw.context_hits)
 
 
 class RefLowerings:
@@ -133,24 +128,22 @@ class RefLowerings:
         start = len(lw._frames)
         kept = _used(key)
         if kept is not None and start + kept.frames < self._max_frames:
-            lw._rule_ids = itertools.count(next(lw._rule_ids) + kept.rule_ids)
+            lw.rules_taken += kept.rule_ids
             if kept.open_values:
                 lw.any_value.calls += 1
             self.note_frames(start + kept.frames)
-            return _Recording(key, kept.node, start, 0, 0, 0, ())
-        first_rule = next(lw._rule_ids)
-        lw._rule_ids = itertools.count(first_rule)
-        recording = _Recording(key, None, start, self.deepest, first_rule, lw.any_value.calls, state(lw))
+            return _Recording(key, kept.node, start, 0, 0, 0, 0)
+        recording = _Recording(key, None, start, self.deepest, lw.rules_taken, lw.any_value.calls,
+                               lw.changes)
         self.deepest = start
         return recording
 
     def end(self, lw: "Lowerer", recording: "_Recording", node: Node) -> None:
         """After `lw` lowered the site of `recording` to `node`: keep it if it depends on nothing else."""
         deepest, self.deepest = self.deepest, max(recording.outer_deepest, self.deepest)
-        if state(lw) != recording.state:
+        if lw.changes != recording.changes:  # it depends on more than its contents
             return
-        taken = next(lw._rule_ids) - recording.first_rule
-        lw._rule_ids = itertools.count(recording.first_rule + taken)
+        taken = lw.rules_taken - recording.first_rule
         with _LOCK:
             _KEPT[recording.key] = KeptLowering(node, taken, lw.any_value.calls != recording.calls,
                                                 deepest - recording.start, _evictions())
