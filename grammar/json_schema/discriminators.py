@@ -19,7 +19,11 @@ def consistent(alternative: list) -> bool:
     """False when no object satisfies `alternative` (a conjunction of `expand.Sub`s: this module
     sits below `expand`, so it reads them, and the `Sub`s synthetic schemas hold, by their
     `schema` attribute) and it accepts objects only."""
-    if not any(_object_only(s.schema) for s in alternative):
+    for s in alternative:
+        schema = s.schema
+        if isinstance(schema, dict) and schema.get("type") in ("object", ["object"]):
+            break  # objects only
+    else:
         return True
     required: set[str] = set()
     allowed: dict[str, set[str]] = {}
@@ -44,10 +48,6 @@ def consistent(alternative: list) -> bool:
         if name in allowed and not allowed[name] - excluded.get(name, set()):
             return False
     return True
-
-
-def _object_only(schema: Any) -> bool:
-    return isinstance(schema, dict) and schema.get("type") in ("object", ["object"])
 
 
 def string_values(schema: Any) -> Optional[set[str]]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from itertools import product
 from typing import Any, Callable
 
-from formwork.grammar.budget import check_budget
+from formwork.grammar.budget import COARSE_EVERY, active_budget
 from formwork.grammar.errors import GrammarBudgetError, RecursionNotSupportedError
 from formwork.grammar.json_schema.dependencies import DEPENDENCY_KEYWORDS, dependency_alternatives
 from formwork.grammar.json_schema.discriminators import consistent
@@ -130,6 +130,7 @@ class Expander:
         self._synthetic: dict[tuple, Sub] = {}
         self._owners: list[Any] = []  # the schemas keys name by id, kept alive with them
         self._annotating = 0  # expansions in progress under a non-plain unevaluated* keyword
+        self._budget = active_budget()  # the compile's, which `check_budget` would find (or None)
 
     def synthetic(self, key: tuple, owner: Sub, make: Callable[[], dict],
                   label: tuple[str, str] | None = None) -> Sub:
@@ -166,8 +167,13 @@ class Expander:
             return []
         enter, resolver = self.doc.enter, parent.resolver
         prefix = child(parent.pointer, keyword)
-        return [(name, schema if isinstance(schema, Sub) else
-                 Sub(schema, enter(schema, resolver), child(prefix, name)))
+        # inline, the common cases of `enter` (no `$id`/`$schema`: the same resolver) and of
+        # `child` (a name with no character to escape): no call a member
+        return [(name, schema if type(schema) is Sub else Sub(
+                    schema,
+                    resolver if type(schema) is dict and "$id" not in schema and "$schema" not in schema
+                    else enter(schema, resolver),
+                    prefix + "/" + name if "~" not in name and "/" not in name else child(prefix, name)))
                 for name, schema in members.items()]
 
     def resolve(self, sub: Sub, keyword: str = "$ref") -> Sub:
@@ -187,7 +193,8 @@ class Expander:
             return [[]]
         if schema is False:
             return []
-        check_budget("expanding $ref/allOf/anyOf/oneOf")
+        if self._budget is not None:
+            self._budget.tick("expanding $ref/allOf/anyOf/oneOf", COARSE_EVERY)
         if EXPANDED_KEYWORDS.isdisjoint(schema):
             # the usual subschema: nothing to expand
             return [[sub]]
@@ -253,6 +260,8 @@ class Expander:
         """Every conjunction of one alternative of each side, but those a discriminator member
         makes empty (`discriminators`: n conditionals on one member give n + 1, not 2**n)."""
         count = len(left) * len(right)
+        if count == 1:  # (the usual product: nothing to prune)
+            return [left[0] + right[0]]
         limit = MAX_LISTED_ALTERNATIVES if min(len(left), len(right)) == 1 else MAX_ALTERNATIVES
         if count <= max(limit, MAX_ALTERNATIVES * _PRUNED_FACTOR):
             out = [a + b for a, b in product(left, right)]
@@ -271,9 +280,12 @@ def _distinct(alternatives: list[Alternative]) -> list[Alternative]:
     is known by its schema object and exclusions, as the lowering's memos know it."""
     out, seen = [], set()
     for alternative in alternatives:
-        members: dict[tuple, Sub] = {}
+        members: dict[Any, Sub] = {}
         for s in alternative:
-            members.setdefault((id(s.schema), *map(id, s.exclude)), s)
+            # (an int for a subschema without exclusions, as no tuple equals one)
+            known = (id(s.schema), *map(id, s.exclude)) if s.exclude else id(s.schema)
+            if known not in members:
+                members[known] = s
         key = frozenset(members)
         if key not in seen:
             seen.add(key)

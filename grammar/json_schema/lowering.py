@@ -297,9 +297,11 @@ class Lowerer:
             schema = s.schema
             if schema is False:
                 return NOTHING
-            if isinstance(schema, dict) and id(schema) not in seen:  # A and A is A
-                seen.add(id(schema))
-                dicts.append(s)
+            if type(schema) is dict or isinstance(schema, dict):
+                known = id(schema)
+                if known not in seen:  # A and A is A
+                    seen.add(known)
+                    dicts.append(s)
             if s.exclude:
                 excluded.extend(s.exclude)
         node = self._lower_dicts(dicts, depth)
@@ -344,9 +346,13 @@ class Lowerer:
         if open_frames > self.kept.deepest:
             self.kept.deepest = open_frames
         if open_frames >= MAX_NESTED_SCHEMAS:
-            raise RecursionNotSupportedError(
-                f"the schema at {subs[0].pointer or '#'} nests more than {MAX_NESTED_SCHEMAS} "
-                "distinct combinations of subschemas (a $ref cycle that never repeats exactly)")
+            self._refuse_nesting(subs)
+
+    @staticmethod
+    def _refuse_nesting(subs: list[Sub]) -> None:
+        raise RecursionNotSupportedError(
+            f"the schema at {subs[0].pointer or '#'} nests more than {MAX_NESTED_SCHEMAS} "
+            "distinct combinations of subschemas (a $ref cycle that never repeats exactly)")
 
     def _framed(self, frames: dict, key: tuple, pointer: str,
                 lower: Callable[[list[Sub], int], Node], subs: list[Sub], depth: int) -> Node:
@@ -371,7 +377,11 @@ class Lowerer:
         """`_lower_alternative` of a conjunction with no nested subschemas: it lowers no other
         conjunction, so it needs no frame (it still counts towards the nesting limit and takes a
         rule number, as every conjunction does)."""
-        self._check_nesting(subs)
+        open_frames = len(self._frames)  # `_check_nesting`, inline
+        if open_frames > self.kept.deepest:
+            self.kept.deepest = open_frames
+        if open_frames >= MAX_NESTED_SCHEMAS:
+            self._refuse_nesting(subs)
         self.rules_taken += 1
         key = self._shared_leaf_key(subs, depth)
         if key is None:
@@ -393,6 +403,12 @@ class Lowerer:
         (other keywords, say)."""
         if self._leaf_context is None:
             return None
+        if len(subs) == 1:  # (the usual leaf: the same key, without the list)
+            schema = subs[0].schema
+            if not _LEAF_KEYWORDS.issuperset(schema):
+                return None
+            return (self._leaf_context, depth if self._indent else 0,
+                    repr({k: v for k, v in schema.items() if k in _LEAF_KEYED}))
         texts = []
         for s in subs:
             schema = s.schema

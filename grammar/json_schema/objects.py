@@ -54,22 +54,34 @@ class ObjectPart:
 
 def object_part(lw: "Lowerer", sub: Sub) -> ObjectPart:
     s = sub.schema
-    part = ObjectPart(sub, dict(lw.expander.members(sub, "properties")),
-                      lw.expander.members(sub, "patternProperties"))
+    members = lw.expander.members
+    part = ObjectPart(sub, dict(members(sub, "properties")) if "properties" in s else {},
+                      members(sub, "patternProperties") if "patternProperties" in s else [])
     if "additionalProperties" in s:
         part.additional = lw.expander.child(sub, "additionalProperties")
-    elif plain_unevaluated(s, "unevaluatedProperties"):
+    elif "unevaluatedProperties" in s and plain_unevaluated(s, "unevaluatedProperties"):
         part.additional = lw.expander.child(sub, "unevaluatedProperties")
     elif lw.options.forbid_additional_properties and (part.props or part.patterns):
         part.additional = Sub(False, sub.resolver, sub.pointer)
     if "propertyNames" in s:
         part.names = lw.expander.child(sub, "propertyNames")
-    part.required = list(s.get("required", []))
-    part.min_props = int(s.get("minProperties", 0))
+    if "required" in s:
+        part.required = list(s["required"])
+    if "minProperties" in s:
+        part.min_props = int(s["minProperties"])
     if "maxProperties" in s:
         part.max_props = int(s["maxProperties"])
-    part.witness = s.get(WITNESS)
+    if WITNESS in s:
+        part.witness = s[WITNESS]
     return part
+
+
+def _some_false(subs: list[Sub]) -> bool:
+    """Whether a subschema in `subs` is `false`."""
+    for s in subs:
+        if s.schema is False:
+            return True
+    return False
 
 
 @functools.lru_cache(maxsize=4096)
@@ -94,21 +106,32 @@ class ObjectLowering:
         self.lw = lw
         self.ws = lw.ws
         self.depth = depth
-        self.parts = [object_part(lw, s) for s in subs if isinstance(s.schema, dict)]
-        self.min_props = max([p.min_props for p in self.parts], default=0)
-        maxes = [p.max_props for p in self.parts if p.max_props is not None]
-        self.max_props = min(maxes) if maxes else None
-        names: dict[str, None] = {}
-        for p in self.parts:
-            names.update(dict.fromkeys(p.props))
-        for p in self.parts:
-            names.update(dict.fromkeys(p.required))
-        self.witnesses = [p.witness for p in self.parts if p.witness is not None]
+        parts = self.parts = [object_part(lw, s) for s in subs if isinstance(s.schema, dict)]
+        if len(parts) == 1:  # the usual object: one subschema's keywords, merged as below
+            part = parts[0]
+            self.min_props, self.max_props = part.min_props, part.max_props
+            names = dict.fromkeys(part.props)
+            if part.required:
+                names.update(dict.fromkeys(part.required))
+            self.witnesses = [] if part.witness is None else [part.witness]
+            self.required = set(part.required)
+            name_subs = [part.names] if part.names else []
+        else:
+            self.min_props = max([p.min_props for p in parts], default=0)
+            maxes = [p.max_props for p in parts if p.max_props is not None]
+            self.max_props = min(maxes) if maxes else None
+            names = {}
+            for p in parts:
+                names.update(dict.fromkeys(p.props))
+            for p in parts:
+                names.update(dict.fromkeys(p.required))
+            self.witnesses = [p.witness for p in parts if p.witness is not None]
+            self.required = {n for p in parts for n in p.required}
+            name_subs = [p.names for p in parts if p.names]
         for w in self.witnesses:  # declared for the witness: undeclared members serve it
             names.update(dict.fromkeys(w.declared))
         self.names = list(names)
-        self.required = {n for p in self.parts for n in p.required}
-        self.property_names = PropertyNames(lw, [p.names for p in self.parts if p.names], depth + 1)
+        self.property_names = PropertyNames(lw, name_subs, depth + 1)
 
     # ------------------------------------------------------------------ member languages
     def _matching(self, part: ObjectPart, name: str) -> list[Sub]:
@@ -132,14 +155,30 @@ class ObjectLowering:
     def declared_members(self) -> Optional[list[tuple[Node, bool]]]:
         """(member, required) per declared name; None when a required member is impossible."""
         members = []
+        if self.property_names.subs or len(self.parts) != 1 or self.parts[0].patterns:
+            for name in self.names:
+                required = name in self.required
+                member = self.declared_member(name)
+                if member is None:
+                    if required:
+                        return None
+                    continue
+                members.append((member, required))
+            return members
+        # the usual object (one subschema, no patternProperties or propertyNames):
+        # `declared_member` of each name, its value subschema the property's, else the
+        # additional one (`value_subs`), without a call a name for those steps
+        part = self.parts[0]
+        props, additional, required_names = part.props, part.additional, self.required
+        lower_subs, depth, colon = self.lw.lower_subs, self.depth + 1, self.ws.colon()
         for name in self.names:
-            required = name in self.required
-            member = self.declared_member(name)
-            if member is None:
-                if required:
+            sub = props[name] if name in props else additional
+            value = lower_subs([] if sub is None else [sub], depth)
+            if type(value) is Nothing:
+                if name in required_names:
                     return None
                 continue
-            members.append((member, required))
+            members.append((_member_node(name, colon, value), name in required_names))
         return members
 
     def declared_member(self, name: str, extra: Sequence[Sub] = ()) -> Optional[Node]:
@@ -167,23 +206,25 @@ class ObjectLowering:
             raise GrammarBudgetError(
                 f"more than {MAX_PATTERNS} patternProperties apply to the object at "
                 f"{self.parts[0].sub.pointer or '#'}")
+        # (no patterns, the usual object: one mask, each step below without a call)
         langs = [self.lw.pattern_node(pattern, "patternProperties", s.pointer, encoded=True)
-                 for pattern, s in patterns.items()]
-        bits = {pattern: bit for bit, pattern in enumerate(patterns)}
+                 for pattern, s in patterns.items()] if patterns else []
+        bits = {pattern: bit for bit, pattern in enumerate(patterns)} if patterns else {}
         any_key: Optional[Node] = None  # made at the first member possible (often none is)
         options = []
         for mask in range(1 << len(patterns)):
             values: list[Sub] = list(extra)
             for part in self.parts:
-                matched = [s for pattern, s in part.patterns if mask >> bits[pattern] & 1]
+                matched = [s for pattern, s in part.patterns if mask >> bits[pattern] & 1] \
+                    if part.patterns else None
                 if matched:
                     values.extend(matched)
                 elif part.additional is not None:
                     values.append(part.additional)
-            if any(v.schema is False for v in values):
+            if _some_false(values):
                 continue
             value = self.lw.lower_subs(values, self.depth + 1)
-            if isinstance(value, Nothing):
+            if type(value) is Nothing:
                 continue
             if any_key is None:
                 any_key = self._undeclared_key(keys)
