@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 
 from formwork.grammar.errors import GrammarError
 from formwork.grammar.json_schema import _load, _open_value_in_product
-from formwork.grammar.json_schema.lowering import _SHARED_LEAVES, Lowerer
+from formwork.grammar.json_schema.lowering import Lowerer
+from formwork.grammar.json_schema.shared_leaves import SHARED_LEAVES
 from formwork.grammar.json_schema.options import (
     SHALLOW_NESTING_DEPTH, JsonSchemaOptions, resolve_nesting_depth,
 )
@@ -59,7 +60,7 @@ def decisions(schema: Any) -> tuple[bool, bool] | None:
         return None
     # a leaf such as {"type": "object"} lowered earlier in the process (by any test) comes from the
     # shared leaves without asking for its open value again: start from none
-    _SHARED_LEAVES.clear()
+    SHARED_LEAVES.clear()
     lowerer = Lowerer(doc, options)
     calls = lowerer.any_value.calls
     try:

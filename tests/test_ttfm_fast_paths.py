@@ -1,5 +1,5 @@
 """The compile-time fast paths give the results of the general paths: the plain copy of a schema
-dict (`schemas.source`) and the leaves lowered once per process (`json_schema.lowering`)."""
+dict (`schemas.source`) and the leaves lowered once per process (`json_schema.shared_leaves`)."""
 from __future__ import annotations
 
 import enum
@@ -7,7 +7,7 @@ import enum
 import pytest
 
 from formwork.grammar.json_schema import IndentSpec, lower_json_schema
-from formwork.grammar.json_schema import lowering
+from formwork.grammar.json_schema import shared_leaves
 from formwork.schemas.errors import InvalidJSONError, SchemaTooDeepError
 from formwork.schemas.source import _checked_copy, _checking_copy
 
@@ -50,7 +50,7 @@ def test_self_referencing_dict_is_too_deep():
 
 
 def _fresh(schema, **options):
-    lowering._SHARED_LEAVES.clear()
+    shared_leaves.SHARED_LEAVES.clear()
     return lower_json_schema(schema, **options)
 
 
@@ -70,6 +70,6 @@ def test_shared_leaves_lower_as_fresh_ones(options):
 
 def test_a_leaf_that_warns_warns_every_time():
     schema = {"type": "object", "properties": {"d": {"type": "string", "format": "no-such-format"}}}
-    lowering._SHARED_LEAVES.clear()
+    shared_leaves.SHARED_LEAVES.clear()
     first = lower_json_schema(schema, lenient=True).warnings
     assert first and lower_json_schema(schema, lenient=True).warnings == first

@@ -8,7 +8,7 @@ cannot enforce exactly are reported through `report` (an error, or a warning in 
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Collection, Optional
+from typing import Any, Callable, Collection
 
 from formwork.grammar.budget import COARSE_EVERY, active_budget
 from formwork.grammar.errors import GrammarError, RecursionNotSupportedError
@@ -19,19 +19,18 @@ from formwork.grammar.json_schema.automata import SHARED, accepts
 from formwork.grammar.json_schema.ecma_validation import ecma_validator
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
 from formwork.grammar.json_schema.expand import (
-    APPLICATORS, EXPANDED_KEYWORDS, NEUTRAL_KEYWORDS, WITNESS, Alternative, Expander, Sub, Synthetic,
-    plain_schema,
+    APPLICATORS, EXPANDED_KEYWORDS, NEUTRAL_KEYWORDS, WITNESS, Alternative, Expander, Sub, plain_schema,
 )
-from formwork.grammar.json_schema.negation import (
-    container_alternatives, negations, scalar_complement,
-)
-from formwork.grammar.json_schema.type_restrictions import CONTAINER_TYPES, SCALAR_TYPES
+from formwork.grammar.json_schema.const_values import values_allowed
+from formwork.grammar.json_schema.negation import negated_container, negations, scalar_complement
+from formwork.grammar.json_schema.type_restrictions import SCALAR_TYPES
 from formwork.grammar.json_schema.objects import ObjectLowering
 from formwork.grammar.json_schema.one_of import CANONICAL_SCALARS, resolve_one_of
 from formwork.grammar.json_schema.options import IndentSpec, JsonSchemaOptions, Whitespace
 from formwork.grammar.json_schema.pieces import encoded_pattern, pattern_language
 from formwork.grammar.json_schema.ref_lowerings import SITE_KEYWORDS, RefLowerings
 from formwork.grammar.json_schema.scalars import lower_number, lower_string
+from formwork.grammar.json_schema.shared_leaves import LEAF_VALUES, SHARED_LEAVES, keep_leaf, shared_leaf_key
 from formwork.grammar.json_schema.strings import quoted, string_content
 from formwork.grammar.json_schema.values import (
     ANY_JSON_RULE, AnyValue, any_json_rules, freeze, value_node,
@@ -48,24 +47,12 @@ _LOCAL_FREE = _NEUTRAL | set(APPLICATORS)
 _NESTING = frozenset({"properties", "patternProperties", "additionalProperties",
                       "unevaluatedProperties", "items", "prefixItems", "additionalItems",
                       "unevaluatedItems", "contains", "propertyNames", "not", WITNESS})
-#: Keywords whose values (with the draft and options) are all a leaf's lowering reads; a leaf
-#: made only of them (and `_LOCAL_FREE` ones) is lowered once per process (`_SHARED_LEAVES`).
-_LEAF_KEYWORDS = frozenset({
-    "type", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
-    "multipleOf", "minLength", "maxLength", "pattern", "format", "minItems", "maxItems",
-    "minProperties", "maxProperties", "required"}) | _LOCAL_FREE
-_LEAF_VALUES = _LEAF_KEYWORDS - set(APPLICATORS)
-_LEAF_KEYED = _LEAF_KEYWORDS - _LOCAL_FREE  # what a shared leaf's key spells out
-MAX_SHARED_LEAVES = 4096
 MAX_NESTED_SCHEMAS = 64  # conjunctions lowered inside one another
 
 # Reusable IR pieces per whitespace policy, shared by every compilation so that the automaton
 # builder's memo finds them by identity (equal-but-distinct deep nodes cost a deep comparison).
 _ANY_VALUES: dict[tuple, AnyValue] = {}
 _LEAVES: dict[tuple, dict[Any, Node]] = {}
-#: Lowered leaf conjunctions by `Lowerer._shared_leaf_key`: the usual property schemas
-#: ({"type": "string"}, {"type": "string", "format": "date"}, ...) recur across schemas.
-_SHARED_LEAVES: dict[tuple, Node] = {}
 
 
 def _ws_key(options: JsonSchemaOptions) -> tuple:
@@ -195,35 +182,6 @@ class Lowerer:
         return cls(plain_schema(sub.schema), format_checker=cls.FORMAT_CHECKER,
                    _resolver=sub.resolver or self.doc.resolver)
 
-    def _values_allowed(self, values: list[Any], owner: Sub, keyword: str, subs: list[Sub]
-                        ) -> list[Any]:
-        """The `const`/`enum` `values` of `owner` that every subschema in `subs` accepts.
-
-        A subschema whose only constraint is `type` (keywords jsonschema ignores aside, and for
-        `owner` the `keyword` its values come from, which they satisfy) is decided with the
-        validator's type checker; any other is asked to jsonschema, one validator per subschema,
-        `owner` without `keyword` (an enum checked against itself is quadratic).
-        """
-        is_type = self.doc.draft.validator.TYPE_CHECKER.is_type
-        known = self.doc.draft.validator.VALIDATORS
-        type_lists: list[list[str]] = []
-        others: list[Any] = []
-        for o in subs:
-            rest = {k for k in o.schema.keys() - _LOCAL_FREE - {"type"} if k in known or k == WITNESS}
-            if o is owner:
-                rest.discard(keyword)
-            if rest:
-                local = o.local()
-                if o is owner:
-                    local = _without(local, keyword)
-                others.append(self._validator(local))
-            elif "type" in o.schema:
-                t = o.schema["type"]
-                type_lists.append([t] if isinstance(t, str) else list(t))
-        return [v for v in values
-                if all(any(is_type(v, t) for t in types) for types in type_lists)
-                and all(validator.is_valid(v) for validator in others)]
-
     # ------------------------------------------------------------------ entry points
     def lower_root(self) -> Node:
         return self.lower_subs([self.expander.root()], 0)
@@ -246,7 +204,7 @@ class Lowerer:
             self._budget.tick("lowering the schema", COARSE_EVERY)
         before = self.changes
         schema = first.schema
-        if single and type(schema) is dict and _LEAF_VALUES.issuperset(schema) and \
+        if single and type(schema) is dict and LEAF_VALUES.issuperset(schema) and \
                 not _NEUTRAL.issuperset(schema) and not first.exclude:
             # a leaf of value keywords only (no applicator, nothing nested, not only
             # annotations): it expands to itself, and `_lower_dicts` would lower it as a leaf
@@ -383,41 +341,16 @@ class Lowerer:
         if open_frames >= MAX_NESTED_SCHEMAS:
             self._refuse_nesting(subs)
         self.rules_taken += 1
-        key = self._shared_leaf_key(subs, depth)
+        key = shared_leaf_key(self._leaf_context, depth if self._indent else 0, subs)
         if key is None:
             return self._lower_alternative(subs, depth)
-        node = _SHARED_LEAVES.get(key)
+        node = SHARED_LEAVES.get(key)
         if node is None:
             warned = len(self.warnings)
             node = self._lower_alternative(subs, depth)
             if len(self.warnings) == warned:  # a leaf that warns (lenient) is lowered each time
-                if len(_SHARED_LEAVES) >= MAX_SHARED_LEAVES:
-                    _SHARED_LEAVES.clear()
-                _SHARED_LEAVES[key] = node
+                keep_leaf(key, node)
         return node
-
-    def _shared_leaf_key(self, subs: list[Sub], depth: int) -> Optional[tuple]:
-        """All the lowering of the leaf conjunction `subs` depends on (its value keywords, by
-        `repr`: exact for JSON values, 1, 1.0 and True included, unlike `==`;
-        the draft, options and, when indenting, depth), or None when it may depend on more
-        (other keywords, say)."""
-        if self._leaf_context is None:
-            return None
-        if len(subs) == 1:  # (the usual leaf: the same key, without the list)
-            schema = subs[0].schema
-            if not _LEAF_KEYWORDS.issuperset(schema):
-                return None
-            return (self._leaf_context, depth if self._indent else 0,
-                    repr({k: v for k, v in schema.items() if k in _LEAF_KEYED}))
-        texts = []
-        for s in subs:
-            schema = s.schema
-            if not _LEAF_KEYWORDS.issuperset(schema):
-                return None
-            # value keywords only: applicators are expanded into the conjunction already (an
-            # anyOf of n consts would otherwise be spelled out in each of its n leaves' keys)
-            texts.append(repr({k: v for k, v in schema.items() if k in _LEAF_KEYED}))
-        return (self._leaf_context, depth if self._indent else 0, *texts)
 
     def unconstrained(self, depth: int) -> Node:
         """Any JSON value: nesting bounded by `max_nesting_depth`, or (None) a recursive rule."""
@@ -438,7 +371,7 @@ class Lowerer:
             if "const" in sch or "enum" in sch:
                 kw = "const" if "const" in sch else "enum"
                 values = [sch["const"]] if kw == "const" else list(sch["enum"])
-                keep = self._values_allowed(values, s, kw, subs)
+                keep = values_allowed(self, values, s, kw, subs)
                 return alt(*(value_node(v, self.ws, depth) for v in keep))
         types: Collection[str] = _ANY_TYPE  # only the names in TYPES and "integer" are asked
         for s in subs:
@@ -467,32 +400,9 @@ class Lowerer:
             if kind not in types:
                 continue
             if negs:
-                parts.append(self._negated_container(subs, negs, kind, depth))
+                parts.append(negated_container(self, subs, negs, kind, depth))
             elif kind == "array":
                 parts.append(lower_array(self, subs, depth))
             else:
                 parts.append(ObjectLowering(self, subs, depth).lower())
         return alt(*parts)
-
-    def _negated_container(self, subs: list[Sub], negs: list, kind: str, depth: int) -> Node:
-        """The containers of `kind` that satisfy the conjunction `subs` and none of its ``not``
-        targets: the positive keywords merged with each way of violating every target."""
-        base = [self._without_not(s) for s in subs]
-        only = Sub(CONTAINER_TYPES[kind], None, subs[0].pointer)
-        return alt(*(self.lower_alternative([*base, *violation, only], depth)
-                     for violation in container_alternatives(self, negs, kind, base)))
-
-    def _without_not(self, s: Sub) -> Sub:
-        """`s` without its ``not`` (and exclusions, which apply to scalars only), made once."""
-        if not isinstance(s.schema, dict) or "not" not in s.schema:
-            return s if not s.exclude else Sub(s.schema, s.resolver, s.pointer)
-        return self.expander.synthetic(("without not", id(s.schema), s.pointer), s, lambda: {
-            k: v for k, v in s.schema.items() if k != "not"})
-
-
-def _without(sub: Sub, keyword: str) -> Sub:
-    """`sub` (a local subschema) without `keyword`."""
-    kept = {k: v for k, v in sub.schema.items() if k != keyword}
-    if isinstance(sub.schema, Synthetic):
-        kept = Synthetic(kept, sub.schema.label)
-    return Sub(kept, sub.resolver, sub.pointer, sub.exclude)

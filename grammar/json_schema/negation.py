@@ -23,7 +23,7 @@ from formwork.grammar.json_schema.errors import OneOfOverlapError, UnsupportedSc
 from formwork.grammar.json_schema.expand import Alternative, Sub, Synthetic
 from formwork.grammar.json_schema.formats import INEXACT
 from formwork.grammar.json_schema.one_of import CANONICAL_SCALARS
-from formwork.grammar.json_schema.type_restrictions import restriction
+from formwork.grammar.json_schema.type_restrictions import CONTAINER_TYPES, restriction
 from formwork.grammar.json_schema.factored import container_violations
 from formwork.grammar.json_schema.violation_parts import CannotNegate
 from formwork.grammar.json_schema.violations import conjunctions
@@ -125,3 +125,21 @@ def container_alternatives(lw: "Lowerer", negs: list[Negation], kind: str, base:
         if not out:
             break
     return out
+
+
+def negated_container(lw: "Lowerer", subs: list[Sub], negs: list[Negation], kind: str,
+                      depth: int) -> Node:
+    """The containers of `kind` that satisfy the conjunction `subs` and none of its ``not``
+    targets: the positive keywords merged with each way of violating every target."""
+    base = [_without_not(lw, s) for s in subs]
+    only = Sub(CONTAINER_TYPES[kind], None, subs[0].pointer)
+    return alt(*(lw.lower_alternative([*base, *violation, only], depth)
+                 for violation in container_alternatives(lw, negs, kind, base)))
+
+
+def _without_not(lw: "Lowerer", s: Sub) -> Sub:
+    """`s` without its ``not`` (and exclusions, which apply to scalars only), made once."""
+    if not isinstance(s.schema, dict) or "not" not in s.schema:
+        return s if not s.exclude else Sub(s.schema, s.resolver, s.pointer)
+    return lw.expander.synthetic(("without not", id(s.schema), s.pointer), s, lambda: {
+        k: v for k, v in s.schema.items() if k != "not"})
