@@ -49,7 +49,7 @@ def negations(lw: "Lowerer", subs: list[Sub]) -> list[Negation]:
     out = []
     for s in subs:
         schema = s.schema
-        if isinstance(schema, dict) and "not" in schema:
+        if (type(schema) is dict or isinstance(schema, dict)) and "not" in schema:
             target = lw.expander.child(s, "not")
             if not isinstance(schema, Synthetic):
                 out.append(Negation(target, "not", child(s.pointer, "not")))

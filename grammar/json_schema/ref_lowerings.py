@@ -188,7 +188,7 @@ class RefLowerings:
             if pickled is None:
                 return None
             parts.append((target.pointer, pickled))
-            stack.extend(analysis.sites[at].target for at, _ in reversed(analysis.target_sites[target]))
+            stack.extend([analysis.sites[at].target for at, _ in reversed(analysis.target_sites[target])])
         return parts
 
     def _inline_key(self, schema: dict, pointer: str, depth: int) -> Optional[tuple]:
