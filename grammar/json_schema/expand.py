@@ -155,9 +155,12 @@ class Expander:
         schema = parent.schema
         for token in tokens:
             schema = schema[token]
-        if isinstance(schema, Sub):  # held by a synthetic schema
+        if type(schema) is Sub:  # held by a synthetic schema
             return schema
-        return Sub(schema, self.doc.enter(schema, parent.resolver), child(parent.pointer, *tokens))
+        resolver = parent.resolver  # `doc.enter`'s common case inline (as in `members`)
+        if type(schema) is not dict or "$id" in schema or "$schema" in schema:
+            resolver = self.doc.enter(schema, resolver)
+        return Sub(schema, resolver, child(parent.pointer, *tokens))
 
     def members(self, parent: Sub, keyword: str) -> list[tuple[str, Sub]]:
         """(name, subschema) for each member of the map `keyword` of `parent` (`properties`,
