@@ -375,7 +375,7 @@ class Lowerer:
                 return alt(*(value_node(v, self.ws, depth) for v in keep))
         types: Collection[str] = _ANY_TYPE  # only the names in TYPES and "integer" are asked
         for s in subs:
-            t = s.schema.get("type")
+            t = s.schema["type"] if "type" in s.schema else None
             if t is not None:
                 allowed = {t} if isinstance(t, str) else set(t)
                 if "number" in allowed:
