@@ -21,11 +21,13 @@ SETTINGS = settings(max_examples=80, deadline=None,
 def agrees_unless_over_budget(schema: dict) -> None:
     """`assert_agrees`, with a draw whose automaton passes the DFA-state budget discarded: that is a
     typed refusal, not an exactness question (some complements of array shapes need more than 100k
-    states, e.g. a oneOf of `minimum`, a prefixItems of const objects and nested prefixItems)."""
+    states, e.g. a oneOf of `minimum`, a prefixItems of const objects and nested prefixItems); so is
+    one whose complement splits into more alternatives than its budget allows (a prefixItems item
+    that is an anyOf of enums of objects, beside another branch)."""
     try:
         assert_agrees(schema)
     except GrammarBudgetError as exc:
-        if "DFA states" not in str(exc):
+        if "DFA states" not in str(exc) and "alternatives" not in str(exc):
             raise
         reject()
 
@@ -40,6 +42,17 @@ def test_overlapping_one_of_is_exact(branches):
 @given(st.lists(NEGATABLE, min_size=2, max_size=2), LEAVES)
 def test_one_of_with_siblings_is_exact(branches, sibling):
     agrees_unless_over_budget({"allOf": [sibling, {"oneOf": branches}]})
+
+
+def test_a_complement_past_its_alternatives_budget_is_a_typed_refusal():
+    """The draw hypothesis found: the oneOf's second branch, complemented against the first, splits
+    into more than 256 ways to violate it: a `GrammarBudgetError` (which `agrees_unless_over_budget`
+    discards), not a wrong grammar."""
+    branches = [{"properties": {"a": {"type": "null"}}},
+                {"prefixItems": [{"anyOf": [{"const": {"a": 1}}, {"anyOf": [
+                    {"enum": [{"b": "a"}, {"a": "a", "b": 1}]}, {"enum": [{"a": {"a": 1}}, {"kind": "b", "a": 1}]}]}]}]}]
+    with pytest.raises(GrammarBudgetError, match="more than 256 alternatives"):
+        lower_json_schema({"allOf": [{"type": "array"}, {"oneOf": branches}]})
 
 
 def test_examples():
