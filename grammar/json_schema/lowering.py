@@ -25,7 +25,7 @@ from formwork.grammar.json_schema.const_values import values_allowed
 from formwork.grammar.json_schema.negation import negated_container, negations, scalar_complement
 from formwork.grammar.json_schema.type_restrictions import SCALAR_TYPES
 from formwork.grammar.json_schema.objects import ObjectLowering
-from formwork.grammar.json_schema.one_of import CANONICAL_SCALARS, resolve_one_of
+from formwork.grammar.json_schema.one_of import CANONICAL_SCALARS, OneOfResolutions
 from formwork.grammar.json_schema.options import IndentSpec, JsonSchemaOptions, Whitespace
 from formwork.grammar.json_schema.pieces import encoded_pattern, pattern_language
 from formwork.grammar.json_schema.ref_lowerings import SITE_KEYWORDS, RefLowerings
@@ -96,6 +96,7 @@ class Lowerer:
         self.value_products: list[Node] = []
         self.rules_taken = 0  # rule numbers taken (every conjunction takes one)
         self._memo: dict[tuple, Node] = {}
+        self._one_ofs = OneOfResolutions(MAX_NESTED_SCHEMAS)  # each `oneOf` resolved once (if it changed nothing else)
         # what lowerings that depend on more than their contents did to this lowerer, counted (it
         # only grows; `ref_lowerings` keeps no lowering that changed it): a warning, a grammar
         # rule, a unique array tagged, a product over values, a `RuleRef` made where a $ref cycle
@@ -169,7 +170,7 @@ class Lowerer:
         return self.expander.expand(sub, self._one_of)
 
     def _one_of(self, sub: Sub, branches: list[list[Alternative]]) -> list[Alternative]:
-        return resolve_one_of(self, sub, branches)
+        return self._one_ofs.resolve(self, sub, branches)
 
     def _is_valid(self, value: Any, sub: Sub) -> bool:
         """jsonschema's verdict for `value` against one (local) subschema, formats asserted."""

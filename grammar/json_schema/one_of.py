@@ -16,7 +16,7 @@ an error (lenient: a warning, and the union).
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from formwork.grammar.ir import ByteSet, Node, Nothing, RuleRef, alt, children, lit, seq
 from formwork.grammar.ir_chars import any_text
@@ -174,3 +174,51 @@ def _negation(lw: "Lowerer", sub: Sub, j: int, containers: set[str]) -> Sub:
     target = lw.expander.synthetic(("oneOf branch", id(branch.schema), types), branch,
                                    lambda: {"allOf": [branch, restriction(types)]})
     return lw.expander.negation(sub, target, "oneOf")
+
+
+class _KeptOneOf(NamedTuple):
+    """A `oneOf` resolved and what its resolution did to the lowerer's counters."""
+
+    alternatives: list[tuple[Sub, ...]]
+    read: tuple  # the subschema and branches its key names by id, kept alive with it
+    rule_ids: int
+    open_values: int
+    frames: int
+
+
+class OneOfResolutions:
+    """One lowering's `resolve_one_of`, kept by what it reads (the subschema and each branch's
+    subschemas, scopes, pointers and exclusions, kept alive with the entry so their ids stay theirs)
+    when it changed nothing else in the lowerer (`Lowerer.changes`); a reuse replays what it did to
+    the counters, as `ref_lowerings` does (the rule numbers the first resolution took: later rules
+    may be numbered higher than afresh, with the same bodies).  A definition holding a `oneOf` that
+    expansion inlines under many `$ref`s (biome's rule severities, 1,632 times) is resolved once."""
+
+    def __init__(self, max_frames: int) -> None:
+        self._max_frames = max_frames  # a lowering nesting this many frames is refused (lowered afresh)
+        self._kept: dict[tuple, _KeptOneOf] = {}
+
+    def resolve(self, lw: "Lowerer", sub: Sub, branches: list[list[Alternative]]) -> list[Alternative]:
+        key = (_sub_key(sub), tuple([tuple([tuple(map(_sub_key, a)) for a in branch]) for branch in branches]))
+        start = len(lw._frames)
+        got = self._kept.get(key)
+        if got is not None and start + got.frames < self._max_frames:
+            lw.rules_taken += got.rule_ids
+            lw.any_value.calls += got.open_values
+            lw.kept.note_frames(start + got.frames)
+            return [list(a) for a in got.alternatives]
+        before, first_rule, calls = lw.changes, lw.rules_taken, lw.any_value.calls
+        outer_deepest, lw.kept.deepest = lw.kept.deepest, start
+        try:
+            out = resolve_one_of(lw, sub, branches)
+        finally:
+            deepest, lw.kept.deepest = lw.kept.deepest, max(outer_deepest, lw.kept.deepest)
+        if lw.changes == before:
+            self._kept[key] = _KeptOneOf([tuple(a) for a in out], (sub, branches), lw.rules_taken - first_rule,
+                                         lw.any_value.calls - calls, deepest - start)
+        return out
+
+
+def _sub_key(sub: Sub) -> tuple:
+    """What a resolution reads of `sub` (its schema and scope by identity)."""
+    return id(sub.schema), id(sub.resolver), sub.pointer, sub.exclude
