@@ -39,7 +39,7 @@ def _walk_seeds(trie: TokenTrie, dfa, nodes: np.ndarray | bytes, states: np.ndar
     layout = trie.walk_layout
     found: list[np.ndarray] = []
     while True:
-        blocked, exits = _walk_round(dfa, layout, nodes, states, words, deadline, want_exits, keep)
+        blocked, exits = _native(_walk, dfa, deadline, (layout, nodes, states, words, want_exits), (keep,))
         if want_exits and exits:
             found.append(np.frombuffer(exits, dtype=np.int64))
         if not blocked:
@@ -56,15 +56,14 @@ def _walk_seeds(trie: TokenTrie, dfa, nodes: np.ndarray | bytes, states: np.ndar
     return np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
 
 
-def _walk_round(dfa, layout: bytes, nodes: np.ndarray | bytes, states: np.ndarray | bytes, words: np.ndarray,
-                deadline: float | None, want_exits: bool, keep: bytes | None) -> tuple[bytes | None, bytes | None]:
-    """One native walk from the seeds, then the lazy DFA takes in the states it interned.  The
+def _native(call, dfa, deadline: float | None, before_core: tuple, after_core: tuple = ()):
+    """`call(rows, class_of_byte, expanded, accepting, *before_core, core, seconds, *after_core)`
+    over `dfa`'s walk tables, then the lazy DFA takes in the states the call interned.  The
     automaton's arrays are let go first (they live only in this frame): its rows may then grow in
     place (`row_storage`)."""
     rows, class_of_byte, expanded, accepting, core = dfa.walk_tables()
     seconds = -1.0 if deadline is None else max(0.0, deadline - time.perf_counter())
-    got = _walk(rows, class_of_byte, expanded, accepting, layout, nodes, states, words, want_exits, core, seconds,
-                keep)
+    got = call(rows, class_of_byte, expanded, accepting, *before_core, core, seconds, *after_core)
     del rows, class_of_byte, expanded, accepting
     if core is not None:
         dfa.record_new()
@@ -77,13 +76,7 @@ def walk_after(trie: TokenTrie, dfa, exit_nodes: bytes, after: int, from_root: b
     node (non-root nodes, native int64 bytes) in the state its byte leads to from `after` (the
     lexeme's state after, whose row is built), and with `from_root` every token of `after`
     itself; one native call (`walk_into` for the rounds after one blocked on missing rows)."""
-    rows, class_of_byte, expanded, accepting, core = dfa.walk_tables()
-    seconds = -1.0 if deadline is None else max(0.0, deadline - time.perf_counter())
-    blocked = _walk_after(rows, class_of_byte, expanded, accepting, trie.walk_layout, exit_nodes, after, from_root,
-                          words, core, seconds)
-    del rows, class_of_byte, expanded, accepting  # (see `_walk_round`)
-    if core is not None:
-        dfa.record_new()
+    blocked = _native(_walk_after, dfa, deadline, (trie.walk_layout, exit_nodes, after, from_root, words))
     if blocked:
         if deadline is not None and time.perf_counter() > deadline:
             raise GrammarBudgetError("token mask computation exceeded its step budget")
@@ -107,11 +100,4 @@ def follow(trie: TokenTrie, dfa, exit_nodes: np.ndarray, start_row: np.ndarray, 
     those spelling a byte of `keep` when given).
     `words` (the packed mask walked into) must be all zero and is left all zero.  None when the
     walk met states past a lazy DFA's arrays or ran out of time (walk again with `walk_into`)."""
-    rows, class_of_byte, expanded, accepting, core = dfa.walk_tables()
-    seconds = -1.0 if deadline is None else max(0.0, deadline - time.perf_counter())
-    got = _follow(rows, class_of_byte, expanded, accepting, trie.walk_layout, exit_nodes, start_row, words,
-                  True, core, seconds, keep)
-    del rows, class_of_byte, expanded, accepting  # (see `_walk_round`)
-    if core is not None:
-        dfa.record_new()
-    return got
+    return _native(_follow, dfa, deadline, (trie.walk_layout, exit_nodes, start_row, words, True), (keep,))

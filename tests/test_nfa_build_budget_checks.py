@@ -80,35 +80,27 @@ def _spend_cpu(seconds: float) -> None:
         sum(range(1000))
 
 
-def test_a_budget_spent_during_a_many_region_build_stops_it_at_the_next_region() -> None:
+def _stopped_at_callback(budget: CompileBudget, spend: Callable[[], None], at: int, message: str) -> None:
+    """Build the many-region NFA, with `spend` run in the `at`-th template callback: the build stops
+    with `message` at the next region, so after exactly `at` callbacks."""
     builder = AutomatonBuilder()
-    budget = CompileBudget(max_seconds=0.05).start()
-
-    def burn(k: int) -> None:  # the compile's own CPU time runs out in the 5th callback
-        if k == 5:
-            _spend_cpu(0.06)
-
     with _many_regions() as node:
-        template_of, calls = _templates(builder, burn)
-        with pytest.raises(GrammarBudgetError, match="time budget of 0.05 s during NFA construction"):
+        template_of, calls = _templates(builder, lambda k: spend() if k == at else None)
+        with pytest.raises(GrammarBudgetError, match=message):
             NFA(node, budget, builder.eager, template_of)
-    assert calls[0] == 5
+    assert calls[0] == at
+
+
+def test_a_budget_spent_during_a_many_region_build_stops_it_at_the_next_region() -> None:
+    # the compile's own CPU time runs out in the 5th callback
+    _stopped_at_callback(CompileBudget(max_seconds=0.05).start(), lambda: _spend_cpu(0.06), 5,
+                         "time budget of 0.05 s during NFA construction")
 
 
 def test_a_budget_on_fake_clocks_is_checked_at_every_region() -> None:
     now = [0.0]
-    builder = AutomatonBuilder()
     budget = CompileBudget(max_seconds=1.0, cpu_clock=lambda: now[0], wall_clock=lambda: now[0]).start()
-
-    def tick(k: int) -> None:
-        if k == 3:
-            now[0] = 2.0
-
-    with _many_regions() as node:
-        template_of, calls = _templates(builder, tick)
-        with pytest.raises(GrammarBudgetError, match="time budget of 1 s during NFA construction"):
-            NFA(node, budget, builder.eager, template_of)
-    assert calls[0] == 3
+    _stopped_at_callback(budget, lambda: now.__setitem__(0, 2.0), 3, "time budget of 1 s during NFA construction")
 
 
 def test_an_unstarted_budget_is_never_out_of_time() -> None:

@@ -96,7 +96,7 @@ class Lowerer:
         self.value_products: list[Node] = []
         self.rules_taken = 0  # rule numbers taken (every conjunction takes one)
         self._memo: dict[tuple, Node] = {}
-        self._one_ofs = OneOfResolutions(MAX_NESTED_SCHEMAS)  # each `oneOf` resolved once (if it changed nothing else)
+        self._one_ofs = OneOfResolutions()  # each `oneOf` resolved once (if it changed nothing else)
         # what lowerings that depend on more than their contents did to this lowerer, counted (it
         # only grows; `ref_lowerings` keeps no lowering that changed it): a warning, a grammar
         # rule, a unique array tagged, a product over values, a `RuleRef` made where a $ref cycle

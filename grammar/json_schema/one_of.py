@@ -25,6 +25,7 @@ from formwork.grammar.json_schema.automata import SHARED
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
 from formwork.grammar.json_schema.expand import Alternative, Sub
 from formwork.grammar.json_schema.formats import INEXACT
+from formwork.grammar.json_schema.ref_lowerings import Effects
 from formwork.grammar.json_schema.strings import quoted, string_content
 from formwork.grammar.json_schema.type_restrictions import (
     CONTAINER_TYPES, SCALAR_TYPES, restriction,
@@ -181,41 +182,32 @@ class _KeptOneOf(NamedTuple):
 
     alternatives: list[tuple[Sub, ...]]
     read: tuple  # the subschema and branches its key names by id, kept alive with it
-    rule_ids: int
-    open_values: int
-    frames: int
+    effects: Effects
 
 
 class OneOfResolutions:
     """One lowering's `resolve_one_of`, kept by what it reads (the subschema and each branch's
     subschemas, scopes, pointers and exclusions, kept alive with the entry so their ids stay theirs)
-    when it changed nothing else in the lowerer (`Lowerer.changes`); a reuse replays what it did to
-    the counters, as `ref_lowerings` does (the rule numbers the first resolution took: later rules
-    may be numbered higher than afresh, with the same bodies).  A definition holding a `oneOf` that
-    expansion inlines under many `$ref`s (biome's rule severities, 1,632 times) is resolved once."""
+    when it depends on nothing else, its effects on the lowerer's counters recorded and replayed
+    as the kept `$ref` lowerings' are (`RefLowerings.record` / `replay`).  A definition holding a
+    `oneOf` that expansion inlines under many `$ref`s (biome's rule severities, 1,632 times) is
+    resolved once."""
 
-    def __init__(self, max_frames: int) -> None:
-        self._max_frames = max_frames  # a lowering nesting this many frames is refused (lowered afresh)
+    def __init__(self) -> None:
         self._kept: dict[tuple, _KeptOneOf] = {}
 
     def resolve(self, lw: "Lowerer", sub: Sub, branches: list[list[Alternative]]) -> list[Alternative]:
         key = (_sub_key(sub), tuple([tuple([tuple(map(_sub_key, a)) for a in branch]) for branch in branches]))
-        start = len(lw._frames)
         got = self._kept.get(key)
-        if got is not None and start + got.frames < self._max_frames:
-            lw.rules_taken += got.rule_ids
-            lw.any_value.calls += got.open_values
-            lw.kept.note_frames(start + got.frames)
+        if got is not None and lw.kept.replay(lw, got.effects):
             return [list(a) for a in got.alternatives]
-        before, first_rule, calls = lw.changes, lw.rules_taken, lw.any_value.calls
-        outer_deepest, lw.kept.deepest = lw.kept.deepest, start
+        recording = lw.kept.record(lw)
         try:
             out = resolve_one_of(lw, sub, branches)
         finally:
-            deepest, lw.kept.deepest = lw.kept.deepest, max(outer_deepest, lw.kept.deepest)
-        if lw.changes == before:
-            self._kept[key] = _KeptOneOf([tuple(a) for a in out], (sub, branches), lw.rules_taken - first_rule,
-                                         lw.any_value.calls - calls, deepest - start)
+            effects = lw.kept.recorded(lw, recording)
+        if effects is not None:
+            self._kept[key] = _KeptOneOf([tuple(a) for a in out], (sub, branches), effects)
         return out
 
 

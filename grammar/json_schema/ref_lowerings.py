@@ -67,23 +67,37 @@ class KeptLowering:
     """A site's IR and what its lowering did to the lowerer's counters."""
 
     node: Node
-    rule_ids: int  # rule numbers taken
-    open_values: bool  # whether it asked for open values (`AnyValue.calls` grew)
-    frames: int  # how many conjunction frames deeper than its start it nested
+    effects: "Effects"
     evictions: int  # marks and lexemes evicted before it was kept (`_evictions`)
 
 
 @dataclass(frozen=True, slots=True)
-class _Recording:
-    """A site being lowered (`RefLowerings.begin`), or `kept` IR found for it."""
+class Recording:
+    """What a lowering's start left in the lowerer's counters (`RefLowerings.record`)."""
 
-    key: tuple
-    kept: Optional[Node]
     start: int  # frames open at its start
     outer_deepest: int
     first_rule: int
     calls: int
     changes: int  # `Lowerer.changes` at its start
+
+
+@dataclass(frozen=True, slots=True)
+class Effects:
+    """What a lowering that depends on nothing else did to the lowerer's counters (`RefLowerings.recorded`)."""
+
+    rule_ids: int  # rule numbers taken
+    open_values: bool  # whether it asked for open values (`AnyValue.calls` grew)
+    frames: int  # how many conjunction frames deeper than its start it nested
+
+
+@dataclass(frozen=True, slots=True)
+class _Site:
+    """A site being lowered (`RefLowerings.begin`), or `kept` IR found for it."""
+
+    key: tuple
+    kept: Optional[Node]
+    recording: Optional[Recording]
 
 
 _KEPT: OrderedDict[tuple, KeptLowering] = OrderedDict()  # oldest use first
@@ -118,36 +132,55 @@ class RefLowerings:
         if open_frames > self.deepest:
             self.deepest = open_frames
 
-    def begin(self, lw: "Lowerer", sub: "Sub", depth: int) -> Optional["_Recording"]:
-        """Before `lw` lowers `sub` at `depth` (no Python frame between, so deep schemas nest as
-        deep as without this): None when `sub` is no keepable `$ref` site; else a recording
-        whose `kept` is the kept IR to use, or, None, the lowering to pass to `end`."""
-        key = self._key(sub, depth)
-        if key is None:
-            return None
+    def record(self, lw: "Lowerer") -> Recording:
+        """Start recording what a lowering starting now does to `lw`'s counters."""
         start = len(lw._frames)
-        kept = _used(key)
-        if kept is not None and start + kept.frames < self._max_frames:
-            lw.rules_taken += kept.rule_ids
-            if kept.open_values:
-                lw.any_value.calls += 1
-            self.note_frames(start + kept.frames)
-            return _Recording(key, kept.node, start, 0, 0, 0, 0)
-        recording = _Recording(key, None, start, self.deepest, lw.rules_taken, lw.any_value.calls,
-                               lw.changes)
+        recording = Recording(start, self.deepest, lw.rules_taken, lw.any_value.calls, lw.changes)
         self.deepest = start
         return recording
 
-    def end(self, lw: "Lowerer", recording: "_Recording", node: Node) -> None:
-        """After `lw` lowered the site of `recording` to `node`: keep it if it depends on nothing else."""
+    def recorded(self, lw: "Lowerer", recording: Recording) -> Optional[Effects]:
+        """End `recording`: what the lowering did to the counters, or None when it changed more
+        (a warning, a rule, a cycle...: it depends on more than its contents, and is not kept)."""
         deepest, self.deepest = self.deepest, max(recording.outer_deepest, self.deepest)
-        if lw.changes != recording.changes:  # it depends on more than its contents
+        if lw.changes != recording.changes:
+            return None
+        return Effects(lw.rules_taken - recording.first_rule, lw.any_value.calls != recording.calls,
+                       deepest - recording.start)
+
+    def replay(self, lw: "Lowerer", effects: Effects) -> bool:
+        """Replay a kept lowering's `effects` on `lw`'s counters (its rule numbers: later rules may
+        be numbered higher than afresh, with the same bodies); False, replaying nothing, where it
+        would nest past the frame limit here (lower afresh, and be refused)."""
+        start = len(lw._frames)
+        if start + effects.frames >= self._max_frames:
+            return False
+        lw.rules_taken += effects.rule_ids
+        if effects.open_values:
+            lw.any_value.calls += 1
+        self.note_frames(start + effects.frames)
+        return True
+
+    def begin(self, lw: "Lowerer", sub: "Sub", depth: int) -> Optional[_Site]:
+        """Before `lw` lowers `sub` at `depth` (no Python frame between, so deep schemas nest as
+        deep as without this): None when `sub` is no keepable `$ref` site; else a site whose
+        `kept` is the kept IR to use, or, None, the lowering to pass to `end`."""
+        key = self._key(sub, depth)
+        if key is None:
+            return None
+        kept = _used(key)
+        if kept is not None and self.replay(lw, kept.effects):
+            return _Site(key, kept.node, None)
+        return _Site(key, None, self.record(lw))
+
+    def end(self, lw: "Lowerer", site: _Site, node: Node) -> None:
+        """After `lw` lowered `site` to `node`: keep it if it depends on nothing else."""
+        effects = self.recorded(lw, site.recording)
+        if effects is None:
             return
-        taken = lw.rules_taken - recording.first_rule
         with _LOCK:
-            _KEPT[recording.key] = KeptLowering(node, taken, lw.any_value.calls != recording.calls,
-                                                deepest - recording.start, _evictions())
-            _KEPT.move_to_end(recording.key)
+            _KEPT[site.key] = KeptLowering(node, effects, _evictions())
+            _KEPT.move_to_end(site.key)
             if len(_KEPT) > MAX_KEPT:
                 _KEPT.popitem(last=False)
 
