@@ -299,19 +299,13 @@ class Lowerer:
         return self._framed(self._frames, key, subs[0].pointer, self._lower_alternative, subs, depth)
 
     def _check_nesting(self, subs: list[Sub]) -> None:
-        """Refuse a conjunction nested inside `MAX_NESTED_SCHEMAS` open ones (noted for `kept`,
-        as `RefLowerings.note_frames` does)."""
+        """Refuse a conjunction nested inside `MAX_NESTED_SCHEMAS` open ones (noted for `kept`)."""
         open_frames = len(self._frames)
-        if open_frames > self.kept.deepest:
-            self.kept.deepest = open_frames
+        self.kept.note_frames(open_frames)
         if open_frames >= MAX_NESTED_SCHEMAS:
-            self._refuse_nesting(subs)
-
-    @staticmethod
-    def _refuse_nesting(subs: list[Sub]) -> None:
-        raise RecursionNotSupportedError(
-            f"the schema at {subs[0].pointer or '#'} nests more than {MAX_NESTED_SCHEMAS} "
-            "distinct combinations of subschemas (a $ref cycle that never repeats exactly)")
+            raise RecursionNotSupportedError(
+                f"the schema at {subs[0].pointer or '#'} nests more than {MAX_NESTED_SCHEMAS} "
+                "distinct combinations of subschemas (a $ref cycle that never repeats exactly)")
 
     def _framed(self, frames: dict, key: tuple, pointer: str,
                 lower: Callable[[list[Sub], int], Node], subs: list[Sub], depth: int) -> Node:
@@ -336,11 +330,7 @@ class Lowerer:
         """`_lower_alternative` of a conjunction with no nested subschemas: it lowers no other
         conjunction, so it needs no frame (it still counts towards the nesting limit and takes a
         rule number, as every conjunction does)."""
-        open_frames = len(self._frames)  # `_check_nesting`, inline
-        if open_frames > self.kept.deepest:
-            self.kept.deepest = open_frames
-        if open_frames >= MAX_NESTED_SCHEMAS:
-            self._refuse_nesting(subs)
+        self._check_nesting(subs)
         self.rules_taken += 1
         key = shared_leaf_key(self._leaf_context, depth if self._indent else 0, subs)
         if key is None:
