@@ -1,7 +1,7 @@
-"""An ``anyOf`` with a branch every instance satisfies (``{}``, ``true`` or only annotations) is
-the whole JSON language: its other branches are not built (so a unique array in them cannot clash
-with a plain one at the same place), unless an ``unevaluated*`` keyword reads the branches'
-annotations."""
+"""An ``anyOf`` with a branch every instance satisfies (``{}``, ``true``, or only annotations and
+keys JSON Schema ignores) is the whole JSON language: its other branches are not built (so a
+unique array in them cannot clash with a plain one at the same place), unless an
+``unevaluated*`` keyword reads the branches' annotations."""
 import sys
 from pathlib import Path
 
@@ -19,7 +19,9 @@ JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers(-5, 5) | st.t
                            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text("ab", max_size=2),
                                                                                       inner, max_size=3),
                            max_leaves=6)
-TRUE_BRANCHES = [{}, True, {"description": "Arbitrary YAML anchor."}, {"title": "t", "$comment": "c"}]
+TRUE_BRANCHES = [{}, True, {"description": "Arbitrary YAML anchor."}, {"title": "t", "$comment": "c"},
+                 # keys no draft defines: JSON Schema ignores them (webpack's "instanceof" branches)
+                 {"instanceof": "RegExp", "tsType": "RegExp"}, {"x-kind": 1, "markdownDescription": "m"}]
 CONSTRAINED = [{"type": "array", "items": {"type": "string"}, "uniqueItems": True},
                {"type": "object", "required": ["a"]}, {"const": 1}]
 

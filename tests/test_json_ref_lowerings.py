@@ -251,7 +251,9 @@ def test_a_site_is_found_whatever_its_annotations(description: str, roomy_tables
         return {"type": "object", "properties": {"metadata": {"$ref": "#/$defs/Meta", **annotations}},
                 "$defs": {"Meta": meta}}
 
-    other = document({"description": description, "title": "t", "default": {}, "examples": [1]})
+    # (keys no draft defines, such as webpack's `tsType` or OpenAPI's `x-` extensions, are ignored too)
+    other = document({"description": description, "title": "t", "default": {}, "examples": [1],
+                      "tsType": "Meta", "x-order": 3})
     fresh = _fresh(other)
     ref_lowerings.clear()
     lower_json_schema(document({"description": "Standard object's metadata."}))

@@ -15,7 +15,7 @@ from formwork.grammar.ir import EMPTY, NOTHING, Node, Nothing, alt, lit, repeat,
 from formwork.grammar.json_schema.contains import (
     contains_bounds, contains_specs, counted_items, element_classes,
 )
-from formwork.grammar.json_schema.expand import NEUTRAL_KEYWORDS, Sub
+from formwork.grammar.json_schema.expand import CONSTRAINING_KEYWORDS, Sub
 from formwork.grammar.json_schema.unevaluated import plain_unevaluated
 from formwork.grammar.json_schema.unique_arrays import tagged
 from formwork.grammar.json_schema.unique_items import finite_domain, unique_items
@@ -115,10 +115,13 @@ def _open_items(lw: "Lowerer", subs: list[Sub], depth: int, items: list[Sub], ta
     return lw.options.max_nesting_depth is not None and tail_elem is lw.unconstrained(depth + 1)
 
 
+_NOT_TYPE = CONSTRAINING_KEYWORDS - {"type"}
+
+
 def _any_string(schema: Any) -> bool:
-    """Whether `schema` is ``{"type": "string"}`` but for annotations."""
+    """Whether `schema` is ``{"type": "string"}`` but for annotations (and keys JSON Schema ignores)."""
     return isinstance(schema, dict) and schema.get("type") == "string" and \
-        NEUTRAL_KEYWORDS.issuperset(set(schema) - {"type"})
+        _NOT_TYPE.isdisjoint(schema)
 
 
 def _plain_array(lw: "Lowerer", subs: list[Sub], depth: int, element_subs: Any,

@@ -15,13 +15,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Optional
 
 from formwork.grammar.json_schema.discriminators import string_values
-from formwork.grammar.json_schema.expand import NEUTRAL_KEYWORDS, Alternative, Sub
+from formwork.grammar.json_schema.expand import CONSTRAINING_KEYWORDS, Alternative, Sub
 from formwork.grammar.json_schema.violations import conjunctions, minimal, violations_of
 
 if TYPE_CHECKING:
     from formwork.grammar.json_schema.lowering import Lowerer
 
-_VALUE_KEYWORDS = frozenset({"type", "const", "enum"}) | NEUTRAL_KEYWORDS
+_NOT_VALUE_KEYWORDS = CONSTRAINING_KEYWORDS - {"type", "const", "enum"}
 
 
 def discriminated_violations(lw: "Lowerer", sub: Sub, alternatives: list[Alternative],
@@ -101,7 +101,7 @@ def _value_violation(way: Alternative, name: str, value: str) -> bool:
     if not isinstance(negated, dict) or set(negated) != {"not"}:
         return False
     target = getattr(negated["not"], "schema", negated["not"])
-    return isinstance(target, dict) and _VALUE_KEYWORDS.issuperset(target) and \
+    return isinstance(target, dict) and _NOT_VALUE_KEYWORDS.isdisjoint(target) and \
         target.get("type", "string") in ("string", ["string"]) and \
         ("const" not in target or target["const"] == value) and \
         ("enum" not in target or value in target["enum"])

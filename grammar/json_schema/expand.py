@@ -24,7 +24,7 @@ from formwork.grammar.json_schema.discriminators import consistent
 from formwork.grammar.json_schema.errors import InvalidSchemaError
 from formwork.grammar.json_schema.unevaluated import UNEVALUATED, plain_unevaluated, with_evaluated
 from formwork.schemas.errors import SchemaError
-from formwork.schemas.keywords import ANNOTATION_KEYWORDS
+from formwork.schemas.keywords import ANNOTATION_KEYWORDS, DRAFT_KEYWORDS, UNSUPPORTED_KEYWORDS
 from formwork.schemas.pointer import child
 
 MAX_ALTERNATIVES = 256
@@ -46,6 +46,19 @@ NEUTRAL_KEYWORDS = ANNOTATION_KEYWORDS | {"$schema", "$id", "$anchor", "$dynamic
 #: The keyword of a synthetic schema whose value (a `witnesses.Witness`) asks an object for some
 #: member of a kind: the complement of ``additionalProperties``/``patternProperties``.
 WITNESS = "$formwork:witness"
+#: Every key the lowering reads in a schema object: the keywords of the drafts it compiles (older
+#: ones are translated to them), those it refuses, and its synthetic schemas' own.  JSON Schema
+#: ignores any other key (webpack's ``instanceof``, VS Code's ``markdownDescription``, OpenAPI's
+#: ``x-`` extensions), and so does the lowering.
+KNOWN_KEYWORDS = frozenset().union(*DRAFT_KEYWORDS.values(), UNSUPPORTED_KEYWORDS, APPLICATORS,
+                                   UNEVALUATED, {"additionalItems", WITNESS})
+#: Keywords that constrain an instance: a schema object with none of them accepts every value.
+CONSTRAINING_KEYWORDS = KNOWN_KEYWORDS - NEUTRAL_KEYWORDS
+
+
+def constrains(schema: dict) -> bool:
+    """Whether the schema object rejects some value (a keyword of `CONSTRAINING_KEYWORDS`)."""
+    return not CONSTRAINING_KEYWORDS.isdisjoint(schema)
 
 
 @dataclass(eq=False, slots=True)
@@ -110,9 +123,9 @@ OneOfResolver = Callable[[Sub, list[list[Alternative]]], list[Alternative]]
 
 def _always_holds(alternative: Alternative) -> bool:
     """Whether every instance satisfies the conjunction (each subschema `true`, `{}` or only
-    annotations)."""
+    annotations and keys JSON Schema ignores)."""
     return all(s.schema is True or (isinstance(s.schema, dict) and not s.exclude and
-                                    NEUTRAL_KEYWORDS.issuperset(s.schema)) for s in alternative)
+                                    CONSTRAINING_KEYWORDS.isdisjoint(s.schema)) for s in alternative)
 
 
 class Expander:

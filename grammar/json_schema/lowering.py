@@ -19,7 +19,7 @@ from formwork.grammar.json_schema.automata import SHARED, accepts
 from formwork.grammar.json_schema.ecma_validation import ecma_validator
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
 from formwork.grammar.json_schema.expand import (
-    APPLICATORS, EXPANDED_KEYWORDS, NEUTRAL_KEYWORDS, WITNESS, Alternative, Expander, Sub, plain_schema,
+    APPLICATORS, CONSTRAINING_KEYWORDS, EXPANDED_KEYWORDS, WITNESS, Alternative, Expander, Sub, plain_schema,
 )
 from formwork.grammar.json_schema.const_values import values_allowed
 from formwork.grammar.json_schema.negation import negated_container, negations, scalar_complement
@@ -30,7 +30,7 @@ from formwork.grammar.json_schema.options import IndentSpec, JsonSchemaOptions, 
 from formwork.grammar.json_schema.pieces import encoded_pattern, pattern_language
 from formwork.grammar.json_schema.ref_lowerings import SITE_KEYWORDS, RefLowerings
 from formwork.grammar.json_schema.scalars import lower_number, lower_string
-from formwork.grammar.json_schema.shared_leaves import LEAF_VALUES, SHARED_LEAVES, keep_leaf, shared_leaf_key
+from formwork.grammar.json_schema.shared_leaves import NOT_LEAF_VALUES, SHARED_LEAVES, keep_leaf, shared_leaf_key
 from formwork.grammar.json_schema.strings import quoted, string_content
 from formwork.grammar.json_schema.values import (
     ANY_JSON_RULE, AnyValue, any_json_rules, freeze, value_node,
@@ -39,9 +39,9 @@ from formwork.grammar.lexemes import lexeme
 
 TYPES = ("null", "boolean", "object", "array", "string", "number")
 _ANY_TYPE = frozenset(TYPES) | {"integer"}
-_NEUTRAL = NEUTRAL_KEYWORDS
-
-_LOCAL_FREE = _NEUTRAL | set(APPLICATORS)
+_CONSTRAINING = CONSTRAINING_KEYWORDS
+#: Keywords a subschema keeps once its applicators are expanded ("local" ones) that constrain.
+_LOCAL = CONSTRAINING_KEYWORDS - set(APPLICATORS)
 #: Keywords whose subschemas the lowering of an array or object lowers in turn (`lower_subs`);
 #: a conjunction without any is a leaf, which no `$ref` cycle can pass through.
 _NESTING = frozenset({"properties", "patternProperties", "additionalProperties",
@@ -205,8 +205,8 @@ class Lowerer:
             self._budget.tick("lowering the schema", COARSE_EVERY)
         before = self.changes
         schema = first.schema
-        if single and type(schema) is dict and LEAF_VALUES.issuperset(schema) and \
-                not _NEUTRAL.issuperset(schema) and not first.exclude:
+        if single and type(schema) is dict and NOT_LEAF_VALUES.isdisjoint(schema) and \
+                not _CONSTRAINING.isdisjoint(schema) and not first.exclude:
             # a leaf of value keywords only (no applicator, nothing nested, not only
             # annotations): it expands to itself, and `_lower_dicts` would lower it as a leaf
             node = self._lower_leaf(subs, depth)
@@ -271,20 +271,20 @@ class Lowerer:
     def _lower_dicts(self, subs: list[Sub], depth: int) -> Node:
         if len(subs) == 1:
             schema = subs[0].schema
-            if _NEUTRAL.issuperset(schema):  # {} and annotation-only schemas
+            if _CONSTRAINING.isdisjoint(schema):  # {} and annotation-only schemas
                 return self.unconstrained(depth)
             if _NESTING.isdisjoint(schema):
                 return self._lower_leaf(subs, depth)
-            key: tuple = () if _LOCAL_FREE.issuperset(schema) else (id(schema),)
+            key: tuple = () if _LOCAL.isdisjoint(schema) else (id(schema),)
         else:
             schemas = [s.schema for s in subs]
-            if all(map(_NEUTRAL.issuperset, schemas)):
+            if all(map(_CONSTRAINING.isdisjoint, schemas)):
                 return self.unconstrained(depth)
             if all(map(_NESTING.isdisjoint, schemas)):
                 return self._lower_leaf(subs, depth)
             # the conjunction's identity: the subschemas with local keywords (applicator-only
             # ones, such as a bare {"$ref": ...}, were expanded into the others)
-            key = tuple([id(s) for s in schemas if not _LOCAL_FREE.issuperset(s)])
+            key = tuple([id(s) for s in schemas if not _LOCAL.isdisjoint(s)])
         frame = self._frames.get(key)
         if frame is not None and not self._indent:
             # a $ref cycle back to the same conjunction: true recursion through a grammar rule

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from formwork.grammar import lexemes, shared_nodes
 from formwork.grammar.ir import Node
+from formwork.grammar.json_schema.expand import KNOWN_KEYWORDS
 from formwork.schemas.keywords import ANNOTATION_KEYWORDS
 from formwork.schemas.pointer import child
 
@@ -47,8 +48,8 @@ if TYPE_CHECKING:
     from formwork.grammar.json_schema.lowering import Lowerer
 
 MAX_KEPT = 2048  # lowered sites kept (the least recently used dropped past it)
-#: keys a `$ref` site may hold besides `$ref` (none of them changes its language)
-_SITE_KEYS = ANNOTATION_KEYWORDS | {"$ref"}
+#: keys a `$ref` site holds none of (annotations and keys JSON Schema ignores change nothing)
+_NOT_SITE_KEYS = KNOWN_KEYWORDS - ANNOTATION_KEYWORDS - {"$ref"}
 #: bytes in a serialised closure that make resolution depend on more than the pointers (one
 #: regex pass: four `in` scans of a Kubernetes definition's ~8 kB cost ~19 us, it ~3 us)
 _SCOPED = re.compile(rb"\$(?:id|anchor|dynamic|recursive)")
@@ -190,7 +191,7 @@ class RefLowerings:
         analysis, schema = self._analysis, sub.schema
         if analysis is None or sub.exclude or type(schema) is not dict:
             return None
-        if not _SITE_KEYS.issuperset(schema):
+        if "$ref" not in schema or not _NOT_SITE_KEYS.isdisjoint(schema):
             return self._inline_key(schema, sub.pointer, depth)
         root_uri = analysis.root.uri
         site = analysis.sites.get(type(analysis.root)(root_uri, sub.pointer))
@@ -226,14 +227,15 @@ class RefLowerings:
 
     def _inline_key(self, schema: dict, pointer: str, depth: int) -> Optional[tuple]:
         """The key of a subschema with `oneOf`/`anyOf` (whose branches' overlaps make it costly):
-        its contents but its annotations, and when it holds `$ref`s (a small one of the root
+        its contents but its annotations (and keys JSON Schema ignores), and when it holds `$ref`s (a small one of the root
         document below its root, `MAX_INLINE_REF_BYTES`), the closure of their targets.  Its lowering reads only
         those, wherever it sits: markdownlint's configuration repeats one `oneOf` of rule options
         under each rule's alias names, webpack's plugins `{"oneOf": [{"$ref": "#/definitions/Rules"}]}`
         under each filter option, described apart."""
         if _INLINE_WORTH.isdisjoint(schema):
             return None
-        local = {key: value for key, value in schema.items() if key not in ANNOTATION_KEYWORDS}
+        local = {key: value for key, value in schema.items()
+                 if key in KNOWN_KEYWORDS and key not in ANNOTATION_KEYWORDS}
         pickled = _pickled(local)
         if pickled is None or _scoped(pickled):
             return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from formwork.grammar.ir import Node
-from formwork.grammar.json_schema.expand import APPLICATORS, NEUTRAL_KEYWORDS
+from formwork.grammar.json_schema.expand import APPLICATORS, CONSTRAINING_KEYWORDS, NEUTRAL_KEYWORDS
 
 _LOCAL_FREE = NEUTRAL_KEYWORDS | set(APPLICATORS)
 #: Keywords whose values (with the draft and options) are all a leaf's lowering reads; a leaf
@@ -19,8 +19,11 @@ LEAF_KEYWORDS = frozenset({
     "type", "enum", "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
     "multipleOf", "minLength", "maxLength", "pattern", "format", "minItems", "maxItems",
     "minProperties", "maxProperties", "required"}) | _LOCAL_FREE
-LEAF_VALUES = LEAF_KEYWORDS - set(APPLICATORS)  # (a subschema of them only expands to itself)
 _LEAF_KEYED = LEAF_KEYWORDS - _LOCAL_FREE  # what a shared leaf's key spells out
+#: Keywords a leaf holds none of (keys JSON Schema ignores are no more read than annotations)
+_NOT_LEAF = CONSTRAINING_KEYWORDS - LEAF_KEYWORDS
+#: ... and a subschema that only expands to itself (a leaf without applicators)
+NOT_LEAF_VALUES = _NOT_LEAF | set(APPLICATORS)
 MAX_SHARED_LEAVES = 4096
 SHARED_LEAVES: dict[tuple, Node] = {}  # by `shared_leaf_key`
 
@@ -34,13 +37,13 @@ def shared_leaf_key(context: Any, depth: int, subs: list[Any]) -> Optional[tuple
         return None
     if len(subs) == 1:  # (the usual leaf: the same key, without the list)
         schema = subs[0].schema
-        if not LEAF_KEYWORDS.issuperset(schema):
+        if not _NOT_LEAF.isdisjoint(schema):
             return None
         return (context, depth, repr({k: v for k, v in schema.items() if k in _LEAF_KEYED}))
     texts = []
     for s in subs:
         schema = s.schema
-        if not LEAF_KEYWORDS.issuperset(schema):
+        if not _NOT_LEAF.isdisjoint(schema):
             return None
         # value keywords only: applicators are expanded into the conjunction already (an
         # anyOf of n consts would otherwise be spelled out in each of its n leaves' keys)
