@@ -44,7 +44,7 @@ _MAX_LEXEMES = 4096
 _LEXEMES: OrderedDict[Node, bool] = OrderedDict()  # lexeme -> whether it is open-ended (below)
 _LEXEMES_LOCK = threading.Lock()
 _TWINS: dict[Node, Node] = {}  # lexeme -> its boundary twin (see `lexeme`; dropped with its lexeme)
-_evictions = 0  # lexemes evicted so far (see `evictions`)
+_evictions = 0  # eviction rounds so far (see `evictions`)
 _PINNED: set[Node] = set()  # lexemes made once (module constants): never evicted, nothing would mark them again
 
 
@@ -72,22 +72,31 @@ def lexeme(node: Node, open_ended: bool = False, twin: Node | None = None, pinne
             _PINNED.add(node)
         _LEXEMES[node] = open_ended
         _LEXEMES.move_to_end(node)
-        while len(_LEXEMES) - len(_PINNED) > _MAX_LEXEMES:  # pinned ones are not counted
-            global _evictions
-            oldest, oldest_open = _LEXEMES.popitem(last=False)
-            if oldest in _PINNED:
-                _LEXEMES[oldest] = oldest_open  # kept, as the newest
-                continue
-            _TWINS.pop(oldest, None)
-            _evictions += 1
+        if len(_LEXEMES) - len(_PINNED) > _MAX_LEXEMES:  # pinned ones are not counted
+            _evict_oldest_quarter()
         if twin is not None:
             _TWINS[node] = twin
     return node
 
 
+def _evict_oldest_quarter() -> None:
+    """Drop the lexemes used longest ago, a quarter of the table (pinned ones aside) at once: one
+    eviction round, so IR kept across compiles (`ref_lowerings`) is given up once a round, not
+    at each new lexeme of a full table (the lock held)."""
+    global _evictions
+    keep = _MAX_LEXEMES - max(1, _MAX_LEXEMES // 4)
+    while len(_LEXEMES) - len(_PINNED) > keep:
+        oldest, oldest_open = _LEXEMES.popitem(last=False)
+        if oldest in _PINNED:
+            _LEXEMES[oldest] = oldest_open  # kept, as the newest
+            continue
+        _TWINS.pop(oldest, None)
+    _evictions += 1
+
+
 def evictions() -> int:
-    """How many lexemes have been evicted so far: IR kept across compiles is marked as when it was
-    built while this count is what it was then."""
+    """How many eviction rounds there were so far: IR kept across compiles is marked as when it
+    was built while this count is what it was then."""
     return _evictions
 
 

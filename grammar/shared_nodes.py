@@ -23,7 +23,7 @@ _MAX_MARKS = 1 << 16  # a mark evicted before its compile only costs size: the l
 _SHARED: dict[Node, Node] = {}  # each mark to itself: the table the NFA builder reads
 _MARK_OF: OrderedDict[Node, Node] = OrderedDict()  # each marked node to its mark, oldest use first
 _SHARED_LOCK = threading.Lock()
-_evictions = 0  # marks evicted so far (see `evictions`)
+_evictions = 0  # eviction rounds so far (see `evictions`)
 
 
 def share(node: Node) -> Node:
@@ -42,14 +42,18 @@ def share(node: Node) -> Node:
     with _SHARED_LOCK:
         marked = share_in(node, _MARK_OF, _SHARED)
         if len(_MARK_OF) > _MAX_MARKS:
-            _evict_oldest()
+            _evict_oldest_quarter()
     return marked
 
 
-def _evict_oldest() -> None:
-    """Drop the mark used longest ago (the lock held)."""
+def _evict_oldest_quarter() -> None:
+    """Drop the marks used longest ago, a quarter of the table at once: one eviction round, so IR
+    kept across compiles (`ref_lowerings`) is given up once a round, not at each new mark of a
+    full table, which a long-running process fills (the lock held)."""
     global _evictions
-    del _SHARED[_MARK_OF.popitem(last=False)[1]]
+    keep = _MAX_MARKS - max(1, _MAX_MARKS // 4)
+    while len(_MARK_OF) > keep:
+        del _SHARED[_MARK_OF.popitem(last=False)[1]]
     _evictions += 1
 
 
@@ -59,11 +63,11 @@ def share_member_cells(root: tuple[int, int, bool], members: Sequence[tuple[Node
     """The cells of an object's member list from `root` on, each marked as `share` marks it
     (`objects._MemberChain.rest`, whose loop this is, in C: `_nfa_build.member_cells`)."""
     return member_cells(root, members, memo, marks, comma, cap, share_takes, end_cell,
-                        _MARK_OF, _SHARED, _SHARED_LOCK, _evict_oldest, _MAX_MARKS)
+                        _MARK_OF, _SHARED, _SHARED_LOCK, _evict_oldest_quarter, _MAX_MARKS)
 
 
 def evictions() -> int:
-    """How many marks have been evicted so far: IR kept across compiles is as built while this
+    """How many eviction rounds there were so far: IR kept across compiles is as built while this
     count is what it was then."""
     return _evictions
 

@@ -30,8 +30,9 @@ def test_a_mark_is_the_checked_repeat_and_is_interned() -> None:
 @settings(deadline=None, max_examples=30)
 @given(st.lists(st.integers(0, 12), min_size=1, max_size=60), st.integers(1, 5))
 def test_eviction_keeps_the_builder_table_in_step(uses: list[int], limit: int) -> None:
-    """With room for `limit` marks, the live marks are the `limit` most recently used nodes (a hit
-    renews a mark), each in the builder's table; an evicted mark is no longer shared."""
+    """With room for `limit` marks, the live marks are the most recently used nodes (a hit renews a
+    mark), each in the builder's table: a table past `limit` drops its oldest quarter (at least one)
+    in one eviction round; an evicted mark is no longer shared."""
     saved = shared_nodes._MAX_MARKS, shared_nodes._MARK_OF.copy(), shared_nodes._SHARED.copy()
     shared_nodes._MAX_MARKS = limit
     try:
@@ -40,10 +41,15 @@ def test_eviction_keeps_the_builder_table_in_step(uses: list[int], limit: int) -
             shared_nodes._SHARED.clear()
         recent: list[int] = []
         marks = {}
+        rounds = shared_nodes.evictions()
         for i in uses:
             marks[i] = share(_node(b"evict %d" % i))
             recent = [j for j in recent if j != i] + [i]
-        live = recent[-limit:]
+            if len(recent) > limit:
+                recent = recent[-(limit - max(1, limit // 4)):] if limit > 1 else []
+                rounds += 1
+        live = recent
+        assert shared_nodes.evictions() == rounds
         assert len(shared_marks()) == len(live)
         for i in live:
             assert shared_marks()[marks[i]] is marks[i]

@@ -22,7 +22,7 @@ the nesting depth it reached, so a reuse where the lowering would have been refu
 nesting lowers afresh and is refused).  The table keeps the sites used last (`MAX_KEPT`): a
 family of schemas compiled after many others still finds its shared sites (a table cleared when
 full lost them all at once).  Its IR holds shared marks and lexemes whose tables
-evict their oldest entries when full: once either table has evicted one, the sites kept before
+evict their oldest quarter when full: after such a round in either table, the sites kept before
 are lowered afresh (and kept again).  A reuse leaves no within-compile memo entries for the
 subschemas inside the site, so a later identical one (the `true` of an `additionalProperties`) is
 lowered rather than found: the rules after it may be numbered higher than afresh, with the same
@@ -69,7 +69,7 @@ class KeptLowering:
 
     node: Node
     effects: "Effects"
-    evictions: int  # marks and lexemes evicted before it was kept (`_evictions`)
+    evictions: int  # eviction rounds of marks and lexemes before it was kept (`_evictions`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,7 +290,7 @@ class RefLowerings:
 
 
 def _evictions() -> int:
-    """Shared marks and lexemes evicted so far (both counts only grow)."""
+    """Eviction rounds of shared marks and lexemes so far (both counts only grow)."""
     return shared_nodes.evictions() + lexemes.evictions()
 
 

@@ -110,7 +110,7 @@ static PyObject *pair(int is_seq, PyObject *a, PyObject *b) {
     return out;
 }
 
-/* After `share_in` marked `node` (NULL: found again by `take_again`): the oldest mark evicted
+/* After `share_in` marked `node` (NULL: found again by `take_again`): the oldest marks evicted
  * past `max_marks`, a mark (new or found) appended to `marks`.  Steals `marked`; it, or NULL. */
 static PyObject *kept(Tables *t, PyObject *node, PyObject *marked) {
     if (PyDict_GET_SIZE(t->mark_of) > t->max_marks) {
@@ -126,7 +126,7 @@ static PyObject *kept(Tables *t, PyObject *node, PyObject *marked) {
 }
 
 /* `shared_nodes.share(node)` under the held lock: Empty and Nothing as they are, else the mark
- * (`share_in`), the oldest mark evicted past `max_marks`; a new mark or one found is appended to
+ * (`share_in`), the oldest marks evicted past `max_marks`; a new mark or one found is appended to
  * `marks`.  Steals `node`; a new reference. */
 static PyObject *share(Tables *t, PyObject *node) {
     if (!node || Py_TYPE(node) == Empty || Py_TYPE(node) == Nothing) return node;
@@ -316,7 +316,7 @@ const char nfab_member_cells_doc[] = PyDoc_STR(
 "(member, required)) from `root` on, each in `memo`, every mark made or found appended to `marks`\n"
 "in `rest`'s order.  `end_cell(count, first)`: an end cell's node (already shared).  `mark_of`,\n"
 "`shared`, `lock`: `shared_nodes`' tables and their lock (not held by the caller; released around\n"
-"`end_cell`); `evict()` drops the oldest mark, called while more than `max_marks` are kept.");
+"`end_cell`); `evict()` drops the oldest marks, called when more than `max_marks` are kept.");
 
 PyObject *nfab_member_cells(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs) {
     if (nfab_load_kinds() || load_names()) return NULL;
