@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import jsonschema
-from hypothesis import Phase, given, settings, strategies as st
+from hypothesis import Phase, example, given, settings, strategies as st
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT4
 
@@ -97,6 +97,13 @@ def recursive_schemas(draw) -> dict:
 
 @settings(max_examples=40, deadline=None, phases=[Phase.explicit, Phase.reuse, Phase.generate])
 @given(schema=recursive_schemas(), instances=st.lists(INSTANCES, min_size=1, max_size=6))
+# a valid instance whose one accepted member order was past the first 256 spellings a fixed list tried
+@example(schema={"properties": {"p": {"anyOf": [{"$ref": "#"}, {"type": "integer"}]}},
+                 "definitions": {"d": {"allOf": [{"$ref": "#"}, {"required": ["b"]}]}},
+                 "anyOf": [{"properties": {"b": {"type": "string"}}}, {"type": "null"}, {"type": "object"},
+                           {"properties": {"b": {"anyOf": [{"$ref": "#"}, {"type": "integer"}]}}}]},
+         instances=[{"a": {"p": {"a": None, "p": 2, "b": 2}, "a": []},
+                     "p": {"a": {"b": "y"}, "p": None, "b": {"b": 1, "p": None, "a": 1}}}])
 def test_recursive_schemas_with_branches_beside_the_cycle_are_exact(schema, instances):
     try:
         assert_exact(schema, instances, draft="draft-07")
