@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from formwork.grammar.dfa import DFA
-from formwork.grammar.ir import Alt, Node, Repeat, Seq
+from formwork.grammar.ir import Alt, Empty, Node, Nothing, Repeat, Seq
 
 class StandaloneAutomaton(Protocol):
     """What a region needs of a lexeme's own automaton (a `LazyDFA`): its states by NFA-state set."""
@@ -67,6 +67,8 @@ def lexeme(node: Node, open_ended: bool = False, twin: Node | None = None, pinne
     constant) is `pinned`: it is never evicted."""
     if isinstance(node, (Seq, Alt)):
         raise TypeError("a lexeme must be a node that seq()/alt() do not flatten (e.g. a Repeat)")
+    if isinstance(node, (Empty, Nothing)):  # (string contents of length 0) equal to every Empty:
+        return node  # marked, each one in every IR would read as a lexeme
     with _LEXEMES_LOCK:
         if pinned:
             _PINNED.add(node)

@@ -346,3 +346,14 @@ def test_undeclared_key_masks_equal_the_unsliced_walk(vocab, unsliced, names, ke
             assert np.array_equal(base, unsliced.mask(where.automaton, where.state) & unsliced.text_words)
         assert m.accept_token(token)
     assert m.can_terminate() and seen
+
+
+def test_empty_string_contents_mark_no_lexeme() -> None:
+    # `Empty` equals every Empty node: marked once, each one in every IR would read as a lexeme
+    from formwork.grammar.ir import EMPTY, NOTHING
+    from formwork.grammar.json_schema import lower_json_schema
+
+    lower_json_schema({"type": "string", "maxLength": 0})
+    assert not is_lexeme(EMPTY)
+    assert lexeme(EMPTY) is EMPTY and lexeme(NOTHING) is NOTHING
+    assert not is_lexeme(EMPTY) and not is_lexeme(NOTHING)
