@@ -69,3 +69,10 @@ def test_a_leaf_beside_ignored_keys_is_the_shared_leaf() -> None:
     key = shared_leaf_key("ctx", 0, [Sub(plain, None, "")])
     assert key is not None and shared_leaf_key("ctx", 0, [Sub(described, None, "")]) == key
     assert shared_leaf_key("ctx", 0, [Sub({**plain, "items": {}}, None, "")]) is None
+
+
+def test_a_subschema_of_annotations_and_ignored_keys_has_no_violation_to_build() -> None:
+    # its complement is empty: `not` over it needs no schema of the names it rejects (refused before)
+    for names in ({"description": "any name"}, {"markdownDescription": "m", "x-order": 1}):
+        assert_agrees({"not": {"type": "object", "propertyNames": names}})
+        assert_agrees({"not": {"type": "array", "prefixItems": [names, {"type": "string"}]}})

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from formwork.grammar.json_schema.expand import Alternative, Sub
 from formwork.grammar.json_schema.unevaluated import plain_unevaluated
 from formwork.grammar.json_schema.violation_parts import (
-    CannotNegate, negated, schema_of, synthetic,
+    CannotNegate, always_holds, negated, schema_of, synthetic,
 )
 from formwork.schemas.pointer import child
 
@@ -37,7 +37,7 @@ def array_violations(lw: "Lowerer", s: Sub, unique: bool) -> list[Alternative]:
         prefix = None
     for i, _ in enumerate(prefix or ()):
         item = lw.expander.child(s, prefix_kw, i)
-        if item.schema is True or item.schema == {}:
+        if always_holds(item):
             continue
         out.append(synthetic(lw, s, ("array", "bad item", i), lambda i=i, item=item: {
             "minItems": i + 1, prefix_kw: [True] * i + [negated(item)]}))

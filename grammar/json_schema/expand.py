@@ -124,8 +124,8 @@ OneOfResolver = Callable[[Sub, list[list[Alternative]]], list[Alternative]]
 def _always_holds(alternative: Alternative) -> bool:
     """Whether every instance satisfies the conjunction (each subschema `true`, `{}` or only
     annotations and keys JSON Schema ignores)."""
-    return all(s.schema is True or (isinstance(s.schema, dict) and not s.exclude and
-                                    CONSTRAINING_KEYWORDS.isdisjoint(s.schema)) for s in alternative)
+    return all(s.schema is True or (isinstance(s.schema, dict) and not s.exclude and not constrains(s.schema))
+               for s in alternative)
 
 
 class Expander:

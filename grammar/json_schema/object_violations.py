@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from formwork.grammar.json_schema.expand import WITNESS, Alternative, Sub
 from formwork.grammar.json_schema.unevaluated import plain_unevaluated
-from formwork.grammar.json_schema.violation_parts import negated, same, schema_of, shared
+from formwork.grammar.json_schema.violation_parts import always_holds, negated, same, schema_of, shared
 from formwork.grammar.json_schema.witnesses import Witness
 from formwork.schemas.pointer import child
 
@@ -23,7 +23,7 @@ def object_violations(lw: "Lowerer", s: Sub) -> list[Alternative]:
         out.append(shared(lw, s, ("object", "absent", name),
                           lambda name=name: {"properties": {name: False}}))
     for name, value in lw.expander.members(s, "properties"):
-        if value.schema is True or value.schema == {}:
+        if always_holds(value):
             continue
         out.append(shared(lw, s, ("object", "bad", name, same(value)),
                           lambda name=name, value=value: {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from formwork.grammar.json_schema.expand import Sub, Synthetic
+from formwork.grammar.json_schema.expand import Sub, Synthetic, constrains
 
 if TYPE_CHECKING:
     from formwork.grammar.json_schema.lowering import Lowerer
@@ -42,3 +42,10 @@ def negated(target: Any) -> Synthetic:
 def schema_of(value: Any) -> Any:
     """A subschema's schema, whether a synthetic schema holds it as a `Sub` or not."""
     return value.schema if isinstance(value, Sub) else value
+
+
+def always_holds(value: Any) -> bool:
+    """Whether the subschema (a `Sub` or not) accepts every value: ``true``, ``{}``, or only
+    annotations and keys JSON Schema ignores; none of its violations is to be built."""
+    schema = schema_of(value)
+    return schema is True or (isinstance(schema, dict) and not constrains(schema))

@@ -28,7 +28,7 @@ from formwork.grammar.json_schema.expand import (
     APPLICATORS, MAX_ALTERNATIVES, WITNESS, Alternative, Sub,
 )
 from formwork.grammar.json_schema.object_violations import additional_schema, object_violations
-from formwork.grammar.json_schema.violation_parts import CannotNegate, negated, schema_of
+from formwork.grammar.json_schema.violation_parts import CannotNegate, always_holds, negated, schema_of
 from formwork.schemas.pointer import child
 
 if TYPE_CHECKING:
@@ -177,15 +177,15 @@ _WHAT = {"propertyNames": "a member name it rejects",
 
 
 def _trivial(keyword: str, schema: dict) -> bool:
-    """Whether `keyword` of `schema` constrains nothing here: true or empty subschemas, or an
+    """Whether `keyword` of `schema` constrains nothing here: subschemas that always hold, or an
     ``unevaluatedItems`` the expansion's marks carry or the violations below take."""
     value = schema_of(schema[keyword])
     if keyword == "unevaluatedItems":
         return True
     if keyword == "dependentSchemas":
-        return all(schema_of(v) is True or schema_of(v) == {} for v in value.values())
+        return all(map(always_holds, value.values()))
     if keyword == "propertyNames":
-        return value is True or value == {}
+        return always_holds(value)
     return False
 
 
