@@ -76,8 +76,9 @@ class AutomatonBuilder:
 
     def dfa(self, node: Node, keep: bool = True) -> DFA | LazyDFA:
         """The automaton of `node`, memoised unless `keep` is False (a whole document: only its
-        pieces are worth keeping for later compilations)."""
-        got = self._find("_memo", node)
+        pieces are worth keeping for later compilations); a complete DFA built of it will do (a
+        renewed builder takes over only those: `take_eager`)."""
+        got = self._find("_memo", node) or self._find("_eager", node)
         if got is not None:
             return got
         with paused_gc():
