@@ -76,3 +76,16 @@ def test_a_subschema_of_annotations_and_ignored_keys_has_no_violation_to_build()
     for names in ({"description": "any name"}, {"markdownDescription": "m", "x-order": 1}):
         assert_agrees({"not": {"type": "object", "propertyNames": names}})
         assert_agrees({"not": {"type": "array", "prefixItems": [names, {"type": "string"}]}})
+
+
+def test_a_ref_to_a_schema_of_ignored_keys_makes_the_any_of_any_value() -> None:
+    # webpack's BannerPlugin: {"anyOf": [..., {"$ref": "#/definitions/BannerFunction"}]}, whose
+    # target is {"instanceof": "Function", "tsType": ...}: the $ref site is expanded, so it counts
+    # no more than the target
+    from test_json_any_of_true_branch import alternatives
+
+    schema = {"anyOf": [{"type": "object", "required": ["a"]}, {"$ref": "#/$defs/Fn"}],
+              "$defs": {"Fn": {"instanceof": "Function", "tsType": "Fn"}}}
+    [alternative] = alternatives(schema)
+    assert [s.pointer for s in alternative] == [""]
+    assert_agrees(schema)

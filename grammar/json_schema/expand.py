@@ -54,6 +54,8 @@ KNOWN_KEYWORDS = frozenset().union(*DRAFT_KEYWORDS.values(), UNSUPPORTED_KEYWORD
                                    UNEVALUATED, {"additionalItems", WITNESS})
 #: Keywords that constrain an instance: a schema object with none of them accepts every value.
 CONSTRAINING_KEYWORDS = KNOWN_KEYWORDS - NEUTRAL_KEYWORDS
+#: ... once its applicators are expanded (the other subschemas of its conjunction stand for them)
+LOCAL_CONSTRAINING_KEYWORDS = CONSTRAINING_KEYWORDS - _APPLICATOR_SET
 
 
 def constrains(schema: dict) -> bool:
@@ -122,10 +124,11 @@ OneOfResolver = Callable[[Sub, list[list[Alternative]]], list[Alternative]]
 
 
 def _always_holds(alternative: Alternative) -> bool:
-    """Whether every instance satisfies the conjunction (each subschema `true`, `{}` or only
-    annotations and keys JSON Schema ignores)."""
-    return all(s.schema is True or (isinstance(s.schema, dict) and not s.exclude and not constrains(s.schema))
-               for s in alternative)
+    """Whether every instance satisfies the expanded conjunction (each subschema `true`, or with
+    only annotations, keys JSON Schema ignores and expanded applicators: ``{"$ref": ...}`` beside
+    a target of annotations only)."""
+    return all(s.schema is True or (isinstance(s.schema, dict) and not s.exclude and
+                                    LOCAL_CONSTRAINING_KEYWORDS.isdisjoint(s.schema)) for s in alternative)
 
 
 class Expander:

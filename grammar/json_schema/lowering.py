@@ -19,7 +19,8 @@ from formwork.grammar.json_schema.automata import SHARED, accepts
 from formwork.grammar.json_schema.ecma_validation import ecma_validator
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
 from formwork.grammar.json_schema.expand import (
-    APPLICATORS, CONSTRAINING_KEYWORDS, EXPANDED_KEYWORDS, WITNESS, Alternative, Expander, Sub, plain_schema,
+    CONSTRAINING_KEYWORDS, EXPANDED_KEYWORDS, LOCAL_CONSTRAINING_KEYWORDS, WITNESS, Alternative, Expander, Sub,
+    plain_schema,
 )
 from formwork.grammar.json_schema.const_values import values_allowed
 from formwork.grammar.json_schema.negation import negated_container, negations, scalar_complement
@@ -41,7 +42,7 @@ TYPES = ("null", "boolean", "object", "array", "string", "number")
 _ANY_TYPE = frozenset(TYPES) | {"integer"}
 _CONSTRAINING = CONSTRAINING_KEYWORDS
 #: Keywords a subschema keeps once its applicators are expanded ("local" ones) that constrain.
-_LOCAL = CONSTRAINING_KEYWORDS - set(APPLICATORS)
+_LOCAL = LOCAL_CONSTRAINING_KEYWORDS
 #: Keywords whose subschemas the lowering of an array or object lowers in turn (`lower_subs`);
 #: a conjunction without any is a leaf, which no `$ref` cycle can pass through.
 _NESTING = frozenset({"properties", "patternProperties", "additionalProperties",
@@ -271,14 +272,14 @@ class Lowerer:
     def _lower_dicts(self, subs: list[Sub], depth: int) -> Node:
         if len(subs) == 1:
             schema = subs[0].schema
-            if _CONSTRAINING.isdisjoint(schema):  # {} and annotation-only schemas
+            if _LOCAL.isdisjoint(schema):  # {} and annotation-only schemas (applicators expanded)
                 return self.unconstrained(depth)
             if _NESTING.isdisjoint(schema):
                 return self._lower_leaf(subs, depth)
-            key: tuple = () if _LOCAL.isdisjoint(schema) else (id(schema),)
+            key: tuple = (id(schema),)
         else:
             schemas = [s.schema for s in subs]
-            if all(map(_CONSTRAINING.isdisjoint, schemas)):
+            if all(map(_LOCAL.isdisjoint, schemas)):
                 return self.unconstrained(depth)
             if all(map(_NESTING.isdisjoint, schemas)):
                 return self._lower_leaf(subs, depth)
