@@ -53,10 +53,11 @@ def is_open_schema(schema: Any) -> bool:
 def resolve_nesting_depth(max_nesting_depth: NestingOption, schema: Any,
                           whitespace: WhitespaceOption) -> int | None:
     """The nesting bound of any-JSON values: ``"auto"`` is exact (None) for an open schema (its
-    whole language is any JSON of some types, and the recursive any-JSON rule compiles and masks
-    as fast as the bounded automaton), `BOUNDED_NESTING_DEPTH` elsewhere (open values inside a
-    constrained schema keep the schema one regular automaton) and `SHALLOW_NESTING_DEPTH` under
-    an indent policy (the lowering also falls back to it where open values lie in a product)."""
+    whole language is any JSON of some types: the recursive any-JSON rule, exact, though ~1.5 ms
+    to compile with its first mask against ~0.1 ms for the warm bounded automaton),
+    `BOUNDED_NESTING_DEPTH` elsewhere (open values inside a constrained schema keep the schema one
+    regular automaton) and `SHALLOW_NESTING_DEPTH` under an indent policy (the lowering also falls
+    back to it where open values lie in a product)."""
     if max_nesting_depth != "auto":
         return max_nesting_depth  # type: ignore[return-value]
     if isinstance(whitespace, IndentSpec):
