@@ -12,6 +12,7 @@ import jsonschema
 
 sys.path.insert(0, str(Path(__file__).parent))
 from conftest_grammar_json import byte_vocab  # noqa: E402
+from json_spelling_search import scalar_texts  # noqa: E402
 
 from formwork.grammar.json_schema import compile_json_schema  # noqa: E402
 
@@ -26,7 +27,9 @@ def matcher_accepts(grammar: Any, instance: Any) -> bool:
     ``1.0`` as ``1``, escaped or raw characters).  A depth-first search that advances one matcher
     part by part and rolls back a part that leads nowhere, so a wrong member order is cut at its
     key (a fixed list of spellings misses the one accepted order of a nested instance with many
-    objects); iterative, as an instance may have more parts than Python nests calls."""
+    objects); iterative, as an instance may have more parts than Python nests calls.  Unlike
+    `json_spelling_search` (the corpora's search over automaton states, guided by the schema's
+    property order), it tries every member order, on any grammar the matcher runs."""
     m = grammar.matcher()
     choices: list[Iterator[tuple[str, Any]]] = []  # each but the last has one part accepted
     tasks: Any = (instance, None)  # what is left to spell: a linked list of `_parts` tasks
@@ -90,15 +93,7 @@ def _parts(tasks: Any) -> Iterator[tuple[str, Any]]:
             after = (task[i], after) if i == 0 else (_Text([","]), (task[i], after))
         yield "[", after
     else:
-        yield from ((text, rest) for text in _scalar_spellings(task))
-
-
-def _scalar_spellings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return list(dict.fromkeys([json.dumps(value), json.dumps(value, ensure_ascii=False)]))
-    if isinstance(value, float) and value.is_integer():
-        return [json.dumps(value), str(int(value))]
-    return [json.dumps(value)]
+        yield from ((text, rest) for text in scalar_texts(task, True))
 
 
 def assert_exact(schema: Any, instances: list[Any], draft: str = "2020-12", **options: Any) -> None:

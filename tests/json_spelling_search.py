@@ -23,7 +23,7 @@ class Undecided(Exception):
     """The spelling search grew past its bounds (`MAX_WALKS`, `MAX_FRONTIER`)."""
 
 
-def _scalar_texts(value: Any, integral_floats: bool) -> list[str]:
+def scalar_texts(value: Any, integral_floats: bool) -> list[str]:
     if isinstance(value, str):
         return list(dict.fromkeys([json.dumps(value), json.dumps(value, ensure_ascii=False)]))
     out = [json.dumps(value)]
@@ -114,7 +114,7 @@ class _Search:
         if isinstance(value, dict):
             return self._object(begin, list(value.items()))
         out: dict[int, str] = {}
-        for text in _scalar_texts(value, self.integral_floats):
+        for text in scalar_texts(value, self.integral_floats):
             for state, got in self.step(begin, text).items():
                 out.setdefault(state, got)
         return out
@@ -136,7 +136,7 @@ class _Search:
             for j in got if j != i and j in declared)]
 
     def _object(self, begin: dict[int, str], items: list[tuple[str, Any]]) -> dict[int, str]:
-        keys = [_scalar_texts(name, True) for name, _ in items]
+        keys = [scalar_texts(name, True) for name, _ in items]
         states = self.step(begin, "{")
         if not self.free:
             for i, (_, item) in enumerate(items):

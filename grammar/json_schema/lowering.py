@@ -19,8 +19,7 @@ from formwork.grammar.json_schema.automata import SHARED, accepts
 from formwork.grammar.json_schema.ecma_validation import ecma_validator
 from formwork.grammar.json_schema.errors import UnsupportedSchemaError
 from formwork.grammar.json_schema.expand import (
-    CONSTRAINING_KEYWORDS, EXPANDED_KEYWORDS, LOCAL_CONSTRAINING_KEYWORDS, WITNESS, Alternative, Expander, Sub,
-    plain_schema,
+    EXPANDED_KEYWORDS, LOCAL_CONSTRAINING_KEYWORDS, WITNESS, Alternative, Expander, Sub, plain_schema,
 )
 from formwork.grammar.json_schema.const_values import values_allowed
 from formwork.grammar.json_schema.negation import negated_container, negations, scalar_complement
@@ -40,7 +39,6 @@ from formwork.grammar.lexemes import lexeme
 
 TYPES = ("null", "boolean", "object", "array", "string", "number")
 _ANY_TYPE = frozenset(TYPES) | {"integer"}
-_CONSTRAINING = CONSTRAINING_KEYWORDS
 #: Keywords a subschema keeps once its applicators are expanded ("local" ones) that constrain.
 _LOCAL = LOCAL_CONSTRAINING_KEYWORDS
 #: Keywords whose subschemas the lowering of an array or object lowers in turn (`lower_subs`);
@@ -207,7 +205,7 @@ class Lowerer:
         before = self.changes
         schema = first.schema
         if single and type(schema) is dict and NOT_LEAF_VALUES.isdisjoint(schema) and \
-                not _CONSTRAINING.isdisjoint(schema) and not first.exclude:
+                not _LOCAL.isdisjoint(schema) and not first.exclude:
             # a leaf of value keywords only (no applicator, nothing nested, not only
             # annotations): it expands to itself, and `_lower_dicts` would lower it as a leaf
             node = self._lower_leaf(subs, depth)
